@@ -1,0 +1,6 @@
+// `hogwild bench` — not implemented yet (owned by the issue that adds it).
+#include "apps/hogwild/commands.h"
+
+namespace hogwild::cli {
+void register_bench(CLI::App& app) {}
+}  // namespace hogwild::cli

@@ -1,0 +1,6 @@
+// `hogwild run` — not implemented yet (owned by the issue that adds it).
+#include "apps/hogwild/commands.h"
+
+namespace hogwild::cli {
+void register_run(CLI::App& app) {}
+}  // namespace hogwild::cli

@@ -1,0 +1,6 @@
+// `hogwild tokenize` — not implemented yet (owned by the issue that adds it).
+#include "apps/hogwild/commands.h"
+
+namespace hogwild::cli {
+void register_tokenize(CLI::App& app) {}
+}  // namespace hogwild::cli

@@ -1,0 +1,31 @@
+// hogwild: parallel LLM reasoning with a shared KV cache (Hogwild! Inference, arXiv 2504.06261).
+#include "apps/hogwild/commands.h"
+#include "core/error.h"
+
+#include <cstdio>
+#include <exception>
+
+int main(int argc, char** argv) {
+  CLI::App app{"hogwild: several workers of one model reason together over one shared KV cache"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "hogwild 0.1.0");
+  hogwild::cli::register_make_model(app);
+  hogwild::cli::register_info(app);
+  hogwild::cli::register_generate(app);
+  hogwild::cli::register_tokenize(app);
+  hogwild::cli::register_prompt(app);
+  hogwild::cli::register_run(app);
+  hogwild::cli::register_bench(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const hogwild::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

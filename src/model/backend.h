@@ -1,0 +1,69 @@
+// The interface between the scheduler (plain generation, hogwild sessions) and a compute backend
+// (CPU reference in src/cpu, CUDA in src/cuda). The backend owns the weights and the KV cache.
+//
+// KV cache = a set of cache blocks (docs/DESIGN.md §2). A block holds K and V of every layer for a
+// run of tokens; keys are stored rotated by RoPE at *block-local* positions 0..len-1. A worker's
+// view is an ordered list of block ids (a block may occur more than once); the offset of an
+// occurrence is the sum of the lengths of the blocks before it in the view.
+//
+// Plain generation is the degenerate case: one block, one worker whose view is that block.
+#pragma once
+
+#include "model/config.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace hogwild {
+
+using BlockId = int32_t;
+
+/// One token fed in a forward.
+struct TokenInput {
+  int32_t token_id = 0;  // vocabulary id
+  int32_t worker = 0;    // index into ForwardBatch::views: the writer, in whose view K/V are computed
+  BlockId block = 0;     // target block: the token is appended at block index len(block)
+  bool want_logits = false;  // produce logits for this row
+};
+
+/// One forward = one serial step: every active worker's new tokens, batched.
+/// Order of `tokens` fixes the order of appends to each block. All tokens are written to their
+/// blocks before attention, so view offsets use the block lengths *after* this forward's appends.
+/// A new token's view position p = (offset of the LAST occurrence of its target block in its
+/// writer's view) + its block index. At every layer it attends to every key of every block
+/// occurrence in its writer's view whose view position (offset + block index) is <= p, with the
+/// query rotated by (p - offset) for that occurrence (DESIGN.md §2). Precondition: the target block
+/// occurs in the writer's view.
+struct ForwardBatch {
+  std::vector<TokenInput> tokens;
+  std::vector<std::vector<BlockId>> views;  // views[worker] = ordered block ids (occurrences)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const ModelConfig& config() const = 0;
+
+  /// Creates an empty block; returns its id. Throws hogwild::Error when the cache is full.
+  virtual BlockId new_block() = 0;
+  /// Frees a block (its id may be reused).
+  virtual void free_block(BlockId b) = 0;
+  /// Number of tokens in block b.
+  virtual int64_t block_len(BlockId b) const = 0;
+  /// Drops the last n tokens of block b (n <= len).
+  virtual void truncate_block(BlockId b, int64_t new_len) = 0;
+  /// Step promotion (DESIGN.md §4): appends all of src's tokens to the end of dst. Values are
+  /// copied; keys are rotated once by len(dst) (a pure rotation, no attention factor). No forward.
+  virtual void append_block(BlockId dst, BlockId src) = 0;
+
+  /// Copies block b's layer `layer` out as fp32: k and v get (len, num_key_value_heads, head_dim);
+  /// keys as stored (rotated at block-local positions). For tests and debugging.
+  virtual void read_block(BlockId b, int64_t layer, std::vector<float>& k,
+                          std::vector<float>& v) const = 0;
+
+  /// Runs one forward. logits receives (number of tokens with want_logits, vocab_size) fp32 rows
+  /// in batch order. Throws hogwild::Error on invalid input (unknown block, token id out of range).
+  virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+};
+
+}  // namespace hogwild

@@ -1,0 +1,46 @@
+// Model weights in fp32 on the host, one field per HF tensor (the HF names live in one table in
+// tensor_names.cpp). Matrices are row-major [out_features, in_features] exactly as stored by HF
+// (y = x W^T). Fused Phi3 tensors (qkv_proj, gate_up_proj) are split at load into q/k/v and gate/up.
+#pragma once
+
+#include "model/config.h"
+
+#include <string>
+#include <vector>
+
+namespace hogwild {
+
+struct LayerWeights {
+  std::vector<float> input_layernorm;           // (hidden_size)
+  std::vector<float> q_proj;                    // (num_attention_heads*head_dim, hidden_size)
+  std::vector<float> k_proj;                    // (num_key_value_heads*head_dim, hidden_size)
+  std::vector<float> v_proj;                    // (num_key_value_heads*head_dim, hidden_size)
+  std::vector<float> q_bias, k_bias, v_bias;    // (out) when attention_bias, else empty
+  std::vector<float> q_norm, k_norm;            // (head_dim) when qk_norm, else empty
+  std::vector<float> o_proj;                    // (hidden_size, num_attention_heads*head_dim)
+  std::vector<float> post_attention_layernorm;  // (hidden_size)
+  std::vector<float> gate_proj;                 // (intermediate_size, hidden_size)
+  std::vector<float> up_proj;                   // (intermediate_size, hidden_size)
+  std::vector<float> down_proj;                 // (hidden_size, intermediate_size)
+};
+
+struct ModelWeights {
+  ModelConfig config;
+  std::vector<float> embed_tokens;  // (vocab_size, hidden_size)
+  std::vector<LayerWeights> layers; // (num_hidden_layers)
+  std::vector<float> norm;          // (hidden_size) final RMSNorm
+  std::vector<float> lm_head;       // (vocab_size, hidden_size); empty when tie_word_embeddings
+  /// The output projection: lm_head, or embed_tokens when tied.
+  const std::vector<float>& output_weight() const { return lm_head.empty() ? embed_tokens : lm_head; }
+};
+
+struct LoadOptions {
+  bool show_progress = true;  // progress on stderr when it is a terminal
+};
+
+/// Loads DIR (config.json + model.safetensors or sharded index). Checks every tensor's name, dtype
+/// (BF16/F16/F32) and shape against the architecture's table. Throws hogwild::Error naming the file
+/// or tensor, expected and actual value, and what to do.
+ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt = {});
+
+}  // namespace hogwild
