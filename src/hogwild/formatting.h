@@ -137,7 +137,8 @@ struct Formatting {
   const std::string& worker_name(int w) const;
   /// The rules prompt for n_workers (rules_single when n_workers == 1), placeholders filled.
   std::string render_rules(int n_workers) const;
-  /// The few-shot example with placeholders filled ("" when none).
+  /// The few-shot example with placeholders filled ("" when none, and for n_workers == 1: the example
+  /// shows collaboration, so the single-worker baseline does not get it).
   std::string render_example(int n_workers) const;
   /// The chat messages (system if non-empty, then user) for the problem.
   std::vector<PromptMessage> messages(std::string_view problem, int n_workers) const;
@@ -157,8 +158,9 @@ struct Formatting {
   /// true when a vocabulary token whose decoded text is `token_text` is in forbidden.texts
   /// (compared after stripping leading/trailing whitespace). EOS is handled via forbidden.eos.
   bool is_forbidden_text(std::string_view token_text) const;
-  /// The full JSON (every key, no "base"); parse_formatting(to_json()) round-trips.
-  nlohmann::json to_json() const;
+  /// The full JSON (every key in documentation order, no "base"); parse_formatting(to_json())
+  /// round-trips. `hogwild run --print-format` prints to_json().dump(2).
+  nlohmann::ordered_json to_json() const;
 };
 
 /// Names of the built-in formattings: "{family}-{variant}" for family in qwen3, qwq, deepseek-r1,
@@ -173,6 +175,8 @@ Formatting builtin_formatting(std::string_view name);
 /// base's (objects merged key by key, arrays and strings replaced); without "base" every key is
 /// required. Unknown keys, missing keys, wrong types and invalid values throw hogwild::Error naming
 /// the key path (e.g. "collab_check.every") and what to do. `origin` names the source in messages.
+/// Keys starting with "//" are comments and ignored at any level.
+Formatting parse_formatting(const nlohmann::ordered_json& j, std::string_view origin = "formatting");
 Formatting parse_formatting(const nlohmann::json& j, std::string_view origin = "formatting");
 
 /// Reads and parses a formatting JSON file (parse_formatting). Throws hogwild::Error if it cannot
