@@ -1,0 +1,300 @@
+#include "cpu/cpu_backend.h"
+
+#include "core/error.h"
+#include "cpu/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace hogwild::cpu {
+namespace {
+
+void check_size(const std::vector<float>& t, int64_t expected, const std::string& name) {
+  if (static_cast<int64_t>(t.size()) != expected)
+    fail("tensor {}: expected {} values, got {}; the weights do not match config.json", name,
+         expected, t.size());
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(ModelWeights weights, int64_t max_tokens)
+    : w_(std::move(weights)), rope_(compute_rope_params(w_.config)), max_tokens_(max_tokens) {
+  check_weights();
+}
+
+void CpuBackend::check_weights() const {
+  const ModelConfig& c = w_.config;
+  if (c.hidden_size <= 0 || c.num_hidden_layers <= 0 || c.num_attention_heads <= 0 ||
+      c.num_key_value_heads <= 0 || c.head_dim <= 0 || c.vocab_size <= 0 ||
+      c.intermediate_size <= 0)
+    fail("model config: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, "
+         "num_key_value_heads, head_dim and vocab_size must all be positive");
+  if (c.num_attention_heads % c.num_key_value_heads != 0)
+    fail("model config: num_attention_heads ({}) must be a multiple of num_key_value_heads ({})",
+         c.num_attention_heads, c.num_key_value_heads);
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t qd = c.num_attention_heads * c.head_dim, kvd = c.num_key_value_heads * c.head_dim;
+  check_size(w_.embed_tokens, c.vocab_size * H, "model.embed_tokens.weight");
+  check_size(w_.norm, H, "model.norm.weight");
+  if (!c.tie_word_embeddings || !w_.lm_head.empty())
+    check_size(w_.lm_head, c.vocab_size * H, "lm_head.weight");
+  if (static_cast<int64_t>(w_.layers.size()) != c.num_hidden_layers)
+    fail("model weights: expected {} layers (num_hidden_layers), got {}", c.num_hidden_layers,
+         w_.layers.size());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const LayerWeights& L = w_.layers[i];
+    const std::string p = fmt::format("model.layers.{}.", i);
+    check_size(L.input_layernorm, H, p + "input_layernorm.weight");
+    check_size(L.post_attention_layernorm, H, p + "post_attention_layernorm.weight");
+    check_size(L.q_proj, qd * H, p + "self_attn.q_proj.weight");
+    check_size(L.k_proj, kvd * H, p + "self_attn.k_proj.weight");
+    check_size(L.v_proj, kvd * H, p + "self_attn.v_proj.weight");
+    check_size(L.o_proj, H * qd, p + "self_attn.o_proj.weight");
+    check_size(L.gate_proj, I * H, p + "mlp.gate_proj.weight");
+    check_size(L.up_proj, I * H, p + "mlp.up_proj.weight");
+    check_size(L.down_proj, H * I, p + "mlp.down_proj.weight");
+    check_size(L.q_bias, c.attention_bias ? qd : 0, p + "self_attn.q_proj.bias");
+    check_size(L.k_bias, c.attention_bias ? kvd : 0, p + "self_attn.k_proj.bias");
+    check_size(L.v_bias, c.attention_bias ? kvd : 0, p + "self_attn.v_proj.bias");
+    check_size(L.q_norm, c.qk_norm ? c.head_dim : 0, p + "self_attn.q_norm.weight");
+    check_size(L.k_norm, c.qk_norm ? c.head_dim : 0, p + "self_attn.k_norm.weight");
+  }
+}
+
+CpuBackend::Block& CpuBackend::block_ref(BlockId b, const char* what) {
+  if (b < 0 || b >= static_cast<BlockId>(blocks_.size()) || !blocks_[b].live)
+    fail("{}: cache block {} does not exist (create it with new_block)", what, b);
+  return blocks_[b];
+}
+
+const CpuBackend::Block& CpuBackend::block_ref(BlockId b, const char* what) const {
+  return const_cast<CpuBackend*>(this)->block_ref(b, what);
+}
+
+BlockId CpuBackend::new_block() {
+  BlockId id = 0;
+  while (id < static_cast<BlockId>(blocks_.size()) && blocks_[id].live) ++id;
+  if (id == static_cast<BlockId>(blocks_.size())) blocks_.emplace_back();
+  Block& b = blocks_[id];
+  b.live = true;
+  b.len = 0;
+  b.k.assign(w_.config.num_hidden_layers, {});
+  b.v.assign(w_.config.num_hidden_layers, {});
+  return id;
+}
+
+void CpuBackend::free_block(BlockId b) {
+  Block& blk = block_ref(b, "free_block");
+  blk = Block{};
+}
+
+int64_t CpuBackend::block_len(BlockId b) const { return block_ref(b, "block_len").len; }
+
+int64_t CpuBackend::cached_tokens() const {
+  int64_t n = 0;
+  for (const Block& b : blocks_) n += b.live ? b.len : 0;
+  return n;
+}
+
+void CpuBackend::truncate_block(BlockId b, int64_t new_len) {
+  Block& blk = block_ref(b, "truncate_block");
+  if (new_len < 0 || new_len > blk.len)
+    fail("truncate_block: new length {} is outside [0, {}] for block {}", new_len, blk.len, b);
+  const int64_t kvd = w_.config.num_key_value_heads * w_.config.head_dim;
+  blk.len = new_len;
+  for (auto& k : blk.k) k.resize(new_len * kvd);
+  for (auto& v : blk.v) v.resize(new_len * kvd);
+}
+
+void CpuBackend::append_block(BlockId dst, BlockId src) {
+  Block& d = block_ref(dst, "append_block (dst)");
+  const Block& s = block_ref(src, "append_block (src)");
+  if (max_tokens_ > 0 && cached_tokens() + s.len > max_tokens_)
+    fail("KV cache full: appending {} tokens exceeds max_tokens = {}", s.len, max_tokens_);
+  const ModelConfig& c = w_.config;
+  const int64_t kvd = c.num_key_value_heads * c.head_dim;
+  const int64_t shift = d.len, n = s.len;
+  rope_.reserve(shift + 1);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    // Copy first: src may be dst.
+    std::vector<float> k(s.k[l].begin(), s.k[l].begin() + n * kvd);
+    std::vector<float> v(s.v[l].begin(), s.v[l].begin() + n * kvd);
+    // Keys: rotate once by len(dst), a pure rotation (scale 1): q(p-o).k(j) stays exact.
+    for (int64_t j = 0; j < n; ++j) rope_.rotate(k.data() + j * kvd, c.num_key_value_heads, shift, 1.0f);
+    d.k[l].insert(d.k[l].end(), k.begin(), k.end());
+    d.v[l].insert(d.v[l].end(), v.begin(), v.end());
+  }
+  d.len += n;
+}
+
+void CpuBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,
+                            std::vector<float>& v) const {
+  const Block& blk = block_ref(b, "read_block");
+  if (layer < 0 || layer >= w_.config.num_hidden_layers)
+    fail("read_block: layer {} is outside [0, {})", layer, w_.config.num_hidden_layers);
+  k = blk.k[layer];
+  v = blk.v[layer];
+}
+
+void CpuBackend::attention(const ForwardBatch& batch, const std::vector<RowPlan>& plan,
+                           const std::vector<std::vector<Occurrence>>& occ, int64_t layer,
+                           const float* q, float* out) {
+  const ModelConfig& c = w_.config;
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  const int64_t nh = c.num_attention_heads, hd = c.head_dim;
+  const int64_t kvd = c.num_key_value_heads * hd, group = nh / c.num_key_value_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float attn_scaling = rope_.params().attention_scaling;
+#pragma omp parallel
+  {
+    std::vector<float> qr(hd), acc_o(hd), part_o(hd);
+#pragma omp for schedule(dynamic)
+    for (int64_t idx = 0; idx < T * nh; ++idx) {
+      const int64_t t = idx / nh, h = idx % nh, g = h / group;
+      const RowPlan& r = plan[t];
+      const float* qh = q + t * nh * hd + h * hd;  // un-rotated query head
+      AttnState acc{0, 0, acc_o.data()};
+      attn_state_init(acc, hd);
+      for (const Occurrence& oc : occ[batch.tokens[t].worker]) {
+        if (oc.offset > r.p) break;  // offsets grow along the view: nothing further is visible
+        const Block& blk = blocks_[oc.block];
+        const int64_t n_vis = std::min(blk.len, r.p - oc.offset + 1);  // keys with o + j <= p
+        if (n_vis <= 0) continue;
+        // Query rotated by p - o (with the model's attention scaling: its one rotation for this
+        // dot product), keys already rotated at j: q(p-o).k(j) = q(p).k(o+j).
+        std::memcpy(qr.data(), qh, sizeof(float) * hd);
+        rope_.rotate(qr.data(), 1, r.p - oc.offset, attn_scaling);
+        AttnState part{0, 0, part_o.data()};
+        attn_state_init(part, hd);
+        attn_partial(qr.data(), blk.k[layer].data() + g * hd, blk.v[layer].data() + g * hd, n_vis,
+                     kvd, hd, scale, part);
+        attn_state_merge(acc, part, hd);
+      }
+      // The token's own key (o + j = p) is always visible, so acc is never empty.
+      attn_state_normalize(acc, out + t * nh * hd + h * hd, hd);
+    }
+  }
+}
+
+void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) {
+  const ModelConfig& c = w_.config;
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  logits.clear();
+  if (T == 0) return;
+  const int64_t n_workers = static_cast<int64_t>(batch.views.size());
+
+  // ---- validate everything before touching the cache
+  for (int64_t w = 0; w < n_workers; ++w)
+    for (BlockId b : batch.views[w]) block_ref(b, "forward (view)");
+  for (int64_t t = 0; t < T; ++t) {
+    const TokenInput& in = batch.tokens[t];
+    if (in.token_id < 0 || in.token_id >= c.vocab_size)
+      fail("forward: token id {} (row {}) is outside the vocabulary [0, {})", in.token_id, t,
+           c.vocab_size);
+    if (in.worker < 0 || in.worker >= n_workers)
+      fail("forward: row {} names worker {} but the batch has {} views", t, in.worker, n_workers);
+    block_ref(in.block, "forward (target block)");
+    const auto& view = batch.views[in.worker];
+    if (std::find(view.begin(), view.end(), in.block) == view.end())
+      fail("forward: row {} writes block {} which is not in worker {}'s view", t, in.block,
+           in.worker);
+  }
+  if (max_tokens_ > 0 && cached_tokens() + T > max_tokens_)
+    fail("KV cache full: {} cached + {} new tokens exceed max_tokens = {}", cached_tokens(), T,
+         max_tokens_);
+
+  // ---- plan: block index j (in batch order), post-append lengths, offsets, view positions p
+  std::vector<RowPlan> plan(T);
+  std::vector<int64_t> new_len(blocks_.size());
+  for (size_t b = 0; b < blocks_.size(); ++b) new_len[b] = blocks_[b].len;
+  for (int64_t t = 0; t < T; ++t) plan[t].j = new_len[batch.tokens[t].block]++;
+  std::vector<std::vector<Occurrence>> occ(n_workers);
+  for (int64_t w = 0; w < n_workers; ++w) {
+    int64_t off = 0;
+    for (BlockId b : batch.views[w]) {
+      occ[w].push_back({b, off});
+      off += new_len[b];
+    }
+  }
+  int64_t max_p = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    const TokenInput& in = batch.tokens[t];
+    int64_t last_off = 0;
+    for (const Occurrence& oc : occ[in.worker])
+      if (oc.block == in.block) last_off = oc.offset;
+    plan[t].p = last_off + plan[t].j;
+    max_p = std::max(max_p, plan[t].p);
+  }
+  rope_.reserve(max_p + 1);
+  const int64_t kvd = c.num_key_value_heads * c.head_dim;
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    if (!blocks_[b].live || new_len[b] == blocks_[b].len) continue;
+    blocks_[b].len = new_len[b];
+    for (auto& k : blocks_[b].k) k.resize(new_len[b] * kvd);
+    for (auto& v : blocks_[b].v) v.resize(new_len[b] * kvd);
+  }
+
+  // ---- activations (rows = batch tokens)
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
+  const int64_t qd = nh * hd;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const float attn_scaling = rope_.params().attention_scaling;
+  std::vector<float> x(T * H), h(T * H), tmp(T * H);  // residual stream, normed, projection out
+  std::vector<float> q(T * qd), k(T * kvd), v(T * kvd), att(T * qd);
+  std::vector<float> gate(T * I), up(T * I);
+  std::vector<int32_t> ids(T);
+  for (int64_t t = 0; t < T; ++t) ids[t] = batch.tokens[t].token_id;
+  embedding(w_.embed_tokens.data(), ids.data(), T, H, x.data());
+
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const LayerWeights& L = w_.layers[l];
+    auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
+    // ---- norm, q/k/v projections (+ bias: Qwen2)
+    rmsnorm(x.data(), L.input_layernorm.data(), h.data(), T, H, eps);
+    matmul(h.data(), L.q_proj.data(), bias(L.q_bias), q.data(), T, H, qd);
+    matmul(h.data(), L.k_proj.data(), bias(L.k_bias), k.data(), T, H, kvd);
+    matmul(h.data(), L.v_proj.data(), bias(L.v_bias), v.data(), T, H, kvd);
+    // ---- per-head RMSNorm of q and k (Qwen3), before RoPE
+    if (c.qk_norm) {
+      rmsnorm(q.data(), L.q_norm.data(), q.data(), T * nh, hd, eps);
+      rmsnorm(k.data(), L.k_norm.data(), k.data(), T * nkv, hd, eps);
+    }
+    // ---- rope on keys at block-local j; write K, V of every row before any attention
+    for (int64_t t = 0; t < T; ++t) {
+      float* kt = k.data() + t * kvd;
+      rope_.rotate(kt, nkv, plan[t].j, attn_scaling);
+      Block& blk = blocks_[batch.tokens[t].block];
+      std::memcpy(blk.k[l].data() + plan[t].j * kvd, kt, sizeof(float) * kvd);
+      std::memcpy(blk.v[l].data() + plan[t].j * kvd, v.data() + t * kvd, sizeof(float) * kvd);
+    }
+    // ---- attention over the writer's view (queries rotated per block occurrence)
+    attention(batch, plan, occ, l, q.data(), att.data());
+    // ---- o_proj, residual
+    matmul(att.data(), L.o_proj.data(), nullptr, tmp.data(), T, qd, H);
+    add_inplace(x.data(), tmp.data(), T * H);
+    // ---- post-attention norm, SwiGLU MLP, residual
+    rmsnorm(x.data(), L.post_attention_layernorm.data(), h.data(), T, H, eps);
+    matmul(h.data(), L.gate_proj.data(), nullptr, gate.data(), T, H, I);
+    matmul(h.data(), L.up_proj.data(), nullptr, up.data(), T, H, I);
+    swiglu(gate.data(), up.data(), gate.data(), T * I);
+    matmul(gate.data(), L.down_proj.data(), nullptr, tmp.data(), T, I, H);
+    add_inplace(x.data(), tmp.data(), T * H);
+  }
+
+  // ---- final norm and lm_head, only for rows that want logits
+  std::vector<float> sel;
+  int64_t n_out = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (!batch.tokens[t].want_logits) continue;
+    sel.insert(sel.end(), x.begin() + t * H, x.begin() + (t + 1) * H);
+    ++n_out;
+  }
+  if (n_out == 0) return;
+  rmsnorm(sel.data(), w_.norm.data(), sel.data(), n_out, H, eps);
+  logits.resize(n_out * c.vocab_size);
+  matmul(sel.data(), w_.output_weight().data(), nullptr, logits.data(), n_out, H, c.vocab_size);
+}
+
+}  // namespace hogwild::cpu

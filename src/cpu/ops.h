@@ -1,0 +1,57 @@
+// Plain fp32 ops of the CPU reference backend. They are also the CPU twins the CUDA ops are tested
+// against (docs/STYLE.md habit 4), so they take raw pointers and explicit sizes, row-major.
+// Sources: transformers/models/llama/modeling_llama.py (LlamaRMSNorm, LlamaMLP, eager attention),
+// flash-decoding / FlashInfer for the partial attention state.
+#pragma once
+
+#include <cstdint>
+
+namespace hogwild::cpu {
+
+/// RMSNorm as HF computes it: y = x * rsqrt(mean(x^2) + eps) * w, in fp32.
+/// x, y: (n_rows, dim), may alias. w: (dim).
+void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t dim, float eps);
+
+/// y = x W^T (+ bias): x (n_rows, in), W (out, in) row-major as HF stores nn.Linear weights,
+/// y (n_rows, out), bias (out) or nullptr. OpenBLAS cblas_sgemm (multithreaded by OpenBLAS).
+void matmul(const float* x, const float* W, const float* bias, float* y, int64_t n_rows,
+            int64_t in, int64_t out);
+
+/// silu(x) = x * sigmoid(x).
+float silu(float x);
+/// SwiGLU of the Llama MLP: out[i] = silu(gate[i]) * up[i], n elements; out may alias gate or up.
+void swiglu(const float* gate, const float* up, float* out, int64_t n);
+
+/// Embedding lookup: out (n, hidden_size) = table rows ids[0..n). table (vocab_size, hidden_size).
+/// PRECONDITION: 0 <= ids[i] < vocab_size (the backend validates ids before calling).
+void embedding(const float* table, const int32_t* ids, int64_t n, int64_t hidden_size, float* out);
+
+/// out[i] += x[i], n elements.
+void add_inplace(float* out, const float* x, int64_t n);
+
+/// Attention partial state of one query head over a set of keys (flash-decoding):
+///   m = max_j s_j (natural-log domain scores s_j = q.k_j * scale),
+///   d = sum_j exp(s_j - m),
+///   o = sum_j exp(s_j - m) * v_j   (un-normalised, head_dim values).
+/// The empty set is m = -inf, d = 0, o = 0; merging it into any state leaves that state unchanged
+/// (its weight exp(-inf - m) is 0). Merge uses natural exp (log base e). The final output is o / d.
+struct AttnState {
+  float m;    // running max score (natural-log domain); -inf when empty
+  float d;    // sum of exp(s - m)
+  float* o;   // (head_dim) un-normalised output; owned by the caller
+};
+
+/// Sets s to the empty state: m = -inf, d = 0, o[0..head_dim) = 0.
+void attn_state_init(AttnState& s, int64_t head_dim);
+/// Merges partial state b into a (log-sum-exp rescaling). Either may be empty.
+void attn_state_merge(AttnState& a, const AttnState& b, int64_t head_dim);
+/// Writes o / d to out (head_dim). PRECONDITION: d > 0 (at least one key seen).
+void attn_state_normalize(const AttnState& s, float* out, int64_t head_dim);
+
+/// Partial attention of one query head q (head_dim) over n_keys keys/values laid out with a row
+/// stride: key j is k[j * stride .. + head_dim), value j is v[j * stride ..]. scale = 1/sqrt(head_dim)
+/// usually. Accumulates into s (which may already hold other keys: online softmax).
+void attn_partial(const float* q, const float* k, const float* v, int64_t n_keys, int64_t stride,
+                  int64_t head_dim, float scale, AttnState& s);
+
+}  // namespace hogwild::cpu

@@ -1,0 +1,242 @@
+// CpuBackend against independent references (tests/cpu/reference_model.h): dense causal forward
+// for one block, the DESIGN.md §2 naive hogwild reference for several workers and promotions.
+#include "core/error.h"
+#include "cpu/cpu_backend.h"
+#include "tests/cpu/reference_model.h"
+#include "tests/cpu/tiny_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace hogwild {
+namespace {
+
+using cpu::CpuBackend;
+
+// max |a-b| / max(max|b|, 1e-3): relative to the logits' scale.
+double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double num = 0, den = 1e-3;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    num = std::max(num, std::abs(static_cast<double>(a[i]) - b[i]));
+    den = std::max(den, std::abs(static_cast<double>(b[i])));
+  }
+  return num / den;
+}
+
+std::vector<int32_t> test_ids(int n, int vocab, uint64_t seed) {
+  test::TestRng r(seed);
+  std::vector<int32_t> ids(n);
+  for (auto& id : ids) id = static_cast<int32_t>(r.next() % vocab);
+  return ids;
+}
+
+class PerArch : public ::testing::TestWithParam<test::TinySpec> {};
+
+TEST_P(PerArch, OneBlockPrefillEqualsDenseCausal) {
+  const ModelConfig cfg = test::tiny_config(GetParam());
+  const ModelWeights w = test::tiny_weights(cfg, 11);
+  const std::vector<int32_t> ids = test_ids(37, static_cast<int>(cfg.vocab_size), 5);
+  const std::vector<float> ref = test::dense_logits(w, ids);
+
+  CpuBackend be(w);
+  const BlockId b = be.new_block();
+  ForwardBatch fb;
+  fb.views = {{b}};
+  for (int32_t id : ids) fb.tokens.push_back({id, 0, b, true});
+  std::vector<float> logits;
+  be.forward(fb, logits);
+  EXPECT_EQ(be.block_len(b), 37);
+  EXPECT_LE(rel_err(logits, ref), 1e-5) << GetParam().name;
+}
+
+TEST_P(PerArch, IncrementalDecodeEqualsPrefill) {
+  const ModelConfig cfg = test::tiny_config(GetParam());
+  const ModelWeights w = test::tiny_weights(cfg, 12);
+  const std::vector<int32_t> ids = test_ids(30, static_cast<int>(cfg.vocab_size), 6);
+  const int64_t V = cfg.vocab_size;
+  CpuBackend full(w), inc(w);
+  const BlockId bf = full.new_block(), bi = inc.new_block();
+  ForwardBatch fb;
+  fb.views = {{bf}};
+  for (int32_t id : ids) fb.tokens.push_back({id, 0, bf, true});
+  std::vector<float> lf;
+  full.forward(fb, lf);
+  // Prefill the first 10 (logits of the last only), then one token per forward.
+  ForwardBatch pb;
+  pb.views = {{bi}};
+  for (int i = 0; i < 10; ++i) pb.tokens.push_back({ids[i], 0, bi, i == 9});
+  std::vector<float> li;
+  inc.forward(pb, li);
+  ASSERT_EQ(static_cast<int64_t>(li.size()), V);
+  EXPECT_LE(rel_err(li, std::vector<float>(lf.begin() + 9 * V, lf.begin() + 10 * V)), 1e-5);
+  for (int i = 10; i < 30; ++i) {
+    ForwardBatch db;
+    db.views = {{bi}};
+    db.tokens = {{ids[i], 0, bi, true}};
+    inc.forward(db, li);
+    EXPECT_LE(rel_err(li, std::vector<float>(lf.begin() + i * V, lf.begin() + (i + 1) * V)), 1e-5)
+        << GetParam().name << " step " << i;
+  }
+}
+
+TEST_P(PerArch, AppendBlockRotatesKeysByOffsetAndCopiesValues) {
+  const ModelConfig cfg = test::tiny_config(GetParam());
+  const ModelWeights w = test::tiny_weights(cfg, 13);
+  CpuBackend be(w);
+  const BlockId dst = be.new_block(), src = be.new_block();
+  ForwardBatch fb;
+  fb.views = {{dst}, {src}};
+  for (int32_t id : test_ids(7, static_cast<int>(cfg.vocab_size), 7)) fb.tokens.push_back({id, 0, dst});
+  for (int32_t id : test_ids(5, static_cast<int>(cfg.vocab_size), 8)) fb.tokens.push_back({id, 1, src});
+  std::vector<float> logits;
+  be.forward(fb, logits);
+  EXPECT_TRUE(logits.empty());
+  std::vector<float> k_dst, v_dst, k_src, v_src, k_after, v_after;
+  const int64_t layer = 1;
+  be.read_block(dst, layer, k_dst, v_dst);
+  be.read_block(src, layer, k_src, v_src);
+  be.append_block(dst, src);
+  EXPECT_EQ(be.block_len(dst), 12);
+  EXPECT_EQ(be.block_len(src), 5);
+  be.read_block(dst, layer, k_after, v_after);
+  const int64_t kvd = cfg.num_key_value_heads * cfg.head_dim, hd = cfg.head_dim;
+  const cpu::RopeParams& rp = be.rope();
+  ASSERT_EQ(static_cast<int64_t>(k_after.size()), 12 * kvd);
+  // Old part unchanged.
+  for (int64_t i = 0; i < 7 * kvd; ++i) {
+    EXPECT_EQ(k_after[i], k_dst[i]);
+    EXPECT_EQ(v_after[i], v_dst[i]);
+  }
+  // Appended: values copied, keys = src keys rotated by 7 with unit cos/sin (double reference).
+  for (int64_t j = 0; j < 5; ++j) {
+    test::Vec k(k_src.begin() + j * kvd, k_src.begin() + (j + 1) * kvd);
+    for (int64_t h = 0; h < cfg.num_key_value_heads; ++h) test::ref_rope(k, h * hd, rp, 7, 1.0);
+    for (int64_t i = 0; i < kvd; ++i) {
+      EXPECT_NEAR(k_after[(7 + j) * kvd + i], k[i], 1e-5 * (1 + std::abs(k[i])));
+      EXPECT_EQ(v_after[(7 + j) * kvd + i], v_src[j * kvd + i]);
+    }
+  }
+}
+
+// Two workers over a shared prompt block, combined-like views with a separator block that occurs
+// twice, several forwards with both workers' tokens in one batch, step promotions into the
+// history, a new step block. Logits must match the naive reference at every forward.
+TEST_P(PerArch, HogwildMatchesNaiveReference) {
+  const ModelConfig cfg = test::tiny_config(GetParam());
+  const ModelWeights w = test::tiny_weights(cfg, 14);
+  const int V = static_cast<int>(cfg.vocab_size);
+  CpuBackend be(w);
+  test::NaiveHogwild ref(w);
+  auto both_new = [&] {
+    const BlockId a = be.new_block(), b = ref.new_block();
+    EXPECT_EQ(a, b);
+    return a;
+  };
+  const BlockId hist = both_new(), sep = both_new(), s0 = both_new(), s1 = both_new();
+  std::vector<float> got;
+  auto run = [&](const ForwardBatch& fb, const char* what) {
+    be.forward(fb, got);
+    EXPECT_LE(rel_err(got, ref.forward(fb)), 1e-4) << GetParam().name << ": " << what;
+  };
+  // Prompt into history (worker 0 alone), separator tokens.
+  ForwardBatch p;
+  p.views = {{hist}};
+  for (int32_t id : test_ids(9, V, 21)) p.tokens.push_back({id, 0, hist, true});
+  run(p, "prompt");
+  ForwardBatch s;
+  s.views = {{hist, sep}};
+  for (int32_t id : test_ids(2, V, 22)) s.tokens.push_back({id, 0, sep, true});
+  run(s, "separator");
+  test::TestRng r(23);
+  BlockId cur0 = s0, cur1 = s1;
+  for (int step = 0; step < 8; ++step) {
+    ForwardBatch fb;
+    // worker 0: [hist][cur1][sep][sep][cur0]  worker 1: [hist][cur0][sep][cur1]
+    fb.views = {{hist, cur1, sep, sep, cur0}, {hist, cur0, sep, cur1}};
+    const int n0 = 1 + step % 2, n1 = 1 + (step + 1) % 3;  // uneven token counts per worker
+    for (int i = 0; i < n0; ++i) fb.tokens.push_back({int32_t(r.next() % V), 0, cur0, i == n0 - 1});
+    for (int i = 0; i < n1; ++i) fb.tokens.push_back({int32_t(r.next() % V), 1, cur1, true});
+    run(fb, "step");
+    if (step == 3) {  // worker 0 finishes its step: promote into history, start a new step block
+      be.append_block(hist, cur0);
+      ref.append_block(hist, cur0);
+      cur0 = both_new();
+    }
+    if (step == 5) {
+      be.append_block(hist, cur1);
+      ref.append_block(hist, cur1);
+      cur1 = both_new();
+    }
+  }
+  EXPECT_EQ(be.block_len(hist), ref.len(hist));
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, PerArch, ::testing::ValuesIn(test::tiny_specs()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(CpuBackend, BadInputThrowsError) {
+  const ModelConfig cfg = test::tiny_config(test::tiny_spec("x", Arch::qwen3, false, false, false));
+  CpuBackend be(test::tiny_weights(cfg, 1), /*max_tokens=*/8);
+  const BlockId b = be.new_block();
+  const BlockId other = be.new_block();
+  std::vector<float> lg;
+  ForwardBatch fb;
+  fb.views = {{b}};
+  fb.tokens = {{int32_t(cfg.vocab_size), 0, b, true}};
+  EXPECT_THROW(be.forward(fb, lg), Error);  // token id out of range
+  fb.tokens = {{1, 0, other, true}};
+  EXPECT_THROW(be.forward(fb, lg), Error);  // target block not in the writer's view
+  fb.tokens = {{1, 3, b, true}};
+  EXPECT_THROW(be.forward(fb, lg), Error);  // no such worker
+  fb.views = {{b, 99}};
+  fb.tokens = {{1, 0, b, true}};
+  EXPECT_THROW(be.forward(fb, lg), Error);  // unknown block in a view
+  fb.views = {{b}};
+  fb.tokens.assign(9, {1, 0, b, false});
+  EXPECT_THROW(be.forward(fb, lg), Error);  // over max_tokens
+  EXPECT_EQ(be.block_len(b), 0);            // a rejected forward leaves the cache untouched
+  EXPECT_THROW(be.truncate_block(b, 1), Error);
+  EXPECT_THROW(be.block_len(42), Error);
+  ModelWeights bad = test::tiny_weights(cfg, 1);
+  bad.layers[1].k_proj.pop_back();
+  try {
+    CpuBackend x(std::move(bad));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.layers.1.self_attn.k_proj.weight"), std::string::npos);
+  }
+}
+
+TEST(CpuBackend, TruncateAndReuseBlocks) {
+  const ModelConfig cfg = test::tiny_config(test::tiny_spec("x", Arch::qwen3, false, true, false));
+  const ModelWeights w = test::tiny_weights(cfg, 3);
+  const std::vector<int32_t> ids = test_ids(12, static_cast<int>(cfg.vocab_size), 9);
+  CpuBackend be(w);
+  const BlockId b = be.new_block();
+  ForwardBatch fb;
+  fb.views = {{b}};
+  for (int i = 0; i < 12; ++i) fb.tokens.push_back({ids[i], 0, b, false});
+  std::vector<float> lg;
+  be.forward(fb, lg);
+  // Drop the last 4 and feed different tokens: equals a fresh run on the new sequence.
+  be.truncate_block(b, 8);
+  std::vector<int32_t> ids2(ids.begin(), ids.begin() + 8);
+  ids2.push_back(3);
+  ids2.push_back(4);
+  ForwardBatch tb;
+  tb.views = {{b}};
+  tb.tokens = {{3, 0, b, false}, {4, 0, b, true}};
+  be.forward(tb, lg);
+  const std::vector<float> ref = test::dense_logits(w, ids2);
+  EXPECT_LE(rel_err(lg, std::vector<float>(ref.end() - cfg.vocab_size, ref.end())), 1e-5);
+  // Free + new reuses the id and starts empty.
+  be.free_block(b);
+  EXPECT_THROW(be.block_len(b), Error);
+  EXPECT_EQ(be.new_block(), b);
+  EXPECT_EQ(be.block_len(b), 0);
+}
+
+}  // namespace
+}  // namespace hogwild

@@ -1,0 +1,90 @@
+// fp32 ops against hand-computed values (python3 math, double precision, quoted per test).
+#include "cpu/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace hogwild::cpu {
+namespace {
+
+TEST(CpuOps, RmsNormMatchesHandValues) {
+  // x=[1,2,3,4], w=[1,.5,2,1], eps=1e-6: x*w/sqrt(mean(x^2)+eps), mean(x^2)=7.5.
+  const std::vector<float> x = {1, 2, 3, 4, 1, 2, 3, 4}, w = {1, 0.5f, 2, 1};
+  std::vector<float> y(8);
+  rmsnorm(x.data(), w.data(), y.data(), 2, 4, 1e-6f);
+  const double ref[4] = {0.3651483473268884, 0.3651483473268884, 2.1908900839613303,
+                         1.4605933893075536};
+  for (int r = 0; r < 2; ++r)
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[r * 4 + i], ref[i], 1e-6);
+  // In place.
+  std::vector<float> z = x;
+  rmsnorm(z.data(), w.data(), z.data(), 2, 4, 1e-6f);
+  EXPECT_EQ(z, y);
+}
+
+TEST(CpuOps, MatmulIsXTimesWTransposedPlusBias) {
+  // x (2,3), W (2,3) [out,in]: y = x W^T + b = [[8, 23], [8, 27.5]].
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6}, W = {1, 0, -1, 0.5f, 0.5f, 0.5f}, b = {10, 20};
+  std::vector<float> y(4, -1);
+  matmul(x.data(), W.data(), b.data(), y.data(), 2, 3, 2);
+  EXPECT_EQ(y, (std::vector<float>{8, 23, 8, 27.5f}));
+  matmul(x.data(), W.data(), nullptr, y.data(), 2, 3, 2);
+  EXPECT_EQ(y, (std::vector<float>{-2, 3, -2, 7.5f}));
+  // One row takes the GEMV path.
+  std::vector<float> y1(2, -1);
+  matmul(x.data() + 3, W.data(), b.data(), y1.data(), 1, 3, 2);
+  EXPECT_EQ(y1, (std::vector<float>{8, 27.5f}));
+  matmul(x.data(), W.data(), nullptr, y1.data(), 1, 3, 2);
+  EXPECT_EQ(y1, (std::vector<float>{-2, 3}));
+}
+
+TEST(CpuOps, SiluSwigluEmbedding) {
+  EXPECT_NEAR(silu(1.0f), 0.7310585786300049, 1e-7);
+  EXPECT_NEAR(silu(-2.0f), -0.2384058440442351, 1e-7);
+  const std::vector<float> g = {0.5f}, u = {3.0f};
+  std::vector<float> o(1);
+  swiglu(g.data(), u.data(), o.data(), 1);
+  EXPECT_NEAR(o[0], 0.933688996802782, 1e-6);  // silu(0.5) * 3
+  const std::vector<float> table = {0, 1, 10, 11, 20, 21};
+  const int32_t ids[3] = {2, 0, 2};
+  std::vector<float> e(6);
+  embedding(table.data(), ids, 3, 2, e.data());
+  EXPECT_EQ(e, (std::vector<float>{20, 21, 0, 1, 20, 21}));
+}
+
+TEST(CpuOps, AttentionPartialsMergeByLogSumExp) {
+  // q=[1,0], keys [1,0],[0,1],[2,0] -> scores 1,0,2 (scale 1); values [1,2],[3,4],[5,6].
+  // softmax-weighted output = [3.841024969440049, 4.841024969440048]; m=2, d=1.503214724408055.
+  const std::vector<float> q = {1, 0}, k = {1, 0, 0, 1, 2, 0}, v = {1, 2, 3, 4, 5, 6};
+  std::vector<float> o_all(2), o_a(2), o_b(2), o_e(2), out(2);
+  AttnState all{0, 0, o_all.data()}, a{0, 0, o_a.data()}, b{0, 0, o_b.data()}, e{0, 0, o_e.data()};
+  attn_state_init(all, 2);
+  attn_partial(q.data(), k.data(), v.data(), 3, 2, 2, 1.0f, all);
+  EXPECT_FLOAT_EQ(all.m, 2.0f);
+  EXPECT_NEAR(all.d, 1.503214724408055, 1e-6);
+  attn_state_normalize(all, out.data(), 2);
+  EXPECT_NEAR(out[0], 3.841024969440049, 1e-5);
+  EXPECT_NEAR(out[1], 4.841024969440048, 1e-5);
+  // Split into blocks {0,1} and {2}; merge, with an empty block merged on both sides.
+  attn_state_init(a, 2);
+  attn_state_init(b, 2);
+  attn_state_init(e, 2);
+  EXPECT_EQ(e.m, -std::numeric_limits<float>::infinity());
+  attn_partial(q.data(), k.data(), v.data(), 2, 2, 2, 1.0f, a);
+  attn_partial(q.data(), k.data() + 4, v.data() + 4, 1, 2, 2, 1.0f, b);
+  attn_state_merge(e, a, 2);  // empty <- a
+  attn_state_merge(e, b, 2);
+  AttnState empty{0, 0, o_a.data()};
+  attn_state_init(empty, 2);
+  attn_state_merge(e, empty, 2);  // a state <- empty: unchanged
+  attn_state_normalize(e, out.data(), 2);
+  EXPECT_NEAR(e.d, 1.503214724408055, 1e-6);
+  EXPECT_NEAR(out[0], 3.841024969440049, 1e-5);
+  EXPECT_NEAR(out[1], 4.841024969440048, 1e-5);
+}
+
+}  // namespace
+}  // namespace hogwild::cpu
