@@ -16,11 +16,14 @@
 //  3. The text before the separator, after dropping trailing spaces/tabs and then any run of closing
 //     characters — ) ] } " ' ` * _ $ ” ’ » › 」 』 】 〕 〉 》 ） ］ ｝ ＂ ＇ — must end with
 //     sentence-ending punctuation (is_sentence_end): so `**Done.**`, `(see above.)`, `"Yes!"`,
-//     `$x=1.$` end a sentence, `\boxed{5}` and `(see above)` do not.
+//     `$x=1.$` end a sentence, `\boxed{5}` and `(see above)` do not. Also accepted: the text ends
+//     with a fence line that closes a code block (a finished block is a complete unit; this lets the
+//     step holding the final ```python solution end).
 //  4. The text before the separator is not inside an open block (open_block): a ``` or ~~~ fence
-//     opened at the start of a line (after optional spaces/tabs) and not yet closed by a fence line of
-//     the same character and at least the same length; or, outside fences, an odd number of `$$`, or
-//     a `\[` without its `\]`.
+//     opened at the start of a line (after optional spaces/tabs; a backtick line such as ```x``` that
+//     has another backtick after the run is inline code, as in CommonMark) and not yet closed by a
+//     fence line of the same character and at least the same length; or, outside fences, an odd number
+//     of `$$`, or a `\[` without its `\]` (a backslash escapes the next byte: `\$`, `\\[2pt]`).
 #pragma once
 
 #include <cstddef>
