@@ -226,6 +226,12 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
     plan[t].p = last_off + plan[t].j;
     max_p = std::max(max_p, plan[t].p);
   }
+  // Sliding-window attention is not implemented: refuse views where it would change the result
+  // (a query at p sees keys back to p - (sliding_window - 1) in HF's mask).
+  if (c.sliding_window > 0 && max_p >= c.sliding_window)
+    fail("forward: view position {} is beyond the model's sliding_window ({} tokens), which this "
+         "backend does not implement; keep the context under {} tokens",
+         max_p, c.sliding_window, c.sliding_window);
   rope_.reserve(max_p + 1);
   const int64_t kvd = c.num_key_value_heads * c.head_dim;
   for (size_t b = 0; b < blocks_.size(); ++b) {

@@ -198,6 +198,15 @@ TEST(CpuBackend, BadInputThrowsError) {
   EXPECT_THROW(be.forward(fb, lg), Error);  // over max_tokens
   EXPECT_EQ(be.block_len(b), 0);            // a rejected forward leaves the cache untouched
   EXPECT_THROW(be.truncate_block(b, 1), Error);
+  ModelConfig sw = cfg;
+  sw.sliding_window = 4;
+  CpuBackend swb(test::tiny_weights(sw, 1));
+  const BlockId s = swb.new_block();
+  fb.views = {{s}};
+  fb.tokens.assign(4, {1, 0, s, false});
+  swb.forward(fb, lg);  // positions 0..3: inside the window
+  fb.tokens.assign(1, {1, 0, s, true});
+  EXPECT_THROW(swb.forward(fb, lg), Error);  // position 4 would need the window
   EXPECT_THROW(be.block_len(42), Error);
   ModelWeights bad = test::tiny_weights(cfg, 1);
   bad.layers[1].k_proj.pop_back();
