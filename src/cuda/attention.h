@@ -1,0 +1,81 @@
+// The hogwild attention kernel (docs/DESIGN.md §2): one serial step, every worker's query tokens
+// against every block occurrence in its view, through the paged KV pool.
+//
+// Work decomposition (flash-decoding with sharing across workers):
+// - A *pair* = (query row t, block occurrence at offset o in t's writer's view) with
+//   limit = p_t - o >= 0: the query sees block keys j <= limit, and is rotated by limit
+//   (q(p - o) . k(j) = q(p) . k(o + j)), scaled by the model's attention factor.
+// - An *item* = one chunk [key_start, key_end) of one cache block and up to 64 / G pairs that see
+//   it (G = num_attention_heads / num_key_value_heads). One CTA runs (item, KV head): it loads each
+//   K/V tile of the chunk once and applies it to all pairs x G query heads (<= 64 rows), so a block
+//   seen by W workers is read once per step for all of them. Long blocks are split into chunks
+//   (split-K) so the grid fills the GPU.
+// - Each (item, pair) is an *entry*: it writes a partial state {o, m, d} per query head
+//   (o un-normalised (head_dim) fp32, m = running max in log2 units, i.e. of s * log2(e),
+//   d = sum 2^(s*log2 e - m)). The combine kernel merges a row's entries by log-sum-exp; an empty
+//   state (m = -inf, d = 0) has weight 0. The cache and plan are passed as explicit index arrays
+//   (CSR), nothing global; counts are read from device memory so a CUDA graph can replay the
+//   launch while the plan changes (grid sizes are upper bounds).
+#pragma once
+
+#include "cuda/kv_layout.h"
+#include "cuda/rope.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace hogwild::cuda {
+
+inline constexpr int kAttnMaxRows = 64;  // query rows (pairs x G) per item
+
+struct AttnItem {
+  int32_t page_base;    // index into pages[] of the block's page 0
+  int32_t key_start;    // first key (block-local), a multiple of kPageTokens
+  int32_t key_end;      // one past the last key any pair of the item can see
+  int32_t pair_start;   // pairs[pair_start .. + pair_count)
+  int32_t pair_count;   // <= kAttnMaxRows / G
+  int32_t entry_start;  // entry of pair k = entry_start + k
+};
+
+struct AttnPair {
+  int32_t row;    // query row (token index in the batch)
+  int32_t limit;  // p - o: last visible block-local key, and the query's rotation
+};
+
+/// Device-side plan of one attention launch (built by attention_plan.h, uploaded by the backend).
+struct AttnPlanView {
+  const AttnItem* items = nullptr;
+  const int32_t* n_items = nullptr;     // device scalar; grid.x = max_items >= *n_items
+  int32_t max_items = 0;
+  const int32_t* pages = nullptr;       // page ids of the blocks, per block contiguous
+  const AttnPair* pairs = nullptr;
+  const int32_t* row_entry_ptr = nullptr;  // (n_rows + 1) CSR over row_entries
+  const int32_t* row_entries = nullptr;
+  int32_t row_begin = 0;                // this launch combines rows [row_begin, row_begin + n_rows)
+  int32_t n_rows = 0;                   // (a large batch is split into several launches)
+  int32_t max_entries = 0;              // capacity of part_o / part_ml
+  float* part_o = nullptr;              // (max_entries, num_attention_heads, head_dim)
+  float2* part_ml = nullptr;            // (max_entries, num_attention_heads) {m, d}
+};
+
+struct AttnShape {
+  int32_t num_attention_heads = 0;
+  int32_t num_key_value_heads = 0;
+  int32_t head_dim = 0;                 // 64 or 128
+  int64_t q_token_stride = 0;           // elements between tokens' q (fused qkv row length)
+  float scale = 0.0f;                   // softmax scale, usually 1/sqrt(head_dim)
+  float attn_factor = 1.0f;             // RoPE attention factor applied to rotated queries
+};
+
+/// out (n_rows, num_attention_heads * head_dim) bf16 = attention of q (heads at
+/// q[t * q_token_stride + hq * head_dim], bf16, un-rotated, after q-norm) over the plan's blocks
+/// in one layer's KV region `layer_pool`. Two launches: partials, then combine.
+/// PRECONDITION: head_dim in {64, 128}; G = heads / kv_heads <= 64; layout.head_dim == head_dim.
+void hogwild_attention(const __nv_bfloat16* q, const AttnShape& shape,
+                       const __nv_bfloat16* layer_pool, const KvLayout& layout,
+                       const RopeTableView& rope, const AttnPlanView& plan, __nv_bfloat16* out,
+                       cudaStream_t stream);
+
+}  // namespace hogwild::cuda

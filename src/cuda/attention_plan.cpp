@@ -1,0 +1,90 @@
+// Host-side attention planning (attention_plan.h).
+#include "cuda/attention_plan.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+
+namespace hogwild::cuda {
+
+int32_t choose_chunk(int64_t total_keys, int64_t n_rows, int32_t num_key_value_heads,
+                     int32_t target_ctas) {
+  int64_t c = (total_keys * num_key_value_heads + target_ctas - 1) / std::max(target_ctas, 1);
+  c = (c + kPageTokens - 1) / kPageTokens * kPageTokens;
+  c = std::max<int64_t>(c, kPageTokens);
+  if (n_rows > kAttnMaxRows) c = std::max<int64_t>(c, 1024);
+  return static_cast<int32_t>(std::min<int64_t>(c, int64_t(1) << 30));
+}
+
+int64_t row_entry_count(const PlanInput& in, int64_t r) {
+  int64_t n = 0;
+  for (const PlanOccurrence& oc : in.views[in.row_worker[r]]) {
+    const int64_t len = in.blocks[oc.block].len;
+    const int64_t limit = in.row_pos[r] - oc.offset;
+    if (len == 0 || limit < 0) continue;
+    const int64_t last = std::min(limit, len - 1);
+    n += last / in.chunk + 1;
+  }
+  return n;
+}
+
+HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end) {
+  HOGWILD_CHECK(in.chunk > 0 && in.chunk % kPageTokens == 0);
+  HOGWILD_CHECK(in.group >= 1 && in.group <= kAttnMaxRows);
+  const int64_t n_rows = static_cast<int64_t>(in.row_worker.size());
+  const int32_t pairs_per_item = kAttnMaxRows / in.group;
+  HostPlan plan;
+  std::vector<std::vector<int32_t>> row_entries(n_rows);
+
+  // Pairs per block: (row, limit) for every occurrence of the block in the row's writer's view.
+  std::vector<std::vector<AttnPair>> block_pairs(in.blocks.size());
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    for (const PlanOccurrence& oc : in.views[in.row_worker[r]]) {
+      const int64_t limit = in.row_pos[r] - oc.offset;
+      if (in.blocks[oc.block].len == 0 || limit < 0) continue;
+      block_pairs[oc.block].push_back({static_cast<int32_t>(r), static_cast<int32_t>(limit)});
+    }
+  }
+
+  for (size_t b = 0; b < in.blocks.size(); ++b) {
+    auto& bp = block_pairs[b];
+    if (bp.empty()) continue;
+    const int64_t len = in.blocks[b].len;
+    const auto& pages = *in.blocks[b].pages;
+    HOGWILD_CHECK(static_cast<int64_t>(pages.size()) * kPageTokens >= len);
+    const int32_t page_base = static_cast<int32_t>(plan.pages.size());
+    plan.pages.insert(plan.pages.end(), pages.begin(), pages.end());
+    // Larger limits first: a chunk's pairs are then a prefix, and items group similar rows.
+    std::stable_sort(bp.begin(), bp.end(),
+                     [](const AttnPair& x, const AttnPair& y) { return x.limit > y.limit; });
+    for (int64_t ks = 0; ks < len; ks += in.chunk) {
+      const int64_t ke = std::min<int64_t>(len, ks + in.chunk);
+      size_t n_see = 0;
+      while (n_see < bp.size() && bp[n_see].limit >= ks) ++n_see;
+      for (size_t p0 = 0; p0 < n_see; p0 += pairs_per_item) {
+        const size_t p1 = std::min(n_see, p0 + pairs_per_item);
+        AttnItem it{};
+        it.page_base = page_base;
+        it.key_start = static_cast<int32_t>(ks);
+        it.key_end = static_cast<int32_t>(std::min<int64_t>(ke, int64_t(bp[p0].limit) + 1));
+        it.pair_start = static_cast<int32_t>(plan.pairs.size());
+        it.pair_count = static_cast<int32_t>(p1 - p0);
+        it.entry_start = plan.n_entries;
+        for (size_t k = p0; k < p1; ++k) {
+          plan.pairs.push_back(bp[k]);
+          row_entries[bp[k].row].push_back(plan.n_entries++);
+        }
+        plan.items.push_back(it);
+      }
+    }
+  }
+
+  plan.row_entry_ptr.assign(n_rows + 1, 0);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    plan.row_entry_ptr[r + 1] = plan.row_entry_ptr[r] + static_cast<int32_t>(row_entries[r].size());
+    plan.row_entries.insert(plan.row_entries.end(), row_entries[r].begin(), row_entries[r].end());
+  }
+  return plan;
+}
+
+}  // namespace hogwild::cuda

@@ -1,0 +1,57 @@
+// Host-side planning of one hogwild attention launch (attention.h): which block chunks exist,
+// which (query row, block occurrence) pairs see each chunk, and where each row's partial states
+// land. The plan depends only on the batch layout (views, block lengths, view positions), not on
+// the layer, so one plan serves every layer of a forward.
+#pragma once
+
+#include "cuda/attention.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace hogwild::cuda {
+
+/// One block occurrence in a worker's view.
+struct PlanOccurrence {
+  int32_t block;   // index into PlanInput::blocks
+  int64_t offset;  // view position of the block's key 0 (sum of lengths before it)
+};
+
+struct PlanBlock {
+  int64_t len = 0;                     // tokens in the block (after this forward's appends)
+  const std::vector<int32_t>* pages = nullptr;  // its pages, ceil(len / kPageTokens) of them
+};
+
+struct PlanInput {
+  std::vector<PlanBlock> blocks;
+  std::vector<std::vector<PlanOccurrence>> views;  // views[worker]
+  std::vector<int32_t> row_worker;                 // (n_rows) writer of each query row
+  std::vector<int64_t> row_pos;                    // (n_rows) view position p of each row
+  int32_t group = 1;                               // G = heads per KV head
+  int32_t chunk = kPageTokens;                     // keys per chunk, multiple of kPageTokens
+};
+
+/// The plan of rows [row_begin, row_end) as host arrays (row indices stay batch-global; rows
+/// outside the range get no entries).
+struct HostPlan {
+  std::vector<AttnItem> items;
+  std::vector<int32_t> pages;
+  std::vector<AttnPair> pairs;
+  std::vector<int32_t> row_entry_ptr;  // (n_rows + 1)
+  std::vector<int32_t> row_entries;
+  int32_t n_entries = 0;
+};
+
+/// Chunk length for a batch: about `target_ctas` CTAs over total_keys keys of num_key_value_heads
+/// heads, at least one page; larger when there are many query rows (prefill), which already fill
+/// the GPU.
+int32_t choose_chunk(int64_t total_keys, int64_t n_rows, int32_t num_key_value_heads,
+                     int32_t target_ctas);
+
+/// Number of partial entries row r needs (for splitting a large batch into launches).
+int64_t row_entry_count(const PlanInput& in, int64_t r);
+
+/// Builds the plan of rows [row_begin, row_end).
+HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end);
+
+}  // namespace hogwild::cuda

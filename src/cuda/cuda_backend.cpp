@@ -1,0 +1,265 @@
+// CudaBackend: construction, cache blocks, promotion and the forward pass (cuda_backend.h).
+#include "cuda/cuda_backend.h"
+#include "cuda/staging.h"
+
+#include "core/error.h"
+#include "cpu/rope.h"
+#include "cuda/attention_plan.h"
+#include "cuda/cuda_check.h"
+#include "cuda/elementwise.h"
+#include "cuda/gemm.h"
+#include "cuda/norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace hogwild::cuda {
+
+bool cuda_device_available() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+CudaBackend::CudaBackend(const ModelWeights& weights, CudaOptions opt)
+    : cfg_(weights.config), opt_(opt) {
+  init_common();
+  upload_weights(weights);
+  size_kv_pool();
+}
+
+CudaBackend::CudaBackend(const ModelConfig& config, uint64_t seed, CudaOptions opt)
+    : cfg_(config), opt_(opt) {
+  init_common();
+  random_weights(seed);
+  size_kv_pool();
+}
+
+CudaBackend::~CudaBackend() {
+  for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g);
+  st_.reset();
+  gemm_.reset();
+  for (void* p : allocations_) cudaFree(p);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::init_common() {
+  if (!cuda_device_available())
+    fail("no CUDA GPU is usable (cudaGetDeviceCount found none); run on a machine with an NVIDIA "
+         "GPU and driver, or use the CPU backend");
+  HOGWILD_CUDA_CHECK(cudaSetDevice(opt_.device));
+  if (cfg_.head_dim != 64 && cfg_.head_dim != 128)
+    fail("the CUDA attention kernel supports head_dim 64 or 128, this model has {}; use the CPU "
+         "backend",
+         cfg_.head_dim);
+  if (cfg_.num_key_value_heads <= 0 || cfg_.num_attention_heads % cfg_.num_key_value_heads != 0 ||
+      cfg_.num_attention_heads / cfg_.num_key_value_heads > kAttnMaxRows)
+    fail("unsupported head counts: {} attention heads, {} KV heads", cfg_.num_attention_heads,
+         cfg_.num_key_value_heads);
+  HOGWILD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  gemm_ = std::make_unique<Gemm>(stream_);
+  qkv_dim_ = (cfg_.num_attention_heads + 2 * cfg_.num_key_value_heads) * cfg_.head_dim;
+
+  // RoPE table: the CPU reference's float32 angles, {cos, sin} pairs.
+  cpu::RopeTable table(cpu::compute_rope_params(cfg_));
+  attn_factor_ = table.params().attention_scaling;
+  const int64_t n_pos = std::max<int64_t>(cfg_.max_position_embeddings, 8192) + kPageTokens;
+  table.reserve(n_pos);
+  const int64_t half = table.half();
+  std::vector<float2> cs(std::max<int64_t>(n_pos * half, 1));
+  for (int64_t p = 0; p < n_pos; ++p)
+    for (int64_t i = 0; i < half; ++i) cs[p * half + i] = make_float2(table.cos(p)[i], table.sin(p)[i]);
+  HOGWILD_CUDA_CHECK(cudaMalloc(&rope_table_, cs.size() * sizeof(float2)));
+  allocations_.push_back(rope_table_);
+  HOGWILD_CUDA_CHECK(cudaMemcpy(rope_table_, cs.data(), cs.size() * sizeof(float2),
+                                cudaMemcpyHostToDevice));
+  rope_ = RopeTableView{rope_table_, static_cast<int32_t>(n_pos),
+                        static_cast<int32_t>(table.params().rotary_dim)};
+  alloc_weights();
+}
+
+void CudaBackend::size_kv_pool() {
+  const ModelConfig& c = cfg_;
+  const int64_t T = opt_.max_batch_tokens, H = c.hidden_size, I = c.intermediate_size;
+  const int64_t qd = c.num_attention_heads * c.head_dim, E = opt_.max_entries;
+  auto alloc = [&](int64_t bytes) {
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, static_cast<size_t>(bytes));
+    if (e != cudaSuccess)
+      fail("out of GPU memory allocating {} MiB of activations ({}); lower max_batch_tokens",
+           bytes >> 20, cudaGetErrorName(e));
+    allocations_.push_back(p);
+    return p;
+  };
+  x_ = static_cast<float*>(alloc(T * H * 4));
+  h_ = static_cast<bf16*>(alloc(T * H * 2));
+  qkv_ = static_cast<bf16*>(alloc(T * qkv_dim_ * 2));
+  attn_ = static_cast<bf16*>(alloc(T * qd * 2));
+  tmp_ = static_cast<bf16*>(alloc(T * H * 2));
+  gate_up_ = static_cast<bf16*>(alloc(T * 2 * I * 2));
+  act_ = static_cast<bf16*>(alloc(T * I * 2));
+  xl_ = static_cast<float*>(alloc(T * H * 4));
+  logit_cap_ = std::min<int64_t>(T, std::max<int64_t>(64, (int64_t(1) << 30) / (c.vocab_size * 4)));
+  logits_ = static_cast<float*>(alloc(logit_cap_ * c.vocab_size * 4));
+  part_o_ = static_cast<float*>(alloc(E * qd * 4));
+  part_ml_ = static_cast<float2*>(alloc(E * c.num_attention_heads * 8));
+
+  layout_.num_key_value_heads = static_cast<int32_t>(c.num_key_value_heads);
+  layout_.head_dim = static_cast<int32_t>(c.head_dim);
+  const int64_t page_bytes = kv_bytes_per_token() * kPageTokens;
+  int64_t pages = 0;
+  if (opt_.max_kv_tokens > 0) {
+    pages = (opt_.max_kv_tokens + kPageTokens - 1) / kPageTokens;
+  } else {
+    size_t free_b = 0, total_b = 0;
+    HOGWILD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    // Leave reserve_bytes plus room for the staging buffers and graphs.
+    pages = (static_cast<int64_t>(free_b) - opt_.reserve_bytes) / page_bytes;
+  }
+  if (pages < 1)
+    fail("no GPU memory left for the KV cache after the weights ({} MiB per {}-token page); use a "
+         "GPU with more memory",
+         page_bytes >> 20, kPageTokens);
+  layout_.num_pages = pages;
+  pool_ = static_cast<bf16*>(alloc(pages * page_bytes));
+  free_pages_.resize(pages);
+  for (int64_t i = 0; i < pages; ++i) free_pages_[i] = static_cast<int32_t>(pages - 1 - i);
+
+  st_ = std::make_unique<Staging>();
+  st_->tcap = T;
+  st_->ecap = E;
+  st_->pcap = pages;
+  st_->alloc(2);
+}
+
+void CudaBackend::require_kv_tokens(int64_t tokens) const {
+  const int64_t pages_needed = (tokens + kPageTokens - 1) / kPageTokens;
+  if (pages_needed > static_cast<int64_t>(free_pages_.size()))
+    fail("the run needs KV cache for {} tokens ({:.1f} GiB) but only {} tokens ({:.1f} GiB) fit in "
+         "GPU memory next to the weights; use fewer workers or a shorter context",
+         tokens, tokens * double(kv_bytes_per_token()) / (1 << 30), kv_free_tokens(),
+         kv_free_tokens() * double(kv_bytes_per_token()) / (1 << 30));
+}
+
+// ---- cache blocks ----
+
+CudaBackend::Block& CudaBackend::block_ref(BlockId b, const char* what) {
+  if (b < 0 || b >= static_cast<BlockId>(blocks_.size()) || !blocks_[b].live)
+    fail("{}: unknown cache block {}", what, b);
+  return blocks_[b];
+}
+const CudaBackend::Block& CudaBackend::block_ref(BlockId b, const char* what) const {
+  if (b < 0 || b >= static_cast<BlockId>(blocks_.size()) || !blocks_[b].live)
+    fail("{}: unknown cache block {}", what, b);
+  return blocks_[b];
+}
+
+BlockId CudaBackend::new_block() {
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    if (!blocks_[i].live) {
+      blocks_[i] = Block{true, 0, {}};
+      return static_cast<BlockId>(i);
+    }
+  blocks_.push_back(Block{true, 0, {}});
+  return static_cast<BlockId>(blocks_.size() - 1);
+}
+
+void CudaBackend::free_block(BlockId b) {
+  Block& blk = block_ref(b, "free_block");
+  free_pages_.insert(free_pages_.end(), blk.pages.rbegin(), blk.pages.rend());
+  blk = Block{};
+}
+
+int64_t CudaBackend::block_len(BlockId b) const { return block_ref(b, "block_len").len; }
+
+void CudaBackend::grow_block(Block& blk, int64_t new_len) {
+  const size_t want = static_cast<size_t>((new_len + kPageTokens - 1) / kPageTokens);
+  if (want > blk.pages.size() + free_pages_.size())
+    fail("KV cache full: a block needs {} more tokens but only {} are free ({} total); use fewer "
+         "workers or a shorter context",
+         new_len - blk.len, kv_free_tokens(), kv_capacity_tokens());
+  while (blk.pages.size() < want) {
+    blk.pages.push_back(free_pages_.back());
+    free_pages_.pop_back();
+  }
+  blk.len = new_len;
+}
+
+void CudaBackend::truncate_block(BlockId b, int64_t new_len) {
+  Block& blk = block_ref(b, "truncate_block");
+  if (new_len < 0 || new_len > blk.len)
+    fail("truncate_block: new length {} is outside [0, {}]", new_len, blk.len);
+  const size_t keep = static_cast<size_t>((new_len + kPageTokens - 1) / kPageTokens);
+  while (blk.pages.size() > keep) {
+    free_pages_.push_back(blk.pages.back());
+    blk.pages.pop_back();
+  }
+  blk.len = new_len;
+}
+
+void CudaBackend::append_block(BlockId dst, BlockId src) {
+  if (dst == src) fail("append_block: a block cannot be appended to itself (block {})", dst);
+  const Block& s = block_ref(src, "append_block (src)");
+  Block& d = block_ref(dst, "append_block (dst)");
+  const int64_t n = s.len, delta = d.len;
+  if (n == 0) return;
+  if (delta >= rope_.n_positions)
+    fail("append_block: destination length {} exceeds the RoPE table ({} positions)", delta,
+         rope_.n_positions);
+  grow_block(d, delta + n);
+  if (n > promote_cap_) {
+    if (promote_slots_) HOGWILD_CUDA_CHECK(cudaFree(promote_slots_));
+    promote_cap_ = std::max<int64_t>(n, 4096);
+    HOGWILD_CUDA_CHECK(cudaMalloc(&promote_slots_, 2 * promote_cap_ * 4));
+  }
+  std::vector<int32_t> slots(2 * n);
+  for (int64_t i = 0; i < n; ++i) {
+    slots[i] = s.pages[i / kPageTokens] * kPageTokens + static_cast<int32_t>(i % kPageTokens);
+    const int64_t j = delta + i;
+    slots[n + i] = d.pages[j / kPageTokens] * kPageTokens + static_cast<int32_t>(j % kPageTokens);
+  }
+  HOGWILD_CUDA_CHECK(cudaMemcpyAsync(promote_slots_, slots.data(), slots.size() * 4,
+                                     cudaMemcpyHostToDevice, stream_));
+  kv_promote(pool_, layout_, cfg_.num_hidden_layers, promote_slots_, promote_slots_ + n, n,
+             static_cast<int32_t>(delta), rope_, stream_);
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,
+                             std::vector<float>& v) const {
+  const Block& blk = block_ref(b, "read_block");
+  if (layer < 0 || layer >= cfg_.num_hidden_layers)
+    fail("read_block: layer {} outside [0, {})", layer, cfg_.num_hidden_layers);
+  const int64_t kvh = layout_.num_key_value_heads, hd = layout_.head_dim;
+  k.assign(blk.len * kvh * hd, 0.0f);
+  v.assign(blk.len * kvh * hd, 0.0f);
+  std::vector<bf16> page(2 * kvh * layout_.tile_elems());
+  const bf16* base = pool_ + layer * layout_.layer_elems();
+  for (size_t pi = 0; pi < blk.pages.size(); ++pi) {
+    HOGWILD_CUDA_CHECK(cudaMemcpy(page.data(), base + layout_.tile_offset(blk.pages[pi], 0, 0),
+                                  page.size() * 2, cudaMemcpyDeviceToHost));
+    for (int64_t i = 0; i < kPageTokens; ++i) {
+      const int64_t j = static_cast<int64_t>(pi) * kPageTokens + i;
+      if (j >= blk.len) break;
+      for (int64_t h = 0; h < kvh; ++h)
+        for (int64_t d = 0; d < hd; ++d) {
+          k[(j * kvh + h) * hd + d] = __bfloat162float(page[layout_.tile_offset(0, 0, h) + i * hd + d]);
+          v[(j * kvh + h) * hd + d] = __bfloat162float(page[layout_.tile_offset(0, 1, h) + i * hd + d]);
+        }
+    }
+  }
+}
+
+void CudaBackend::fill_block_random(BlockId b, int64_t len, uint64_t seed) {
+  Block& blk = block_ref(b, "fill_block_random");
+  if (blk.len != 0) fail("fill_block_random: block {} is not empty", b);
+  grow_block(blk, len);
+  const int64_t page_elems = 2 * layout_.num_key_value_heads * layout_.tile_elems();
+  for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l)
+    for (int32_t pg : blk.pages)
+      fill_uniform_bf16(pool_ + l * layout_.layer_elems() + layout_.tile_offset(pg, 0, 0),
+                        page_elems, seed * 7919 + l * 1000003 + pg, 1.0f, 0.0f, stream_);
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+}  // namespace hogwild::cuda

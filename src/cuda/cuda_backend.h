@@ -1,0 +1,154 @@
+// CUDA backend: bf16 weights and activations, fp32 accumulation and fp32 residual stream, cuBLAS
+// projections, the hogwild attention kernel over a paged KV pool (kv_layout.h), decode steps
+// replayed as CUDA graphs. Implements hogwild::Backend (src/model/backend.h); semantics as
+// docs/DESIGN.md §2, checked against the CPU reference (tests/cuda/test_cuda_backend.cpp).
+#pragma once
+
+#include "cuda/attention.h"
+#include "cuda/kv_layout.h"
+#include "cuda/rope.h"
+#include "model/backend.h"
+#include "model/weights.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+namespace hogwild::cuda {
+
+class Gemm;
+
+/// True when a CUDA device is usable (tests skip otherwise).
+bool cuda_device_available();
+
+struct CudaOptions {
+  int device = 0;
+  int64_t max_batch_tokens = 4096;  // tokens per forward (feed longer prompts in pieces)
+  int64_t max_kv_tokens = 0;        // KV pool size in tokens; 0 = from free memory
+  int64_t reserve_bytes = 1ll << 30;  // GPU memory left free when sizing the KV pool
+  bool use_graphs = true;           // replay decode forwards (<= 64 tokens) as CUDA graphs
+  int32_t max_entries = 8192;       // attention partial states per launch (split beyond)
+};
+
+/// bf16 device weights; one fused [q; k; v] and [gate; up] matrix per layer.
+struct DeviceLayer {
+  __nv_bfloat16* input_layernorm = nullptr;           // (hidden_size)
+  __nv_bfloat16* qkv_proj = nullptr;                  // ((heads + 2 kv_heads) head_dim, hidden)
+  __nv_bfloat16* qkv_bias = nullptr;                  // ((heads + 2 kv_heads) head_dim) or null
+  __nv_bfloat16* q_norm = nullptr;                    // (head_dim) or null
+  __nv_bfloat16* k_norm = nullptr;                    // (head_dim) or null
+  __nv_bfloat16* o_proj = nullptr;                    // (hidden, heads head_dim)
+  __nv_bfloat16* post_attention_layernorm = nullptr;  // (hidden_size)
+  __nv_bfloat16* gate_up_proj = nullptr;              // (2 intermediate, hidden)
+  __nv_bfloat16* down_proj = nullptr;                 // (hidden, intermediate)
+};
+
+class CudaBackend : public Backend {
+ public:
+  /// Uploads fp32 host weights as bf16. Throws hogwild::Error when no GPU is usable, the model does
+  /// not fit in GPU memory, or head_dim is not 64/128.
+  explicit CudaBackend(const ModelWeights& weights, CudaOptions opt = {});
+  /// Random bf16 weights made on the GPU (uniform, scaled 1/sqrt(fan_in); norms near 1): for
+  /// `hogwild bench` without files.
+  CudaBackend(const ModelConfig& config, uint64_t seed, CudaOptions opt = {});
+  ~CudaBackend() override;
+
+  const ModelConfig& config() const override { return cfg_; }
+  BlockId new_block() override;
+  void free_block(BlockId b) override;
+  int64_t block_len(BlockId b) const override;
+  void truncate_block(BlockId b, int64_t new_len) override;
+  void append_block(BlockId dst, BlockId src) override;
+  void read_block(BlockId b, int64_t layer, std::vector<float>& k,
+                  std::vector<float>& v) const override;
+  void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+  /// Same forward, but logits stay on the device: logits_device() holds (rows, vocab_size) fp32
+  /// until the next forward (for sampling on the GPU and for the bench). Returns the row count.
+  int64_t forward_device(const ForwardBatch& batch);
+  const float* logits_device() const { return logits_; }
+
+  /// KV pool capacity and free space, in tokens (page granularity).
+  int64_t kv_capacity_tokens() const { return layout_.num_pages * kPageTokens; }
+  int64_t kv_free_tokens() const { return static_cast<int64_t>(free_pages_.size()) * kPageTokens; }
+  /// Throws hogwild::Error (with sizes and what to do) when `tokens` more tokens cannot be cached.
+  void require_kv_tokens(int64_t tokens) const;
+  /// Bench/test helper: sets block b (empty) to `len` tokens of random K/V (all layers).
+  void fill_block_random(BlockId b, int64_t len, uint64_t seed);
+  /// Bytes of weights a decode step reads (every matrix and norm except the embedding table).
+  int64_t weight_bytes_per_step() const;
+  /// Bytes of one token's K and V over all layers.
+  int64_t kv_bytes_per_token() const;
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  struct Block {
+    bool live = false;
+    int64_t len = 0;
+    std::vector<int32_t> pages;
+  };
+  struct Staging;  // per-forward index arrays (host pinned + device), see cuda_backend.cpp
+
+  void init_common();
+  void alloc_weights();
+  void upload_weights(const ModelWeights& w);
+  void random_weights(uint64_t seed);
+  void size_kv_pool();
+  Block& block_ref(BlockId b, const char* what);
+  const Block& block_ref(BlockId b, const char* what) const;
+  void grow_block(Block& blk, int64_t new_len);
+  void run_layers(int64_t n_tokens, int64_t n_logits, int n_plans);
+  int64_t prepare(const ForwardBatch& batch);  // validates, appends, plans, uploads; -> logit rows
+  void execute(int64_t n_tokens, int64_t n_logits);
+
+  ModelConfig cfg_;
+  CudaOptions opt_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<Gemm> gemm_;
+  int64_t qkv_dim_ = 0;  // (heads + 2 kv_heads) * head_dim
+  float attn_factor_ = 1.0f;
+
+  // Weights.
+  __nv_bfloat16* embed_tokens_ = nullptr;  // (vocab, hidden)
+  std::vector<DeviceLayer> layers_;
+  __nv_bfloat16* norm_ = nullptr;          // (hidden)
+  __nv_bfloat16* lm_head_ = nullptr;       // (vocab, hidden); == embed_tokens_ when tied
+  std::vector<void*> allocations_;
+
+  // RoPE table and KV pool.
+  float2* rope_table_ = nullptr;
+  RopeTableView rope_;
+  __nv_bfloat16* pool_ = nullptr;
+  KvLayout layout_;
+  std::vector<int32_t> free_pages_;
+  std::vector<Block> blocks_;
+
+  // Activations, sized for max_batch_tokens.
+  float* x_ = nullptr;               // (T, hidden) residual stream
+  __nv_bfloat16* h_ = nullptr;       // (T, hidden) normed
+  __nv_bfloat16* qkv_ = nullptr;     // (T, qkv_dim)
+  __nv_bfloat16* attn_ = nullptr;    // (T, heads head_dim)
+  __nv_bfloat16* tmp_ = nullptr;     // (T, hidden)
+  __nv_bfloat16* gate_up_ = nullptr; // (T, 2 intermediate)
+  __nv_bfloat16* act_ = nullptr;     // (T, intermediate)
+  float* xl_ = nullptr;              // (T, hidden) rows that want logits
+  float* logits_ = nullptr;          // (logit_cap_, vocab)
+  int64_t logit_cap_ = 0;
+  float* part_o_ = nullptr;          // (max_entries, heads, head_dim)
+  float2* part_ml_ = nullptr;        // (max_entries, heads)
+  int32_t* promote_slots_ = nullptr; // (2, promote_cap)
+  int64_t promote_cap_ = 0;
+
+  std::unique_ptr<Staging> st_;
+  int sm_count_ = 0;
+  std::vector<AttnPlanView> plans_;  // device views of this forward's plans
+
+  // Decode graphs keyed by (tokens, logit rows, item bound).
+  std::map<std::tuple<int64_t, int64_t, int32_t>, cudaGraphExec_t> graphs_;
+};
+
+}  // namespace hogwild::cuda

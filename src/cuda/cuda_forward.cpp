@@ -1,0 +1,269 @@
+// CudaBackend::forward: validation and cache appends on the host, attention planning, one upload
+// of the step's index arrays, then the layers (replayed as a CUDA graph for decode steps).
+#include "core/error.h"
+#include "cuda/attention_plan.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/staging.h"
+#include "cuda/elementwise.h"
+#include "cuda/gemm.h"
+#include "cuda/norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+namespace hogwild::cuda {
+
+namespace {
+constexpr int64_t kGraphMaxTokens = 64;  // forwards up to this size are replayed as graphs
+}
+
+int64_t CudaBackend::prepare(const ForwardBatch& batch) {
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  if (T > opt_.max_batch_tokens)
+    fail("a forward of {} tokens exceeds the CUDA backend's batch limit of {}; feed the prompt in "
+         "pieces or raise max_batch_tokens",
+         T, opt_.max_batch_tokens);
+  const int64_t n_workers = static_cast<int64_t>(batch.views.size());
+  for (const auto& view : batch.views)
+    for (BlockId b : view) block_ref(b, "forward (view)");
+  std::unordered_map<BlockId, int64_t> added;
+  for (const TokenInput& t : batch.tokens) {
+    if (t.worker < 0 || t.worker >= n_workers)
+      fail("forward: token's worker {} has no view (the batch has {} views)", t.worker, n_workers);
+    if (t.token_id < 0 || t.token_id >= cfg_.vocab_size)
+      fail("forward: token id {} is outside the vocabulary [0, {})", t.token_id, cfg_.vocab_size);
+    block_ref(t.block, "forward (target block)");
+    const auto& view = batch.views[t.worker];
+    if (std::find(view.begin(), view.end(), t.block) == view.end())
+      fail("forward: target block {} does not occur in worker {}'s view", t.block, t.worker);
+    ++added[t.block];
+  }
+  int64_t pages_needed = 0;
+  for (auto [b, n] : added) {
+    const Block& blk = blocks_[b];
+    pages_needed += (blk.len + n + kPageTokens - 1) / kPageTokens - static_cast<int64_t>(blk.pages.size());
+  }
+  if (pages_needed > static_cast<int64_t>(free_pages_.size()))
+    fail("KV cache full: this forward needs {} more pages of {} tokens, {} are free; use fewer "
+         "workers or a shorter context",
+         pages_needed, kPageTokens, free_pages_.size());
+
+  const int64_t want = std::count_if(batch.tokens.begin(), batch.tokens.end(),
+                                     [](const TokenInput& t) { return t.want_logits; });
+  if (want > logit_cap_)
+    fail("forward: {} rows want logits, the CUDA backend returns at most {} per forward; ask for "
+         "fewer rows",
+         want, logit_cap_);
+
+  std::vector<int32_t> ids(T), pos(T), slot(T), logit_rows;
+  for (int64_t t = 0; t < T; ++t) {
+    const TokenInput& in = batch.tokens[t];
+    Block& blk = blocks_[in.block];
+    const int64_t j = blk.len;
+    grow_block(blk, j + 1);
+    ids[t] = in.token_id;
+    pos[t] = static_cast<int32_t>(j);
+    slot[t] = blk.pages[j / kPageTokens] * kPageTokens + static_cast<int32_t>(j % kPageTokens);
+    if (in.want_logits) logit_rows.push_back(static_cast<int32_t>(t));
+  }
+
+  // Views with post-append offsets; plan blocks deduplicated.
+  PlanInput pin;
+  std::unordered_map<BlockId, int32_t> block_index;
+  std::vector<std::unordered_map<BlockId, int64_t>> last_offset(n_workers);
+  int64_t total_keys = 0;
+  pin.views.resize(n_workers);
+  for (int64_t w = 0; w < n_workers; ++w) {
+    int64_t off = 0;
+    for (BlockId b : batch.views[w]) {
+      auto [it, fresh] = block_index.try_emplace(b, static_cast<int32_t>(pin.blocks.size()));
+      if (fresh) {
+        pin.blocks.push_back(PlanBlock{blocks_[b].len, &blocks_[b].pages});
+        total_keys += blocks_[b].len;
+      }
+      pin.views[w].push_back(PlanOccurrence{it->second, off});
+      last_offset[w][b] = off;
+      off += blocks_[b].len;
+    }
+  }
+  pin.row_worker.resize(T);
+  pin.row_pos.resize(T);
+  for (int64_t t = 0; t < T; ++t) {
+    const TokenInput& in = batch.tokens[t];
+    pin.row_worker[t] = in.worker;
+    pin.row_pos[t] = last_offset[in.worker][in.block] + pos[t];
+    if (pin.row_pos[t] >= rope_.n_positions) {
+      for (auto [b, n] : added) truncate_block(b, blocks_[b].len - n);  // undo this forward's appends
+      fail("forward: view position {} exceeds the RoPE table of {} positions (max_position_"
+           "embeddings); use a shorter context",
+           pin.row_pos[t], rope_.n_positions);
+    }
+  }
+  pin.group = static_cast<int32_t>(cfg_.num_attention_heads / cfg_.num_key_value_heads);
+  if (sm_count_ == 0)
+    HOGWILD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, opt_.device));
+  pin.chunk = choose_chunk(total_keys, T, static_cast<int32_t>(cfg_.num_key_value_heads), 2 * sm_count_);
+
+  // Split rows so every launch's entries fit the partial-state buffer.
+  Staging& st = *st_;
+  std::vector<int64_t> counts(T);
+  for (;;) {
+    int64_t worst = 0;
+    for (int64_t t = 0; t < T; ++t) worst = std::max(worst, counts[t] = row_entry_count(pin, t));
+    if (worst <= st.ecap) break;
+    pin.chunk *= 2;
+  }
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int64_t r0 = 0; r0 < T;) {
+    int64_t r1 = r0, acc = 0;
+    while (r1 < T && acc + counts[r1] <= st.ecap) acc += counts[r1++];
+    ranges.emplace_back(r0, r1);
+    r0 = r1;
+  }
+  if (static_cast<int>(ranges.size()) > st.n_slots) {
+    st.alloc(static_cast<int>(ranges.size()));
+    for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g);
+    graphs_.clear();
+  }
+
+  // Upload: header arrays, then each plan into its slot (only the used prefix of each array).
+  auto put = [&](int64_t at, const void* src, int64_t n_ints) {
+    if (n_ints == 0) return;
+    std::memcpy(st.host + at, src, n_ints * 4);
+    HOGWILD_CUDA_CHECK(cudaMemcpyAsync(st.dev + at, st.host + at, n_ints * 4,
+                                       cudaMemcpyHostToDevice, stream_));
+  };
+  put(0, ids.data(), T);
+  put(st.tcap, pos.data(), T);
+  put(2 * st.tcap, slot.data(), T);
+  put(3 * st.tcap, logit_rows.data(), static_cast<int64_t>(logit_rows.size()));
+  plans_.clear();
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    const HostPlan hp = build_plan(pin, ranges[k].first, ranges[k].second);
+    const int64_t base = st.slot_base(static_cast<int>(k));
+    const int64_t o_items = base, o_n = o_items + 6 * st.ecap, o_pages = o_n + 4;
+    const int64_t o_pairs = o_pages + st.pcap, o_ptr = o_pairs + 2 * st.ecap;
+    const int64_t o_ent = o_ptr + st.tcap + 1;
+    const int32_t n_items = static_cast<int32_t>(hp.items.size());
+    HOGWILD_CHECK(hp.n_entries <= st.ecap && static_cast<int64_t>(hp.pages.size()) <= st.pcap);
+    put(o_items, hp.items.data(), 6 * static_cast<int64_t>(hp.items.size()));
+    put(o_n, &n_items, 1);
+    put(o_pages, hp.pages.data(), static_cast<int64_t>(hp.pages.size()));
+    put(o_pairs, hp.pairs.data(), 2 * static_cast<int64_t>(hp.pairs.size()));
+    put(o_ptr, hp.row_entry_ptr.data(), T + 1);
+    put(o_ent, hp.row_entries.data(), static_cast<int64_t>(hp.row_entries.size()));
+    AttnPlanView v;
+    v.items = reinterpret_cast<const AttnItem*>(st.dev + o_items);
+    v.n_items = st.dev + o_n;
+    v.max_items = n_items;
+    v.pages = st.dev + o_pages;
+    v.pairs = reinterpret_cast<const AttnPair*>(st.dev + o_pairs);
+    v.row_entry_ptr = st.dev + o_ptr;
+    v.row_entries = st.dev + o_ent;
+    v.row_begin = static_cast<int32_t>(ranges[k].first);
+    v.n_rows = static_cast<int32_t>(ranges[k].second - ranges[k].first);
+    v.max_entries = static_cast<int32_t>(st.ecap);
+    v.part_o = part_o_;
+    v.part_ml = part_ml_;
+    plans_.push_back(v);
+  }
+  return static_cast<int64_t>(logit_rows.size());
+}
+
+void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
+  const ModelConfig& c = cfg_;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
+  const int64_t nh = c.num_attention_heads, kvh = c.num_key_value_heads;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const int32_t* ids = st_->dev;
+  const int32_t* pos = st_->dev + st_->tcap;
+  const int32_t* slot = st_->dev + 2 * st_->tcap;
+  const int32_t* logit_rows = st_->dev + 3 * st_->tcap;
+  AttnShape shape;
+  shape.num_attention_heads = static_cast<int32_t>(nh);
+  shape.num_key_value_heads = static_cast<int32_t>(kvh);
+  shape.head_dim = static_cast<int32_t>(hd);
+  shape.q_token_stride = qkv_dim_;
+  shape.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  shape.attn_factor = attn_factor_;
+
+  embedding(embed_tokens_, ids, T, H, c.vocab_size, x_, stream_);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const DeviceLayer& L = layers_[l];
+    bf16* layer_pool = pool_ + l * layout_.layer_elems();
+    // attention block: norm, qkv, (bias), (q/k norm), K/V append with RoPE, attention, o-proj
+    rmsnorm(x_, L.input_layernorm, h_, T, H, eps, stream_);
+    gemm_->linear(h_, L.qkv_proj, qkv_, T, H, qkv_dim_);
+    if (L.qkv_bias) add_bias(qkv_, L.qkv_bias, T, qkv_dim_, stream_);
+    if (L.q_norm) {
+      rmsnorm_heads(qkv_, qkv_dim_, T, nh, L.q_norm, hd, eps, stream_);
+      rmsnorm_heads(qkv_ + nh * hd, qkv_dim_, T, kvh, L.k_norm, hd, eps, stream_);
+    }
+    kv_append(qkv_, qkv_dim_, nh * hd, (nh + kvh) * hd, T, pos, slot, layer_pool, layout_, rope_,
+              attn_factor_, stream_);
+    for (int k = 0; k < n_plans; ++k)
+      hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[k], attn_, stream_);
+    gemm_->linear(attn_, L.o_proj, tmp_, T, nh * hd, H);
+    add_residual(x_, tmp_, T * H, stream_);
+    // mlp block: norm, gate/up, SwiGLU, down
+    rmsnorm(x_, L.post_attention_layernorm, h_, T, H, eps, stream_);
+    gemm_->linear(h_, L.gate_up_proj, gate_up_, T, H, 2 * I);
+    swiglu(gate_up_, act_, T, I, stream_);
+    gemm_->linear(act_, L.down_proj, tmp_, T, I, H);
+    add_residual(x_, tmp_, T * H, stream_);
+  }
+  // final norm and lm_head on the rows that want logits
+  gather_rows(x_, logit_rows, n_logits, H, xl_, stream_);
+  rmsnorm(xl_, norm_, h_, n_logits, H, eps, stream_);
+  gemm_->linear_f32(h_, lm_head_, logits_, n_logits, H, c.vocab_size);
+}
+
+void CudaBackend::execute(int64_t T, int64_t n_logits) {
+  const int n_plans = static_cast<int>(plans_.size());
+  if (!opt_.use_graphs || n_plans != 1 || T > kGraphMaxTokens) {
+    run_layers(T, n_logits, n_plans);
+    return;
+  }
+  // Graph keyed by shape; the attention grid is an upper bound on the item count (the kernel reads
+  // the true count from device memory), so a graph serves many steps as views grow.
+  int32_t bound = 64;
+  while (bound < plans_[0].max_items) bound *= 2;
+  plans_[0].max_items = bound;
+  const auto key = std::make_tuple(T, n_logits, bound);
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    HOGWILD_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    run_layers(T, n_logits, 1);
+    HOGWILD_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    HOGWILD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    HOGWILD_CUDA_CHECK(cudaGraphDestroy(graph));
+    it = graphs_.emplace(key, exec).first;
+  }
+  HOGWILD_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+}
+
+int64_t CudaBackend::forward_device(const ForwardBatch& batch) {
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  if (T == 0) return 0;
+  const int64_t n_logits = prepare(batch);
+  execute(T, n_logits);
+  // The next forward rewrites the pinned staging buffer that this one's copies read from.
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return n_logits;
+}
+
+void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) {
+  const int64_t n = forward_device(batch);
+  logits.resize(n * cfg_.vocab_size);
+  if (n > 0)
+    HOGWILD_CUDA_CHECK(cudaMemcpyAsync(logits.data(), logits_, logits.size() * 4,
+                                       cudaMemcpyDeviceToHost, stream_));
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+}  // namespace hogwild::cuda

@@ -1,0 +1,172 @@
+// CudaBackend weights: allocation, upload of fp32 host weights as bf16, random init on the GPU.
+#include "core/error.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/elementwise.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hogwild::cuda {
+
+namespace {
+
+int64_t layer_elems(const ModelConfig& c, int64_t qkv_dim) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t qd = c.num_attention_heads * c.head_dim;
+  int64_t n = 2 * H + qkv_dim * H + H * qd + 2 * I * H + H * I;
+  if (c.attention_bias) n += qkv_dim;
+  if (c.qk_norm) n += 2 * c.head_dim;
+  return n;
+}
+
+}  // namespace
+
+int64_t CudaBackend::weight_bytes_per_step() const {
+  const ModelConfig& c = cfg_;
+  int64_t n = c.num_hidden_layers * layer_elems(c, qkv_dim_) + c.hidden_size;
+  n += c.vocab_size * c.hidden_size;  // lm_head (or the tied embedding, read as lm_head)
+  return n * 2;
+}
+
+int64_t CudaBackend::kv_bytes_per_token() const {
+  return cfg_.num_hidden_layers * 2 * cfg_.num_key_value_heads * cfg_.head_dim * 2;
+}
+
+void CudaBackend::alloc_weights() {
+  const ModelConfig& c = cfg_;
+  const int64_t H = c.hidden_size, V = c.vocab_size;
+  int64_t total = c.num_hidden_layers * layer_elems(c, qkv_dim_) + H + V * H;
+  if (!c.tie_word_embeddings) total += V * H;
+  size_t free_b = 0, total_b = 0;
+  HOGWILD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  if (static_cast<double>(total) * 2 > static_cast<double>(free_b))
+    fail("the model's bf16 weights need {:.1f} GiB but the GPU has {:.1f} GiB free of {:.1f} GiB; "
+         "use a GPU with more memory or a smaller model",
+         total * 2.0 / (1 << 30), free_b / double(1 << 30), total_b / double(1 << 30));
+
+  auto alloc = [&](int64_t elems) {
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, static_cast<size_t>(elems) * 2);
+    if (e != cudaSuccess)
+      fail("out of GPU memory allocating {} MiB of weights ({}); use a GPU with more memory",
+           elems * 2 >> 20, cudaGetErrorName(e));
+    allocations_.push_back(p);
+    return static_cast<bf16*>(p);
+  };
+  const int64_t qd = c.num_attention_heads * c.head_dim, I = c.intermediate_size;
+  embed_tokens_ = alloc(V * H);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    DeviceLayer L;
+    L.input_layernorm = alloc(H);
+    L.qkv_proj = alloc(qkv_dim_ * H);
+    if (c.attention_bias) L.qkv_bias = alloc(qkv_dim_);
+    if (c.qk_norm) {
+      L.q_norm = alloc(c.head_dim);
+      L.k_norm = alloc(c.head_dim);
+    }
+    L.o_proj = alloc(H * qd);
+    L.post_attention_layernorm = alloc(H);
+    L.gate_up_proj = alloc(2 * I * H);
+    L.down_proj = alloc(H * I);
+    layers_.push_back(L);
+  }
+  norm_ = alloc(H);
+  lm_head_ = c.tie_word_embeddings ? embed_tokens_ : alloc(V * H);
+}
+
+void CudaBackend::upload_weights(const ModelWeights& w) {
+  const ModelConfig& c = cfg_;
+  const int64_t H = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
+  const int64_t qd = c.num_attention_heads * c.head_dim;
+  const int64_t kvd = c.num_key_value_heads * c.head_dim;
+  auto need = [](const std::vector<float>& v, int64_t n, const char* name) {
+    if (static_cast<int64_t>(v.size()) != n)
+      fail("weight {}: expected {} values, got {}; the weights do not match config.json", name, n,
+           v.size());
+  };
+  // fp32 staging on the device, converted to bf16 there.
+  const int64_t max_elems = std::max({V * H, qkv_dim_ * H, 2 * I * H, H * qd});
+  float* stage = nullptr;
+  HOGWILD_CUDA_CHECK(cudaMalloc(&stage, static_cast<size_t>(max_elems) * 4));
+  auto put = [&](bf16* dst, std::initializer_list<const std::vector<float>*> parts) {
+    int64_t off = 0;
+    for (const auto* p : parts) {
+      HOGWILD_CUDA_CHECK(cudaMemcpy(stage + off, p->data(), p->size() * 4, cudaMemcpyHostToDevice));
+      off += static_cast<int64_t>(p->size());
+    }
+    f32_to_bf16(stage, dst, off, stream_);
+    HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  };
+  need(w.embed_tokens, V * H, "model.embed_tokens.weight");
+  put(embed_tokens_, {&w.embed_tokens});
+  if (static_cast<int64_t>(w.layers.size()) != c.num_hidden_layers)
+    fail("weights have {} layers but config.json says num_hidden_layers = {}", w.layers.size(),
+         c.num_hidden_layers);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const LayerWeights& s = w.layers[l];
+    const DeviceLayer& d = layers_[l];
+    need(s.input_layernorm, H, "input_layernorm");
+    need(s.q_proj, qd * H, "self_attn.q_proj");
+    need(s.k_proj, kvd * H, "self_attn.k_proj");
+    need(s.v_proj, kvd * H, "self_attn.v_proj");
+    need(s.o_proj, H * qd, "self_attn.o_proj");
+    need(s.post_attention_layernorm, H, "post_attention_layernorm");
+    need(s.gate_proj, I * H, "mlp.gate_proj");
+    need(s.up_proj, I * H, "mlp.up_proj");
+    need(s.down_proj, H * I, "mlp.down_proj");
+    put(d.input_layernorm, {&s.input_layernorm});
+    put(d.qkv_proj, {&s.q_proj, &s.k_proj, &s.v_proj});
+    if (c.attention_bias) {
+      need(s.q_bias, qd, "self_attn.q_proj.bias");
+      need(s.k_bias, kvd, "self_attn.k_proj.bias");
+      need(s.v_bias, kvd, "self_attn.v_proj.bias");
+      put(d.qkv_bias, {&s.q_bias, &s.k_bias, &s.v_bias});
+    }
+    if (c.qk_norm) {
+      need(s.q_norm, c.head_dim, "self_attn.q_norm");
+      need(s.k_norm, c.head_dim, "self_attn.k_norm");
+      put(d.q_norm, {&s.q_norm});
+      put(d.k_norm, {&s.k_norm});
+    }
+    put(d.o_proj, {&s.o_proj});
+    put(d.post_attention_layernorm, {&s.post_attention_layernorm});
+    put(d.gate_up_proj, {&s.gate_proj, &s.up_proj});
+    put(d.down_proj, {&s.down_proj});
+  }
+  need(w.norm, H, "model.norm.weight");
+  put(norm_, {&w.norm});
+  if (!c.tie_word_embeddings) {
+    need(w.lm_head, V * H, "lm_head.weight");
+    put(lm_head_, {&w.lm_head});
+  }
+  HOGWILD_CUDA_CHECK(cudaFree(stage));
+}
+
+void CudaBackend::random_weights(uint64_t seed) {
+  const ModelConfig& c = cfg_;
+  const int64_t H = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
+  const int64_t qd = c.num_attention_heads * c.head_dim;
+  uint64_t s = seed * 1000003;
+  auto fill = [&](bf16* p, int64_t n, float scale, float center) {
+    fill_uniform_bf16(p, n, ++s, scale, center, stream_);
+  };
+  const float aH = 1.0f / std::sqrt(static_cast<float>(H));
+  fill(embed_tokens_, V * H, 1.0f, 0.0f);
+  for (const DeviceLayer& d : layers_) {
+    fill(d.input_layernorm, H, 0.1f, 1.0f);
+    fill(d.qkv_proj, qkv_dim_ * H, aH, 0.0f);
+    if (d.qkv_bias) fill(d.qkv_bias, qkv_dim_, 0.1f, 0.0f);
+    if (d.q_norm) fill(d.q_norm, c.head_dim, 0.1f, 1.0f);
+    if (d.k_norm) fill(d.k_norm, c.head_dim, 0.1f, 1.0f);
+    fill(d.o_proj, H * qd, 1.0f / std::sqrt(static_cast<float>(qd)), 0.0f);
+    fill(d.post_attention_layernorm, H, 0.1f, 1.0f);
+    fill(d.gate_up_proj, 2 * I * H, aH, 0.0f);
+    fill(d.down_proj, H * I, 1.0f / std::sqrt(static_cast<float>(I)), 0.0f);
+  }
+  fill(norm_, H, 0.1f, 1.0f);
+  if (!c.tie_word_embeddings) fill(lm_head_, V * H, aH, 0.0f);
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+}  // namespace hogwild::cuda

@@ -1,0 +1,137 @@
+// Element-wise ops (elementwise.h). Kernels first, launchers second.
+#include "cuda/cuda_check.h"
+#include "cuda/elementwise.h"
+
+namespace hogwild::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+int64_t blocks_for(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b);
+}
+
+__global__ void embedding_kernel(const bf16* table, const int32_t* ids, int64_t hidden,
+                                 int64_t vocab, float* out) {
+  const int64_t t = blockIdx.x;
+  const int32_t id = ids[t];
+  const bool ok = id >= 0 && id < vocab;
+  for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x)
+    out[t * hidden + i] = ok ? __bfloat162float(table[id * hidden + i]) : 0.0f;
+}
+
+__global__ void add_residual_kernel(float* x, const bf16* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    x[i] += __bfloat162float(y[i]);
+}
+
+__global__ void add_bias_kernel(bf16* y, const bf16* bias, int64_t n, int64_t cols) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = __float2bfloat16(__bfloat162float(y[i]) + __bfloat162float(bias[i % cols]));
+}
+
+__global__ void swiglu_kernel(const bf16* gate_up, bf16* out, int64_t rows, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / n, c = i % n;
+    const float g = __bfloat162float(gate_up[r * 2 * n + c]);
+    const float u = __bfloat162float(gate_up[r * 2 * n + n + c]);
+    out[i] = __float2bfloat16(g / (1.0f + __expf(-g)) * u);
+  }
+}
+
+__global__ void gather_rows_kernel(const float* x, const int32_t* rows, int64_t cols, float* out) {
+  const int64_t r = blockIdx.x;
+  const int64_t src = rows[r];
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) out[r * cols + i] = x[src * cols + i];
+}
+
+__global__ void f32_to_bf16_kernel(const float* x, bf16* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = __float2bfloat16(x[i]);
+}
+
+__global__ void bf16_to_f32_kernel(const bf16* x, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = __bfloat162float(x[i]);
+}
+
+__device__ __forceinline__ uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+__global__ void fill_uniform_kernel(bf16* x, int64_t n, uint64_t seed, float scale, float center) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const uint64_t h = mix64(seed * 0x9e3779b97f4a7c15ULL + uint64_t(i) + 1);
+    const float u = float(h >> 40) * 0x1.0p-24f * 2.0f - 1.0f;
+    x[i] = __float2bfloat16(center + scale * u);
+  }
+}
+
+}  // namespace
+
+void embedding(const bf16* table, const int32_t* ids, int64_t n_tokens, int64_t hidden_size,
+               int64_t vocab_size, float* out, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(n_tokens >= 0 && hidden_size > 0);
+  if (n_tokens == 0) return;
+  embedding_kernel<<<n_tokens, kThreads, 0, stream>>>(table, ids, hidden_size, vocab_size, out);
+  HOGWILD_CUDA_CHECK_LAUNCH();
+}
+
+void add_residual(float* x, const bf16* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  add_residual_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+  HOGWILD_CUDA_CHECK_LAUNCH();
+}
+
+void add_bias(bf16* y, const bf16* bias, int64_t n_rows, int64_t n_cols, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(n_cols > 0);
+  if (n_rows == 0) return;
+  add_bias_kernel<<<blocks_for(n_rows * n_cols), kThreads, 0, stream>>>(y, bias, n_rows * n_cols,
+                                                                       n_cols);
+  HOGWILD_CUDA_CHECK_LAUNCH();
+}
+
+void swiglu(const bf16* gate_up, bf16* out, int64_t n_rows, int64_t n, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(n > 0);
+  if (n_rows == 0) return;
+  swiglu_kernel<<<blocks_for(n_rows * n), kThreads, 0, stream>>>(gate_up, out, n_rows, n);
+  HOGWILD_CUDA_CHECK_LAUNCH();
+}
+
+void gather_rows(const float* x, const int32_t* rows, int64_t n_rows, int64_t n_cols, float* out,
+                 cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(n_cols > 0);
+  if (n_rows == 0) return;
+  gather_rows_kernel<<<n_rows, kThreads, 0, stream>>>(x, rows, n_cols, out);
+  HOGWILD_CUDA_CHECK_LAUNCH();
+}
+
+void f32_to_bf16(const float* x, bf16* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  f32_to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+  HOGWILD_CUDA_CHECK_LAUNCH();
+}
+
+void bf16_to_f32(const bf16* x, float* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  bf16_to_f32_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+  HOGWILD_CUDA_CHECK_LAUNCH();
+}
+
+void fill_uniform_bf16(bf16* x, int64_t n, uint64_t seed, float scale, float center,
+                       cudaStream_t stream) {
+  if (n == 0) return;
+  fill_uniform_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, seed, scale, center);
+  HOGWILD_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace hogwild::cuda
