@@ -34,7 +34,8 @@ size_t balancing_brace(std::string_view s) {
 
 /// The argument of a box command whose name ends at `i`, or nullopt when it is not complete.
 std::optional<std::string> box_argument(std::string_view text, size_t i) {
-  if (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) return std::nullopt;  // \boxedx
+  if (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i])))
+    return std::nullopt;  // \boxedx
   size_t j = i;
   while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
   if (j < text.size() && text[j] == '{') {
@@ -100,7 +101,7 @@ std::optional<std::string> extract_boxed(std::string_view text) {
 std::optional<std::string> extract_python_block(std::string_view text) {
   std::optional<std::string> found;
   size_t begin = 0;
-  char fence_char = 0;     // inside any fence
+  char fence_char = 0;  // inside any fence
   size_t fence_len = 0;
   bool python = false;
   size_t code_begin = 0;
@@ -114,13 +115,15 @@ std::optional<std::string> extract_python_block(std::string_view text) {
     size_t run = 0;
     while ((c == '`' || c == '~') && i + run < line.size() && line[i + run] == c) ++run;
     if (fence_char) {
-      if (c == fence_char && run >= fence_len && std::all_of(line.begin() + i + run, line.end(), is_space)) {
+      if (c == fence_char && run >= fence_len &&
+          std::all_of(line.begin() + i + run, line.end(), is_space)) {
         if (python) found = strip_final_newline(text.substr(code_begin, begin - code_begin));
         fence_char = 0;
       }
     } else if (run >= 3) {
       std::string info = trim(line.substr(i + run));
-      std::transform(info.begin(), info.end(), info.begin(), [](unsigned char x) { return std::tolower(x); });
+      std::transform(info.begin(), info.end(), info.begin(),
+                     [](unsigned char x) { return std::tolower(x); });
       if (c == '`' && info.find('`') != std::string::npos) {
         // inline code such as ```x```, not a fence
       } else {

@@ -12,15 +12,16 @@
 // final newline.
 #pragma once
 
-#include "hogwild/formatting.h"
-
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "hogwild/formatting.h"
+
 namespace hogwild {
 
-/// Content of the rightmost complete \boxed{...} / \fbox{...} / `\boxed x` in text; nullopt if none.
+/// Content of the rightmost complete \boxed{...} / \fbox{...} / `\boxed x` in text; nullopt if
+/// none.
 std::optional<std::string> extract_boxed(std::string_view text);
 
 /// Content of the last closed ```python block in text; nullopt if none.
@@ -30,17 +31,17 @@ std::optional<std::string> extract_python_block(std::string_view text);
 std::optional<std::string> extract_answer(std::string_view text, AnswerKind kind);
 
 /// The final answer of a finished step, honouring AnswerFormat::marker (only text after the last
-/// occurrence of the marker is searched when the marker is non-empty); nullopt if the step holds none.
-/// The run stops when any worker's finished step has one (DESIGN.md §4).
+/// occurrence of the marker is searched when the marker is non-empty); nullopt if the step holds
+/// none. The run stops when any worker's finished step has one (DESIGN.md §4).
 std::optional<std::string> step_answer(std::string_view step_text, const AnswerFormat& format);
 
 /// true when step_answer() finds an answer.
 bool has_final_answer(std::string_view step_text, const AnswerFormat& format);
 
 /// Finisher: `continuation` is the greedy text decoded after Formatting::finisher.suffix, which
-/// already opened the answer ("\boxed{" / "```python\n"). Returns the answer up to the balancing "}"
-/// (boxed, escapes as above, trimmed) or up to the closing fence line "```" (python, without the
-/// final newline); nullopt when the continuation stops before that (answer cut off).
+/// already opened the answer ("\boxed{" / "```python\n"). Returns the answer up to the balancing
+/// "}" (boxed, escapes as above, trimmed) or up to the closing fence line "```" (python, without
+/// the final newline); nullopt when the continuation stops before that (answer cut off).
 std::optional<std::string> finish_answer(std::string_view continuation, AnswerKind kind);
 
 /// true once `continuation` contains the end of the answer (finish_answer would succeed): the

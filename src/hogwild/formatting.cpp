@@ -1,7 +1,6 @@
-// The formatting file: built-in defaults, JSON parsing/validation, rendering. Keys: docs/FORMATTING.md.
+// The formatting file: built-in defaults, JSON parsing/validation, rendering. Keys:
+// docs/FORMATTING.md.
 #include "hogwild/formatting.h"
-
-#include "core/error.h"
 
 #include <fmt/ranges.h>
 
@@ -11,6 +10,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+
+#include "core/error.h"
 
 namespace hogwild {
 
@@ -24,7 +25,8 @@ namespace {
 
 constexpr int kMaxNameIndex = 8;  // {name_1}..{name_8}
 
-// ---- placeholders ----------------------------------------------------------------------------------
+// ---- placeholders
+// ----------------------------------------------------------------------------------
 
 /// Which placeholders a template key may use.
 enum Ph : unsigned {
@@ -56,8 +58,9 @@ template <typename F>
 void for_each_brace_id(std::string_view s, F&& f) {
   for (size_t open = s.find('{'); open != std::string_view::npos; open = s.find('{', open + 1)) {
     size_t close = open + 1;
-    while (close < s.size() && (std::islower(static_cast<unsigned char>(s[close])) ||
-                                std::isdigit(static_cast<unsigned char>(s[close])) || s[close] == '_'))
+    while (close < s.size() &&
+           (std::islower(static_cast<unsigned char>(s[close])) ||
+            std::isdigit(static_cast<unsigned char>(s[close])) || s[close] == '_'))
       ++close;
     if (close == open + 1 || close >= s.size() || s[close] != '}') continue;
     f(open, close + 1, s.substr(open + 1, close - open - 1));
@@ -65,7 +68,8 @@ void for_each_brace_id(std::string_view s, F&& f) {
 }
 
 /// Replaces the placeholders in `tmpl` that `vars` defines; other brace text stays as it is.
-std::string render(std::string_view tmpl, const std::map<std::string, std::string, std::less<>>& vars) {
+std::string render(std::string_view tmpl,
+                   const std::map<std::string, std::string, std::less<>>& vars) {
   std::string out;
   size_t done = 0;
   for_each_brace_id(tmpl, [&](size_t b, size_t e, std::string_view id) {
@@ -88,7 +92,8 @@ std::string join_names(const std::vector<std::string>& names, int n) {
   return s;
 }
 
-// ---- JSON reading with key paths -------------------------------------------------------------------
+// ---- JSON reading with key paths
+// -------------------------------------------------------------------
 
 const char* type_name(const ojson& v) {
   if (v.is_null()) return "null";
@@ -103,33 +108,38 @@ const char* type_name(const ojson& v) {
 /// Reads one JSON object whose keys are all known; every error names origin and the key path.
 class ObjReader {
  public:
-  ObjReader(const ojson& obj, std::string path, std::string_view origin, std::vector<std::string_view> known)
+  ObjReader(const ojson& obj, std::string path, std::string_view origin,
+            std::vector<std::string_view> known)
       : obj_(obj), path_(std::move(path)), origin_(origin) {
     for (const auto& [key, value] : obj.items()) {
       if (key.rfind("//", 0) == 0) continue;  // comment
       if (std::find(known.begin(), known.end(), key) == known.end())
-        fail("{}: unknown key '{}'. The keys of {} are: {}. Fix the spelling or remove it "
-             "(docs/FORMATTING.md lists every key; keys starting with \"//\" are comments).",
-             origin_, full(key), path_.empty() ? "the top level" : "'" + path_ + "'",
-             fmt::join(known, ", "));
+        fail(
+            "{}: unknown key '{}'. The keys of {} are: {}. Fix the spelling or remove it "
+            "(docs/FORMATTING.md lists every key; keys starting with \"//\" are comments).",
+            origin_, full(key), path_.empty() ? "the top level" : "'" + path_ + "'",
+            fmt::join(known, ", "));
     }
   }
 
-  std::string full(std::string_view key) const { return path_.empty() ? std::string(key) : path_ + "." + std::string(key); }
+  std::string full(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
 
   const ojson& get(std::string_view key) const {
     auto it = obj_.find(key);
     if (it == obj_.end())
-      fail("{}: missing key '{}'. Add it, or start the file with \"base\": \"<built-in name>\" "
-           "(e.g. \"qwen3-math\") to inherit every key you do not set; `hogwild run --print-format` "
-           "prints a complete file.",
-           origin_, full(key));
+      fail(
+          "{}: missing key '{}'. Add it, or start the file with \"base\": \"<built-in name>\" "
+          "(e.g. \"qwen3-math\") to inherit every key you do not set; `hogwild run --print-format` "
+          "prints a complete file.",
+          origin_, full(key));
     return *it;
   }
 
   [[noreturn]] void wrong_type(std::string_view key, std::string_view want, const ojson& v) const {
-    fail("{}: key '{}' must be {}, got {}. Fix the value (see docs/FORMATTING.md).", origin_, full(key), want,
-         type_name(v));
+    fail("{}: key '{}' must be {}, got {}. Fix the value (see docs/FORMATTING.md).", origin_,
+         full(key), want, type_name(v));
   }
 
   std::string str(std::string_view key) const {
@@ -153,7 +163,8 @@ class ObjReader {
   int64_t integer(std::string_view key, int64_t min) const {
     const ojson& v = get(key);
     if (!v.is_number_integer() && !v.is_number_unsigned()) wrong_type(key, "an integer", v);
-    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) wrong_type(key, "a smaller integer", v);
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+      wrong_type(key, "a smaller integer", v);
     int64_t x = v.get<int64_t>();
     if (x < min) fail("{}: key '{}' must be >= {}, got {}.", origin_, full(key), min, x);
     return x;
@@ -181,19 +192,22 @@ class ObjReader {
 };
 
 /// Checks that template `text` of key `key` only uses the placeholder classes in `allowed`.
-void check_placeholders(std::string_view origin, std::string_view key, std::string_view text, unsigned allowed,
-                        size_t n_names) {
+void check_placeholders(std::string_view origin, std::string_view key, std::string_view text,
+                        unsigned allowed, size_t n_names) {
   for_each_brace_id(text, [&](size_t, size_t, std::string_view id) {
     unsigned cls = placeholder_class(id);
     if (cls == 0) return;
     if (!(cls & allowed))
-      fail("{}: key '{}' uses the placeholder {{{}}}, which is not available there. Remove it "
-           "(docs/FORMATTING.md lists the placeholders of each key).",
-           origin, key, id);
+      fail(
+          "{}: key '{}' uses the placeholder {{{}}}, which is not available there. Remove it "
+          "(docs/FORMATTING.md lists the placeholders of each key).",
+          origin, key, id);
     int k = 0;
     if (is_name_k(id, &k) && size_t(k) > n_names)
-      fail("{}: key '{}' uses {{{}}} but worker_names has only {} names. Add names or use a smaller index.",
-           origin, key, id, n_names);
+      fail(
+          "{}: key '{}' uses {{{}}} but worker_names has only {} names. Add names or use a smaller "
+          "index.",
+          origin, key, id, n_names);
   });
 }
 
@@ -201,18 +215,22 @@ void check_placeholders(std::string_view origin, std::string_view key, std::stri
 void merge_into(ojson& base, const ojson& over) {
   for (const auto& [key, value] : over.items()) {
     auto it = base.find(key);
-    if (it != base.end() && it->is_object() && value.is_object()) merge_into(*it, value);
-    else base[key] = value;
+    if (it != base.end() && it->is_object() && value.is_object())
+      merge_into(*it, value);
+    else
+      base[key] = value;
   }
 }
 
-// ---- built-in defaults -----------------------------------------------------------------------------
+// ---- built-in defaults
+// -----------------------------------------------------------------------------
 
 const char* const kFamilies[] = {"qwen3", "qwq", "deepseek-r1", "generic"};
 const char* const kVariants[] = {"math", "code"};
 
 std::vector<std::string> all_names() {
-  std::vector<std::string> names(std::begin(defaults::kWorkerNames), std::end(defaults::kWorkerNames));
+  std::vector<std::string> names(std::begin(defaults::kWorkerNames),
+                                 std::end(defaults::kWorkerNames));
   return names;
 }
 
@@ -243,7 +261,8 @@ Formatting make_builtin(std::string_view family, std::string_view variant) {
     f.chat.enable_thinking = true;
   }
   if (family != "generic") f.chat.assistant_prefix = "<think>\n";
-  f.rules = std::string(defaults::kRulesCommon) + (code ? defaults::kRulesCodeEnd : defaults::kRulesMathEnd);
+  f.rules = std::string(defaults::kRulesCommon) +
+            (code ? defaults::kRulesCodeEnd : defaults::kRulesMathEnd);
   f.rules_single = code ? defaults::kRulesSingleCode : defaults::kRulesSingleMath;
   f.example = code ? defaults::kExampleCode : defaults::kExampleMath;
   f.worker_names = all_names();
@@ -259,7 +278,8 @@ Formatting make_builtin(std::string_view family, std::string_view variant) {
   if (family == "qwen3" || family == "qwq")
     f.forbidden.texts = {"<|im_end|>", "<|im_start|>", "<|endoftext|>", "<think>", "</think>"};
   else if (family == "deepseek-r1")
-    f.forbidden.texts = {"<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<think>", "</think>"};
+    f.forbidden.texts = {"<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<think>",
+                         "</think>"};
   // Bare markdown headers would read like layout structure. Code keeps "#" (Python comments).
   if (!code) f.forbidden.texts.push_back("#");
   for (const char* h : {"##", "###", "####"}) f.forbidden.texts.push_back(h);
@@ -270,15 +290,20 @@ Formatting make_builtin(std::string_view family, std::string_view variant) {
 
 }  // namespace
 
-std::string_view answer_kind_name(AnswerKind kind) { return kind == AnswerKind::boxed ? "boxed" : "python"; }
+std::string_view answer_kind_name(AnswerKind kind) {
+  return kind == AnswerKind::boxed ? "boxed" : "python";
+}
 
-// ---- Formatting methods ----------------------------------------------------------------------------
+// ---- Formatting methods
+// ----------------------------------------------------------------------------
 
 void Formatting::check_workers(int n_workers) const {
   if (n_workers < 1 || size_t(n_workers) > worker_names.size())
-    fail("{} workers requested, but formatting '{}' has {} worker names: use 1..{} workers, or add names "
-         "to \"worker_names\" in a formatting file (--format).",
-         n_workers, name, worker_names.size(), worker_names.size());
+    fail(
+        "{} workers requested, but formatting '{}' has {} worker names: use 1..{} workers, or add "
+        "names "
+        "to \"worker_names\" in a formatting file (--format).",
+        n_workers, name, worker_names.size(), worker_names.size());
 }
 
 const std::string& Formatting::worker_name(int w) const {
@@ -342,16 +367,21 @@ std::string Formatting::step_start(int w, int step, bool with_collab_check) cons
   return s;
 }
 
-std::string Formatting::others_header(int w) const { return render(layout.others_header, {{"name", worker_name(w)}}); }
+std::string Formatting::others_header(int w) const {
+  return render(layout.others_header, {{"name", worker_name(w)}});
+}
 
-std::string Formatting::own_header(int w) const { return render(layout.own_header, {{"name", worker_name(w)}}); }
+std::string Formatting::own_header(int w) const {
+  return render(layout.own_header, {{"name", worker_name(w)}});
+}
 
 bool Formatting::is_forbidden_text(std::string_view token_text) const {
   auto sp = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   while (!token_text.empty() && sp(token_text.front())) token_text.remove_prefix(1);
   while (!token_text.empty() && sp(token_text.back())) token_text.remove_suffix(1);
   if (token_text.empty()) return false;
-  return std::find(forbidden.texts.begin(), forbidden.texts.end(), token_text) != forbidden.texts.end();
+  return std::find(forbidden.texts.begin(), forbidden.texts.end(), token_text) !=
+         forbidden.texts.end();
 }
 
 ojson Formatting::to_json() const {
@@ -381,7 +411,8 @@ ojson Formatting::to_json() const {
   return j;
 }
 
-// ---- built-ins, parsing, loading -------------------------------------------------------------------
+// ---- built-ins, parsing, loading
+// -------------------------------------------------------------------
 
 std::vector<std::string> builtin_formatting_names() {
   std::vector<std::string> names;
@@ -396,12 +427,13 @@ Formatting builtin_formatting(std::string_view name) {
   for (const char* fam : kFamilies)
     for (const char* var : kVariants)
       if (name == fmt::format("{}-{}", fam, var)) return make_builtin(fam, var);
-  fail("unknown built-in formatting '{}'. Use one of: {} (or a path to a formatting JSON file).", name,
-       fmt::join(builtin_formatting_names(), ", "));
+  fail("unknown built-in formatting '{}'. Use one of: {} (or a path to a formatting JSON file).",
+       name, fmt::join(builtin_formatting_names(), ", "));
 }
 
 Formatting parse_formatting(const ojson& input, std::string_view origin) {
-  if (!input.is_object()) fail("{}: a formatting file must be a JSON object, got {}.", origin, type_name(input));
+  if (!input.is_object())
+    fail("{}: a formatting file must be a JSON object, got {}.", origin, type_name(input));
   ojson j = input;
   if (auto it = j.find("base"); it != j.end()) {
     if (!it->is_string())
@@ -413,11 +445,12 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
     j = std::move(merged);
   }
   ObjReader top(j, "", origin,
-                {"name", "chat", "rules", "rules_single", "example", "worker_names", "step_prefix", "step_separator",
-                 "layout", "collab_check", "finisher", "forbidden", "answer"});
+                {"name", "chat", "rules", "rules_single", "example", "worker_names", "step_prefix",
+                 "step_separator", "layout", "collab_check", "finisher", "forbidden", "answer"});
   Formatting f;
   f.name = top.str("name");
-  ObjReader chat = top.object("chat", {"use_template", "enable_thinking", "system", "user", "assistant_prefix"});
+  ObjReader chat =
+      top.object("chat", {"use_template", "enable_thinking", "system", "user", "assistant_prefix"});
   f.chat.use_template = chat.boolean("use_template");
   f.chat.enable_thinking = chat.optional_bool("enable_thinking", f.chat.has_enable_thinking);
   f.chat.system = chat.str("system");
@@ -429,7 +462,8 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
   f.worker_names = top.str_list("worker_names");
   f.step_prefix = top.str("step_prefix");
   f.step_separator = top.str("step_separator");
-  ObjReader layout = top.object("layout", {"history_header", "others_header", "other_separator", "own_header"});
+  ObjReader layout =
+      top.object("layout", {"history_header", "others_header", "other_separator", "own_header"});
   f.layout.history_header = layout.str("history_header");
   f.layout.others_header = layout.str("others_header");
   f.layout.other_separator = layout.str("other_separator");
@@ -445,32 +479,47 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
   f.forbidden.texts = forb.str_list("texts");
   ObjReader ans = top.object("answer", {"kind", "marker"});
   std::string kind = ans.str("kind");
-  if (kind == "boxed") f.answer.kind = AnswerKind::boxed;
-  else if (kind == "python") f.answer.kind = AnswerKind::python;
-  else fail("{}: key 'answer.kind' must be \"boxed\" (math) or \"python\" (code), got \"{}\".", origin, kind);
+  if (kind == "boxed")
+    f.answer.kind = AnswerKind::boxed;
+  else if (kind == "python")
+    f.answer.kind = AnswerKind::python;
+  else
+    fail("{}: key 'answer.kind' must be \"boxed\" (math) or \"python\" (code), got \"{}\".", origin,
+         kind);
   f.answer.marker = ans.str("marker");
 
   // Values.
-  if (f.worker_names.empty()) fail("{}: key 'worker_names' is empty; give at least one name per worker.", origin);
+  if (f.worker_names.empty())
+    fail("{}: key 'worker_names' is empty; give at least one name per worker.", origin);
   std::set<std::string> seen;
   for (const auto& n : f.worker_names) {
-    if (n.empty()) fail("{}: key 'worker_names' has an empty name; every worker needs a name.", origin);
+    if (n.empty())
+      fail("{}: key 'worker_names' has an empty name; every worker needs a name.", origin);
     if (n.find_first_of("{}") != std::string::npos)
-      fail("{}: worker name '{}' contains a brace; names are inserted into templates, use plain text.", origin, n);
+      fail(
+          "{}: worker name '{}' contains a brace; names are inserted into templates, use plain "
+          "text.",
+          origin, n);
     if (!seen.insert(n).second)
-      fail("{}: key 'worker_names' lists '{}' twice; names must be distinct so workers can tell each other apart.",
-           origin, n);
+      fail(
+          "{}: key 'worker_names' lists '{}' twice; names must be distinct so workers can tell "
+          "each other apart.",
+          origin, n);
   }
   if (f.step_separator.empty())
     fail("{}: key 'step_separator' is empty; steps could never end. Use e.g. \"\\n\\n\".", origin);
-  if (f.chat.user.empty()) fail("{}: key 'chat.user' is empty; it must contain {{problem}}.", origin);
+  if (f.chat.user.empty())
+    fail("{}: key 'chat.user' is empty; it must contain {{problem}}.", origin);
   bool has_problem = false;
   for (const std::string* t : {&f.chat.system, &f.chat.user})
-    for_each_brace_id(*t, [&](size_t, size_t, std::string_view id) { has_problem |= id == "problem"; });
+    for_each_brace_id(*t,
+                      [&](size_t, size_t, std::string_view id) { has_problem |= id == "problem"; });
   if (!has_problem)
-    fail("{}: neither 'chat.user' nor 'chat.system' contains {{problem}}, so the problem would never reach the "
-         "model. Add {{problem}} to 'chat.user'.",
-         origin);
+    fail(
+        "{}: neither 'chat.user' nor 'chat.system' contains {{problem}}, so the problem would "
+        "never reach the "
+        "model. Add {{problem}} to 'chat.user'.",
+        origin);
   const size_t n = f.worker_names.size();
   check_placeholders(origin, "chat.system", f.chat.system, kPhWorkers | kPhPrompt, n);
   check_placeholders(origin, "chat.user", f.chat.user, kPhWorkers | kPhPrompt, n);
@@ -494,23 +543,26 @@ Formatting parse_formatting(const nlohmann::json& j, std::string_view origin) {
 Formatting load_formatting(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in)
-    fail("cannot read formatting file '{}'. Check the path, or pass a built-in name ({}).", file.string(),
-         fmt::join(builtin_formatting_names(), ", "));
+    fail("cannot read formatting file '{}'. Check the path, or pass a built-in name ({}).",
+         file.string(), fmt::join(builtin_formatting_names(), ", "));
   std::stringstream ss;
   ss << in.rdbuf();
   ojson j;
   try {
     j = ojson::parse(ss.str());
   } catch (const ojson::parse_error& e) {
-    fail("formatting file '{}' is not valid JSON: {}. Fix the syntax (strings need \\n for newlines).",
-         file.string(), e.what());
+    fail(
+        "formatting file '{}' is not valid JSON: {}. Fix the syntax (strings need \\n for "
+        "newlines).",
+        file.string(), e.what());
   }
   return parse_formatting(j, file.string());
 }
 
 Formatting resolve_formatting(std::string_view name_or_path) {
   auto names = builtin_formatting_names();
-  if (std::find(names.begin(), names.end(), name_or_path) != names.end()) return builtin_formatting(name_or_path);
+  if (std::find(names.begin(), names.end(), name_or_path) != names.end())
+    return builtin_formatting(name_or_path);
   return load_formatting(std::filesystem::path(std::string(name_or_path)));
 }
 

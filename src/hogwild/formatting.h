@@ -1,10 +1,11 @@
 // The formatting file: every text that shapes collaboration (../shared/docs/DESIGN.md §3, §4, §6).
 //
-// A Formatting holds the rules prompt, the optional few-shot example, worker names, the step prefix,
-// the step separator, the combined-layout headers/separators, the collaboration-check question and its
-// period, the finisher suffix, forbidden token texts and the answer kind. It comes from a built-in
-// default (selected by name, e.g. "qwen3-math") or from a user JSON file that names a built-in "base"
-// and overrides any subset of its keys. The JSON keys are documented in docs/FORMATTING.md.
+// A Formatting holds the rules prompt, the optional few-shot example, worker names, the step
+// prefix, the step separator, the combined-layout headers/separators, the collaboration-check
+// question and its period, the finisher suffix, forbidden token texts and the answer kind. It comes
+// from a built-in default (selected by name, e.g. "qwen3-math") or from a user JSON file that names
+// a built-in "base" and overrides any subset of its keys. The JSON keys are documented in
+// docs/FORMATTING.md.
 //
 // Placeholders in templates: `{name}` where name is one of the placeholders a key documents (see
 // docs/FORMATTING.md); any other brace text (e.g. `\boxed{answer}`) is kept literally.
@@ -19,10 +20,9 @@
 // and count each worker's own steps.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,19 +67,21 @@ struct ChatFormat {
 
 /// Texts of the layouts (JSON object "layout"; DESIGN.md §3). Combined layout view of worker w:
 ///   [prompt + history_header + finished steps] [others_header]
-///   [other_1 current step] [other_separator] ... [other_k current step] [other_separator + own_header]
-///   [own current step]
+///   [other_1 current step] [other_separator] ... [other_k current step]
+///   [other_separator + own_header] [own current step]
 /// Interleaved: [prompt + history_header + finished steps] [own current step].
-/// Contiguous: [prompt + history_header] [others_header] [other_1 whole output] [other_separator] ...
-///   [other_separator + own_header] [own whole output].
+/// Contiguous: [prompt + history_header] [others_header]
+///   [other_1 whole output] [other_separator] ... [other_separator + own_header] [own whole output].
 struct LayoutTexts {
-  std::string history_header;   ///< after the prompt, before the first finished step; may be ""
-  std::string others_header;    ///< {name} = the viewing worker; before the others' current steps
-  std::string other_separator;  ///< after each other worker's unfinished step ("continues in parallel")
-  std::string own_header;       ///< {name} = the viewing worker; after the last other_separator
+  std::string history_header;  ///< after the prompt, before the first finished step; may be ""
+  std::string others_header;   ///< {name} = the viewing worker; before the others' current steps
+  /// After each other worker's unfinished step ("this step continues in parallel").
+  std::string other_separator;
+  std::string own_header;  ///< {name} = the viewing worker; after the last other_separator
 };
 
-/// The collaboration check (paper's s1-like intervention; DESIGN.md §4; JSON object "collab_check").
+/// The collaboration check (paper's s1-like intervention; DESIGN.md §4; JSON object
+/// "collab_check").
 struct CollabCheck {
   /// Period in generated tokens, all workers counted; 0 disables the check. Default 1024.
   int64_t every = 1024;
@@ -117,11 +119,12 @@ struct AnswerFormat {
 /// A complete formatting. Build with builtin_formatting() / load_formatting() / parse_formatting();
 /// all fields are validated there (non-empty names, separator, user template, ...).
 struct Formatting {
-  std::string name;                 ///< e.g. "qwen3-math" or the user file's "name"
+  std::string name;  ///< e.g. "qwen3-math" or the user file's "name"
   ChatFormat chat;
-  std::string rules;                ///< rules prompt for n_workers >= 2 ({n_workers} {worker_names} {name_k})
-  std::string rules_single;         ///< rules for n_workers == 1 (the single-worker baseline)
-  std::string example;              ///< optional few-shot example ({name_k} {worker_names} {n_workers}); may be ""
+  std::string rules;  ///< rules prompt for n_workers >= 2 ({n_workers} {worker_names} {name_k})
+  std::string rules_single;  ///< rules for n_workers == 1 (the single-worker baseline)
+  /// Optional few-shot example ({name_k} {worker_names} {n_workers}); may be "".
+  std::string example;
   std::vector<std::string> worker_names;  ///< >= 1 distinct non-empty names; n_workers <= size()
   std::string step_prefix = "**{name} [{step}]:** ";  ///< {name} {step}
   std::string step_separator = "\n\n";                ///< ends a step (steps.h); non-empty
@@ -137,8 +140,8 @@ struct Formatting {
   const std::string& worker_name(int w) const;
   /// The rules prompt for n_workers (rules_single when n_workers == 1), placeholders filled.
   std::string render_rules(int n_workers) const;
-  /// The few-shot example with placeholders filled ("" when none, and for n_workers == 1: the example
-  /// shows collaboration, so the single-worker baseline does not get it).
+  /// The few-shot example with placeholders filled ("" when none, and for n_workers == 1: the
+  /// example shows collaboration, so the single-worker baseline does not get it).
   std::string render_example(int n_workers) const;
   /// The chat messages (system if non-empty, then user) for the problem.
   std::vector<PromptMessage> messages(std::string_view problem, int n_workers) const;
@@ -176,7 +179,8 @@ Formatting builtin_formatting(std::string_view name);
 /// required. Unknown keys, missing keys, wrong types and invalid values throw hogwild::Error naming
 /// the key path (e.g. "collab_check.every") and what to do. `origin` names the source in messages.
 /// Keys starting with "//" are comments and ignored at any level.
-Formatting parse_formatting(const nlohmann::ordered_json& j, std::string_view origin = "formatting");
+Formatting parse_formatting(const nlohmann::ordered_json& j,
+                            std::string_view origin = "formatting");
 Formatting parse_formatting(const nlohmann::json& j, std::string_view origin = "formatting");
 
 /// Reads and parses a formatting JSON file (parse_formatting). Throws hogwild::Error if it cannot

@@ -1,10 +1,10 @@
 // Step-end detection; the rule is written out in steps.h.
 #include "hogwild/steps.h"
 
-#include "core/error.h"
-
 #include <algorithm>
 #include <cstdint>
+
+#include "core/error.h"
 
 namespace hogwild {
 namespace {
@@ -20,10 +20,14 @@ uint32_t last_code_point(std::string_view text, size_t& len) {
   size_t n = text.size() - start;
   uint32_t cp = 0;
   size_t need = 0;
-  if (b[0] < 0x80) need = 1, cp = b[0];
-  else if ((b[0] & 0xE0) == 0xC0) need = 2, cp = b[0] & 0x1F;
-  else if ((b[0] & 0xF0) == 0xE0) need = 3, cp = b[0] & 0x0F;
-  else if ((b[0] & 0xF8) == 0xF0) need = 4, cp = b[0] & 0x07;
+  if (b[0] < 0x80)
+    need = 1, cp = b[0];
+  else if ((b[0] & 0xE0) == 0xC0)
+    need = 2, cp = b[0] & 0x1F;
+  else if ((b[0] & 0xF0) == 0xE0)
+    need = 3, cp = b[0] & 0x0F;
+  else if ((b[0] & 0xF8) == 0xF0)
+    need = 4, cp = b[0] & 0x07;
   if (need == 0 || need != n) return 0xFFFFFFFF;
   for (size_t i = 1; i < n; ++i) cp = (cp << 6) | (b[i] & 0x3F);
   len = n;
@@ -33,21 +37,63 @@ uint32_t last_code_point(std::string_view text, size_t& len) {
 // Characters that may follow the punctuation that ends a sentence: closing brackets and quotes,
 // markdown emphasis/code marks, and the dollar that closes inline math.
 constexpr uint32_t kClosers[] = {
-    ')', ']', '}', '"', '\'', '`', '*', '_', '$',
-    0x201D /* ” */, 0x2019 /* ’ */, 0x00BB /* » */, 0x203A /* › */, 0x300D /* 」 */,
-    0x300F /* 』 */, 0x3011 /* 】 */, 0x3015 /* 〕 */, 0x3009 /* 〉 */, 0x300B /* 》 */,
-    0xFF09 /* ） */, 0xFF3D /* ］ */, 0xFF5D /* ｝ */, 0xFF02 /* ＂ */, 0xFF07 /* ＇ */,
+    ')',
+    ']',
+    '}',
+    '"',
+    '\'',
+    '`',
+    '*',
+    '_',
+    '$',
+    0x201D /* ” */,
+    0x2019 /* ’ */,
+    0x00BB /* » */,
+    0x203A /* › */,
+    0x300D /* 」 */,
+    0x300F /* 』 */,
+    0x3011 /* 】 */,
+    0x3015 /* 〕 */,
+    0x3009 /* 〉 */,
+    0x300B /* 》 */,
+    0xFF09 /* ） */,
+    0xFF3D /* ］ */,
+    0xFF5D /* ｝ */,
+    0xFF02 /* ＂ */,
+    0xFF07 /* ＇ */,
 };
 
 // Sentence-ending punctuation, by script (steps.h lists them).
 constexpr uint32_t kSentenceEnds[] = {
-    '.', '?', '!',
-    0x203C /* ‼ */, 0x203D /* ‽ */, 0x2047 /* ⁇ */, 0x2048 /* ⁈ */, 0x2049 /* ⁉ */, 0x2026 /* … */,
-    0x3002 /* 。 */, 0xFF1F /* ？ */, 0xFF01 /* ！ */, 0xFF0E /* ． */, 0xFF61 /* ｡ */,
-    0xFE12 /* ︒ */, 0xFE52 /* ﹒ */, 0xFE56 /* ﹖ */, 0xFE57 /* ﹗ */,
-    0x061F /* ؟ Arabic */, 0x06D4 /* ۔ Arabic full stop */, 0x0964 /* । */, 0x0965 /* ॥ */,
-    0x0589 /* ։ Armenian */, 0x055E /* ՞ Armenian */, 0x037E /* ; Greek question mark */,
-    0x1362 /* ። Ethiopic */, 0x1367 /* ፧ Ethiopic */, 0x104B /* ။ Myanmar */, 0x17D4 /* ។ Khmer */,
+    '.',
+    '?',
+    '!',
+    0x203C /* ‼ */,
+    0x203D /* ‽ */,
+    0x2047 /* ⁇ */,
+    0x2048 /* ⁈ */,
+    0x2049 /* ⁉ */,
+    0x2026 /* … */,
+    0x3002 /* 。 */,
+    0xFF1F /* ？ */,
+    0xFF01 /* ！ */,
+    0xFF0E /* ． */,
+    0xFF61 /* ｡ */,
+    0xFE12 /* ︒ */,
+    0xFE52 /* ﹒ */,
+    0xFE56 /* ﹖ */,
+    0xFE57 /* ﹗ */,
+    0x061F /* ؟ Arabic */,
+    0x06D4 /* ۔ Arabic full stop */,
+    0x0964 /* । */,
+    0x0965 /* ॥ */,
+    0x0589 /* ։ Armenian */,
+    0x055E /* ՞ Armenian */,
+    0x037E /* ; Greek question mark */,
+    0x1362 /* ። Ethiopic */,
+    0x1367 /* ፧ Ethiopic */,
+    0x104B /* ။ Myanmar */,
+    0x17D4 /* ។ Khmer */,
     0x0F0D /* ། Tibetan */,
 };
 
@@ -65,8 +111,8 @@ size_t run_length(std::string_view s, size_t i, char c) {
   return n;
 }
 
-/// True when the last line of `text` is a fence line that closes a code fence (a finished code block
-/// is a complete unit, like a sentence). Precondition: open_block(text) == none.
+/// True when the last line of `text` is a fence line that closes a code fence (a finished code
+/// block is a complete unit, like a sentence). Precondition: open_block(text) == none.
 bool ends_with_closed_fence(std::string_view text) {
   size_t line_begin = text.rfind('\n');
   line_begin = line_begin == std::string_view::npos ? 0 : line_begin + 1;
@@ -108,7 +154,8 @@ OpenBlock open_block(std::string_view text) {
     char c = indent < line.size() ? line[indent] : 0;
     size_t run = (c == '`' || c == '~') ? run_length(line, indent, c) : 0;
     if (fence_char) {
-      // Inside a fence only a closing fence line matters: same char, at least as long, nothing else.
+      // Inside a fence only a closing fence line matters: same char, at least as long, nothing
+      // else.
       if (c == fence_char && run >= fence_len &&
           std::all_of(line.begin() + indent + run, line.end(), is_space))
         fence_char = 0;
@@ -143,10 +190,12 @@ StepEnd find_step_end(std::string_view step_text, size_t newest_len, std::string
   HOGWILD_CHECK(!separator.empty());
   if (newest_len == 0) return {};
   const size_t newest_begin = step_text.size() - newest_len;
-  const size_t from = newest_begin >= separator.size() - 1 ? newest_begin - (separator.size() - 1) : 0;
+  const size_t from =
+      newest_begin >= separator.size() - 1 ? newest_begin - (separator.size() - 1) : 0;
   const size_t pos = step_text.find(separator, from);
   if (pos == std::string_view::npos) return {};
-  if (!std::all_of(step_text.begin() + pos + separator.size(), step_text.end(), is_space)) return {};
+  if (!std::all_of(step_text.begin() + pos + separator.size(), step_text.end(), is_space))
+    return {};
   std::string_view before = step_text.substr(0, pos);
   if (open_block(before) != OpenBlock::none) return {};
   if (!is_sentence_end(before) && !ends_with_closed_fence(before)) return {};

@@ -11,19 +11,21 @@
 //     starts at or after newest_begin - (sep.size() - 1). The first such occurrence is used.
 //  2. After that occurrence, the rest of `step_text` must be whitespace only (space, \t, \r, \n):
 //     tokens are never split, so the step keeps the whole newest token and the text history then
-//     reads "step text + separator (+ whitespace)" exactly like the KV history. A token that carries
-//     text past the separator (not produced by Qwen/Llama-style pre-tokenizers) does not end a step.
-//  3. The text before the separator, after dropping trailing spaces/tabs and then any run of closing
-//     characters — ) ] } " ' ` * _ $ ” ’ » › 」 』 】 〕 〉 》 ） ］ ｝ ＂ ＇ — must end with
+//     reads "step text + separator (+ whitespace)" exactly like the KV history. A token that
+//     carries text past the separator (not produced by Qwen/Llama-style pre-tokenizers) does not
+//     end a step.
+//  3. The text before the separator, after dropping trailing spaces/tabs and then any run of
+//     closing characters — ) ] } " ' ` * _ $ ” ’ » › 」 』 】 〕 〉 》 ） ］ ｝ ＂ ＇ — must end with
 //     sentence-ending punctuation (is_sentence_end): so `**Done.**`, `(see above.)`, `"Yes!"`,
 //     `$x=1.$` end a sentence, `\boxed{5}` and `(see above)` do not. Also accepted: the text ends
-//     with a fence line that closes a code block (a finished block is a complete unit; this lets the
-//     step holding the final ```python solution end).
+//     with a fence line that closes a code block (a finished block is a complete unit; this lets
+//     the step holding the final ```python solution end).
 //  4. The text before the separator is not inside an open block (open_block): a ``` or ~~~ fence
-//     opened at the start of a line (after optional spaces/tabs; a backtick line such as ```x``` that
-//     has another backtick after the run is inline code, as in CommonMark) and not yet closed by a
-//     fence line of the same character and at least the same length; or, outside fences, an odd number
-//     of `$$`, or a `\[` without its `\]` (a backslash escapes the next byte: `\$`, `\\[2pt]`).
+//     opened at the start of a line (after optional spaces/tabs; a backtick line such as ```x```
+//     that has another backtick after the run is inline code, as in CommonMark) and not yet closed
+//     by a fence line of the same character and at least the same length; or, outside fences, an
+//     odd number of `$$`, or a `\[` without its `\]` (a backslash escapes the next byte: `\$`,
+//     `\\[2pt]`).
 #pragma once
 
 #include <cstddef>
@@ -35,7 +37,7 @@ namespace hogwild {
 struct StepEnd {
   bool ended = false;
   size_t separator_begin = 0;  ///< where the separator starts (end of the step's own text)
-  size_t end = 0;              ///< == step_text.size() when ended: the whole newest token stays in the step
+  size_t end = 0;  ///< == step_text.size() when ended: the whole newest token stays in the step
 };
 
 /// Decides whether the step ended with its newest token. `step_text`: the step's bytes so far

@@ -1,7 +1,7 @@
 // Answer extraction and the finisher (src/hogwild/answer.h; DESIGN.md §4).
-#include "hogwild/answer.h"
-
 #include <gtest/gtest.h>
+
+#include "hogwild/answer.h"
 
 namespace hogwild {
 namespace {
@@ -11,8 +11,10 @@ using std::optional;
 using std::string;
 
 TEST(Boxed, NestedBraces) {
-  EXPECT_EQ(extract_boxed("so the answer is \\boxed{\\frac{1}{2}}."), optional<string>("\\frac{1}{2}"));
-  EXPECT_EQ(extract_boxed("\\boxed{\\sqrt{\\frac{a}{b^{2}}}}"), optional<string>("\\sqrt{\\frac{a}{b^{2}}}"));
+  EXPECT_EQ(extract_boxed("so the answer is \\boxed{\\frac{1}{2}}."),
+            optional<string>("\\frac{1}{2}"));
+  EXPECT_EQ(extract_boxed("\\boxed{\\sqrt{\\frac{a}{b^{2}}}}"),
+            optional<string>("\\sqrt{\\frac{a}{b^{2}}}"));
 }
 
 TEST(Boxed, RightmostWins) {
@@ -57,7 +59,8 @@ TEST(PythonBlock, LastClosedBlock) {
 TEST(PythonBlock, NoneOrUnclosed) {
   EXPECT_EQ(extract_python_block("```cpp\nint x;\n```"), nullopt);
   EXPECT_EQ(extract_python_block("```python\nx = 1\n"), nullopt);
-  EXPECT_EQ(extract_python_block("```python\nx = 1\n```\n```python\ny = 2\n"), optional<string>("x = 1"));
+  EXPECT_EQ(extract_python_block("```python\nx = 1\n```\n```python\ny = 2\n"),
+            optional<string>("x = 1"));
   // A ```python line inside a ~~~ fence is content, not a block.
   EXPECT_EQ(extract_python_block("~~~\n```python\nx\n```\n~~~\n"), nullopt);
   EXPECT_EQ(extract_python_block("inline ```python x```"), nullopt);
@@ -65,24 +68,28 @@ TEST(PythonBlock, NoneOrUnclosed) {
 
 TEST(PythonBlock, EmptyBlockAndLongerFence) {
   EXPECT_EQ(extract_python_block("```python\n```"), optional<string>(""));
-  EXPECT_EQ(extract_python_block("````python\ns = '```'\n```\n````"), optional<string>("s = '```'\n```"));
+  EXPECT_EQ(extract_python_block("````python\ns = '```'\n```\n````"),
+            optional<string>("s = '```'\n```"));
 }
 
 TEST(StepAnswer, MathAndMarker) {
   AnswerFormat math{AnswerKind::boxed, ""};
-  EXPECT_EQ(step_answer("**Bob [4]:** So the total is \\boxed{12}.\n\n", math), optional<string>("12"));
+  EXPECT_EQ(step_answer("**Bob [4]:** So the total is \\boxed{12}.\n\n", math),
+            optional<string>("12"));
   EXPECT_FALSE(has_final_answer("**Bob [4]:** The total is 12.\n\n", math));
 
   AnswerFormat code{AnswerKind::python, "Final solution:"};
   const char* scratch = "Let me try:\n```python\nprint(0)\n```\nThat fails.\n\n";
   EXPECT_FALSE(has_final_answer(scratch, code));
-  const char* final_step = "Checked.\n```python\nprint(0)\n```\nFinal solution:\n```python\nprint(42)\n```\n\n";
+  const char* final_step =
+      "Checked.\n```python\nprint(0)\n```\nFinal solution:\n```python\nprint(42)\n```\n\n";
   EXPECT_EQ(step_answer(final_step, code), optional<string>("print(42)"));
 }
 
 TEST(Finisher, Boxed) {
   // The suffix already opened "\boxed{"; greedy decoding continues from there.
-  EXPECT_EQ(finish_answer("\\frac{1}{2}}.\n\nSo", AnswerKind::boxed), optional<string>("\\frac{1}{2}"));
+  EXPECT_EQ(finish_answer("\\frac{1}{2}}.\n\nSo", AnswerKind::boxed),
+            optional<string>("\\frac{1}{2}"));
   EXPECT_EQ(finish_answer(" 42 }", AnswerKind::boxed), optional<string>("42"));
   EXPECT_EQ(finish_answer("\\frac{1}{2", AnswerKind::boxed), nullopt);
   EXPECT_FALSE(finisher_done("\\frac{1}", AnswerKind::boxed));
@@ -92,7 +99,8 @@ TEST(Finisher, Boxed) {
 TEST(Finisher, Python) {
   EXPECT_EQ(finish_answer("print(1)\n```\nmore", AnswerKind::python), optional<string>("print(1)"));
   EXPECT_EQ(finish_answer("print(1)\n", AnswerKind::python), nullopt);
-  EXPECT_EQ(finish_answer("s = 1  # ```\n```", AnswerKind::python), optional<string>("s = 1  # ```"));
+  EXPECT_EQ(finish_answer("s = 1  # ```\n```", AnswerKind::python),
+            optional<string>("s = 1  # ```"));
   EXPECT_TRUE(finisher_done("x = 1\n```", AnswerKind::python));
   EXPECT_FALSE(finisher_done("x = 1\n``", AnswerKind::python));
 }

@@ -1,16 +1,17 @@
 // Step-end detection (src/hogwild/steps.h; DESIGN.md §4). Expected values are hand-computed byte
 // offsets of the separator in each step text.
-#include "hogwild/steps.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "hogwild/steps.h"
 
 namespace hogwild {
 namespace {
 
 // find_step_end where the newest token is the last `newest` bytes of `text`.
-StepEnd end_of(const std::string& text, const std::string& newest, const std::string& sep = "\n\n") {
+StepEnd end_of(const std::string& text, const std::string& newest,
+               const std::string& sep = "\n\n") {
   EXPECT_EQ(text.substr(text.size() - newest.size()), newest) << "test bug: newest is not a suffix";
   return find_step_end(text, newest.size(), sep);
 }
@@ -117,7 +118,9 @@ TEST(StepEnd, AfterClosedFence) {
   expect_end("~~~\nx\n~~~\n\n", "\n\n", 9);
 }
 
-TEST(StepEnd, InlineTripleBackticksAreNotAFence) { expect_end("Use ```x``` here.\n\n", "\n\n", 17); }
+TEST(StepEnd, InlineTripleBackticksAreNotAFence) {
+  expect_end("Use ```x``` here.\n\n", "\n\n", 17);
+}
 
 TEST(StepEnd, InsideDisplayMath) {
   expect_no_end("We get\n$$\nx = 1.\n\n", "\n\n");
@@ -125,7 +128,8 @@ TEST(StepEnd, InsideDisplayMath) {
   expect_end("We get $$x = 1$$ here.\n\n", "\n\n", 22);
   expect_end("We get \\[ x = 1 \\] here.\n\n", "\n\n", 24);
   expect_end("It costs \\$\\$ 5.\n\n", "\n\n", 16);  // escaped dollars are not display math
-  expect_no_end("```\n$$\n```\n$$\nx.\n\n", "\n\n");   // only the second $$ (outside the fence) counts
+  expect_no_end("```\n$$\n```\n$$\nx.\n\n",
+                "\n\n");  // only the second $$ (outside the fence) counts
 }
 
 TEST(StepEnd, CustomSeparator) {
@@ -148,7 +152,7 @@ TEST(SentenceEnd, Table) {
   EXPECT_FALSE(is_sentence_end("Wait"));
   EXPECT_FALSE(is_sentence_end(""));
   EXPECT_FALSE(is_sentence_end("**"));
-  EXPECT_FALSE(is_sentence_end("a;"));       // ASCII semicolon is not a sentence end
+  EXPECT_FALSE(is_sentence_end("a;"));        // ASCII semicolon is not a sentence end
   EXPECT_FALSE(is_sentence_end("\xE3\x80"));  // truncated UTF-8
 }
 
