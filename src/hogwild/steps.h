@@ -12,8 +12,8 @@
 //  2. After that occurrence, the rest of `step_text` must be whitespace only (space, \t, \r, \n):
 //     tokens are never split, so the step keeps the whole newest token and the text history then
 //     reads "step text + separator (+ whitespace)" exactly like the KV history. A token that
-//     carries text past the separator (not produced by Qwen/Llama-style pre-tokenizers) does not
-//     end a step.
+//     carries text past the separator does not end a step (no such token exists in the Qwen3,
+//     Llama 3 and DeepSeek-V3 vocabularies: tests/hogwild_protocol checks it).
 //  3. The text before the separator, after dropping trailing spaces/tabs and then any run of
 //     closing characters — ) ] } " ' ` * _ $ ” ’ » › 」 』 】 〕 〉 》 ） ］ ｝ ＂ ＇ — must end with
 //     sentence-ending punctuation (is_sentence_end): so `**Done.**`, `(see above.)`, `"Yes!"`,
