@@ -1,6 +1,121 @@
-// `hogwild info` — not implemented yet (owned by the issue that adds it).
+// `hogwild info -m DIR`: what a model directory holds, from config.json and the safetensors headers
+// only (no tensor data is read, so it is instant for any size).
 #include "apps/hogwild/commands.h"
+#include "core/error.h"
+#include "model/loader.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <set>
 
 namespace hogwild::cli {
-void register_info(CLI::App& app) {}
+
+namespace {
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  return u == 0 ? fmt::format("{:.0f} {}", b, units[u]) : fmt::format("{:.2f} {}", b, units[u]);
+}
+
+std::string rope_desc(const ModelConfig& c) {
+  const RopeScaling& r = c.rope_scaling;
+  std::string s = fmt::format("theta {}, rotary_dim {} of {}", c.rope_theta, c.rotary_dim(), c.head_dim);
+  if (r.rope_type == "default") return s + ", no scaling";
+  s += fmt::format(", {} factor {}", r.rope_type, r.factor);
+  if (r.rope_type == "llama3")
+    s += fmt::format(" (low_freq_factor {}, high_freq_factor {})", r.low_freq_factor,
+                     r.high_freq_factor);
+  if (r.original_max_position_embeddings > 0)
+    s += fmt::format(", original context {}", r.original_max_position_embeddings);
+  return s;
+}
+
+void run_info(const std::string& dir, bool as_json) {
+  ModelConfig c = load_model_config(dir);
+  Checkpoint ck(dir);
+  std::vector<CheckedTensor> tensors = check_checkpoint(c, ck, dir);
+  uint64_t params = 0, bytes = 0;
+  std::set<std::string> dtypes;
+  for (const CheckedTensor& t : tensors) {
+    params += t.entry->info->numel();
+    bytes += t.entry->info->nbytes();
+    dtypes.insert(dtype_name(t.entry->info->dtype));
+  }
+  std::string dtype_list;
+  for (const std::string& d : dtypes) dtype_list += (dtype_list.empty() ? "" : "+") + d;
+  const int64_t kv16 = c.kv_bytes_per_token(2), kv32 = c.kv_bytes_per_token(4);
+  if (as_json) {
+    nlohmann::json j = {
+        {"architecture", arch_hf_name(c.arch)},
+        {"parameters", params},
+        {"torch_dtype", c.torch_dtype},
+        {"tensor_dtypes", dtypes},
+        {"weight_bytes", bytes},
+        {"files", ck.files().size()},
+        {"tensors", tensors.size()},
+        {"kv_bytes_per_token_bf16", kv16},
+        {"kv_bytes_per_token_fp32", kv32},
+        {"config", model_config_to_json(c)},
+    };
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  auto line = [](const char* k, const std::string& v) { std::printf("%-26s %s\n", k, v.c_str()); };
+  line("model", dir);
+  line("architecture", fmt::format("{} ({})", arch_hf_name(c.arch), arch_short_name(c.arch)));
+  line("parameters", params >= 1000000000 ? fmt::format("{:.2f}B ({})", double(params) / 1e9, params)
+                                           : fmt::format("{:.2f}M ({})", double(params) / 1e6, params));
+  line("dtype", fmt::format("{} (tensors: {})", c.torch_dtype, dtype_list));
+  line("weights", fmt::format("{} in {} file{}", human_bytes(double(bytes)), ck.files().size(),
+                              ck.files().size() == 1 ? "" : "s"));
+  line("tensors", fmt::format("{} (names, dtypes and shapes match the {} table)", tensors.size(),
+                              arch_short_name(c.arch)));
+  line("num_hidden_layers", std::to_string(c.num_hidden_layers));
+  line("hidden_size", std::to_string(c.hidden_size));
+  line("intermediate_size", std::to_string(c.intermediate_size));
+  line("attention heads",
+       fmt::format("{} query, {} key/value ({} per KV head), head_dim {}", c.num_attention_heads,
+                   c.num_key_value_heads, c.num_attention_heads / c.num_key_value_heads, c.head_dim));
+  line("vocab_size", std::to_string(c.vocab_size));
+  line("max_position_embeddings", std::to_string(c.max_position_embeddings));
+  line("rope", rope_desc(c));
+  std::string flags;
+  auto flag = [&](bool on, const char* n) {
+    if (on) flags += (flags.empty() ? "" : ", ") + std::string(n);
+  };
+  flag(c.tie_word_embeddings, "tie_word_embeddings");
+  flag(c.attention_bias, "attention_bias");
+  flag(c.qk_norm, "qk_norm");
+  flag(c.fused_qkv, "fused qkv_proj");
+  flag(c.fused_gate_up, "fused gate_up_proj");
+  if (c.sliding_window > 0) flags += fmt::format("{}sliding_window {}", flags.empty() ? "" : ", ", c.sliding_window);
+  line("quirks", flags.empty() ? "none" : flags);
+  line("rms_norm_eps", fmt::format("{}", c.rms_norm_eps));
+  line("KV cache per token", fmt::format("{} B bf16, {} B fp32", kv16, kv32));
+  line("KV cache at full context",
+       fmt::format("{} bf16, {} fp32", human_bytes(double(kv16) * double(c.max_position_embeddings)),
+                   human_bytes(double(kv32) * double(c.max_position_embeddings))));
+  std::string eos;
+  for (int64_t e : c.eos_token_id) eos += (eos.empty() ? "" : ", ") + std::to_string(e);
+  line("bos / eos token ids",
+       fmt::format("{} / {}", c.bos_token_id >= 0 ? std::to_string(c.bos_token_id) : "none",
+                   eos.empty() ? "none" : eos));
+}
+
+}  // namespace
+
+void register_info(CLI::App& app) {
+  auto dir = std::make_shared<std::string>();
+  auto as_json = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand(
+      "info", "Describe a model directory (architecture, parameters, bytes, KV cache per token)");
+  cmd->add_option("-m,--model", *dir, "Hugging Face model directory")->required();
+  cmd->add_flag("--json", *as_json, "print one JSON object");
+  cmd->callback([dir, as_json] { run_info(*dir, *as_json); });
+}
+
 }  // namespace hogwild::cli

@@ -1,6 +1,86 @@
-// `hogwild make-model` — not implemented yet (owned by the issue that adds it).
+// `hogwild make-model`: a deterministic random-weight model in Hugging Face format (make_model.h).
 #include "apps/hogwild/commands.h"
+#include "core/error.h"
+#include "model/make_model.h"
+
+#include <cctype>
+#include <memory>
 
 namespace hogwild::cli {
-void register_make_model(CLI::App& app) {}
+
+namespace {
+
+// "2GiB", "500MB", "64KiB", "4096" -> bytes.
+uint64_t parse_size(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  if (i == 0 || i > 15) fail("--max-shard-size {}: expected a number of bytes such as 2GiB, 500MB, 4096", s);
+  uint64_t n = std::stoull(s.substr(0, i));
+  std::string unit = s.substr(i);
+  struct U { const char* name; uint64_t mul; };
+  for (U u : {U{"", 1}, U{"B", 1}, U{"KB", 1000}, U{"MB", 1000000}, U{"GB", 1000000000},
+              U{"KiB", 1ull << 10}, U{"MiB", 1ull << 20}, U{"GiB", 1ull << 30}})
+    if (unit == u.name) return n * u.mul;
+  fail("--max-shard-size {}: unknown unit '{}'; use B, KB, MB, GB, KiB, MiB or GiB", s, unit);
+}
+
+struct Args {
+  std::string arch, preset, config, tokenizer, dtype = "bf16", out, max_shard = "2GiB";
+  uint64_t seed = 0;
+  bool quiet = false;
+};
+
+}  // namespace
+
+void register_make_model(CLI::App& app) {
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "make-model", "Write a deterministic random-weight model in Hugging Face format");
+  cmd->add_option("--arch", args->arch, "qwen3|qwen2|llama|mistral|phi3 (implied by a real preset)");
+  auto* preset = cmd->add_option("--preset", args->preset,
+                                 "tiny, tiny-yarn (qwen3), tiny-linear (llama), qwen3-0.6b, "
+                                 "qwen3-8b, qwq-32b, llama-3.1-8b, phi-4");
+  auto* config = cmd->add_option("--config", args->config, "use the shapes of this config.json");
+  preset->excludes(config);
+  config->excludes(preset);
+  cmd->add_option("--tokenizer", args->tokenizer,
+                  "copy tokenizer files from DIR; fit vocab_size and bos/eos ids to them");
+  cmd->add_option("--dtype", args->dtype, "bf16|f16|f32 (default bf16)");
+  cmd->add_option("--seed", args->seed, "random seed (same seed -> same bytes)")->required();
+  cmd->add_option("--out", args->out, "output directory")->required();
+  cmd->add_option("--max-shard-size", args->max_shard,
+                  "largest shard (tensor bytes), e.g. 2GiB (default), 100KB");
+  cmd->add_flag("-q,--quiet", args->quiet, "no progress lines");
+  cmd->callback([args] {
+    MakeModelOptions o;
+    o.preset = args->preset;
+    o.config_file = args->config;
+    if (!args->arch.empty()) {
+      o.arch = arch_from_short_name(args->arch);
+    } else {
+      int found = 0;
+      for (const ModelPreset& p : model_presets())
+        if (p.name == args->preset) o.arch = p.config.arch, ++found;
+      if (found != 1)
+        fail("make-model: pass --arch (qwen3|qwen2|llama|mistral|phi3){}",
+             found > 1 ? fmt::format("; preset {} exists for several architectures", args->preset)
+                       : "");
+    }
+    if (args->dtype == "bf16") o.dtype = Dtype::bf16;
+    else if (args->dtype == "f16") o.dtype = Dtype::f16;
+    else if (args->dtype == "f32") o.dtype = Dtype::f32;
+    else fail("--dtype {}: use bf16, f16 or f32", args->dtype);
+    o.tokenizer_dir = args->tokenizer;
+    o.seed = args->seed;
+    o.out_dir = args->out;
+    o.max_shard_size = parse_size(args->max_shard);
+    o.show_progress = !args->quiet;
+    ModelConfig c = make_model(o);
+    if (!args->quiet)
+      std::fprintf(stderr, "made %s: %s, %.3fM parameters, %s, seed %llu\n", o.out_dir.c_str(),
+                   arch_hf_name(c.arch), double(c.num_parameters()) / 1e6,
+                   dtype_torch_name(o.dtype), (unsigned long long)o.seed);
+  });
+}
+
 }  // namespace hogwild::cli

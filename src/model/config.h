@@ -59,6 +59,10 @@ struct ModelConfig {
   std::string torch_dtype = "bfloat16"; // dtype the checkpoint declares
   std::vector<int64_t> eos_token_id;    // may be a list in config.json
   int64_t bos_token_id = -1;
+  /// Sliding-window attention span in tokens (Mistral v0.1: 4096; Phi-3: 2047); 0 = none. Qwen2/3
+  /// with `use_sliding_window: true` are rejected at parse time. A backend must refuse contexts
+  /// longer than this window unless it implements the window.
+  int64_t sliding_window = 0;
 
   /// Rotary dimensions per head = head_dim * partial_rotary_factor (even).
   int64_t rotary_dim() const;

@@ -1,0 +1,258 @@
+// make-model: deterministic random weights in Hugging Face layout (see make_model.h).
+// Built with -ffp-contract=off (src/model/CMakeLists.txt) so `mean + stdev * x` is never fused
+// into an FMA on one machine and not on another.
+#include "model/make_model.h"
+
+#include "core/error.h"
+#include "model/safetensors.h"
+#include "model/tensor_names.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace hogwild {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;  // splitmix64 increment (2^64 / golden ratio)
+
+uint64_t mix64(uint64_t z) {  // splitmix64 output function (Steele, Lea, Flood 2014)
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a64(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
+
+json read_json_file(const fs::path& p, const char* what) {
+  std::ifstream in(p);
+  if (!in) fail("cannot read {} ({}); check the path", p.string(), what);
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    fail("{} is not valid JSON ({})", p.string(), e.what());
+  }
+}
+
+void write_text(const fs::path& p, const std::string& s) {
+  std::ofstream out(p, std::ios::binary);
+  out << s;
+  if (!out) fail("cannot write {}; check the output directory", p.string());
+}
+
+// Token string of a tokenizer_config.json special-token entry: "str", {"content": "str"} or null.
+std::string special_token(const json& cfg, const char* key) {
+  if (!cfg.contains(key) || cfg[key].is_null()) return "";
+  const json& v = cfg[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string())
+    return v["content"].get<std::string>();
+  fail("tokenizer_config.json: \"{}\" is neither a string nor {{\"content\": ...}}", key);
+}
+
+// Id of a token string in tokenizer.json (added_tokens first, then model.vocab), or -1.
+int64_t token_id(const json& tok, const std::string& s) {
+  if (tok.contains("added_tokens"))
+    for (const json& t : tok["added_tokens"])
+      if (t.value("content", "") == s) return t.value("id", int64_t(-1));
+  if (tok.contains("model") && tok["model"].contains("vocab") && tok["model"]["vocab"].is_object()) {
+    auto it = tok["model"]["vocab"].find(s);
+    if (it != tok["model"]["vocab"].end() && it->is_number_integer()) return it->get<int64_t>();
+  }
+  return -1;
+}
+
+// Copies the tokenizer files, raises vocab_size to fit and sets bos/eos ids from the tokenizer.
+void apply_tokenizer(const fs::path& tdir, const fs::path& out, ModelConfig& c) {
+  const fs::path tj = tdir / "tokenizer.json", tc = tdir / "tokenizer_config.json";
+  if (!fs::exists(tj) || !fs::exists(tc))
+    fail("--tokenizer {}: needs tokenizer.json and tokenizer_config.json", tdir.string());
+  const int64_t n = tokenizer_vocab_size(tj.string());
+  if (c.vocab_size < n) c.vocab_size = (n + 63) / 64 * 64;
+  json tok = read_json_file(tj, "tokenizer.json");
+  json cfg = read_json_file(tc, "tokenizer_config.json");
+  auto lookup = [&](const char* key) -> int64_t {
+    std::string s = special_token(cfg, key);
+    if (s.empty()) return -1;
+    int64_t id = token_id(tok, s);
+    if (id < 0) fail("{}: {} \"{}\" is not in tokenizer.json", tc.string(), key, s);
+    return id;
+  };
+  c.bos_token_id = lookup("bos_token");
+  int64_t eos = lookup("eos_token");
+  if (eos >= 0) c.eos_token_id = {eos};
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
+                        "special_tokens_map.json"}) {
+    if (!fs::exists(tdir / f)) continue;
+    std::error_code ec;
+    fs::copy_file(tdir / f, out / f, fs::copy_options::overwrite_existing, ec);
+    if (ec) fail("cannot copy {} to {}: {}", (tdir / f).string(), out.string(), ec.message());
+  }
+}
+
+// Fills `bytes` with tensor s's values in dtype dt, on up to 16 threads (counter-based, so the
+// result does not depend on the split).
+void fill_tensor(const MakeModelOptions& opt, const ModelPreset& p, const TensorSpec& s,
+                 std::vector<uint8_t>& bytes) {
+  double mean = 0, stdev = p.init_std;
+  if (s.role == TensorRole::norm) mean = 1.0, stdev = p.norm_jitter;
+  if (s.role == TensorRole::bias) stdev = p.bias_std;
+  size_t n = 1;
+  for (int64_t d : s.shape) n *= size_t(d);
+  const size_t es = dtype_size(opt.dtype);
+  bytes.resize(n * es);
+  auto run = [&](size_t lo, size_t hi) {
+    constexpr size_t kBlock = 4096;
+    float tmp[kBlock];
+    for (size_t i = lo; i < hi; i += kBlock) {
+      size_t m = std::min(kBlock, hi - i);
+      random_tensor_values(opt.seed, s.name, i, m, mean, stdev, tmp);
+      convert_from_f32(tmp, m, opt.dtype, bytes.data() + i * es);
+    }
+  };
+  const size_t kPerThread = size_t(1) << 20;
+  const size_t n_threads =
+      std::min<size_t>({(n + kPerThread - 1) / kPerThread, 16,
+                        std::max(1u, std::thread::hardware_concurrency())});
+  if (n_threads <= 1) return run(0, n);
+  std::vector<std::thread> th;
+  const size_t per = (n + n_threads - 1) / n_threads;
+  for (size_t t = 0; t < n_threads; ++t)
+    th.emplace_back(run, std::min(n, t * per), std::min(n, (t + 1) * per));
+  for (std::thread& t : th) t.join();
+}
+
+}  // namespace
+
+void random_tensor_values(uint64_t seed, const std::string& name, uint64_t first, size_t n,
+                          double mean, double stdev, float* out) {
+  // Irwin-Hall with 4 uniform 16-bit words: mean 4 * 32767.5, variance 4 * (65536^2 - 1) / 12.
+  static const double kInvStd = 1.0 / std::sqrt((65536.0 * 65536.0 - 1.0) / 3.0);
+  const uint64_t key = mix64(seed ^ fnv1a64(name));
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t r = mix64(key + (first + i + 1) * kGamma);
+    uint64_t s = (r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) + (r >> 48);
+    double x = (double(s) - 131070.0) * kInvStd;
+    double scaled = stdev * x;
+    out[i] = float(mean + scaled);
+  }
+}
+
+int64_t tokenizer_vocab_size(const std::string& path) {
+  json tok = read_json_file(path, "tokenizer.json");
+  int64_t max_id = -1;
+  if (tok.contains("model") && tok["model"].contains("vocab")) {
+    const json& v = tok["model"]["vocab"];
+    if (v.is_object()) {
+      for (const auto& [k, id] : v.items())
+        if (id.is_number_integer()) max_id = std::max(max_id, id.get<int64_t>());
+    } else if (v.is_array()) {  // Unigram: [[piece, score], ...], id = index
+      max_id = int64_t(v.size()) - 1;
+    }
+  }
+  if (tok.contains("added_tokens") && tok["added_tokens"].is_array())
+    for (const json& t : tok["added_tokens"])
+      if (t.contains("id") && t["id"].is_number_integer())
+        max_id = std::max(max_id, t["id"].get<int64_t>());
+  if (max_id < 0) fail("{} has no model.vocab or added_tokens; is it a tokenizer.json?", path);
+  return max_id + 1;
+}
+
+ModelConfig make_model(const MakeModelOptions& opt) {
+  if (opt.out_dir.empty()) fail("make-model needs --out DIR");
+  if (opt.preset.empty() == opt.config_file.empty())
+    fail("make-model needs exactly one of --preset NAME and --config FILE");
+  ModelPreset p;
+  if (!opt.preset.empty()) {
+    p = find_preset(opt.arch, opt.preset);
+  } else {
+    json j = read_json_file(opt.config_file, "--config");
+    p.name = "config:" + fs::path(opt.config_file).filename().string();
+    try {
+      p.config = parse_model_config(j);
+    } catch (const Error& e) {
+      fail("{}: {}", opt.config_file, e.what());
+    }
+    if (p.config.arch != opt.arch)
+      fail("{} describes a {} model but --arch is {}; make them agree", opt.config_file,
+           arch_hf_name(p.config.arch), arch_short_name(opt.arch));
+    p.init_std = j.value("initializer_range", 0.02);
+  }
+  if (opt.max_shard_size == 0) fail("--max-shard-size must be positive");
+  ModelConfig& c = p.config;
+  c.torch_dtype = dtype_torch_name(opt.dtype);
+
+  const fs::path out(opt.out_dir);
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (!fs::is_directory(out)) fail("cannot create output directory {}: {}", out.string(), ec.message());
+  if (!opt.tokenizer_dir.empty()) apply_tokenizer(opt.tokenizer_dir, out, c);
+  // Remove weights of an earlier run, which the loader could pick up instead of the new ones.
+  for (const auto& e : fs::directory_iterator(out)) {
+    const std::string f = e.path().filename().string();
+    if (f == "model.safetensors" || f == "model.safetensors.index.json" ||
+        (f.rfind("model-", 0) == 0 && f.size() > 12 && f.ends_with(".safetensors")))
+      fs::remove(e.path(), ec);
+  }
+
+  json cj = model_config_to_json(c);
+  cj["initializer_range"] = p.init_std;
+  cj["hogwild"] = {{"made_by", "hogwild make-model"}, {"preset", p.name}, {"seed", opt.seed}};
+  write_text(out / "config.json", cj.dump(2) + "\n");
+  json gen = {{"_from_model_config", true}};
+  gen["bos_token_id"] = cj["bos_token_id"];
+  gen["eos_token_id"] = cj["eos_token_id"];
+  write_text(out / "generation_config.json", gen.dump(2) + "\n");
+
+  // Shard: tensors in table order, a new file when the next tensor would pass max_shard_size.
+  std::vector<TensorSpec> specs = model_tensor_specs(c);
+  std::vector<std::vector<size_t>> shards(1);
+  uint64_t in_shard = 0, total = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    uint64_t nb = TensorToWrite{specs[i].name, opt.dtype, specs[i].shape}.nbytes();
+    if (!shards.back().empty() && in_shard + nb > opt.max_shard_size) {
+      shards.emplace_back();
+      in_shard = 0;
+    }
+    shards.back().push_back(i);
+    in_shard += nb;
+    total += nb;
+  }
+  json weight_map = json::object();
+  for (size_t k = 0; k < shards.size(); ++k) {
+    std::string fname = shards.size() == 1 ? "model.safetensors"
+                                           : fmt::format("model-{:05d}-of-{:05d}.safetensors",
+                                                         k + 1, shards.size());
+    std::vector<TensorToWrite> tw;
+    for (size_t i : shards[k]) {
+      tw.push_back(TensorToWrite{specs[i].name, opt.dtype, specs[i].shape});
+      weight_map[specs[i].name] = fname;
+    }
+    write_safetensors((out / fname).string(), tw, {{"format", "pt"}},
+                      [&](size_t j, std::vector<uint8_t>& buf) {
+                        fill_tensor(opt, p, specs[shards[k][j]], buf);
+                      });
+    if (opt.show_progress)
+      std::fprintf(stderr, "wrote %s (%zu tensors)\n", (out / fname).c_str(), tw.size());
+  }
+  if (shards.size() > 1) {
+    json idx = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    write_text(out / "model.safetensors.index.json", idx.dump(2) + "\n");
+  }
+  return c;
+}
+
+}  // namespace hogwild

@@ -1,0 +1,70 @@
+// Deterministic random-weight models in Hugging Face format (`hogwild make-model`), for tests,
+// benchmarks and checking this engine against transformers without downloading weights.
+//
+// Determinism: every value comes from a counter-based generator — element e of tensor T is
+// splitmix64(key(seed, T) + e * golden-gamma) with key = splitmix64(seed ^ fnv1a64(T's HF name)) —
+// turned into an approximately normal value by integer arithmetic only (Irwin-Hall: the sum of the
+// four 16-bit words minus their mean, scaled to unit variance; bounded at +-3.46 sigma), then one
+// IEEE multiply by the std and one rounding to the file dtype. No std:: distributions or libm
+// calls, so the same seed gives the same bytes on any machine and any thread count.
+//
+// Initialisation follows transformers' _init_weights (normal(0, initializer_range) for matrices,
+// ones for RMSNorm weights, zeros for biases) with two deliberate changes for the tiny test presets
+// so that tests can see mistakes: norms are 1 + normal(0, norm_jitter) and biases
+// normal(0, bias_std) — a loader or forward that drops or swaps a norm or bias changes the logits.
+// Tiny presets use std 0.1 (instead of 0.02) so that with hidden_size 64 the logits spread by ~1
+// rather than ~0.16: greedy decoding is then not decided by near-ties.
+#pragma once
+
+#include "model/config.h"
+#include "model/dtype.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hogwild {
+
+/// A named model shape (`--preset`).
+struct ModelPreset {
+  std::string name;       // "tiny", "qwen3-0.6b", ...
+  ModelConfig config;     // config.arch is the preset's architecture
+  double init_std = 0.02; // std of matrix entries (HF initializer_range)
+  double norm_jitter = 0; // norm weights = 1 + normal(0, norm_jitter)
+  double bias_std = 0;    // attention biases = normal(0, bias_std)
+};
+
+/// Every preset: "tiny" for each architecture (and "tiny-yarn" qwen3, "tiny-linear" llama), and the
+/// real shapes qwen3-0.6b, qwen3-8b, qwq-32b (qwen2), llama-3.1-8b, phi-4 (phi3).
+const std::vector<ModelPreset>& model_presets();
+/// The preset `name` for `arch`. Throws hogwild::Error listing the presets when unknown, or when the
+/// preset belongs to another architecture (saying which --arch to use).
+ModelPreset find_preset(Arch arch, const std::string& name);
+
+struct MakeModelOptions {
+  Arch arch = Arch::qwen3;
+  std::string preset;         // one of preset / config_file
+  std::string config_file;    // an HF config.json whose shapes to use (architectures must match arch)
+  std::string tokenizer_dir;  // optional: copy tokenizer files, fit vocab_size and bos/eos ids
+  Dtype dtype = Dtype::bf16;  // dtype of the written tensors
+  uint64_t seed = 0;
+  std::string out_dir;
+  uint64_t max_shard_size = 2ull << 30;  // bytes of tensor data per shard file
+  bool show_progress = true;             // one line per written file on stderr
+};
+
+/// Writes out_dir/{config.json, generation_config.json, model.safetensors | model-0000i-of-0000n.
+/// safetensors + model.safetensors.index.json} (and the tokenizer files). Creates out_dir if needed.
+/// Returns the config written. Throws hogwild::Error on bad options or I/O failure.
+ModelConfig make_model(const MakeModelOptions& opt);
+
+/// Fills `out` (n values) with the deterministic approximately-normal values of tensor `name`,
+/// element offset `first`, times `stdev`, plus `mean` (described above).
+void random_tensor_values(uint64_t seed, const std::string& name, uint64_t first, size_t n,
+                          double mean, double stdev, float* out);
+
+/// Vocabulary size a tokenizer.json needs: 1 + the largest id in model.vocab and added_tokens.
+/// Throws hogwild::Error when the file is missing or malformed.
+int64_t tokenizer_vocab_size(const std::string& tokenizer_json_path);
+
+}  // namespace hogwild

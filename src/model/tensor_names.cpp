@@ -1,0 +1,109 @@
+#include "model/tensor_names.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace hogwild {
+
+namespace {
+
+// Which configs have a tensor.
+enum class When { always, no_fused_qkv, fused_qkv, bias, qk_norm, no_fused_mlp, fused_mlp };
+
+struct LayerRow {
+  TensorKind kind;
+  TensorRole role;
+  When when;
+  const char* suffix;  // after "model.layers.{i}."
+};
+
+// The per-layer rows, in the order HF checkpoints list them within a layer (alphabetical modules
+// aside, this is the modeling_*.py order: input norm, attention, post norm, mlp).
+constexpr LayerRow kLayerRows[] = {
+    {TensorKind::input_layernorm, TensorRole::norm, When::always, "input_layernorm.weight"},
+    {TensorKind::q_proj, TensorRole::matrix, When::no_fused_qkv, "self_attn.q_proj.weight"},
+    {TensorKind::q_bias, TensorRole::bias, When::bias, "self_attn.q_proj.bias"},
+    {TensorKind::k_proj, TensorRole::matrix, When::no_fused_qkv, "self_attn.k_proj.weight"},
+    {TensorKind::k_bias, TensorRole::bias, When::bias, "self_attn.k_proj.bias"},
+    {TensorKind::v_proj, TensorRole::matrix, When::no_fused_qkv, "self_attn.v_proj.weight"},
+    {TensorKind::v_bias, TensorRole::bias, When::bias, "self_attn.v_proj.bias"},
+    {TensorKind::qkv_proj, TensorRole::matrix, When::fused_qkv, "self_attn.qkv_proj.weight"},
+    {TensorKind::q_norm, TensorRole::norm, When::qk_norm, "self_attn.q_norm.weight"},
+    {TensorKind::k_norm, TensorRole::norm, When::qk_norm, "self_attn.k_norm.weight"},
+    {TensorKind::o_proj, TensorRole::matrix, When::always, "self_attn.o_proj.weight"},
+    {TensorKind::post_attention_layernorm, TensorRole::norm, When::always,
+     "post_attention_layernorm.weight"},
+    {TensorKind::gate_proj, TensorRole::matrix, When::no_fused_mlp, "mlp.gate_proj.weight"},
+    {TensorKind::up_proj, TensorRole::matrix, When::no_fused_mlp, "mlp.up_proj.weight"},
+    {TensorKind::gate_up_proj, TensorRole::matrix, When::fused_mlp, "mlp.gate_up_proj.weight"},
+    {TensorKind::down_proj, TensorRole::matrix, When::always, "mlp.down_proj.weight"},
+};
+
+bool has(const ModelConfig& c, When w) {
+  switch (w) {
+    case When::always: return true;
+    case When::no_fused_qkv: return !c.fused_qkv;
+    case When::fused_qkv: return c.fused_qkv;
+    case When::bias: return c.attention_bias;
+    case When::qk_norm: return c.qk_norm;
+    case When::no_fused_mlp: return !c.fused_gate_up;
+    case When::fused_mlp: return c.fused_gate_up;
+  }
+  return false;
+}
+
+std::vector<int64_t> shape_of(const ModelConfig& c, TensorKind k) {
+  const int64_t h = c.hidden_size, i = c.intermediate_size, d = c.head_dim;
+  const int64_t q = c.num_attention_heads * d, kv = c.num_key_value_heads * d;
+  switch (k) {
+    case TensorKind::embed_tokens:
+    case TensorKind::lm_head: return {c.vocab_size, h};
+    case TensorKind::norm:
+    case TensorKind::input_layernorm:
+    case TensorKind::post_attention_layernorm: return {h};
+    case TensorKind::q_proj: return {q, h};
+    case TensorKind::k_proj:
+    case TensorKind::v_proj: return {kv, h};
+    case TensorKind::qkv_proj: return {q + 2 * kv, h};
+    case TensorKind::q_bias: return {q};
+    case TensorKind::k_bias:
+    case TensorKind::v_bias: return {kv};
+    case TensorKind::q_norm:
+    case TensorKind::k_norm: return {d};
+    case TensorKind::o_proj: return {h, q};
+    case TensorKind::gate_proj:
+    case TensorKind::up_proj: return {i, h};
+    case TensorKind::gate_up_proj: return {2 * i, h};
+    case TensorKind::down_proj: return {h, i};
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<TensorSpec> model_tensor_specs(const ModelConfig& c) {
+  std::vector<TensorSpec> out;
+  auto add = [&](std::string name, TensorKind k, TensorRole r, int64_t layer) {
+    out.push_back(TensorSpec{std::move(name), k, r, layer, shape_of(c, k)});
+  };
+  add("model.embed_tokens.weight", TensorKind::embed_tokens, TensorRole::matrix, -1);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    for (const LayerRow& r : kLayerRows)
+      if (has(c, r.when)) add(fmt::format("model.layers.{}.{}", l, r.suffix), r.kind, r.role, l);
+  add("model.norm.weight", TensorKind::norm, TensorRole::norm, -1);
+  if (!c.tie_word_embeddings) add("lm_head.weight", TensorKind::lm_head, TensorRole::matrix, -1);
+  return out;
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+bool is_ignorable_tensor(const ModelConfig& c, const std::string& name) {
+  const std::string inv = "rotary_emb.inv_freq";
+  if (name.size() >= inv.size() && name.compare(name.size() - inv.size(), inv.size(), inv) == 0)
+    return true;
+  return c.tie_word_embeddings && name == "lm_head.weight";
+}
+
+}  // namespace hogwild

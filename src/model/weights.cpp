@@ -1,0 +1,196 @@
+// load_model: config.json + safetensors -> fp32 ModelWeights, checked against the tensor table.
+#include "model/weights.h"
+
+#include "core/error.h"
+#include "model/loader.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+namespace hogwild {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string name_list(const std::vector<std::string>& v) {
+  constexpr size_t kShow = 6;
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < kShow; ++i) s += (i ? ", " : "") + v[i];
+  if (v.size() > kShow) s += fmt::format(", ... and {} more", v.size() - kShow);
+  return s;
+}
+
+// A run of elements to convert: n elements of type `dt` at src -> fp32 at dst.
+struct Piece {
+  const uint8_t* src;
+  Dtype dt;
+  float* dst;
+  size_t n;
+};
+
+// Destination(s) of a tensor in ModelWeights. Fused Phi3 tensors go to several fields, row blocks
+// in order (qkv_proj: q, k, v; gate_up_proj: gate, up).
+std::vector<std::vector<float>*> destinations(ModelWeights& w, const TensorSpec& s) {
+  LayerWeights* L = s.layer >= 0 ? &w.layers[size_t(s.layer)] : nullptr;
+  switch (s.kind) {
+    case TensorKind::embed_tokens: return {&w.embed_tokens};
+    case TensorKind::norm: return {&w.norm};
+    case TensorKind::lm_head: return {&w.lm_head};
+    case TensorKind::input_layernorm: return {&L->input_layernorm};
+    case TensorKind::post_attention_layernorm: return {&L->post_attention_layernorm};
+    case TensorKind::q_proj: return {&L->q_proj};
+    case TensorKind::k_proj: return {&L->k_proj};
+    case TensorKind::v_proj: return {&L->v_proj};
+    case TensorKind::o_proj: return {&L->o_proj};
+    case TensorKind::q_bias: return {&L->q_bias};
+    case TensorKind::k_bias: return {&L->k_bias};
+    case TensorKind::v_bias: return {&L->v_bias};
+    case TensorKind::q_norm: return {&L->q_norm};
+    case TensorKind::k_norm: return {&L->k_norm};
+    case TensorKind::qkv_proj: return {&L->q_proj, &L->k_proj, &L->v_proj};
+    case TensorKind::gate_proj: return {&L->gate_proj};
+    case TensorKind::up_proj: return {&L->up_proj};
+    case TensorKind::gate_up_proj: return {&L->gate_proj, &L->up_proj};
+    case TensorKind::down_proj: return {&L->down_proj};
+  }
+  return {};
+}
+
+// Element counts of the destinations of a fused tensor, in row-block order.
+std::vector<size_t> split_sizes(const ModelConfig& c, const TensorSpec& s) {
+  const size_t h = size_t(c.hidden_size), d = size_t(c.head_dim);
+  if (s.kind == TensorKind::qkv_proj) {
+    size_t q = size_t(c.num_attention_heads) * d * h, kv = size_t(c.num_key_value_heads) * d * h;
+    return {q, kv, kv};
+  }
+  if (s.kind == TensorKind::gate_up_proj) {
+    size_t g = size_t(c.intermediate_size) * h;
+    return {g, g};
+  }
+  size_t n = 1;
+  for (int64_t x : s.shape) n *= size_t(x);
+  return {n};
+}
+
+}  // namespace
+
+std::vector<CheckedTensor> check_checkpoint(const ModelConfig& c, const Checkpoint& ck,
+                                            const std::string& model_dir) {
+  std::vector<CheckedTensor> out;
+  std::vector<std::string> problems, missing, unexpected;
+  std::vector<TensorSpec> specs = model_tensor_specs(c);
+  std::map<std::string, bool> expected;
+  for (TensorSpec& s : specs) {
+    expected[s.name] = true;
+    const Checkpoint::Entry* e = ck.find(s.name);
+    if (!e) {
+      missing.push_back(s.name);
+      continue;
+    }
+    if (e->info->shape != s.shape)
+      problems.push_back(fmt::format("tensor {}: expected shape {}, got {}", s.name,
+                                     shape_str(s.shape), shape_str(e->info->shape)));
+    out.push_back(CheckedTensor{std::move(s), e});
+  }
+  for (const auto& [name, e] : ck.tensors())
+    if (!expected.count(name) && !is_ignorable_tensor(c, name)) unexpected.push_back(name);
+  if (!missing.empty())
+    problems.push_back(fmt::format("{} missing tensor(s): {}", missing.size(), name_list(missing)));
+  if (!unexpected.empty())
+    problems.push_back(
+        fmt::format("{} unexpected tensor(s): {}", unexpected.size(), name_list(unexpected)));
+  if (!problems.empty()) {
+    std::string msg = fmt::format("{}: the weights do not match config.json ({}, {} layers)",
+                                  model_dir, arch_hf_name(c.arch), c.num_hidden_layers);
+    for (const std::string& p : problems) msg += "; " + p;
+    msg += "; check that config.json and the safetensors files belong to the same model (re-download "
+           "the directory)";
+    throw Error(msg);
+  }
+  return out;
+}
+
+ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  ModelWeights w;
+  w.config = load_model_config(model_dir);
+  const ModelConfig& c = w.config;
+  Checkpoint ck(model_dir);
+  std::vector<CheckedTensor> tensors = check_checkpoint(c, ck, model_dir);
+
+  // Allocate every destination and cut the tensors into pieces (<= 4M elements each, so threads
+  // share big tensors and progress moves smoothly).
+  w.layers.resize(size_t(c.num_hidden_layers));
+  std::vector<Piece> pieces;
+  uint64_t total_bytes = 0;
+  constexpr size_t kChunk = size_t(1) << 22;
+  for (const CheckedTensor& t : tensors) {
+    std::vector<std::vector<float>*> dst = destinations(w, t.spec);
+    std::vector<size_t> sizes = split_sizes(c, t.spec);
+    HOGWILD_CHECK(dst.size() == sizes.size());
+    const Dtype dt = t.entry->info->dtype;
+    const uint8_t* src = t.entry->file->data(*t.entry->info);
+    for (size_t k = 0; k < dst.size(); ++k) {
+      dst[k]->resize(sizes[k]);
+      for (size_t off = 0; off < sizes[k]; off += kChunk) {
+        size_t n = std::min(kChunk, sizes[k] - off);
+        pieces.push_back(Piece{src + off * dtype_size(dt), dt, dst[k]->data() + off, n});
+      }
+      src += sizes[k] * dtype_size(dt);
+    }
+    total_bytes += t.entry->info->nbytes();
+  }
+
+  std::atomic<size_t> next{0};
+  std::atomic<uint64_t> done_bytes{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < pieces.size();) {
+      const Piece& p = pieces[i];
+      convert_to_f32(p.src, p.dt, p.n, p.dst);
+      done_bytes.fetch_add(p.n * dtype_size(p.dt));
+    }
+  };
+  const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < n_threads; ++i) threads.emplace_back(work);
+  std::thread progress;
+  std::atomic<bool> finished{false};
+  const bool tty = opt.show_progress && isatty(2);
+  const size_t n_files = ck.files().size();
+  if (tty) {
+    progress = std::thread([&] {
+      while (!finished.load()) {
+        double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        double gib = double(done_bytes.load()) / kGiB;
+        std::fprintf(stderr, "\rloading %zu file%s: %.2f / %.2f GiB, %.2f GiB/s   ", n_files,
+                     n_files == 1 ? "" : "s", gib, double(total_bytes) / kGiB,
+                     s > 0 ? gib / s : 0.0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
+  }
+  work();
+  for (std::thread& t : threads) t.join();
+  finished = true;
+  if (progress.joinable()) progress.join();
+  if (opt.show_progress) {
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::fprintf(stderr,
+                 "%sloaded %s: %s, %.3fB parameters, %.2f GiB from %zu file%s in %.2f s "
+                 "(%.2f GiB/s)\n",
+                 tty ? "\r\033[K" : "", model_dir.c_str(), arch_hf_name(c.arch),
+                 double(c.num_parameters()) / 1e9, double(total_bytes) / kGiB, n_files,
+                 n_files == 1 ? "" : "s", s, s > 0 ? double(total_bytes) / kGiB / s : 0.0);
+  }
+  return w;
+}
+
+}  // namespace hogwild
