@@ -15,8 +15,8 @@
 //     carries text past the separator does not end a step (no such token exists in the Qwen3,
 //     Llama 3 and DeepSeek-V3 vocabularies: tests/hogwild_protocol checks it).
 //  3. The text before the separator, after dropping trailing spaces/tabs and then any run of
-//     closing characters — ) ] } " ' ` * _ $ ” ’ » › 」 』 】 〕 〉 》 ） ］ ｝ ＂ ＇ — must end with
-//     sentence-ending punctuation (is_sentence_end): so `**Done.**`, `(see above.)`, `"Yes!"`,
+//     closing characters — ) ] } " ' ` * _ $ ” ’ » › 」 』 】 〕 〉 》 ） ］ ｝ ＂ ＇ — must end
+//     with sentence-ending punctuation (is_sentence_end): so `**Done.**`, `(see above.)`, `"Yes!"`,
 //     `$x=1.$` end a sentence, `\boxed{5}` and `(see above)` do not. Also accepted: the text ends
 //     with a fence line that closes a code block (a finished block is a complete unit; this lets
 //     the step holding the final ```python solution end).
