@@ -1,0 +1,80 @@
+// Views for the three layouts; see layout.h for the block picture of each.
+#include "hogwild/layout.h"
+
+#include "core/error.h"
+
+namespace hogwild {
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::combined: return "combined";
+    case Layout::interleaved: return "interleaved";
+    case Layout::contiguous: return "contiguous";
+  }
+  return "?";
+}
+
+Layout parse_layout(const std::string& name) {
+  if (name == "combined") return Layout::combined;
+  if (name == "interleaved") return Layout::interleaved;
+  if (name == "contiguous") return Layout::contiguous;
+  fail("unknown layout '{}': use combined, interleaved or contiguous", name);
+}
+
+namespace {
+
+void push(std::vector<BlockId>& v, BlockId b) {
+  if (b >= 0) v.push_back(b);
+}
+
+void check_state(const LayoutState& s) {
+  const size_t n = s.current.size();
+  if (n == 0) fail("layout: a session needs at least one worker");
+  if (s.history < 0) fail("layout: the history block is missing");
+  if (s.layout == Layout::contiguous && !s.closing.empty())
+    fail("layout: the contiguous layout never promotes steps (closing blocks given)");
+  if (n > 1 && s.layout != Layout::interleaved &&
+      (s.text.sep_own_header.size() != n || s.text.others_header.size() != n))
+    fail("layout: {} workers need {} others-header and sep+own-header blocks, got {} and {}", n, n,
+         s.text.others_header.size(), s.text.sep_own_header.size());
+}
+
+}  // namespace
+
+std::vector<std::vector<BlockId>> build_views(const LayoutState& s) {
+  check_state(s);
+  const size_t n = s.current.size();
+  std::vector<std::vector<BlockId>> views(n);
+  for (size_t w = 0; w < n; ++w) {
+    auto& v = views[w];
+    v.push_back(s.history);
+    for (BlockId b : s.closing) v.push_back(b);
+    if (n > 1 && s.layout != Layout::interleaved) {
+      push(v, s.text.others_header[w]);
+      bool first = true;
+      for (size_t o = 0; o < n; ++o) {
+        if (o == w) continue;
+        if (!first) push(v, s.text.sep);
+        first = false;
+        v.push_back(s.current[o]);
+      }
+      push(v, s.text.sep_own_header[w]);
+    }
+    v.push_back(s.current[w]);
+  }
+  return views;
+}
+
+std::vector<BlockId> finisher_view(const LayoutState& s, BlockId suffix) {
+  check_state(s);
+  std::vector<BlockId> v{s.history};
+  for (BlockId b : s.closing) v.push_back(b);
+  for (BlockId c : s.current) {
+    v.push_back(c);
+    push(v, s.text.sep);
+  }
+  v.push_back(suffix);
+  return v;
+}
+
+}  // namespace hogwild

@@ -1,0 +1,22 @@
+// The session's prompt text (DESIGN.md §1): the formatting's chat messages (rules for n_workers,
+// optional example, the problem) rendered by the model's own chat template, completed with the
+// formatting's assistant prefix (e.g. "<think>\n"), then layout.history_header.
+#pragma once
+
+#include "hogwild/formatting.h"
+
+#include <string>
+#include <string_view>
+
+namespace hogwild {
+namespace chat {
+class ChatTemplate;
+}
+
+/// tmpl: the model's chat template, or nullptr when it has none. Throws hogwild::Error when the
+/// formatting asks for the chat template (chat.use_template) and tmpl is nullptr, or when
+/// rendering fails.
+std::string build_prompt(const Formatting& f, const chat::ChatTemplate* tmpl,
+                         std::string_view problem, int n_workers);
+
+}  // namespace hogwild

@@ -1,0 +1,96 @@
+// Test helpers for hogwild sessions: a toy byte-level codec, a scripted token source, tiny models.
+#pragma once
+
+#include "hogwild/codec.h"
+#include "hogwild/formatting.h"
+#include "hogwild/session.h"
+#include "tests/cpu/tiny_model.h"
+
+#include <string>
+#include <vector>
+
+namespace hogwild::testing {
+
+/// Vocabulary of the toy codec: ids 0..255 are bytes; then special and merged tokens.
+inline constexpr int32_t kEos = 256;       // "<|end|>"
+inline constexpr int32_t kDotSep = 257;    // ".\n\n": sentence end and separator in one token
+inline constexpr int32_t kThe = 258;       // " the"
+inline constexpr int32_t kSep = 259;       // "\n\n"
+inline constexpr int32_t kToyVocab = 300;  // model vocab_size (ids 260..299 decode to "<tN>")
+
+class ByteCodec : public TextCodec {
+ public:
+  std::vector<int32_t> encode(std::string_view text) const override {
+    std::vector<int32_t> ids;
+    for (unsigned char c : text) ids.push_back(c);
+    return ids;
+  }
+  std::string token_bytes(int32_t id) const override {
+    if (id >= 0 && id < 256) return std::string(1, static_cast<char>(id));
+    if (id == kEos) return "<|end|>";
+    if (id == kDotSep) return ".\n\n";
+    if (id == kThe) return " the";
+    if (id == kSep) return "\n\n";
+    if (id < kToyVocab) return "<t" + std::to_string(id) + ">";
+    return "";
+  }
+  int32_t vocab_size() const override { return kToyVocab; }
+  std::vector<int32_t> eos_ids() const override { return {kEos}; }
+};
+
+/// Returns the worker's scripted ids in order, cycling.
+class ScriptPicker : public TokenPicker {
+ public:
+  explicit ScriptPicker(std::vector<std::vector<int32_t>> scripts) : s_(std::move(scripts)), i_(s_.size()) {}
+  int32_t pick(int worker, std::vector<float>&) override {
+    auto& s = s_.at(worker);
+    return s[i_[worker]++ % s.size()];
+  }
+
+ private:
+  std::vector<std::vector<int32_t>> s_;
+  std::vector<size_t> i_;
+};
+
+/// Worker w's script: sentences of varying length ending in a step end, either ".\n\n" as one
+/// token, "." + "\n" + "\n" (separator across tokens) or "!" + "\n\n".
+inline std::vector<int32_t> worker_script(int w, int n_sentences = 12) {
+  std::vector<int32_t> ids;
+  for (int k = 0; k < n_sentences; ++k) {
+    int len = 2 + (w * 5 + k * 3) % 7;
+    for (int i = 0; i < len; ++i) ids.push_back(i % 3 == 2 ? kThe : 'a' + (w + i + k) % 26);
+    switch ((w + k) % 3) {
+      case 0: ids.push_back(kDotSep); break;
+      case 1: ids.insert(ids.end(), {'.', '\n', '\n'}); break;
+      default: ids.insert(ids.end(), {'!', kSep}); break;
+    }
+  }
+  return ids;
+}
+
+/// generic-math with short ASCII layout texts and a frequent collaboration check.
+inline Formatting test_formatting(int64_t collab_every = 7) {
+  Formatting f = builtin_formatting("generic-math");
+  f.layout.others_header = "[others of {name}:]\n";
+  f.layout.other_separator = " [..]\n";
+  f.layout.own_header = "[{name}:]\n";
+  f.collab_check.every = collab_every;
+  f.collab_check.text = "Redundant? ";
+  return f;
+}
+
+/// The tiny model specs of tests/cpu plus Mistral, with a vocabulary for the toy codec.
+inline std::vector<test::TinySpec> session_specs() {
+  auto v = test::tiny_specs();
+  v.push_back(test::tiny_spec("mistral_gqa", Arch::mistral, false, false, false, 4, 2, 8));
+  return v;
+}
+
+inline ModelWeights session_model(const test::TinySpec& spec, uint64_t seed = 7) {
+  ModelConfig c = test::tiny_config(spec);
+  c.vocab_size = kToyVocab;
+  c.max_position_embeddings = 8192;
+  return test::tiny_weights(c, seed);
+}
+
+}  // namespace hogwild::testing
