@@ -334,6 +334,7 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
     result_.snapshots.push_back(f);
   }
   result_.history_text = codec_.bytes(block_tokens_[history_]);
+  for (BlockId b : closing_) result_.history_text += codec_.bytes(block_tokens_[b]);
   for (auto& w : workers_) result_.unfinished.push_back(codec_.bytes(block_tokens_[w.cur]));
   return result_;
 }
@@ -343,8 +344,7 @@ FinisherResult Session::run_finisher(int64_t serial_step) {
   FinisherResult res;
   res.serial_step = serial_step;
   const int64_t vocab = be_.config().vocab_size;
-  LayoutState st = layout_state();
-  HOGWILD_CHECK(st.closing.empty());
+  LayoutState st = layout_state();  // closing steps (last token not fed yet) read as history
   BlockId f = be_.new_block();
   std::vector<int32_t> feed = codec_.encode(fmt_.finisher.suffix);
   std::vector<float> logits;

@@ -128,7 +128,8 @@ struct SessionResult {
   double prefill_seconds = 0, decode_seconds = 0, finisher_seconds = 0;
   std::optional<FinisherResult> finisher;  // when the finisher gave the answer
   std::vector<FinisherResult> snapshots;   // one per SessionOptions::snapshots entry, sorted
-  std::string history_text;       // bytes of the history block (prompt + finished steps)
+  std::string history_text;       // bytes of the history: prompt + finished steps (the last
+                                  // round's finished steps without their unfed last token)
   std::vector<std::string> unfinished;  // bytes of each worker's unfinished step (contiguous: all)
 };
 
