@@ -1,6 +1,220 @@
-// `hogwild run` — not implemented yet (owned by the issue that adds it).
+// `hogwild run`: N workers of one model solve a problem together over one shared KV cache
+// (Hogwild! Inference, arXiv 2504.06261; docs/DESIGN.md; src/hogwild/session.h) on the CPU.
+//
+//   hogwild run -m DIR [-w N] [--layout combined|interleaved|contiguous] [--budget N]
+//       [--snapshots 256,512] [--collab-every N] [--format NAME|FILE] [--print-format]
+//       [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R] [--greedy]
+//       [--seed N] [--max-context N] [--json FILE|-] [--dump-views FILE] "problem"
+//
+// The problem "-" is read from stdin. Sampling defaults come from DIR/generation_config.json;
+// worker w samples with seed + w. The formatting defaults to the model family's math variant
+// (detected from the chat template); --format plain inserts nothing (raw prompt, no prefixes).
+// Ctrl-C stops after the current serial step and prints what was produced.
 #include "apps/hogwild/commands.h"
+#include "chat/chat_template.h"
+#include "core/error.h"
+#include "cpu/cpu_backend.h"
+#include "hogwild/codec.h"
+#include "hogwild/formatting.h"
+#include "hogwild/live_view.h"
+#include "hogwild/picker.h"
+#include "hogwild/prompt.h"
+#include "hogwild/session.h"
+#include "hogwild/transcript.h"
+#include "model/weights.h"
+#include "sampling/generation_config.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace hogwild::cli {
-void register_run(CLI::App& app) {}
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+struct RunArgs {
+  std::string model_dir, layout = "combined", snapshots, format, json, dump_views, problem;
+  int workers = 2;
+  int64_t budget = 0, collab_every = -1, max_context = 0;
+  bool print_format = false, greedy = false;
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k;
+  uint64_t seed = 0;
+};
+
+std::vector<int64_t> parse_budgets(const std::string& s) {
+  std::vector<int64_t> v;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    size_t used = 0;
+    long long x = -1;
+    try {
+      x = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || x <= 0)
+      fail("--snapshots: '{}' is not a positive serial-step count; give e.g. 256,512", part);
+    v.push_back(x);
+  }
+  return v;
+}
+
+SamplingParams sampling(const RunArgs& a, const GenerationConfig& g) {
+  SamplingParams p = SamplingParams::from(g, a.seed);
+  if (a.temperature || a.top_k || a.top_p || a.min_p) p.do_sample = true;
+  if (a.temperature) p.temperature = static_cast<float>(*a.temperature);
+  if (a.top_k) p.top_k = *a.top_k;
+  if (a.top_p) p.top_p = static_cast<float>(*a.top_p);
+  if (a.min_p) p.min_p = static_cast<float>(*a.min_p);
+  if (a.repetition_penalty) p.repetition_penalty = static_cast<float>(*a.repetition_penalty);
+  if (a.greedy) p.do_sample = false;
+  return p;
+}
+
+std::unique_ptr<chat::ChatTemplate> load_template(const std::string& dir) {
+  try {
+    return std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::load(dir));
+  } catch (const Error&) {
+    return nullptr;  // no chat template: only formattings with use_template=false work
+  }
+}
+
+void run(RunArgs a) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (a.model_dir.empty() || !fs::is_directory(a.model_dir, ec))
+    fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
+  if (!fs::exists(fs::path(a.model_dir) / "tokenizer.json", ec))
+    fail("{}/tokenizer.json is missing; hogwild run needs the model's tokenizer", a.model_dir);
+  const Layout layout = parse_layout(a.layout);
+  auto tmpl = load_template(a.model_dir);
+  const std::string fmt_name =
+      !a.format.empty() ? a.format
+                        : default_formatting_name(tmpl ? tmpl->source() : "", AnswerKind::boxed);
+  const Formatting fmt = resolve_formatting(fmt_name);
+  if (a.print_format) {
+    std::printf("%s\n", fmt.to_json().dump(2).c_str());
+    return;
+  }
+  if (a.problem == "-") {
+    a.problem.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  if (a.problem.empty()) fail("no problem given; pass the problem text as the last argument (or - for stdin)");
+  if (a.workers < 1 || a.workers > static_cast<int>(fmt.worker_names.size()))
+    fail("-w {}: the formatting '{}' names {} workers; use 1..{}", a.workers, fmt.name,
+         fmt.worker_names.size(), fmt.worker_names.size());
+  if (a.budget < 0) fail("--budget must be >= 0 serial steps (0 = until an answer)");
+  if (a.collab_every < -1) fail("--collab-every must be >= 0 tokens (0 = off)");
+
+  const Tokenizer tok = Tokenizer::from_dir(a.model_dir);
+  const TokenizerCodec codec(tok);
+  const GenerationConfig gen = load_generation_config(a.model_dir);
+  cpu::CpuBackend backend(load_model(a.model_dir));
+  const std::string prompt_text = build_prompt(fmt, tmpl.get(), a.problem, a.workers);
+  const std::vector<int32_t> prompt = tok.encode(prompt_text, !fmt.chat.use_template);
+
+  SessionOptions opt;
+  opt.n_workers = a.workers;
+  opt.layout = layout;
+  opt.budget = a.budget;
+  opt.snapshots = parse_budgets(a.snapshots);
+  opt.collab_every = a.collab_every;
+  opt.max_context = a.max_context;
+  for (int64_t e : gen.eos_token_id) opt.extra_eos.push_back(static_cast<int32_t>(e));
+  opt.interrupt = &g_interrupted;
+  SamplerPicker picker(sampling(a, gen), a.workers, prompt);
+  Session session(backend, codec, fmt, opt, picker);
+
+  std::vector<std::string> names(fmt.worker_names.begin(), fmt.worker_names.begin() + a.workers);
+  const bool json_stdout = a.json == "-";
+  std::FILE* view_out = json_stdout ? stderr : stdout;
+  LiveView view(view_out, isatty(fileno(view_out)) != 0, names);
+  TranscriptRecorder transcript(names);
+  std::unique_ptr<ViewDumper> dumper;
+  MultiObserver obs;
+  obs.add(&view);
+  obs.add(&transcript);
+  if (!a.dump_views.empty()) {
+    dumper = std::make_unique<ViewDumper>(a.dump_views);
+    dumper->attach(&session);
+    obs.add(dumper.get());
+  }
+  session.set_observer(&obs);
+
+  std::FILE* json_file = nullptr;  // opened before the run so a bad path fails early
+  if (!a.json.empty() && !json_stdout) {
+    json_file = std::fopen(a.json.c_str(), "w");
+    if (!json_file) fail("--json: cannot create '{}'; check the directory exists", a.json);
+  }
+  g_interrupted = false;
+  auto old = std::signal(SIGINT, on_sigint);
+  SessionResult res;
+  try {
+    res = session.run(prompt);
+  } catch (...) {
+    std::signal(SIGINT, old);
+    if (json_file) std::fclose(json_file);
+    throw;
+  }
+  std::signal(SIGINT, old);
+  view.finish(res, fmt::format("{} workers, layout {}, formatting {}", a.workers,
+                               layout_name(layout), fmt.name));
+  if (!a.json.empty()) {
+    nlohmann::json j = transcript.to_json(res);
+    j["model"] = a.model_dir;
+    j["options"] = {{"workers", a.workers},   {"layout", layout_name(layout)},
+                    {"budget", a.budget},     {"snapshots", opt.snapshots},
+                    {"formatting", fmt.name}, {"seed", a.seed},
+                    {"problem", a.problem}};
+    std::string s = j.dump(1) + "\n";
+    std::fwrite(s.data(), 1, s.size(), json_file ? json_file : stdout);
+    if (json_file) std::fclose(json_file);
+  }
+}
+
+}  // namespace
+
+void register_run(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* c = app.add_subcommand("run", "N workers solve a problem together (Hogwild! inference)");
+  c->add_option("-m,--model", a->model_dir, "Hugging Face model directory")->required();
+  c->add_option("-w,--workers", a->workers, "number of workers (1 = single-worker baseline)");
+  c->add_option("--layout", a->layout, "cache layout: combined (default), interleaved, contiguous");
+  c->add_option("--budget", a->budget, "serial steps (forwards after the prompt); 0 = until answer");
+  c->add_option("--snapshots", a->snapshots, "run the finisher at these serial steps, e.g. 256,512");
+  c->add_option("--collab-every", a->collab_every,
+                "generated tokens between collaboration checks (0 = off; default: formatting)");
+  c->add_option("--format", a->format, "formatting: built-in name or JSON file (docs/FORMATTING.md)");
+  c->add_flag("--print-format", a->print_format, "print the formatting as JSON and exit");
+  c->add_option("--temperature", a->temperature, "sampling temperature (turns sampling on)");
+  c->add_option("--top-k", a->top_k, "top-k (turns sampling on)");
+  c->add_option("--top-p", a->top_p, "top-p (turns sampling on)");
+  c->add_option("--min-p", a->min_p, "min-p (turns sampling on)");
+  c->add_option("--repetition-penalty", a->repetition_penalty, "repetition penalty");
+  c->add_flag("--greedy", a->greedy, "greedy decoding");
+  c->add_option("--seed", a->seed, "base seed; worker w uses seed + w");
+  c->add_option("--max-context", a->max_context, "max tokens in a worker's view (default: model's)");
+  c->add_option("--json", a->json, "write a JSON transcript to FILE (- = stdout)");
+  c->add_option("--dump-views", a->dump_views, "write every worker's view per serial step (JSONL)");
+  c->add_option("problem", a->problem, "the problem text (- = read stdin)");
+  c->callback([a] { run(*a); });
+}
+
 }  // namespace hogwild::cli
