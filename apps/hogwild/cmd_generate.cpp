@@ -1,6 +1,189 @@
-// `hogwild generate` — not implemented yet (owned by the issue that adds it).
+// `hogwild generate`: plain single-sequence generation on the CPU backend.
+//
+//   hogwild generate -m DIR (-p TEXT | --ids 1,2,3) [--temperature T] [--top-k K] [--top-p P]
+//       [--min-p P] [--repetition-penalty R] [--greedy] [--seed N] [-n N] [--json]
+//       [--dump-logits FILE] [--stop STR]...
+//
+// Sampling defaults come from DIR/generation_config.json (transformers' defaults when absent);
+// giving --temperature/--top-k/--top-p/--min-p turns sampling on, --greedy or --temperature 0
+// turns it off. -p needs DIR/tokenizer.json and encodes the text as `tokenizer(text)` does
+// (special tokens such as a Llama BOS added); --ids feeds ids as they are.
+//
+// --dump-logits FILE writes a NumPy .npy file, float32, shape (n_prompt + n_generated, vocab_size):
+// row i holds the logits at position i of prompt ++ generated (predicting token i + 1), in the
+// order transformers' `model(input_ids).logits[0]` returns them for that sequence.
 #include "apps/hogwild/commands.h"
+#include "core/error.h"
+#include "cpu/cpu_backend.h"
+#include "model/weights.h"
+#include "sampling/generate.h"
+#include "sampling/generation_config.h"
+#include "sampling/npy.h"
+#include "tokenizer/tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace hogwild::cli {
-void register_generate(CLI::App& app) {}
+namespace {
+
+struct GenerateArgs {
+  std::string model_dir, prompt, ids, dump_logits;
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k, max_new_tokens;
+  std::vector<std::string> stops;
+  bool greedy = false, json = false;
+  uint64_t seed = 0;
+};
+
+std::vector<int32_t> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i <= s.size()) {
+    const size_t j = std::min(s.find(',', i), s.size());
+    const std::string part = s.substr(i, j - i);
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || v < 0 || v > INT32_MAX)
+      fail("--ids: '{}' is not a token id; give comma-separated non-negative integers like 1,2,3",
+           part);
+    ids.push_back(static_cast<int32_t>(v));
+    i = j + 1;
+  }
+  return ids;
+}
+
+SamplingParams sampling_params(const GenerateArgs& a, const GenerationConfig& g) {
+  SamplingParams p = SamplingParams::from(g, a.seed);
+  if (a.temperature || a.top_k || a.top_p || a.min_p) p.do_sample = true;
+  if (a.temperature) p.temperature = static_cast<float>(*a.temperature);
+  if (a.top_k) p.top_k = *a.top_k;
+  if (a.top_p) p.top_p = static_cast<float>(*a.top_p);
+  if (a.min_p) p.min_p = static_cast<float>(*a.min_p);
+  if (a.repetition_penalty) p.repetition_penalty = static_cast<float>(*a.repetition_penalty);
+  if (a.greedy) p.do_sample = false;
+  return p;
+}
+
+void run_generate(const GenerateArgs& a) {
+  namespace fs = std::filesystem;
+  if (a.prompt.empty() == a.ids.empty())
+    fail("give exactly one of -p TEXT or --ids 1,2,3");
+  std::error_code ec;
+  if (!fs::is_directory(a.model_dir, ec))
+    fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
+  std::unique_ptr<Tokenizer> tok;
+  if (fs::exists(fs::path(a.model_dir) / "tokenizer.json", ec))
+    tok = std::make_unique<Tokenizer>(Tokenizer::from_dir(a.model_dir));
+  if (!a.prompt.empty() && !tok)
+    fail("-p needs {}/tokenizer.json, which is missing; pass token ids with --ids instead",
+         a.model_dir);
+  if (!a.stops.empty() && !tok)
+    fail("--stop needs {}/tokenizer.json to decode the output, which is missing", a.model_dir);
+
+  const GenerationConfig gen = load_generation_config(a.model_dir);
+  Sampler sampler(sampling_params(a, gen));
+  cpu::CpuBackend backend(load_model(a.model_dir));
+  const ModelConfig& cfg = backend.config();
+  const std::vector<int32_t> prompt = tok ? tok->encode(a.prompt, true) : parse_ids(a.ids);
+
+  GenerateOptions o;
+  o.max_new_tokens = a.max_new_tokens.value_or(gen.max_new_tokens.value_or(128));
+  if (o.max_new_tokens < 0) fail("-n must be >= 0, got {}", o.max_new_tokens);
+  o.eos_token_ids = gen.eos_token_id.empty() ? cfg.eos_token_id : gen.eos_token_id;
+  o.stop_strings = a.stops;
+
+  // Streaming: text through the incremental detokenizer, held back while it could be the start
+  // of a stop string; ids when there is no tokenizer. Nothing is streamed with --json.
+  std::unique_ptr<IncrementalDecoder> dec;
+  StopStrings shown(a.stops);
+  size_t printed = 0;
+  if (tok) {
+    dec = std::make_unique<IncrementalDecoder>(*tok);
+    o.decode_piece = [&](int32_t id) {
+      std::string piece = dec->push(id);
+      shown.push(piece);
+      if (!a.json) {
+        const size_t n = shown.safe_length();
+        if (n > printed) std::fwrite(shown.text().data() + printed, 1, n - printed, stdout);
+        printed = std::max(printed, n);
+        std::fflush(stdout);
+      }
+      return piece;
+    };
+  } else if (!a.json) {
+    o.on_token = [](int32_t id) {
+      std::printf("%d ", id);
+      std::fflush(stdout);
+    };
+  }
+  std::unique_ptr<NpyWriter> npy;
+  if (!a.dump_logits.empty()) {
+    npy = std::make_unique<NpyWriter>(a.dump_logits, cfg.vocab_size);
+    o.on_logits = [&](const float* l, int64_t n) { npy->append(l, n); };
+  }
+
+  GenerateResult r = generate(backend, prompt, sampler, o);
+  std::string text;
+  if (tok) {
+    if (!shown.stopped()) shown.push(dec->flush());
+    text = shown.text();
+  }
+  if (npy) npy->close();
+  if (a.json) {
+    nlohmann::json j = {{"prompt_ids", prompt}, {"generated_ids", r.generated},
+                        {"stop_reason", r.stop_reason}};
+    if (tok) j["text"] = text;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    if (tok && text.size() > printed) std::fwrite(text.data() + printed, 1, text.size() - printed, stdout);
+    std::printf("\n");
+  }
+  const double dec_tps = r.decode_seconds > 0 ? r.decode_forwards / r.decode_seconds : 0;
+  std::fprintf(stderr,
+               "prompt %lld tokens in %.3f s (%.1f tok/s); generated %zu tokens, decode %.1f "
+               "tok/s; stop: %s%s\n",
+               static_cast<long long>(r.prompt_tokens), r.prefill_seconds,
+               r.prompt_tokens / std::max(r.prefill_seconds, 1e-9), r.generated.size(), dec_tps,
+               r.stop_reason.c_str(),
+               npy ? fmt::format("; logits ({} x {}) -> {}", npy->rows(), cfg.vocab_size,
+                                 a.dump_logits).c_str()
+                   : "");
+}
+
+}  // namespace
+
+void register_generate(CLI::App& app) {
+  auto a = std::make_shared<GenerateArgs>();
+  CLI::App* c = app.add_subcommand("generate", "Generate text from a prompt on the CPU (one sequence)");
+  c->add_option("-m,--model", a->model_dir, "Hugging Face model directory")->required();
+  c->add_option("-p,--prompt", a->prompt, "prompt text (needs tokenizer.json)");
+  c->add_option("--ids", a->ids, "prompt token ids, comma-separated, e.g. 1,2,3");
+  c->add_option("--temperature", a->temperature, "sampling temperature (0 = greedy)");
+  c->add_option("--top-k", a->top_k, "keep the k most likely tokens (0 = off)");
+  c->add_option("--top-p", a->top_p, "nucleus sampling mass in (0, 1]");
+  c->add_option("--min-p", a->min_p, "drop tokens below min_p * p_max");
+  c->add_option("--repetition-penalty", a->repetition_penalty, "HF repetition penalty (1 = off)");
+  c->add_flag("--greedy", a->greedy, "argmax decoding, whatever generation_config.json says");
+  c->add_option("--seed", a->seed, "RNG seed (default 0)");
+  c->add_option("-n,--max-new-tokens", a->max_new_tokens,
+                "tokens to generate (default: generation_config.json max_new_tokens, else 128)");
+  c->add_flag("--json", a->json, "print {prompt_ids, generated_ids, stop_reason, text} as JSON");
+  c->add_option("--dump-logits", a->dump_logits,
+                "write fp32 logits of every position to FILE (.npy, shape (positions, vocab))");
+  c->add_option("--stop", a->stops, "stop when the output contains STR (repeatable)");
+  c->callback([a] { run_generate(*a); });
+}
+
 }  // namespace hogwild::cli

@@ -1,0 +1,218 @@
+// CPU backend speed on a random-weight model of Qwen3-0.6B's shape (preset "qwen3-0.6b"):
+// prefill tok/s for one prompt in one forward, decode tok/s one token per forward, and the achieved
+// memory bandwidth of decode = (weight bytes + KV bytes read per step) / step time, next to a
+// measured host read bandwidth. Prints a table; writes JSON.
+//
+//   bench_cpu [OUT.json] [--prompt N (128)] [--decode N (32)] [--preset NAME (qwen3-0.6b)]
+//
+// Weights are filled in memory with a fast PRNG (values do not matter for speed). fp32 weights:
+// Qwen3-0.6B is ~0.6 G parameters = ~2.4 GB.
+#include "core/error.h"
+#include "cpu/cpu_backend.h"
+#include "model/make_model.h"
+
+#include <cblas.h>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace hogwild;
+using clk = std::chrono::steady_clock;
+
+double seconds_since(clk::time_point t) {
+  return std::chrono::duration<double>(clk::now() - t).count();
+}
+
+// Uniform values in [-a, a) from a per-tensor xorshift stream; parallel over chunks.
+void fill(std::vector<float>& v, size_t n, float a, uint64_t seed) {
+  v.resize(n);
+  const size_t chunk = 1 << 20;
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < (n + chunk - 1) / chunk; ++c) {
+    uint64_t s = (seed * 0x9e3779b97f4a7c15ULL) ^ (c + 1) * 0xbf58476d1ce4e5b9ULL;
+    for (size_t i = c * chunk; i < std::min(n, (c + 1) * chunk); ++i) {
+      s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+      v[i] = (static_cast<float>(s >> 40) * 0x1.0p-24f * 2.0f - 1.0f) * a;
+    }
+  }
+}
+
+ModelWeights random_weights(const ModelConfig& c) {
+  ModelWeights w;
+  w.config = c;
+  const size_t H = c.hidden_size, I = c.intermediate_size;
+  const size_t qd = c.num_attention_heads * c.head_dim, kvd = c.num_key_value_heads * c.head_dim;
+  const float a = 0.02f * 1.732f;  // std 0.02 as HF initializer_range
+  uint64_t seed = 1;
+  fill(w.embed_tokens, c.vocab_size * H, a, seed++);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    LayerWeights L;
+    L.input_layernorm.assign(H, 1.0f);
+    L.post_attention_layernorm.assign(H, 1.0f);
+    fill(L.q_proj, qd * H, a, seed++);
+    fill(L.k_proj, kvd * H, a, seed++);
+    fill(L.v_proj, kvd * H, a, seed++);
+    fill(L.o_proj, H * qd, a, seed++);
+    fill(L.gate_proj, I * H, a, seed++);
+    fill(L.up_proj, I * H, a, seed++);
+    fill(L.down_proj, H * I, a, seed++);
+    if (c.attention_bias) {
+      L.q_bias.assign(qd, 0.0f), L.k_bias.assign(kvd, 0.0f), L.v_bias.assign(kvd, 0.0f);
+    }
+    if (c.qk_norm) L.q_norm.assign(c.head_dim, 1.0f), L.k_norm.assign(c.head_dim, 1.0f);
+    w.layers.push_back(std::move(L));
+  }
+  w.norm.assign(H, 1.0f);
+  if (!c.tie_word_embeddings) fill(w.lm_head, c.vocab_size * H, a, seed++);
+  return w;
+}
+
+// Bytes one decode step reads from the weights: every layer matrix and norm, the output
+// projection, one embedding row.
+double decode_weight_bytes(const ModelWeights& w) {
+  double b = 0;
+  for (const LayerWeights& L : w.layers)
+    for (const auto* t : {&L.input_layernorm, &L.q_proj, &L.k_proj, &L.v_proj, &L.q_bias, &L.k_bias,
+                          &L.v_bias, &L.q_norm, &L.k_norm, &L.o_proj, &L.post_attention_layernorm,
+                          &L.gate_proj, &L.up_proj, &L.down_proj})
+      b += 4.0 * t->size();
+  b += 4.0 * w.output_weight().size() + 4.0 * w.norm.size() + 4.0 * w.config.hidden_size;
+  return b;
+}
+
+// Best of 3 parallel reads of a 1 GiB buffer: the host's practical read bandwidth.
+double measure_read_gbs() {
+  const size_t n = (1ull << 30) / sizeof(float);
+  std::vector<float> buf(n, 1.0f);
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t = clk::now();
+    double sum = 0;
+#pragma omp parallel for reduction(+ : sum) schedule(static)
+    for (size_t i = 0; i < n; ++i) sum += buf[i];
+    const double s = seconds_since(t);
+    if (sum != static_cast<double>(n)) std::fprintf(stderr, "read probe: bad sum\n");
+    best = std::max(best, n * sizeof(float) / s / 1e9);
+  }
+  return best;
+}
+
+int run(int argc, char** argv) {
+  std::string out = "bench_cpu.json", preset = "qwen3-0.6b";
+  int64_t n_prompt = 128, n_decode = 32;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) fail("{} needs a value", a);
+      return argv[++i];
+    };
+    if (a == "--prompt") n_prompt = std::stoll(next());
+    else if (a == "--decode") n_decode = std::stoll(next());
+    else if (a == "--preset") preset = next();
+    else if (a.rfind("--", 0) == 0) fail("unknown option {}; see the header of bench/bench_cpu.cpp", a);
+    else out = a;
+  }
+  if (n_prompt < 1 || n_decode < 1) fail("--prompt and --decode must be >= 1");
+  ModelPreset p = find_preset(Arch::qwen3, preset);
+  const ModelConfig cfg = p.config;
+
+  const double read_gbs = measure_read_gbs();
+  auto t0 = clk::now();
+  ModelWeights w = random_weights(cfg);
+  const double init_s = seconds_since(t0);
+  const double wbytes = decode_weight_bytes(w);
+  cpu::CpuBackend be(std::move(w));
+
+  // Prompt ids: a fixed pseudo-random sequence.
+  std::vector<int32_t> prompt(n_prompt);
+  for (int64_t i = 0; i < n_prompt; ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % cfg.vocab_size);
+  auto prefill = [&](BlockId b) {
+    ForwardBatch fb;
+    fb.views = {{b}};
+    for (int64_t i = 0; i < n_prompt; ++i) fb.tokens.push_back({prompt[i], 0, b, i + 1 == n_prompt});
+    std::vector<float> logits;
+    const auto t = clk::now();
+    be.forward(fb, logits);
+    return seconds_since(t);
+  };
+  // Warm-up prefill (page faults, OpenBLAS buffers), then the measured one.
+  BlockId warm = be.new_block();
+  prefill(warm);
+  be.free_block(warm);
+  const BlockId blk = be.new_block();
+  const double prefill_s = prefill(blk);
+
+  std::vector<double> step_s;
+  double kv_bytes_total = 0;
+  const double kv_per_token = 2.0 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 4;
+  int32_t tok = 1;
+  for (int64_t i = 0; i < n_decode; ++i) {
+    ForwardBatch fb;
+    fb.views = {{blk}};
+    fb.tokens = {{tok, 0, blk, true}};
+    std::vector<float> logits;
+    const auto t = clk::now();
+    be.forward(fb, logits);
+    step_s.push_back(seconds_since(t));
+    kv_bytes_total += kv_per_token * be.block_len(blk);
+    tok = static_cast<int32_t>((tok * 31 + 7) % cfg.vocab_size);
+  }
+  double decode_s = 0;
+  for (double s : step_s) decode_s += s;
+  const double prefill_tps = n_prompt / prefill_s, decode_tps = n_decode / decode_s;
+  const double decode_gbs = (wbytes * n_decode + kv_bytes_total) / decode_s / 1e9;
+
+  std::printf("bench_cpu: preset %s (%lld layers, hidden %lld, vocab %lld), fp32 weights %.2f GB\n",
+              preset.c_str(), static_cast<long long>(cfg.num_hidden_layers),
+              static_cast<long long>(cfg.hidden_size), static_cast<long long>(cfg.vocab_size),
+              wbytes / 1e9);
+  std::printf("threads: OpenBLAS %d, OpenMP %d; weight init %.1f s\n", openblas_get_num_threads(),
+              omp_get_max_threads(), init_s);
+  std::printf("| phase   | tokens | seconds | tok/s  | GB/s  | %% of host read %.1f GB/s |\n", read_gbs);
+  std::printf("|---------|--------|---------|--------|-------|------------------------|\n");
+  std::printf("| prefill | %6lld | %7.3f | %6.1f |       |                        |\n",
+              static_cast<long long>(n_prompt), prefill_s, prefill_tps);
+  std::printf("| decode  | %6lld | %7.3f | %6.2f | %5.2f | %21.0f%% |\n",
+              static_cast<long long>(n_decode), decode_s, decode_tps, decode_gbs,
+              100.0 * decode_gbs / read_gbs);
+
+  nlohmann::json j = {
+      {"bench", "bench_cpu"},
+      {"preset", preset},
+      {"config", {{"num_hidden_layers", cfg.num_hidden_layers}, {"hidden_size", cfg.hidden_size},
+                  {"intermediate_size", cfg.intermediate_size}, {"vocab_size", cfg.vocab_size},
+                  {"num_attention_heads", cfg.num_attention_heads},
+                  {"num_key_value_heads", cfg.num_key_value_heads}, {"head_dim", cfg.head_dim}}},
+      {"threads", {{"openblas", openblas_get_num_threads()}, {"openmp", omp_get_max_threads()}}},
+      {"weight_bytes_per_decode_step", wbytes},
+      {"host_read_gbs", read_gbs},
+      {"prefill", {{"tokens", n_prompt}, {"seconds", prefill_s}, {"tok_per_s", prefill_tps}}},
+      {"decode", {{"tokens", n_decode}, {"context_start", n_prompt}, {"seconds", decode_s},
+                  {"tok_per_s", decode_tps}, {"gbs", decode_gbs},
+                  {"kv_bytes_read", kv_bytes_total}, {"step_seconds", step_s}}},
+  };
+  std::ofstream f(out);
+  if (!f) fail("cannot write {}", out);
+  f << j.dump(2) << "\n";
+  std::printf("wrote %s\n", out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

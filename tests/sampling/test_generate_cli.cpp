@@ -1,0 +1,150 @@
+// End to end: make_model (tiny presets, every architecture) -> load_model -> CpuBackend: greedy
+// generation equals the dense reference; `hogwild generate --json --dump-logits` writes rows that
+// match the dense reference's logits of prompt ++ generated.
+#include "core/error.h"
+#include "cpu/cpu_backend.h"
+#include "model/make_model.h"
+#include "model/weights.h"
+#include "sampling/generate.h"
+#include "tests/cpu/reference_model.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace hogwild {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string make_tiny(Arch arch, const std::string& preset, const std::string& tag) {
+  MakeModelOptions o;
+  o.arch = arch;
+  o.preset = preset;
+  o.dtype = Dtype::f32;
+  o.seed = 3;
+  o.out_dir = testing::TempDir() + "/hogwild_gen_" + tag;
+  o.show_progress = false;
+  make_model(o);
+  return o.out_dir;
+}
+
+std::vector<int32_t> prompt_ids(int64_t vocab) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 19; ++i) ids.push_back(static_cast<int32_t>((i * 37 + 11) % vocab));
+  return ids;
+}
+
+class Archs : public ::testing::TestWithParam<std::pair<Arch, std::string>> {};
+
+TEST_P(Archs, GreedyGenerationOfALoadedModelMatchesDenseReference) {
+  const auto [arch, preset] = GetParam();
+  const std::string dir = make_tiny(arch, preset, std::string(arch_short_name(arch)) + preset);
+  const ModelWeights w = load_model(dir, {.show_progress = false});
+  cpu::CpuBackend be(w);
+  Sampler s{SamplingParams{}};
+  GenerateOptions o;
+  o.max_new_tokens = 10;
+  const std::vector<int32_t> prompt = prompt_ids(w.config.vocab_size);
+  const GenerateResult r = generate(be, prompt, s, o);
+  ASSERT_EQ(r.generated.size(), 10u);
+  std::vector<int32_t> seq = prompt;
+  seq.insert(seq.end(), r.generated.begin(), r.generated.end());
+  const std::vector<float> ref = test::dense_logits(w, seq);
+  const int64_t V = w.config.vocab_size;
+  for (size_t i = 0; i < r.generated.size(); ++i) {
+    const size_t pos = prompt.size() - 1 + i;
+    const auto row = ref.begin() + pos * V;
+    EXPECT_EQ(r.generated[i], std::max_element(row, row + V) - row) << "step " << i;
+  }
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tiny, Archs,
+    ::testing::Values(std::pair{Arch::qwen3, std::string("tiny")},
+                      std::pair{Arch::qwen3, std::string("tiny-yarn")},
+                      std::pair{Arch::qwen2, std::string("tiny")},
+                      std::pair{Arch::llama, std::string("tiny")},
+                      std::pair{Arch::llama, std::string("tiny-linear")},
+                      std::pair{Arch::mistral, std::string("tiny")},
+                      std::pair{Arch::phi3, std::string("tiny")}),
+    [](const auto& info) {
+      std::string n = std::string(arch_short_name(info.param.first)) + "_" + info.param.second;
+      std::replace(n.begin(), n.end(), '-', '_');
+      return n;
+    });
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// Runs the CLI; returns stdout, stderr in *err.
+std::string run_cli(const std::string& args, int* rc, std::string* err) {
+  const std::string out = testing::TempDir() + "/hogwild_cli_out.txt";
+  const std::string errf = testing::TempDir() + "/hogwild_cli_err.txt";
+  const std::string cmd =
+      std::string(HOGWILD_BINARY_DIR) + "/hogwild " + args + " >" + out + " 2>" + errf;
+  *rc = std::system(cmd.c_str());
+  *err = slurp(errf);
+  return slurp(out);
+}
+
+TEST(GenerateCli, JsonAndDumpLogitsMatchTheReference) {
+  if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild")) GTEST_SKIP() << "hogwild not built";
+  const std::string dir = make_tiny(Arch::qwen3, "tiny", "cli");
+  const std::string npy = testing::TempDir() + "/hogwild_cli_logits.npy";
+  int rc = 0;
+  std::string err;
+  const std::string out = run_cli(
+      "generate -m " + dir + " --ids 5,17,2,40,33 -n 6 --greedy --json --dump-logits " + npy, &rc,
+      &err);
+  ASSERT_EQ(rc, 0) << out << err;
+  const auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["prompt_ids"].get<std::vector<int32_t>>(), (std::vector<int32_t>{5, 17, 2, 40, 33}));
+  const auto gen = j["generated_ids"].get<std::vector<int32_t>>();
+  ASSERT_EQ(gen.size(), 6u);
+  EXPECT_EQ(j["stop_reason"], "max_new_tokens");
+  // The .npy: (5 + 6, vocab) rows = logits at every position of prompt ++ generated.
+  const ModelWeights w = load_model(dir, {.show_progress = false});
+  const int64_t V = w.config.vocab_size;
+  std::ifstream f(npy, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.size(), 128 + 11 * V * 4);
+  EXPECT_NE(bytes.find("'shape': (11, " + std::to_string(V) + ")"), std::string::npos);
+  std::vector<float> rows(11 * V);
+  std::memcpy(rows.data(), bytes.data() + 128, rows.size() * 4);
+  std::vector<int32_t> seq = {5, 17, 2, 40, 33};
+  seq.insert(seq.end(), gen.begin(), gen.end());
+  const std::vector<float> ref = test::dense_logits(w, seq);
+  double max_err = 0, scale = 1e-3;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    max_err = std::max(max_err, std::abs(static_cast<double>(rows[i]) - ref[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(ref[i])));
+  }
+  EXPECT_LE(max_err / scale, 1e-5);
+  // Bad input: clear errors, non-zero exit.
+  run_cli("generate -m " + dir + " -p hello", &rc, &err);
+  EXPECT_NE(err.find("tokenizer.json"), std::string::npos) << err;
+  EXPECT_NE(rc, 0);
+  run_cli("generate -m " + dir + " --ids 1,x", &rc, &err);
+  EXPECT_NE(err.find("not a token id"), std::string::npos) << err;
+  EXPECT_NE(rc, 0);
+  std::string long_ids = "1";
+  for (int i = 1; i < w.config.max_position_embeddings + 1; ++i) long_ids += ",1";
+  run_cli("generate -m " + dir + " --ids " + long_ids, &rc, &err);
+  EXPECT_NE(err.find("context"), std::string::npos) << err;
+  EXPECT_NE(rc, 0);
+  fs::remove_all(dir);
+  std::remove(npy.c_str());
+}
+
+}  // namespace
+}  // namespace hogwild
