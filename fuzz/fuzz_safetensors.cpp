@@ -1,12 +1,12 @@
 // libFuzzer target: the safetensors header parser on arbitrary bytes (the buffer is the whole
 // "file"). Any input must either parse or throw hogwild::Error; for a parsed header every tensor's
 // bytes are read, so ASan catches an offset check that lets a tensor point outside the buffer.
-#include "core/error.h"
-#include "model/safetensors.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "core/error.h"
+#include "model/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -1,14 +1,13 @@
 // `hogwild info -m DIR`: what a model directory holds, from config.json and the safetensors headers
 // only (no tensor data is read, so it is instant for any size).
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
 #include "apps/hogwild/commands.h"
 #include "core/error.h"
 #include "model/loader.h"
-
-#include <nlohmann/json.hpp>
-
-#include <cstdio>
-#include <memory>
-#include <set>
 
 namespace hogwild::cli {
 
@@ -23,7 +22,8 @@ std::string human_bytes(double b) {
 
 std::string rope_desc(const ModelConfig& c) {
   const RopeScaling& r = c.rope_scaling;
-  std::string s = fmt::format("theta {}, rotary_dim {} of {}", c.rope_theta, c.rotary_dim(), c.head_dim);
+  std::string s =
+      fmt::format("theta {}, rotary_dim {} of {}", c.rope_theta, c.rotary_dim(), c.head_dim);
   if (r.rope_type == "default") return s + ", no scaling";
   s += fmt::format(", {} factor {}", r.rope_type, r.factor);
   if (r.rope_type == "llama3")
@@ -67,8 +67,9 @@ void run_info(const std::string& dir, bool as_json) {
   auto line = [](const char* k, const std::string& v) { std::printf("%-26s %s\n", k, v.c_str()); };
   line("model", dir);
   line("architecture", fmt::format("{} ({})", arch_hf_name(c.arch), arch_short_name(c.arch)));
-  line("parameters", params >= 1000000000 ? fmt::format("{:.2f}B ({})", double(params) / 1e9, params)
-                                           : fmt::format("{:.2f}M ({})", double(params) / 1e6, params));
+  line("parameters", params >= 1000000000
+                         ? fmt::format("{:.2f}B ({})", double(params) / 1e9, params)
+                         : fmt::format("{:.2f}M ({})", double(params) / 1e6, params));
   line("dtype", fmt::format("{} (tensors: {})", c.torch_dtype, dtype_list));
   line("weights", fmt::format("{} in {} file{}", human_bytes(double(bytes)), ck.files().size(),
                               ck.files().size() == 1 ? "" : "s"));
@@ -77,9 +78,9 @@ void run_info(const std::string& dir, bool as_json) {
   line("num_hidden_layers", std::to_string(c.num_hidden_layers));
   line("hidden_size", std::to_string(c.hidden_size));
   line("intermediate_size", std::to_string(c.intermediate_size));
-  line("attention heads",
-       fmt::format("{} query, {} key/value ({} per KV head), head_dim {}", c.num_attention_heads,
-                   c.num_key_value_heads, c.num_attention_heads / c.num_key_value_heads, c.head_dim));
+  line("attention heads", fmt::format("{} query, {} key/value ({} per KV head), head_dim {}",
+                                      c.num_attention_heads, c.num_key_value_heads,
+                                      c.num_attention_heads / c.num_key_value_heads, c.head_dim));
   line("vocab_size", std::to_string(c.vocab_size));
   line("max_position_embeddings", std::to_string(c.max_position_embeddings));
   line("rope", rope_desc(c));
@@ -92,13 +93,15 @@ void run_info(const std::string& dir, bool as_json) {
   flag(c.qk_norm, "qk_norm");
   flag(c.fused_qkv, "fused qkv_proj");
   flag(c.fused_gate_up, "fused gate_up_proj");
-  if (c.sliding_window > 0) flags += fmt::format("{}sliding_window {}", flags.empty() ? "" : ", ", c.sliding_window);
+  if (c.sliding_window > 0)
+    flags += fmt::format("{}sliding_window {}", flags.empty() ? "" : ", ", c.sliding_window);
   line("quirks", flags.empty() ? "none" : flags);
   line("rms_norm_eps", fmt::format("{}", c.rms_norm_eps));
   line("KV cache per token", fmt::format("{} B bf16, {} B fp32", kv16, kv32));
-  line("KV cache at full context",
-       fmt::format("{} bf16, {} fp32", human_bytes(double(kv16) * double(c.max_position_embeddings)),
-                   human_bytes(double(kv32) * double(c.max_position_embeddings))));
+  line(
+      "KV cache at full context",
+      fmt::format("{} bf16, {} fp32", human_bytes(double(kv16) * double(c.max_position_embeddings)),
+                  human_bytes(double(kv32) * double(c.max_position_embeddings))));
   std::string eos;
   for (int64_t e : c.eos_token_id) eos += (eos.empty() ? "" : ", ") + std::to_string(e);
   line("bos / eos token ids",

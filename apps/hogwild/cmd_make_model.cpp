@@ -1,10 +1,10 @@
 // `hogwild make-model`: a deterministic random-weight model in Hugging Face format (make_model.h).
+#include <cctype>
+#include <memory>
+
 #include "apps/hogwild/commands.h"
 #include "core/error.h"
 #include "model/make_model.h"
-
-#include <cctype>
-#include <memory>
 
 namespace hogwild::cli {
 
@@ -14,10 +14,14 @@ namespace {
 uint64_t parse_size(const std::string& s) {
   size_t i = 0;
   while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-  if (i == 0 || i > 15) fail("--max-shard-size {}: expected a number of bytes such as 2GiB, 500MB, 4096", s);
+  if (i == 0 || i > 15)
+    fail("--max-shard-size {}: expected a number of bytes such as 2GiB, 500MB, 4096", s);
   uint64_t n = std::stoull(s.substr(0, i));
   std::string unit = s.substr(i);
-  struct U { const char* name; uint64_t mul; };
+  struct U {
+    const char* name;
+    uint64_t mul;
+  };
   for (U u : {U{"", 1}, U{"B", 1}, U{"KB", 1000}, U{"MB", 1000000}, U{"GB", 1000000000},
               U{"KiB", 1ull << 10}, U{"MiB", 1ull << 20}, U{"GiB", 1ull << 30}})
     if (unit == u.name) return n * u.mul;
@@ -36,7 +40,8 @@ void register_make_model(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "make-model", "Write a deterministic random-weight model in Hugging Face format");
-  cmd->add_option("--arch", args->arch, "qwen3|qwen2|llama|mistral|phi3 (implied by a real preset)");
+  cmd->add_option("--arch", args->arch,
+                  "qwen3|qwen2|llama|mistral|phi3 (implied by a real preset)");
   auto* preset = cmd->add_option("--preset", args->preset,
                                  "tiny, tiny-yarn (qwen3), tiny-linear (llama), qwen3-0.6b, "
                                  "qwen3-8b, qwq-32b, llama-3.1-8b, phi-4");
@@ -66,10 +71,14 @@ void register_make_model(CLI::App& app) {
              found > 1 ? fmt::format("; preset {} exists for several architectures", args->preset)
                        : "");
     }
-    if (args->dtype == "bf16") o.dtype = Dtype::bf16;
-    else if (args->dtype == "f16") o.dtype = Dtype::f16;
-    else if (args->dtype == "f32") o.dtype = Dtype::f32;
-    else fail("--dtype {}: use bf16, f16 or f32", args->dtype);
+    if (args->dtype == "bf16")
+      o.dtype = Dtype::bf16;
+    else if (args->dtype == "f16")
+      o.dtype = Dtype::f16;
+    else if (args->dtype == "f32")
+      o.dtype = Dtype::f32;
+    else
+      fail("--dtype {}: use bf16, f16 or f32", args->dtype);
     o.tokenizer_dir = args->tokenizer;
     o.seed = args->seed;
     o.out_dir = args->out;

@@ -1,14 +1,14 @@
-// config.json parsing. Defaults are those of transformers' configuration_{qwen2,qwen3,llama,mistral,
-// phi3}.py for keys a config.json may omit; rope_scaling keys as in modeling_rope_utils.py.
+// config.json parsing. Defaults are those of transformers'
+// configuration_{qwen2,qwen3,llama,mistral, phi3}.py for keys a config.json may omit; rope_scaling
+// keys as in modeling_rope_utils.py.
 #include "model/config.h"
-
-#include "core/error.h"
-
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
 
 namespace hogwild {
 
@@ -50,9 +50,10 @@ bool present(const json& j, const char* key) { return j.contains(key) && !j[key]
 int64_t get_int(const json& j, const char* key, int64_t def, bool required = false) {
   if (!present(j, key)) {
     if (required)
-      fail("config.json has no \"{}\"; it is required for this architecture — use the model's "
-           "original config.json",
-           key);
+      fail(
+          "config.json has no \"{}\"; it is required for this architecture — use the model's "
+          "original config.json",
+          key);
     return def;
   }
   const json& v = j[key];
@@ -81,18 +82,23 @@ void require_positive(int64_t v, const char* key) {
   if (v <= 0) fail("config.json: \"{}\" must be positive, got {}", key, v);
 }
 
-// rope_scaling / rope_parameters (modeling_rope_utils.py: "type" is the legacy name of "rope_type").
+// rope_scaling / rope_parameters (modeling_rope_utils.py: "type" is the legacy name of
+// "rope_type").
 RopeScaling parse_rope(const json& rs, const char* where) {
   RopeScaling r;
-  if (!rs.is_object()) fail("config.json: \"{}\" must be an object or null, got {}", where, rs.dump());
+  if (!rs.is_object())
+    fail("config.json: \"{}\" must be an object or null, got {}", where, rs.dump());
   std::string type = "default";
-  if (present(rs, "rope_type")) type = rs["rope_type"].get<std::string>();
-  else if (present(rs, "type")) type = rs["type"].get<std::string>();
+  if (present(rs, "rope_type"))
+    type = rs["rope_type"].get<std::string>();
+  else if (present(rs, "type"))
+    type = rs["type"].get<std::string>();
   if (type != "default" && type != "linear" && type != "llama3" && type != "yarn")
-    fail("config.json: {} type \"{}\" is not supported; hogwild implements RoPE types default, "
-         "linear, llama3 and yarn (longrope, dynamic and others are not) — remove it or use a "
-         "model that does not need it",
-         where, type);
+    fail(
+        "config.json: {} type \"{}\" is not supported; hogwild implements RoPE types default, "
+        "linear, llama3 and yarn (longrope, dynamic and others are not) — remove it or use a "
+        "model that does not need it",
+        where, type);
   r.rope_type = type;
   if (type == "default") return r;
   if (!present(rs, "factor") || !rs["factor"].is_number())
@@ -116,9 +122,10 @@ RopeScaling parse_rope(const json& rs, const char* where) {
     r.attention_factor = get_double(rs, "attention_factor", 0.0);
     r.truncate = get_bool(rs, "truncate", true);
     if (present(rs, "mscale") || present(rs, "mscale_all_dim"))
-      fail("config.json: {}: yarn \"mscale\"/\"mscale_all_dim\" (DeepSeek-style) is not "
-           "supported; remove them or use a model without them",
-           where);
+      fail(
+          "config.json: {}: yarn \"mscale\"/\"mscale_all_dim\" (DeepSeek-style) is not "
+          "supported; remove them or use a model without them",
+          where);
   }
   return r;
 }
@@ -166,7 +173,7 @@ int64_t ModelConfig::rotary_dim() const {
 int64_t ModelConfig::num_parameters() const {
   const int64_t h = hidden_size, d = head_dim, q = num_attention_heads * d,
                 kv = num_key_value_heads * d;
-  int64_t layer = 2 * h                        // input_layernorm, post_attention_layernorm
+  int64_t layer = 2 * h                         // input_layernorm, post_attention_layernorm
                   + q * h + 2 * kv * h + h * q  // q, k, v, o projections
                   + 3 * h * intermediate_size;  // gate, up, down
   if (attention_bias) layer += q + 2 * kv;
@@ -182,12 +189,14 @@ int64_t ModelConfig::kv_bytes_per_token(int64_t elem_bytes) const {
 
 namespace {
 ModelConfig parse_model_config_impl(const json& j) {
-  if (!j.is_object()) fail("config.json is not a JSON object; use the model's original config.json");
-  if (!present(j, "architectures") || !j["architectures"].is_array() || j["architectures"].empty() ||
-      !j["architectures"][0].is_string())
-    fail("config.json has no \"architectures\" list; add e.g. \"architectures\": "
-         "[\"Qwen3ForCausalLM\"] (supported: {})",
-         supported_list(true));
+  if (!j.is_object())
+    fail("config.json is not a JSON object; use the model's original config.json");
+  if (!present(j, "architectures") || !j["architectures"].is_array() ||
+      j["architectures"].empty() || !j["architectures"][0].is_string())
+    fail(
+        "config.json has no \"architectures\" list; add e.g. \"architectures\": "
+        "[\"Qwen3ForCausalLM\"] (supported: {})",
+        supported_list(true));
   ModelConfig c;
   c.arch = arch_from_hf_name(j["architectures"][0].get<std::string>());
   const Arch a = c.arch;
@@ -217,9 +226,10 @@ ModelConfig parse_model_config_impl(const json& j) {
     c.head_dim = 128;
   } else {
     if (c.hidden_size % c.num_attention_heads != 0)
-      fail("config.json: hidden_size ({}) is not a multiple of num_attention_heads ({}) and no "
-           "\"head_dim\" is given",
-           c.hidden_size, c.num_attention_heads);
+      fail(
+          "config.json: hidden_size ({}) is not a multiple of num_attention_heads ({}) and no "
+          "\"head_dim\" is given",
+          c.hidden_size, c.num_attention_heads);
     c.head_dim = c.hidden_size / c.num_attention_heads;
   }
   require_positive(c.head_dim, "head_dim");
@@ -249,9 +259,10 @@ ModelConfig parse_model_config_impl(const json& j) {
   if (!(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1))
     fail("config.json: partial_rotary_factor must be in (0, 1], got {}", c.partial_rotary_factor);
   if (c.rotary_dim() <= 0 || c.rotary_dim() % 2 != 0)
-    fail("config.json: rotary dimensions head_dim*partial_rotary_factor = {} must be even and "
-         "positive",
-         c.rotary_dim());
+    fail(
+        "config.json: rotary dimensions head_dim*partial_rotary_factor = {} must be even and "
+        "positive",
+        c.rotary_dim());
 
   // Family quirks.
   c.attention_bias = a == Arch::qwen2 ? true  // Qwen2Attention: q/k/v always have bias
@@ -262,8 +273,9 @@ ModelConfig parse_model_config_impl(const json& j) {
   if (a == Arch::llama && get_bool(j, "mlp_bias", false))
     fail("config.json: \"mlp_bias\": true is not supported; use a Llama model without MLP biases");
   if ((a == Arch::qwen2 || a == Arch::qwen3) && get_bool(j, "use_sliding_window", false))
-    fail("config.json: \"use_sliding_window\": true is not supported; set it to false (the "
-         "released Qwen models do) or use another model");
+    fail(
+        "config.json: \"use_sliding_window\": true is not supported; set it to false (the "
+        "released Qwen models do) or use another model");
   if (a == Arch::mistral || a == Arch::phi3) c.sliding_window = get_int(j, "sliding_window", 0);
   if (present(j, "hidden_act") && j["hidden_act"] != "silu")
     fail("config.json: hidden_act {} is not supported; hogwild implements SwiGLU with silu",
@@ -300,9 +312,10 @@ ModelConfig load_model_config(const std::string& model_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(model_dir, ec))
-    fail("model directory {} does not exist or is not a directory; pass a Hugging Face model "
-         "directory (config.json + *.safetensors)",
-         model_dir);
+    fail(
+        "model directory {} does not exist or is not a directory; pass a Hugging Face model "
+        "directory (config.json + *.safetensors)",
+        model_dir);
   fs::path p = fs::path(model_dir) / "config.json";
   if (!fs::exists(p, ec))
     fail("{} is missing; a Hugging Face model directory needs its config.json", p.string());
@@ -351,9 +364,12 @@ json model_config_to_json(const ModelConfig& c) {
   j["attention_dropout"] = 0.0;
   j["torch_dtype"] = c.torch_dtype;
   j["bos_token_id"] = c.bos_token_id >= 0 ? json(c.bos_token_id) : json(nullptr);
-  if (c.eos_token_id.empty()) j["eos_token_id"] = nullptr;
-  else if (c.eos_token_id.size() == 1) j["eos_token_id"] = c.eos_token_id[0];
-  else j["eos_token_id"] = c.eos_token_id;
+  if (c.eos_token_id.empty())
+    j["eos_token_id"] = nullptr;
+  else if (c.eos_token_id.size() == 1)
+    j["eos_token_id"] = c.eos_token_id[0];
+  else
+    j["eos_token_id"] = c.eos_token_id;
   j["pad_token_id"] = nullptr;  // Phi3Config defaults to 32000, out of range for small vocabularies
   j["use_cache"] = true;
   return j;

@@ -4,27 +4,37 @@ namespace hogwild {
 
 const char* dtype_name(Dtype d) {
   switch (d) {
-    case Dtype::bf16: return "BF16";
-    case Dtype::f16: return "F16";
-    case Dtype::f32: return "F32";
+    case Dtype::bf16:
+      return "BF16";
+    case Dtype::f16:
+      return "F16";
+    case Dtype::f32:
+      return "F32";
   }
   return "?";
 }
 
 const char* dtype_torch_name(Dtype d) {
   switch (d) {
-    case Dtype::bf16: return "bfloat16";
-    case Dtype::f16: return "float16";
-    case Dtype::f32: return "float32";
+    case Dtype::bf16:
+      return "bfloat16";
+    case Dtype::f16:
+      return "float16";
+    case Dtype::f32:
+      return "float32";
   }
   return "?";
 }
 
 bool dtype_from_name(const std::string& s, Dtype* out) {
-  if (s == "BF16") *out = Dtype::bf16;
-  else if (s == "F16") *out = Dtype::f16;
-  else if (s == "F32") *out = Dtype::f32;
-  else return false;
+  if (s == "BF16")
+    *out = Dtype::bf16;
+  else if (s == "F16")
+    *out = Dtype::f16;
+  else if (s == "F32")
+    *out = Dtype::f32;
+  else
+    return false;
   return true;
 }
 
@@ -55,7 +65,7 @@ uint16_t f32_to_f16(float f) {
   uint32_t u = std::bit_cast<uint32_t>(f);
   uint16_t sign = uint16_t((u >> 16) & 0x8000u);
   uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return sign | 0x7e00u;  // NaN
+  if (a > 0x7f800000u) return sign | 0x7e00u;   // NaN
   if (a >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds to inf
   if (a < 0x38800000u) {
     // Result is subnormal or zero: value / 2^-24 rounded to nearest even.

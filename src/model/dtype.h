@@ -1,6 +1,7 @@
 // Element types of safetensors checkpoints and their conversion to fp32.
 // bf16 = the upper 16 bits of an IEEE-754 binary32; f16 = IEEE-754 binary16. All conversions are
-// pure integer/IEEE arithmetic, so they give the same bits on every machine (make-model relies on it).
+// pure integer/IEEE arithmetic, so they give the same bits on every machine (make-model relies on
+// it).
 #pragma once
 
 #include <bit>
@@ -9,8 +10,9 @@
 #include <cstring>
 #include <string>
 
-static_assert(std::endian::native == std::endian::little,
-              "hogwild reads little-endian safetensors files in place; big-endian hosts are not supported");
+static_assert(
+    std::endian::native == std::endian::little,
+    "hogwild reads little-endian safetensors files in place; big-endian hosts are not supported");
 
 namespace hogwild {
 

@@ -1,14 +1,14 @@
 // Checking a checkpoint against the architecture's tensor table (tensor_names.h) without reading
-// tensor data: used by load_model (weights.h), `hogwild info`, and backends that read the weights in
-// their stored dtype (CUDA keeps bf16).
+// tensor data: used by load_model (weights.h), `hogwild info`, and backends that read the weights
+// in their stored dtype (CUDA keeps bf16).
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "model/safetensors.h"
 #include "model/tensor_names.h"
-
-#include <string>
-#include <vector>
 
 namespace hogwild {
 

@@ -3,18 +3,17 @@
 // into an FMA on one machine and not on another.
 #include "model/make_model.h"
 
-#include "core/error.h"
-#include "model/safetensors.h"
-#include "model/tensor_names.h"
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
+
+#include "core/error.h"
+#include "model/safetensors.h"
+#include "model/tensor_names.h"
 
 namespace hogwild {
 
@@ -68,7 +67,8 @@ int64_t token_id(const json& tok, const std::string& s) {
   if (tok.contains("added_tokens"))
     for (const json& t : tok["added_tokens"])
       if (t.value("content", "") == s) return t.value("id", int64_t(-1));
-  if (tok.contains("model") && tok["model"].contains("vocab") && tok["model"]["vocab"].is_object()) {
+  if (tok.contains("model") && tok["model"].contains("vocab") &&
+      tok["model"]["vocab"].is_object()) {
     auto it = tok["model"]["vocab"].find(s);
     if (it != tok["model"]["vocab"].end() && it->is_number_integer()) return it->get<int64_t>();
   }
@@ -124,9 +124,8 @@ void fill_tensor(const MakeModelOptions& opt, const ModelPreset& p, const Tensor
     }
   };
   const size_t kPerThread = size_t(1) << 20;
-  const size_t n_threads =
-      std::min<size_t>({(n + kPerThread - 1) / kPerThread, 16,
-                        std::max(1u, std::thread::hardware_concurrency())});
+  const size_t n_threads = std::min<size_t>(
+      {(n + kPerThread - 1) / kPerThread, 16, std::max(1u, std::thread::hardware_concurrency())});
   if (n_threads <= 1) return run(0, n);
   std::vector<std::thread> th;
   const size_t per = (n + n_threads - 1) / n_threads;
@@ -198,7 +197,8 @@ ModelConfig make_model(const MakeModelOptions& opt) {
   const fs::path out(opt.out_dir);
   std::error_code ec;
   fs::create_directories(out, ec);
-  if (!fs::is_directory(out)) fail("cannot create output directory {}: {}", out.string(), ec.message());
+  if (!fs::is_directory(out))
+    fail("cannot create output directory {}: {}", out.string(), ec.message());
   if (!opt.tokenizer_dir.empty()) apply_tokenizer(opt.tokenizer_dir, out, c);
   // Remove weights of an earlier run, which the loader could pick up instead of the new ones.
   for (const auto& e : fs::directory_iterator(out)) {

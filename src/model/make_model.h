@@ -16,35 +16,35 @@
 // rather than ~0.16: greedy decoding is then not decided by near-ties.
 #pragma once
 
-#include "model/config.h"
-#include "model/dtype.h"
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "model/config.h"
+#include "model/dtype.h"
 
 namespace hogwild {
 
 /// A named model shape (`--preset`).
 struct ModelPreset {
-  std::string name;       // "tiny", "qwen3-0.6b", ...
-  ModelConfig config;     // config.arch is the preset's architecture
-  double init_std = 0.02; // std of matrix entries (HF initializer_range)
-  double norm_jitter = 0; // norm weights = 1 + normal(0, norm_jitter)
-  double bias_std = 0;    // attention biases = normal(0, bias_std)
+  std::string name;        // "tiny", "qwen3-0.6b", ...
+  ModelConfig config;      // config.arch is the preset's architecture
+  double init_std = 0.02;  // std of matrix entries (HF initializer_range)
+  double norm_jitter = 0;  // norm weights = 1 + normal(0, norm_jitter)
+  double bias_std = 0;     // attention biases = normal(0, bias_std)
 };
 
 /// Every preset: "tiny" for each architecture (and "tiny-yarn" qwen3, "tiny-linear" llama), and the
 /// real shapes qwen3-0.6b, qwen3-8b, qwq-32b (qwen2), llama-3.1-8b, phi-4 (phi3).
 const std::vector<ModelPreset>& model_presets();
-/// The preset `name` for `arch`. Throws hogwild::Error listing the presets when unknown, or when the
-/// preset belongs to another architecture (saying which --arch to use).
+/// The preset `name` for `arch`. Throws hogwild::Error listing the presets when unknown, or when
+/// the preset belongs to another architecture (saying which --arch to use).
 ModelPreset find_preset(Arch arch, const std::string& name);
 
 struct MakeModelOptions {
   Arch arch = Arch::qwen3;
-  std::string preset;         // one of preset / config_file
-  std::string config_file;    // an HF config.json whose shapes to use (architectures must match arch)
+  std::string preset;       // one of preset / config_file
+  std::string config_file;  // an HF config.json whose shapes to use (architectures must match arch)
   std::string tokenizer_dir;  // optional: copy tokenizer files, fit vocab_size and bos/eos ids
   Dtype dtype = Dtype::bf16;  // dtype of the written tensors
   uint64_t seed = 0;
@@ -54,8 +54,8 @@ struct MakeModelOptions {
 };
 
 /// Writes out_dir/{config.json, generation_config.json, model.safetensors | model-0000i-of-0000n.
-/// safetensors + model.safetensors.index.json} (and the tokenizer files). Creates out_dir if needed.
-/// Returns the config written. Throws hogwild::Error on bad options or I/O failure.
+/// safetensors + model.safetensors.index.json} (and the tokenizer files). Creates out_dir if
+/// needed. Returns the config written. Throws hogwild::Error on bad options or I/O failure.
 ModelConfig make_model(const MakeModelOptions& opt);
 
 /// Fills `out` (n values) with the deterministic approximately-normal values of tensor `name`,

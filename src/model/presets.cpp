@@ -1,9 +1,9 @@
 // The model preset table (`hogwild make-model --preset`): tiny test shapes per architecture and the
 // real shapes of released checkpoints (values from their config.json on the Hugging Face hub).
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "model/make_model.h"
-
-#include <nlohmann/json.hpp>
 
 namespace hogwild {
 
@@ -150,8 +150,8 @@ ModelPreset find_preset(Arch arch, const std::string& name) {
   for (const ModelPreset& p : model_presets()) {
     if (p.name == name && p.config.arch == arch) return p;
     if (p.name == name) other = &p;
-    names += fmt::format("{}{} ({})", names.empty() ? "" : ", ", p.name,
-                         arch_short_name(p.config.arch));
+    names +=
+        fmt::format("{}{} ({})", names.empty() ? "" : ", ", p.name, arch_short_name(p.config.arch));
   }
   if (other)
     fail("preset {} is a {} model; use --arch {}", name, arch_short_name(other->config.arch),

@@ -1,13 +1,9 @@
 #include "model/safetensors.h"
 
-#include "core/error.h"
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,7 +11,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
+
+#include "core/error.h"
 
 namespace hogwild {
 
@@ -23,10 +22,13 @@ namespace {
 
 using nlohmann::json;
 
-const char* kCorruptHint = "the file is corrupt or not a safetensors file; download or convert it again";
+const char* kCorruptHint =
+    "the file is corrupt or not a safetensors file; download or convert it again";
 
 // a * b, false on uint64 overflow.
-bool mul_overflow(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
+bool mul_overflow(uint64_t a, uint64_t b, uint64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
 
 // A non-negative JSON integer (number_unsigned, or number_integer >= 0).
 bool json_u64(const json& v, uint64_t* out) {
@@ -51,9 +53,10 @@ TensorInfo parse_tensor_entry(const std::string& name, const json& e, const std:
     fail("{}: tensor '{}': missing \"dtype\" string; {}", label, name, kCorruptHint);
   const std::string& dts = dt->get_ref<const std::string&>();
   if (!dtype_from_name(dts, &t.dtype))
-    fail("{}: tensor '{}' has dtype {}; hogwild reads BF16, F16 and F32 tensors only (quantized "
-         "checkpoints such as AWQ/GPTQ/FP8 are not supported yet): use the model's bf16 release",
-         label, name, dts.substr(0, 32));
+    fail(
+        "{}: tensor '{}' has dtype {}; hogwild reads BF16, F16 and F32 tensors only (quantized "
+        "checkpoints such as AWQ/GPTQ/FP8 are not supported yet): use the model's bf16 release",
+        label, name, dts.substr(0, 32));
   auto sh = e.find("shape");
   if (sh == e.end() || !sh->is_array())
     fail("{}: tensor '{}': missing \"shape\" array; {}", label, name, kCorruptHint);
@@ -108,8 +111,10 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* bytes, size_t n_bytes,
     fail("{}: header length {} bytes is larger than the {} MiB limit; {}", label, n,
          kMaxSafetensorsHeader >> 20, kCorruptHint);
   if (n > file_size - 8)
-    fail("{}: header length {} bytes runs past the end of the {}-byte file (truncated download?); {}",
-         label, n, file_size, kCorruptHint);
+    fail(
+        "{}: header length {} bytes runs past the end of the {}-byte file (truncated download?); "
+        "{}",
+        label, n, file_size, kCorruptHint);
   if (n > n_bytes - 8)
     fail("{}: header length {} bytes runs past the {} bytes available; {}", label, n, n_bytes,
          kCorruptHint);
@@ -139,9 +144,10 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* bytes, size_t n_bytes,
     }
     TensorInfo t = parse_tensor_entry(key, value, label);
     if (t.end > h.data_size)
-      fail("{}: tensor '{}': data_offsets [{}, {}] run past the {}-byte data section (truncated "
-           "file?); {}",
-           label, key, t.begin, t.end, h.data_size, kCorruptHint);
+      fail(
+          "{}: tensor '{}': data_offsets [{}, {}] run past the {}-byte data section (truncated "
+          "file?); {}",
+          label, key, t.begin, t.end, h.data_size, kCorruptHint);
     h.tensors.push_back(std::move(t));
   }
   std::sort(h.tensors.begin(), h.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
@@ -202,9 +208,10 @@ Checkpoint::Checkpoint(const std::string& model_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(model_dir, ec))
-    fail("model directory {} does not exist or is not a directory; pass a Hugging Face model "
-         "directory (config.json + *.safetensors)",
-         model_dir);
+    fail(
+        "model directory {} does not exist or is not a directory; pass a Hugging Face model "
+        "directory (config.json + *.safetensors)",
+        model_dir);
   fs::path dir(model_dir);
   fs::path single = dir / "model.safetensors";
   fs::path index = dir / "model.safetensors.index.json";
@@ -218,9 +225,10 @@ Checkpoint::Checkpoint(const std::string& model_dir) {
     return;
   }
   if (!fs::exists(index, ec))
-    fail("{} has no model.safetensors or model.safetensors.index.json; download the model's "
-         "safetensors weights (PyTorch .bin and GGUF files are not read)",
-         model_dir);
+    fail(
+        "{} has no model.safetensors or model.safetensors.index.json; download the model's "
+        "safetensors weights (PyTorch .bin and GGUF files are not read)",
+        model_dir);
   sharded_ = true;
   std::ifstream in(index);
   if (!in) fail("cannot read {}; check its permissions", index.string());
@@ -245,24 +253,26 @@ Checkpoint::Checkpoint(const std::string& model_dir) {
   for (const auto& [fname, names] : by_file) {
     fs::path p = dir / fname;
     if (!fs::exists(p, ec))
-      fail("shard {} listed in {} is missing; download all {} shards", p.string(),
-           index.string(), by_file.size());
+      fail("shard {} listed in {} is missing; download all {} shards", p.string(), index.string(),
+           by_file.size());
     const SafetensorsFile* f = add_file(p);
     std::set<std::string> listed(names.begin(), names.end());
     for (const std::string& n : names)
       if (!f->find(n))
-        fail("{}: tensor '{}' is listed in model.safetensors.index.json but not in the shard; "
-             "the shard or the index is out of date, download both again",
-             p.string(), n);
+        fail(
+            "{}: tensor '{}' is listed in model.safetensors.index.json but not in the shard; "
+            "the shard or the index is out of date, download both again",
+            p.string(), n);
     for (const TensorInfo& t : f->header().tensors) {
       if (!listed.count(t.name)) {
         auto other = j["weight_map"].find(t.name);
         if (other != j["weight_map"].end())
           fail("tensor '{}' is in {} and {} (the index names {}); remove the stale shard", t.name,
                fname, other->get<std::string>(), other->get<std::string>());
-        fail("{}: tensor '{}' is not listed in model.safetensors.index.json; the index is out of "
-             "date, download it again",
-             p.string(), t.name);
+        fail(
+            "{}: tensor '{}' is not listed in model.safetensors.index.json; the index is out of "
+            "date, download it again",
+            p.string(), t.name);
       }
       tensors_[t.name] = Entry{f, &t};
     }
@@ -294,7 +304,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   uint64_t off = 0;
   for (const TensorToWrite& t : tensors) {
     uint64_t nb = t.nbytes();
-    h[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {off, off + nb}}};
+    h[t.name] = {
+        {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {off, off + nb}}};
     off += nb;
   }
   std::string s = h.dump();

@@ -11,8 +11,6 @@
 // hogwild::Error naming the file (and the tensor) and saying what to do.
 #pragma once
 
-#include "model/dtype.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -21,25 +19,27 @@
 #include <string>
 #include <vector>
 
+#include "model/dtype.h"
+
 namespace hogwild {
 
 /// One tensor of a safetensors header.
 struct TensorInfo {
-  std::string name;            // HF tensor name, e.g. "model.layers.0.self_attn.q_proj.weight"
+  std::string name;  // HF tensor name, e.g. "model.layers.0.self_attn.q_proj.weight"
   Dtype dtype = Dtype::f32;
   std::vector<int64_t> shape;  // row-major dims; [] is a scalar (1 element)
   uint64_t begin = 0;          // byte offsets into the data section, end exclusive
   uint64_t end = 0;
-  uint64_t numel() const;      // product of shape (checked at parse time not to overflow)
+  uint64_t numel() const;  // product of shape (checked at parse time not to overflow)
   uint64_t nbytes() const { return end - begin; }
 };
 
 /// A parsed and validated header.
 struct SafetensorsHeader {
-  uint64_t header_len = 0;   // N, the JSON byte count
-  uint64_t data_offset = 0;  // 8 + N: file offset of the data section
-  uint64_t data_size = 0;    // bytes of the data section (file size - data_offset)
-  std::vector<TensorInfo> tensors;              // in file (data offset) order
+  uint64_t header_len = 0;          // N, the JSON byte count
+  uint64_t data_offset = 0;         // 8 + N: file offset of the data section
+  uint64_t data_size = 0;           // bytes of the data section (file size - data_offset)
+  std::vector<TensorInfo> tensors;  // in file (data offset) order
   std::map<std::string, std::string> metadata;  // "__metadata__" (string values only)
 };
 

