@@ -12,8 +12,9 @@ namespace hogwild::tok {
 
 namespace {
 
-// Largest id accepted in a vocab: bounds the id -> token table a hostile file can make us allocate.
-constexpr int64_t kMaxVocabId = 1 << 24;
+// Ids may leave holes, but at most this many beyond the entry count: bounds the id -> token table a
+// hostile file can make us allocate (real vocabs are dense).
+constexpr int64_t kMaxVocabHoles = 1 << 20;
 
 std::pair<std::string, std::string> parse_merge(const json& m) {
   if (m.is_string()) {  // "a b" (tokenizers < 0.20)
@@ -48,6 +49,7 @@ Bpe::Bpe(const json& model) {
   const auto& vocab = model["vocab"];
   vocab_.reserve(vocab.size());
   int64_t max_id = -1;
+  const int64_t kMaxVocabId = static_cast<int64_t>(vocab.size()) + kMaxVocabHoles;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     if (!it.value().is_number_integer())
       fail("tokenizer.json: vocab entry \"{}\" has a non-integer id.", it.key());
@@ -58,12 +60,8 @@ Bpe::Bpe(const json& model) {
     vocab_[it.key()] = static_cast<int32_t>(id);
     max_id = std::max(max_id, id);
   }
-  id_to_token_.assign(static_cast<size_t>(max_id + 1), std::string());
-  has_id_.assign(static_cast<size_t>(max_id + 1), false);
-  for (const auto& [tok, id] : vocab_) {
-    id_to_token_[id] = tok;
-    has_id_[id] = true;
-  }
+  id_to_token_.assign(static_cast<size_t>(max_id + 1), nullptr);
+  for (const auto& [tok, id] : vocab_) id_to_token_[id] = &tok;  // map nodes never move
 
   prefix_ = opt_string(model, "continuing_subword_prefix");
   suffix_ = opt_string(model, "end_of_word_suffix");
@@ -115,8 +113,8 @@ std::optional<int32_t> Bpe::token_to_id(std::string_view token) const {
 }
 
 const std::string* Bpe::id_to_token(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= has_id_.size() || !has_id_[id]) return nullptr;
-  return &id_to_token_[id];
+  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size()) return nullptr;
+  return id_to_token_[id];
 }
 
 void Bpe::tokenize(std::string_view word, std::vector<int32_t>& out) const {

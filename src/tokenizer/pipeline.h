@@ -102,8 +102,7 @@ class Bpe {
 
  private:
   StrMap vocab_;
-  std::vector<std::string> id_to_token_;  // "" with has_id_[i]=false for holes
-  std::vector<bool> has_id_;
+  std::vector<const std::string*> id_to_token_;  // keys of vocab_; nullptr for holes
   // (left id << 32 | right id) -> (rank, merged id)
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
   std::optional<int32_t> unk_id_;

@@ -140,7 +140,13 @@ struct ByteLevel : PreTokenizer {
     out.reserve(pieces.size());
     std::vector<std::pair<size_t, size_t>> m;
     for (auto& p : pieces) {
-      if (add_prefix_space && (p.empty() || p[0] != ' ')) p = " " + p;
+      if (add_prefix_space && (p.empty() || p[0] != ' ')) {
+        std::string q;
+        q.reserve(p.size() + 1);
+        q += ' ';
+        q += p;
+        p.swap(q);
+      }
       if (re) {
         m.clear();
         re->find_all(p, m);

