@@ -128,7 +128,8 @@ static Value to_int(const Value& v, const Value& dflt, int base) {
       return Value(static_cast<int64_t>(x));
     char* fend = nullptr;
     double d = std::strtod(s.c_str(), &fend);
-    if (fend == s.c_str() + s.size() && std::isfinite(d) && std::fabs(d) < 9.2e18)
+    if (s.find_first_of("xXpP") == std::string::npos && fend == s.c_str() + s.size() && std::isfinite(d) &&
+        std::fabs(d) < 9.2e18)
       return Value(static_cast<int64_t>(std::trunc(d)));
   }
   return dflt;
@@ -266,7 +267,37 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     return py_round(*this, at, v, p && p->is_int() ? p->as_int() : 0, m && m->is_string() ? m->str() : "common");
   }
   if (name == "pprint") return Value(to_repr(v));
-  if (name == "attr") return get_attr(v, need_str(arg(0, "name"), "name"), at);
+  if (name == "center") {  // str.center(width): the odd pad goes left when width is odd
+    std::string str = to_str(v);
+    const Value* w = arg(0, "width");
+    int64_t width = std::min<int64_t>(w && (w->is_int() || w->is_bool()) ? w->as_int() : 80, 1 << 20);
+    int64_t len = static_cast<int64_t>(utf8_length(str));
+    if (width <= len) return Value(str);
+    int64_t pad = width - len, left = pad / 2 + (pad & width & 1);
+    return Value(std::string(static_cast<size_t>(left), ' ') + str + std::string(static_cast<size_t>(pad - left), ' '));
+  }
+  if (name == "batch") {  // batch(linecount, fill_with=None): lists of linecount items
+    const Value* c = arg(0, "linecount");
+    if (!c || !(c->is_int() || c->is_bool()) || c->as_int() <= 0) error(at, "batch needs a positive count.");
+    const Value* fill = arg(1, "fill_with");
+    size_t k = static_cast<size_t>(c->as_int());
+    List out, cur;
+    for (const Value& x : iterate(v, at)) {
+      cur.push_back(x);
+      if (cur.size() == k) out.emplace_back(std::exchange(cur, {}));
+    }
+    if (!cur.empty()) {
+      if (fill && !fill->is_none())
+        while (cur.size() < k) cur.push_back(*fill);
+      out.emplace_back(std::move(cur));
+    }
+    return Value(std::move(out));
+  }
+  if (name == "attr") {  // getattr only: a dict's keys are not attributes
+    Value r = get_attr(v, need_str(arg(0, "name"), "name"), at);
+    if (v.is_dict() && !r.is_callable()) return Value(Undefined{arg(0, "name")->str()});
+    return r;
+  }
   if (name == "format") {
     if (!v.is_string()) error(at, "filter 'format' needs a string.");
     return Value(percent_format(*this, at, v.str(), Value(a.pos, true)));

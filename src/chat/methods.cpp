@@ -195,6 +195,11 @@ static Value string_method(Interp& in, const std::string& s, const std::string& 
 
 Value Interp::call_method(const Value& self, const std::string& name, const Args& a, const Expr& at) {
   if (self.is_string()) return string_method(*this, self.str(), name, a, at);
+  if (self.is_dict() && std::get<DictRef>(self.v).loop) {  // loop.cycle(a, b, ...)
+    if (a.pos.empty()) error(at, "loop.cycle needs at least one argument.");
+    int64_t i = self.dict().find("index0")->as_int();
+    return a.pos[static_cast<size_t>(i) % a.pos.size()];
+  }
   if (self.is_dict()) {
     const Dict& d = self.dict();
     step(at, 1 + static_cast<int64_t>(d.items.size()));

@@ -151,7 +151,9 @@ static bool is_method(const Value& obj, const std::string& name) {
   if (obj.is_string()) {
     for (const char* m : str_methods)
       if (name == m) return true;
-  } else if (obj.is_dict() && !std::get<DictRef>(obj.v).loop) {
+  } else if (obj.is_dict() && std::get<DictRef>(obj.v).loop) {
+    return name == "cycle";
+  } else if (obj.is_dict()) {
     for (const char* m : dict_methods)
       if (name == m) return true;
   } else if (obj.is_list()) {
