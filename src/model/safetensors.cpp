@@ -199,6 +199,10 @@ SafetensorsFile::~SafetensorsFile() {
   if (base_) ::munmap(const_cast<uint8_t*>(base_), size_);
 }
 
+void SafetensorsFile::prefetch() const {
+  if (base_) ::madvise(const_cast<uint8_t*>(base_), size_, MADV_WILLNEED);
+}
+
 const TensorInfo* SafetensorsFile::find(const std::string& name) const {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &header_.tensors[it->second];

@@ -68,6 +68,8 @@ class SafetensorsFile {
   const SafetensorsHeader& header() const { return header_; }
   /// Tensor by name, or nullptr.
   const TensorInfo* find(const std::string& name) const;
+  /// Asks the kernel to read the whole file ahead (madvise WILLNEED), before a full load.
+  void prefetch() const;
   /// Pointer to the tensor's first byte (no alignment guarantee).
   const uint8_t* data(const TensorInfo& t) const { return base_ + header_.data_offset + t.begin; }
 

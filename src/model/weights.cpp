@@ -145,6 +145,7 @@ ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt) {
   const ModelConfig& c = w.config;
   Checkpoint ck(model_dir);
   std::vector<CheckedTensor> tensors = check_checkpoint(c, ck, model_dir);
+  for (const auto& f : ck.files()) f->prefetch();
 
   // Allocate every destination and cut the tensors into pieces (<= 4M elements each, so threads
   // share big tensors and progress moves smoothly).

@@ -1,0 +1,109 @@
+// `hogwild make-model` and `hogwild info` end to end through the built binary: output values,
+// sharding option, and bad input -> exit code 1 with a message (never a crash).
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "model/safetensors.h"
+#include "tests/model/test_util.h"
+
+namespace hogwild {
+namespace {
+
+using test::TempDir;
+
+struct CliResult {
+  int code;
+  std::string out;  // stdout + stderr
+};
+
+CliResult run(const std::string& args) {
+  std::string cmd = std::string(HOGWILD_BINARY_DIR) + "/hogwild " + args + " 2>&1";
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  CliResult r{-1, ""};
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = ::pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST(ModelCli, MakeModelThenInfo) {
+  TempDir d;
+  CliResult m = run("make-model --arch qwen3 --preset tiny --seed 42 --out " + d.str());
+  ASSERT_EQ(m.code, 0) << m.out;
+  EXPECT_TRUE(contains(m.out, "Qwen3ForCausalLM, 0.132M parameters, bfloat16, seed 42")) << m.out;
+  CliResult i = run("info -m " + d.str());
+  ASSERT_EQ(i.code, 0) << i.out;
+  for (const char* s : {"Qwen3ForCausalLM (qwen3)", "0.13M (131520)", "bfloat16 (tensors: BF16)",
+                        "in 1 file", "24 (names, dtypes and shapes match the qwen3 table)",
+                        "4 query, 2 key/value (2 per KV head), head_dim 32",
+                        "tie_word_embeddings, qk_norm", "512 B bf16, 1024 B fp32", "none / 2"})
+    EXPECT_TRUE(contains(i.out, s)) << "missing '" << s << "' in\n" << i.out;
+  CliResult j = run("info --json -m " + d.str());
+  ASSERT_EQ(j.code, 0) << j.out;
+  EXPECT_TRUE(contains(j.out, "\"parameters\": 131520")) << j.out;
+  EXPECT_TRUE(contains(j.out, "\"kv_bytes_per_token_bf16\": 512")) << j.out;
+}
+
+TEST(ModelCli, ShardSizeDtypeAndImpliedArch) {
+  TempDir d;
+  CliResult m = run(
+      "make-model --preset tiny --arch phi3 --dtype f32 --max-shard-size 100KB --seed 1 -q --out " +
+      d.str());
+  ASSERT_EQ(m.code, 0) << m.out;
+  EXPECT_TRUE(std::filesystem::exists(d / "model.safetensors.index.json"));
+  EXPECT_TRUE(std::filesystem::exists(d / "model-00006-of-00006.safetensors"));
+  CliResult i = run("info -m " + d.str());
+  EXPECT_TRUE(contains(i.out, "float32 (tensors: F32)")) << i.out;
+  EXPECT_TRUE(contains(i.out, "in 6 files")) << i.out;
+  EXPECT_TRUE(contains(i.out, "fused qkv_proj, fused gate_up_proj")) << i.out;
+  EXPECT_TRUE(contains(i.out, "rotary_dim 12 of 16")) << i.out;
+  TempDir e;  // --arch implied by a preset that only one architecture has
+  ASSERT_EQ(run("make-model --preset tiny-yarn --seed 1 -q --out " + e.str()).code, 0);
+  CliResult y = run("info -m " + e.str());
+  EXPECT_TRUE(contains(y.out, "Qwen3ForCausalLM")) << y.out;
+  EXPECT_TRUE(contains(y.out, "yarn factor 4, original context 256")) << y.out;
+}
+
+TEST(ModelCli, BadInputExitsOneWithMessage) {
+  TempDir d;
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"info -m /nonexistent/m", "error: model directory /nonexistent/m does not exist"},
+           {"info -m " + d.str(), "config.json is missing"},
+           {"make-model --arch gpt2 --preset tiny --seed 1 --out " + d.str(),
+            "unknown architecture \"gpt2\"; use one of: qwen2, qwen3, llama, mistral, phi3"},
+           {"make-model --preset tiny --seed 1 --out " + d.str(), "pass --arch"},
+           {"make-model --arch llama --preset phi-4 --seed 1 --out " + d.str(), "use --arch phi3"},
+           {"make-model --arch llama --preset tiny --dtype f8 --seed 1 --out " + d.str(),
+            "--dtype f8: use bf16, f16 or f32"},
+           {"make-model --arch llama --preset tiny --max-shard-size 5XB --seed 1 --out " + d.str(),
+            "unknown unit 'XB'"},
+       }) {
+    CliResult r = run(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, c.message)) << c.args << "\n" << r.out;
+  }
+  // A corrupt weight file.
+  ASSERT_EQ(run("make-model --arch llama --preset tiny --seed 1 -q --out " + d.str()).code, 0);
+  test::write_file(d / "model.safetensors", std::string("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 10));
+  CliResult r = run("info -m " + d.str());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(
+      contains(r.out, "model.safetensors: header length 9223372036854775807 bytes is larger"))
+      << r.out;
+}
+
+}  // namespace
+}  // namespace hogwild
