@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "cpu/ops.h"
+#include "cpu/parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -146,35 +147,36 @@ void CpuBackend::attention(const ForwardBatch& batch, const std::vector<RowPlan>
   const int64_t kvd = c.num_key_value_heads * hd, group = nh / c.num_key_value_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const float attn_scaling = rope_.params().attention_scaling;
-#pragma omp parallel
-  {
-    std::vector<float> qr(hd), acc_o(hd), part_o(hd);
-#pragma omp for schedule(dynamic)
-    for (int64_t idx = 0; idx < T * nh; ++idx) {
-      const int64_t t = idx / nh, h = idx % nh, g = h / group;
-      const RowPlan& r = plan[t];
-      const float* qh = q + t * nh * hd + h * hd;  // un-rotated query head
-      AttnState acc{0, 0, acc_o.data()};
-      attn_state_init(acc, hd);
-      for (const Occurrence& oc : occ[batch.tokens[t].worker]) {
-        if (oc.offset > r.p) break;  // offsets grow along the view: nothing further is visible
-        const Block& blk = blocks_[oc.block];
-        const int64_t n_vis = std::min(blk.len, r.p - oc.offset + 1);  // keys with o + j <= p
-        if (n_vis <= 0) continue;
-        // Query rotated by p - o (with the model's attention scaling: its one rotation for this
-        // dot product), keys already rotated at j: q(p-o).k(j) = q(p).k(o+j).
-        std::memcpy(qr.data(), qh, sizeof(float) * hd);
-        rope_.rotate(qr.data(), 1, r.p - oc.offset, attn_scaling);
-        AttnState part{0, 0, part_o.data()};
-        attn_state_init(part, hd);
-        attn_partial(qr.data(), blk.k[layer].data() + g * hd, blk.v[layer].data() + g * hd, n_vis,
-                     kvd, hd, scale, part);
-        attn_state_merge(acc, part, hd);
-      }
-      // The token's own key (o + j = p) is always visible, so acc is never empty.
-      attn_state_normalize(acc, out + t * nh * hd + h * hd, hd);
+  // One item per (row, query head); per-thread scratch for the rotated query and two states.
+  const int n_threads = num_threads();
+  std::vector<float> scratch(static_cast<size_t>(n_threads) * 3 * hd);
+  parallel_for(T * nh, [&](int64_t idx, int thread) {
+    float* qr = scratch.data() + static_cast<size_t>(thread) * 3 * hd;
+    float* acc_o = qr + hd;
+    float* part_o = qr + 2 * hd;
+    const int64_t t = idx / nh, h = idx % nh, g = h / group;
+    const RowPlan& r = plan[t];
+    const float* qh = q + t * nh * hd + h * hd;  // un-rotated query head
+    AttnState acc{0, 0, acc_o};
+    attn_state_init(acc, hd);
+    for (const Occurrence& oc : occ[batch.tokens[t].worker]) {
+      if (oc.offset > r.p) break;  // offsets grow along the view: nothing further is visible
+      const Block& blk = blocks_[oc.block];
+      const int64_t n_vis = std::min(blk.len, r.p - oc.offset + 1);  // keys with o + j <= p
+      if (n_vis <= 0) continue;
+      // Query rotated by p - o (with the model's attention scaling: its one rotation for this
+      // dot product), keys already rotated at j: q(p-o).k(j) = q(p).k(o+j).
+      std::memcpy(qr, qh, sizeof(float) * hd);
+      rope_.rotate(qr, 1, r.p - oc.offset, attn_scaling);
+      AttnState part{0, 0, part_o};
+      attn_state_init(part, hd);
+      attn_partial(qr, blk.k[layer].data() + g * hd, blk.v[layer].data() + g * hd, n_vis, kvd, hd,
+                   scale, part);
+      attn_state_merge(acc, part, hd);
     }
-  }
+    // The token's own key (o + j = p) is always visible, so acc is never empty.
+    attn_state_normalize(acc, out + t * nh * hd + h * hd, hd);
+  });
 }
 
 void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) {
