@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <queue>
 
 #include "core/error.h"
@@ -36,9 +37,19 @@ std::string opt_string(const json& model, const char* key) {
   return model[key].get<std::string>();
 }
 
+// Per-thread cache of word -> ids (HF keeps a similar cache). Natural text repeats words, so most
+// pieces skip the merge loop. Keyed by the owning model's uid so a new model never sees stale ids.
+struct WordCache {
+  uint64_t owner = 0;
+  std::unordered_map<std::string, std::vector<int32_t>, StrHash, std::equal_to<>> map;
+};
+constexpr size_t kCacheEntries = 1 << 16;
+constexpr size_t kMaxCachedWordBytes = 64;
+std::atomic<uint64_t> g_next_uid{1};
+
 }  // namespace
 
-Bpe::Bpe(const json& model) {
+Bpe::Bpe(const json& model) : uid_(g_next_uid.fetch_add(1)) {
   if (!model.is_object()) fail("tokenizer.json: \"model\" must be an object.");
   std::string type = model.value("type", std::string("BPE"));
   if (type != "BPE")
@@ -81,6 +92,12 @@ Bpe::Bpe(const json& model) {
   for (int b = 0; b < 256; ++b) {
     auto it = vocab_.find(fmt::format("<0x{:02X}>", b));
     byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
+  }
+  for (char32_t c = 0; c < char_ids_.size(); ++c) {
+    std::string u;
+    utf8_append(u, c);
+    auto it = vocab_.find(u);
+    char_ids_[c] = it == vocab_.end() ? -1 : it->second;
   }
 
   if (model.contains("merges") && !model["merges"].is_null()) {
@@ -126,6 +143,23 @@ void Bpe::tokenize(std::string_view word, std::vector<int32_t>& out) const {
       return;
     }
   }
+  if (word.size() > kMaxCachedWordBytes) return merge_word(word, out);
+  thread_local WordCache cache;
+  if (cache.owner != uid_) {
+    cache.map.clear();
+    cache.owner = uid_;
+  }
+  if (auto it = cache.map.find(word); it != cache.map.end()) {
+    out.insert(out.end(), it->second.begin(), it->second.end());
+    return;
+  }
+  size_t first = out.size();
+  merge_word(word, out);
+  if (cache.map.size() >= kCacheEntries) cache.map.clear();
+  cache.map.emplace(std::string(word), std::vector<int32_t>(out.begin() + first, out.end()));
+}
+
+void Bpe::merge_word(std::string_view word, std::vector<int32_t>& out) const {
   // Initial symbols: one per character (with prefix/suffix), byte fallback or unk for unknowns.
   struct Sym {
     int32_t id;
@@ -146,7 +180,18 @@ void Bpe::tokenize(std::string_view word, std::vector<int32_t>& out) const {
     i += l > 0 ? l : 1;
     std::string_view ch = word.substr(b, i - b);
     std::string_view key = ch;
-    if ((b != 0 && !prefix_.empty()) || (i == word.size() && !suffix_.empty())) {
+    const bool affixed =
+        (b != 0 && !prefix_.empty()) || (i == word.size() && !suffix_.empty());
+    if (!affixed) {  // fast path: one character, looked up in the small table
+      size_t k = 0;
+      char32_t c = utf8_next(ch, k);
+      if (c < char_ids_.size() && char_ids_[c] >= 0) {
+        if (pending_unk >= 0) add(pending_unk), pending_unk = -1;
+        add(char_ids_[c]);
+        continue;
+      }
+    }
+    if (affixed) {
       buf.assign(b != 0 ? prefix_ : "");
       buf.append(ch);
       if (i == word.size()) buf += suffix_;

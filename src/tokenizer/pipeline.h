@@ -63,11 +63,26 @@ struct Normalizer {
 };
 std::unique_ptr<Normalizer> parse_normalizer(const json& j, int depth = 0);  // null -> nullptr
 
-/// HF pre-tokenizers: Sequence, Split, ByteLevel, Digits, Metaspace, Whitespace, WhitespaceSplit,
-/// Punctuation. split() refines every piece of `pieces` in place (empty pieces are dropped).
+/// Non-owning callback for the pieces a pre-tokenizer produces: (piece, first) where piece is a
+/// non-empty view valid only during the call and `first` says it starts its input segment.
+class EmitRef {
+ public:
+  template <typename F>
+  EmitRef(F& f)  // NOLINT: implicit from any callable lvalue
+      : obj_(&f), fn_([](void* o, std::string_view s, bool first) { (*static_cast<F*>(o))(s, first); }) {}
+  void operator()(std::string_view s, bool first) const { fn_(obj_, s, first); }
+
+ private:
+  void* obj_;
+  void (*fn_)(void*, std::string_view, bool);
+};
+
+/// HF pre-tokenizers: Sequence, Split, ByteLevel, Digits, Metaspace, Whitespace, WhitespaceSplit.
+/// split() cuts one piece (valid UTF-8) and emits the resulting non-empty pieces in order; it streams
+/// so that a large input never materializes millions of strings.
 struct PreTokenizer {
   virtual ~PreTokenizer() = default;
-  virtual void split(std::vector<std::string>& pieces) const = 0;
+  virtual void split(std::string_view piece, bool first, EmitRef emit) const = 0;
 };
 std::unique_ptr<PreTokenizer> parse_pre_tokenizer(const json& j, int depth = 0);
 
@@ -101,6 +116,8 @@ class Bpe {
   int32_t max_id() const { return static_cast<int32_t>(id_to_token_.size()) - 1; }
 
  private:
+  void merge_word(std::string_view word, std::vector<int32_t>& out) const;  // no cache
+  uint64_t uid_;  // identifies this model in the per-thread word cache
   StrMap vocab_;
   std::vector<const std::string*> id_to_token_;  // keys of vocab_; nullptr for holes
   // (left id << 32 | right id) -> (rank, merged id)
@@ -109,6 +126,7 @@ class Bpe {
   bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;
   std::string prefix_, suffix_;  // continuing_subword_prefix, end_of_word_suffix
   std::array<int32_t, 256> byte_ids_{};  // id of "<0xXX>" or -1 (byte_fallback)
+  std::array<int32_t, 512> char_ids_{};  // id of the one-character token U+0000..U+01FF or -1
 };
 
 /// One added token (tokenizer.json "added_tokens"; HF added_vocabulary.rs).

@@ -27,6 +27,7 @@ std::vector<Region> regions_from_matches(size_t n,
                                          bool invert) {
   std::vector<Region> out;
   if (n == 0) return {{0, 0, invert}};
+  out.reserve(2 * m.size() + 1);
   size_t prev = 0;
   for (auto [b, e] : m) {
     if (b < prev) continue;  // defensive: never overlap
@@ -38,52 +39,65 @@ std::vector<Region> regions_from_matches(size_t n,
   return out;
 }
 
-// Applies the delimiter behavior and appends the kept non-empty pieces of s.
-void split_by(const std::string& s, const std::vector<Region>& regions, Behavior behavior,
-              std::vector<std::string>& out) {
-  std::vector<std::pair<std::pair<size_t, size_t>, bool>> kept;  // (offsets, remove)
+// Applies the delimiter behavior (HF NormalizedString::split) and emits the kept non-empty pieces.
+void split_by(std::string_view s, std::vector<Region>& regions, Behavior behavior, bool first,
+              EmitRef emit) {
+  // Rewrite `regions` in place into the kept [b, e) spans; `match` now means "remove".
+  size_t n = 0;
   bool prev_match = false;
   switch (behavior) {
     case Behavior::Isolated:
-      for (const auto& r : regions) kept.push_back({{r.b, r.e}, false});
+      for (auto& r : regions) r.match = false;
+      n = regions.size();
       break;
     case Behavior::Removed:
-      for (const auto& r : regions) kept.push_back({{r.b, r.e}, r.match});
+      n = regions.size();
       break;
     case Behavior::Contiguous:
-      for (const auto& r : regions) {
-        if (r.match == prev_match && !kept.empty()) {
-          kept.back().first.second = r.e;
+      for (size_t k = 0; k < regions.size(); ++k) {
+        const Region r = regions[k];  // copy: slot k may be overwritten below
+        if (r.match == prev_match && n > 0) {
+          regions[n - 1].e = r.e;
         } else {
-          kept.push_back({{r.b, r.e}, false});
+          regions[n++] = {r.b, r.e, false};
         }
         prev_match = r.match;
       }
       break;
     case Behavior::MergedWithPrevious:
-      for (const auto& r : regions) {
-        if (r.match && !prev_match && !kept.empty()) {
-          kept.back().first.second = r.e;
+      for (size_t k = 0; k < regions.size(); ++k) {
+        const Region r = regions[k];  // copy: slot k may be overwritten below
+        if (r.match && !prev_match && n > 0) {
+          regions[n - 1].e = r.e;
         } else {
-          kept.push_back({{r.b, r.e}, false});
+          regions[n++] = {r.b, r.e, false};
         }
         prev_match = r.match;
       }
       break;
-    case Behavior::MergedWithNext:
-      for (auto it = regions.rbegin(); it != regions.rend(); ++it) {
-        if (it->match && !prev_match && !kept.empty()) {
-          kept.back().first.first = it->b;
+    case Behavior::MergedWithNext: {
+      // Walk backwards, writing kept spans from the end of the array.
+      size_t w = regions.size();
+      for (size_t k = regions.size(); k-- > 0;) {
+        Region r = regions[k];
+        if (r.match && !prev_match && w < regions.size()) {
+          regions[w].b = r.b;
         } else {
-          kept.push_back({{it->b, it->e}, false});
+          regions[--w] = {r.b, r.e, false};
         }
-        prev_match = it->match;
+        prev_match = r.match;
       }
-      std::reverse(kept.begin(), kept.end());
+      regions.erase(regions.begin(), regions.begin() + static_cast<std::ptrdiff_t>(w));
+      n = regions.size();
       break;
+    }
   }
-  for (const auto& [off, remove] : kept) {
-    if (!remove && off.second > off.first) out.push_back(s.substr(off.first, off.second - off.first));
+  bool is_first = first;
+  for (size_t k = 0; k < n; ++k) {
+    const Region& r = regions[k];
+    if (!r.match && r.e > r.b) {
+      emit(s.substr(r.b, r.e - r.b), is_first && r.b == 0);
+    }
   }
 }
 
@@ -101,7 +115,7 @@ Behavior parse_behavior(const json& j) {
 
 // Regions where every character satisfying `pred` is one match (HF Pattern for Fn(char) -> bool).
 template <typename Pred>
-std::vector<Region> char_regions(const std::string& s, Pred pred) {
+std::vector<Region> char_regions(std::string_view s, Pred pred) {
   std::vector<std::pair<size_t, size_t>> m;
   for (size_t i = 0; i < s.size();) {
     size_t b = i;
@@ -115,16 +129,11 @@ struct Split : PreTokenizer {
   std::unique_ptr<Regex> re;
   Behavior behavior = Behavior::Isolated;
   bool invert = false;
-  void split(std::vector<std::string>& pieces) const override {
-    std::vector<std::string> out;
-    out.reserve(pieces.size() * 4);
+  void split(std::string_view p, bool first, EmitRef emit) const override {
     std::vector<std::pair<size_t, size_t>> m;
-    for (const auto& p : pieces) {
-      m.clear();
-      re->find_all(p, m);
-      split_by(p, regions_from_matches(p.size(), m, invert), behavior, out);
-    }
-    pieces.swap(out);
+    re->find_all(p, m);
+    auto regions = regions_from_matches(p.size(), m, invert);
+    split_by(p, regions, behavior, first, emit);
   }
 };
 
@@ -132,113 +141,99 @@ struct Split : PreTokenizer {
 constexpr const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+// ByteLevel: optional prefix space, optional GPT-2 split, then every byte -> its alphabet char.
 struct ByteLevel : PreTokenizer {
   bool add_prefix_space = true;
   std::unique_ptr<Regex> re;  // null when use_regex=false
-  void split(std::vector<std::string>& pieces) const override {
-    std::vector<std::string> out;
-    out.reserve(pieces.size());
-    std::vector<std::pair<size_t, size_t>> m;
-    for (auto& p : pieces) {
-      if (add_prefix_space && (p.empty() || p[0] != ' ')) {
-        std::string q;
-        q.reserve(p.size() + 1);
-        q += ' ';
-        q += p;
-        p.swap(q);
-      }
-      if (re) {
-        m.clear();
-        re->find_all(p, m);
-        split_by(p, regions_from_matches(p.size(), m, false), Behavior::Isolated, out);
-      } else if (!p.empty()) {
-        out.push_back(std::move(p));
-      }
+  void split(std::string_view p, bool first, EmitRef emit) const override {
+    std::string prefixed;
+    if (add_prefix_space && p[0] != ' ') {
+      prefixed.reserve(p.size() + 1);
+      prefixed += ' ';
+      prefixed.append(p);
+      p = prefixed;
     }
     const auto& b2u = byte_to_utf8();
-    for (auto& p : out) {
-      std::string mapped;
-      mapped.reserve(p.size() * 2);
-      for (unsigned char c : p) mapped += b2u[c];
-      p.swap(mapped);
+    std::string mapped;
+    auto map_emit = [&](std::string_view piece, bool f) {
+      mapped.clear();
+      for (unsigned char c : piece) mapped += b2u[c];
+      emit(mapped, f);
+    };
+    if (re) {
+      std::vector<std::pair<size_t, size_t>> m;
+      re->find_all(p, m);
+      auto regions = regions_from_matches(p.size(), m, false);
+      split_by(p, regions, Behavior::Isolated, first, EmitRef(map_emit));
+    } else {
+      map_emit(p, first);
     }
-    pieces.swap(out);
   }
 };
 
 struct Digits : PreTokenizer {
   bool individual = false;
-  void split(std::vector<std::string>& pieces) const override {
-    std::vector<std::string> out;
-    for (const auto& p : pieces) {
-      auto regions = char_regions(p, [](char32_t c) {
-        auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
-        return cat == UTF8PROC_CATEGORY_ND || cat == UTF8PROC_CATEGORY_NL ||
-               cat == UTF8PROC_CATEGORY_NO;
-      });
-      split_by(p, regions, individual ? Behavior::Isolated : Behavior::Contiguous, out);
-    }
-    pieces.swap(out);
+  void split(std::string_view p, bool first, EmitRef emit) const override {
+    auto regions = char_regions(p, [](char32_t c) {
+      auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
+      return cat == UTF8PROC_CATEGORY_ND || cat == UTF8PROC_CATEGORY_NL ||
+             cat == UTF8PROC_CATEGORY_NO;
+    });
+    split_by(p, regions, individual ? Behavior::Isolated : Behavior::Contiguous, first, emit);
   }
 };
 
 struct WhitespaceSplit : PreTokenizer {
-  void split(std::vector<std::string>& pieces) const override {
-    std::vector<std::string> out;
-    for (const auto& p : pieces)
-      split_by(p, char_regions(p, is_whitespace), Behavior::Removed, out);
-    pieces.swap(out);
+  void split(std::string_view p, bool first, EmitRef emit) const override {
+    auto regions = char_regions(p, is_whitespace);
+    split_by(p, regions, Behavior::Removed, first, emit);
   }
 };
 
 struct Whitespace : PreTokenizer {  // HF: \w+|[^\w\s]+ kept, the rest removed
   Regex re{R"(\w+|[^\w\s]+)", false};
-  void split(std::vector<std::string>& pieces) const override {
-    std::vector<std::string> out;
+  void split(std::string_view p, bool first, EmitRef emit) const override {
     std::vector<std::pair<size_t, size_t>> m;
-    for (const auto& p : pieces) {
-      m.clear();
-      re.find_all(p, m);
-      split_by(p, regions_from_matches(p.size(), m, true), Behavior::Removed, out);
-    }
-    pieces.swap(out);
+    re.find_all(p, m);
+    auto regions = regions_from_matches(p.size(), m, true);
+    split_by(p, regions, Behavior::Removed, first, emit);
   }
 };
 
-// Metaspace: spaces become `replacement`, which is prepended per prepend_scheme ("first" is
-// applied to the first piece handed to the pre-tokenizer), then split before each replacement.
+// Metaspace: spaces become `replacement`, which is prepended per prepend_scheme ("first": only to
+// a piece that starts its segment), then split before each replacement (MergedWithNext).
 struct Metaspace : PreTokenizer {
   std::string replacement = "\xE2\x96\x81";  // U+2581
   std::string scheme = "always";
   bool split_on = true;
-  void split(std::vector<std::string>& pieces) const override {
-    std::vector<std::string> out;
-    for (size_t k = 0; k < pieces.size(); ++k) {
-      std::string s;
-      for (char c : pieces[k]) {
-        if (c == ' ') s += replacement; else s += c;
-      }
-      bool prepend = scheme == "always" || (scheme == "first" && k == 0);
-      if (prepend && s.compare(0, replacement.size(), replacement) != 0) s.insert(0, replacement);
-      if (!split_on) {
-        if (!s.empty()) out.push_back(std::move(s));
-        continue;
-      }
-      std::vector<std::pair<size_t, size_t>> m;
-      for (size_t pos = s.find(replacement); pos != std::string::npos && !replacement.empty();
-           pos = s.find(replacement, pos + replacement.size()))
-        m.emplace_back(pos, pos + replacement.size());
-      split_by(s, regions_from_matches(s.size(), m, false), Behavior::MergedWithNext, out);
+  void split(std::string_view p, bool first, EmitRef emit) const override {
+    std::string s;
+    for (char c : p) {
+      if (c == ' ') s += replacement; else s += c;
     }
-    pieces.swap(out);
+    bool prepend = scheme == "always" || (scheme == "first" && first);
+    if (prepend && s.compare(0, replacement.size(), replacement) != 0) s.insert(0, replacement);
+    if (!split_on || replacement.empty()) {
+      if (!s.empty()) emit(s, first);
+      return;
+    }
+    std::vector<std::pair<size_t, size_t>> m;
+    for (size_t pos = s.find(replacement); pos != std::string::npos;
+         pos = s.find(replacement, pos + replacement.size()))
+      m.emplace_back(pos, pos + replacement.size());
+    auto regions = regions_from_matches(s.size(), m, false);
+    split_by(s, regions, Behavior::MergedWithNext, first, emit);
   }
 };
 
 struct Sequence : PreTokenizer {
   std::vector<std::unique_ptr<PreTokenizer>> items;
-  void split(std::vector<std::string>& pieces) const override {
-    for (const auto& p : items) p->split(pieces);
+  void run(size_t k, std::string_view p, bool first, EmitRef emit) const {
+    if (k == items.size()) return emit(p, first);
+    auto next = [&](std::string_view piece, bool f) { run(k + 1, piece, f, emit); };
+    items[k]->split(p, first, EmitRef(next));
   }
+  void split(std::string_view p, bool first, EmitRef emit) const override { run(0, p, first, emit); }
 };
 
 }  // namespace

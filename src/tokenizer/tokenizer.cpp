@@ -34,16 +34,16 @@ std::vector<int32_t> Pipeline::encode(std::string_view text, bool add_special) c
 
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
-  std::vector<std::string> pieces;
-  for (auto& s : segs) {
+  auto to_model = [&](std::string_view piece, bool) { model->tokenize(piece, ids); };
+  for (size_t k = 0; k < segs.size(); ++k) {
+    const Segment& s = segs[k];
     if (s.id >= 0) {
       ids.push_back(s.id);
-      continue;
+    } else if (pre_tokenizer) {
+      pre_tokenizer->split(s.text, k == 0, EmitRef(to_model));
+    } else {
+      model->tokenize(s.text, ids);
     }
-    pieces.clear();
-    pieces.push_back(std::move(s.text));
-    if (pre_tokenizer) pre_tokenizer->split(pieces);
-    for (const auto& p : pieces) model->tokenize(p, ids);
   }
   if (post_processor) post_processor->process(ids, add_special);
   return ids;
