@@ -265,9 +265,14 @@ ModelConfig parse_model_config_impl(const json& j) {
         c.rotary_dim());
 
   // Family quirks.
-  c.attention_bias = a == Arch::qwen2 ? true  // Qwen2Attention: q/k/v always have bias
-                     : (a == Arch::qwen3 || a == Arch::llama) ? get_bool(j, "attention_bias", false)
-                                                              : false;
+  // Qwen2Attention: q/k/v always have a bias (o_proj none). Llama/Qwen3 `attention_bias: true`
+  // would also put a bias on o_proj, which no released checkpoint has and ModelWeights lacks.
+  c.attention_bias = a == Arch::qwen2;
+  if ((a == Arch::qwen3 || a == Arch::llama) && get_bool(j, "attention_bias", false))
+    fail(
+        "config.json: \"attention_bias\": true is not supported for {} (it adds biases to q/k/v "
+        "and o_proj; released checkpoints use false)",
+        arch_hf_name(a));
   c.qk_norm = a == Arch::qwen3;
   c.fused_qkv = c.fused_gate_up = a == Arch::phi3;
   if (a == Arch::llama && get_bool(j, "mlp_bias", false))

@@ -163,8 +163,8 @@ TEST(ModelConfig, Llama31_8B_Llama3RopeScalingAndEosList) {
   j["mlp_bias"] = true;
   expect_error([&] { parse_model_config(j); }, {"mlp_bias"});
   j = json::parse(kLlama31_8B);
-  j["attention_bias"] = true;
-  EXPECT_TRUE(parse_model_config(j).attention_bias);
+  j["attention_bias"] = true;  // would add an o_proj bias too (LlamaAttention)
+  expect_error([&] { parse_model_config(j); }, {"\"attention_bias\": true is not supported"});
 }
 
 TEST(ModelConfig, Mistral) {
