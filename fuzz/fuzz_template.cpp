@@ -1,12 +1,12 @@
 // libFuzzer target for the chat-template interpreter: parses the input as a template and, when it
 // parses, renders it against a small fixed conversation with tight limits. Any input must end in
 // output or a hogwild::Error — never a crash, hang, leak or sanitizer report.
-#include "chat/chat_template.h"
-#include "core/error.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "chat/chat_template.h"
+#include "core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 1 << 16) return 0;

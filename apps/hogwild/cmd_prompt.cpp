@@ -2,13 +2,12 @@
 // [--template-name NAME]`: prints the prompt the model's chat template builds from the messages,
 // exactly what tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
 // **kwargs) returns in transformers (no newline is added after it). FILE may be - for stdin.
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "apps/hogwild/commands.h"
@@ -33,7 +32,8 @@ nlohmann::ordered_json parse_json(const std::string& text, const std::string& wh
 }
 
 void run_prompt(const PromptArgs& a) {
-  if (a.model_dir.empty()) fail("prompt needs -m DIR (a model directory with tokenizer_config.json).");
+  if (a.model_dir.empty())
+    fail("prompt needs -m DIR (a model directory with tokenizer_config.json).");
   std::string text;
   if (a.messages_path == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
@@ -46,12 +46,16 @@ void run_prompt(const PromptArgs& a) {
   }
   nlohmann::ordered_json messages = parse_json(text, "messages file " + a.messages_path);
   if (!messages.is_array())
-    fail("messages file {} must hold a JSON list like [{{\"role\": \"user\", \"content\": \"Hi\"}}], got a {}.",
-         a.messages_path, messages.type_name());
+    fail(
+        "messages file {} must hold a JSON list like [{{\"role\": \"user\", \"content\": "
+        "\"Hi\"}}], got a {}.",
+        a.messages_path, messages.type_name());
   for (const auto& m : messages)
     if (!m.is_object())
-      fail("every entry of the messages list must be an object with \"role\" and \"content\", got a {}.",
-           m.type_name());
+      fail(
+          "every entry of the messages list must be an object with \"role\" and \"content\", got a "
+          "{}.",
+          m.type_name());
   nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
   if (!a.kwargs_json.empty()) {
     kwargs = parse_json(a.kwargs_json, "--template-kwargs");
@@ -68,16 +72,19 @@ void run_prompt(const PromptArgs& a) {
 
 void register_prompt(CLI::App& app) {
   auto a = std::make_shared<PromptArgs>();
-  CLI::App* cmd = app.add_subcommand("prompt", "print the prompt the chat template builds from messages");
+  CLI::App* cmd =
+      app.add_subcommand("prompt", "print the prompt the chat template builds from messages");
   cmd->add_option("-m,--model", a->model_dir, "Hugging Face model directory")->required();
-  cmd->add_option("--messages", a->messages_path, "JSON file with the list of messages, or - for stdin")
+  cmd->add_option("--messages", a->messages_path,
+                  "JSON file with the list of messages, or - for stdin")
       ->required();
   cmd->add_flag("--no-generation-prompt", a->no_generation_prompt,
                 "do not end with the assistant header (add_generation_prompt=False)");
   cmd->add_option("--template-kwargs", a->kwargs_json,
                   "JSON object of extra template variables, e.g. '{\"enable_thinking\": false}'");
-  cmd->add_option("--template-name", a->template_name,
-                  "which named template to use when tokenizer_config.json lists several (default: default)");
+  cmd->add_option(
+      "--template-name", a->template_name,
+      "which named template to use when tokenizer_config.json lists several (default: default)");
   cmd->callback([a] { run_prompt(*a); });
 }
 

@@ -2,12 +2,12 @@
 // jinja2's nodes.py; every node keeps its source line/column for error messages.
 #pragma once
 
-#include "chat/value.h"
-
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "chat/value.h"
 
 namespace hogwild::chat {
 
@@ -51,13 +51,13 @@ using Body = std::vector<Stmt>;
 
 struct Stmt {
   enum class Kind {
-    Text,         // text
-    Output,       // {{ expr }}
-    If,           // if expr: body else: else_body (elif = nested If in else_body)
-    For,          // for targets in expr [if cond]: body else: else_body
-    Set,          // set targets = expr, or set targets[0].attr = expr (ns assignment)
-    SetBlock,     // set targets[0] %}body{% endset; optional filter chain in expr (applied to Literal)
-    Macro,        // macro name(params = defaults) body
+    Text,      // text
+    Output,    // {{ expr }}
+    If,        // if expr: body else: else_body (elif = nested If in else_body)
+    For,       // for targets in expr [if cond]: body else: else_body
+    Set,       // set targets = expr, or set targets[0].attr = expr (ns assignment)
+    SetBlock,  // set targets[0] %}body{% endset; optional filter chain in expr (applied to Literal)
+    Macro,     // macro name(params = defaults) body
     CallBlock,    // call[(caller params)] expr %} body (the caller)
     FilterBlock,  // filter expr (a Filter chain over a placeholder) %} body
     Break,

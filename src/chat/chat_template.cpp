@@ -1,10 +1,10 @@
 #include "chat/chat_template.h"
 
-#include "chat/parser.h"
-#include "core/error.h"
-
 #include <fstream>
 #include <sstream>
+
+#include "chat/parser.h"
+#include "core/error.h"
 
 namespace hogwild::chat {
 namespace {
@@ -21,24 +21,28 @@ nlohmann::ordered_json read_json(const std::filesystem::path& p) {
   try {
     return nlohmann::ordered_json::parse(read_file(p));
   } catch (const nlohmann::json::exception& e) {
-    fail("{} is not valid JSON ({}); re-download it from the model repository.", p.string(), e.what());
+    fail("{} is not valid JSON ({}); re-download it from the model repository.", p.string(),
+         e.what());
   }
 }
 
 // transformers' pick from a list of named templates: the requested name, else "default".
-std::string pick_template(const nlohmann::ordered_json& t, const std::string& name, const std::string& where) {
+std::string pick_template(const nlohmann::ordered_json& t, const std::string& name,
+                          const std::string& where) {
   if (t.is_string()) return t.get<std::string>();
-  if (!t.is_array()) fail("{}: chat_template must be a string or a list of {{name, template}}.", where);
+  if (!t.is_array())
+    fail("{}: chat_template must be a string or a list of {{name, template}}.", where);
   std::string want = name.empty() ? "default" : name;
   std::string names;
   for (const auto& e : t) {
-    if (!e.is_object() || !e.contains("name") || !e.contains("template") || !e["name"].is_string() ||
-        !e["template"].is_string())
+    if (!e.is_object() || !e.contains("name") || !e.contains("template") ||
+        !e["name"].is_string() || !e["template"].is_string())
       fail("{}: chat_template list entries must be {{\"name\": ..., \"template\": ...}}.", where);
     if (e["name"] == want) return e["template"].get<std::string>();
     names += (names.empty() ? "" : ", ") + e["name"].get<std::string>();
   }
-  fail("{}: no chat template named '{}' (available: {}); pass one of those names.", where, want, names);
+  fail("{}: no chat template named '{}' (available: {}); pass one of those names.", where, want,
+       names);
 }
 
 }  // namespace
@@ -48,14 +52,17 @@ SpecialTokens SpecialTokens::from_tokenizer_config(const nlohmann::ordered_json&
   if (!config.is_object()) return st;
   auto text = [](const nlohmann::ordered_json& v) -> std::optional<std::string> {
     if (v.is_string()) return v.get<std::string>();
-    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+    if (v.is_object() && v.contains("content") && v["content"].is_string())
+      return v["content"].get<std::string>();
     return std::nullopt;
   };
-  for (const char* k : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+  for (const char* k : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+                        "cls_token", "mask_token"}) {
     if (!config.contains(k)) continue;
     if (auto t = text(config[k])) st.map[k] = *t;
   }
-  if (config.contains("additional_special_tokens") && config["additional_special_tokens"].is_array()) {
+  if (config.contains("additional_special_tokens") &&
+      config["additional_special_tokens"].is_array()) {
     auto list = nlohmann::ordered_json::array();
     for (const auto& e : config["additional_special_tokens"])
       if (auto t = text(e)) list.push_back(*t);
@@ -66,7 +73,8 @@ SpecialTokens SpecialTokens::from_tokenizer_config(const nlohmann::ordered_json&
 
 ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir, const std::string& name) {
   if (!std::filesystem::is_directory(model_dir))
-    fail("{} is not a directory; pass the model directory (with tokenizer_config.json).", model_dir.string());
+    fail("{} is not a directory; pass the model directory (with tokenizer_config.json).",
+         model_dir.string());
   auto cfg_path = model_dir / "tokenizer_config.json";
   nlohmann::ordered_json cfg = nlohmann::ordered_json::object();
   if (std::filesystem::exists(cfg_path)) cfg = read_json(cfg_path);
@@ -84,14 +92,17 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir, const st
       fail("{} has no \"chat_template\" key.", json_path.string());
     source = pick_template(j["chat_template"], name, json_path.string());
   } else {
-    fail("{} has no chat template (no chat_template.jinja, and no chat_template in tokenizer_config.json); "
-         "use a chat/instruct model or add a chat_template.jinja file.",
-         model_dir.string());
+    fail(
+        "{} has no chat template (no chat_template.jinja, and no chat_template in "
+        "tokenizer_config.json); "
+        "use a chat/instruct model or add a chat_template.jinja file.",
+        model_dir.string());
   }
   return from_string(source, std::move(tokens));
 }
 
-ChatTemplate ChatTemplate::from_string(const std::string& source, SpecialTokens tokens, Limits limits) {
+ChatTemplate ChatTemplate::from_string(const std::string& source, SpecialTokens tokens,
+                                       Limits limits) {
   ChatTemplate t;
   t.source_ = source;
   t.program_ = parse_template(source);
@@ -103,10 +114,13 @@ ChatTemplate ChatTemplate::from_string(const std::string& source, SpecialTokens 
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                                  const nlohmann::ordered_json& kwargs) const {
   if (!messages.is_array())
-    fail("chat messages must be a JSON array of {{\"role\": ..., \"content\": ...}} objects, got {}.",
-         messages.type_name());
+    fail(
+        "chat messages must be a JSON array of {{\"role\": ..., \"content\": ...}} objects, got "
+        "{}.",
+        messages.type_name());
   if (!kwargs.is_null() && !kwargs.is_object())
-    fail("template kwargs must be a JSON object (e.g. {{\"enable_thinking\": false}}), got {}.", kwargs.type_name());
+    fail("template kwargs must be a JSON object (e.g. {{\"enable_thinking\": false}}), got {}.",
+         kwargs.type_name());
   Dict ctx;
   ctx.set("messages", from_json(messages));
   ctx.set("tools", Value(None{}));
@@ -120,7 +134,8 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool ad
 }
 
 std::string ChatTemplate::render_context(const nlohmann::ordered_json& context) const {
-  if (!context.is_object()) fail("template context must be a JSON object, got {}.", context.type_name());
+  if (!context.is_object())
+    fail("template context must be a JSON object, got {}.", context.type_name());
   Value ctx = from_json(context);
   Interp in(program_, limits_);
   return in.render(ctx.dict());

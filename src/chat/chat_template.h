@@ -1,21 +1,20 @@
 // Chat templates of HF model directories, rendered exactly as transformers'
 // tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=..., **kwargs)
-// renders them (transformers/utils/chat_template_utils.py: jinja2 ImmutableSandboxedEnvironment with
-// trim_blocks, lstrip_blocks, loopcontrols, a tojson with ensure_ascii=False, raise_exception and
-// strftime_now globals).
+// renders them (transformers/utils/chat_template_utils.py: jinja2 ImmutableSandboxedEnvironment
+// with trim_blocks, lstrip_blocks, loopcontrols, a tojson with ensure_ascii=False, raise_exception
+// and strftime_now globals).
 //
 //   auto tmpl = hogwild::chat::ChatTemplate::load("models/Qwen3-8B");
 //   std::string prompt = tmpl.render(messages, /*add_generation_prompt=*/true,
 //                                    {{"enable_thinking", false}});
 #pragma once
 
-#include "chat/interp.h"
-
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+
+#include "chat/interp.h"
 
 namespace hogwild::chat {
 

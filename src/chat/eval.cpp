@@ -1,10 +1,10 @@
 // Statements and expressions of the chat-template interpreter (see interp.h).
-#include "chat/interp.h"
-#include "chat/ustr.h"
-
 #include <fmt/format.h>
 
 #include <cmath>
+
+#include "chat/interp.h"
+#include "chat/ustr.h"
 
 namespace hogwild::chat {
 
@@ -18,7 +18,8 @@ Interp::Interp(std::shared_ptr<const Program> program, Limits limits)
     : program_(std::move(program)), limits_(limits) {}
 
 void Interp::error(const Expr& at, const std::string& msg) const {
-  throw TemplateError(fmt::format("chat template error at line {}, column {}: {}", at.line, at.col, msg));
+  throw TemplateError(
+      fmt::format("chat template error at line {}, column {}: {}", at.line, at.col, msg));
 }
 
 void Interp::step(const Expr& at, int64_t n) {
@@ -41,8 +42,8 @@ void Interp::check_items(const Expr& at, size_t items) const {
 void Interp::append(std::string& out, const std::string& s, int line, int col) const {
   if (out.size() + s.size() > limits_.max_bytes)
     throw TemplateError(fmt::format(
-        "chat template error at line {}, column {}: output larger than the {} byte limit.", line, col,
-        limits_.max_bytes));
+        "chat template error at line {}, column {}: output larger than the {} byte limit.", line,
+        col, limits_.max_bytes));
   out += s;
 }
 
@@ -78,12 +79,19 @@ Flow Interp::exec_stmt(const Stmt& s, const std::shared_ptr<Scope>& scope, std::
   at.col = s.col;
   step(at);
   switch (s.kind) {
-    case Stmt::Kind::Text: append(out, s.text, s.line, s.col); return Flow::Normal;
-    case Stmt::Kind::Output: append(out, to_str(eval(*s.expr, scope)), s.line, s.col); return Flow::Normal;
+    case Stmt::Kind::Text:
+      append(out, s.text, s.line, s.col);
+      return Flow::Normal;
+    case Stmt::Kind::Output:
+      append(out, to_str(eval(*s.expr, scope)), s.line, s.col);
+      return Flow::Normal;
     case Stmt::Kind::If:
       return exec(truthy(eval(*s.expr, scope)) ? s.body : s.else_body, scope, out);
-    case Stmt::Kind::For: return exec_for(s, scope, out);
-    case Stmt::Kind::Set: exec_set(s, scope, eval(*s.expr, scope)); return Flow::Normal;
+    case Stmt::Kind::For:
+      return exec_for(s, scope, out);
+    case Stmt::Kind::Set:
+      exec_set(s, scope, eval(*s.expr, scope));
+      return Flow::Normal;
     case Stmt::Kind::SetBlock: {
       std::string buf;
       auto inner = std::make_shared<Scope>();
@@ -141,24 +149,28 @@ Flow Interp::exec_stmt(const Stmt& s, const std::shared_ptr<Scope>& scope, std::
       if (!fn.is_callable() || std::get<FnRef>(fn.v)->kind != Callable::Kind::Macro)
         error(call, "'call' needs a macro.");
       Value callerv{FnRef(caller)};
-      append(out, to_str(call_macro(*std::get<FnRef>(fn.v), std::move(args), call, &callerv)), s.line,
-             s.col);
+      append(out, to_str(call_macro(*std::get<FnRef>(fn.v), std::move(args), call, &callerv)),
+             s.line, s.col);
       return Flow::Normal;
     }
-    case Stmt::Kind::Break: return Flow::Break;
-    case Stmt::Kind::Continue: return Flow::Continue;
+    case Stmt::Kind::Break:
+      return Flow::Break;
+    case Stmt::Kind::Continue:
+      return Flow::Continue;
   }
   return Flow::Normal;
 }
 
-static void bind_targets(Interp& in, const Stmt& s, Scope& scope, const Value& item, const Expr& at) {
+static void bind_targets(Interp& in, const Stmt& s, Scope& scope, const Value& item,
+                         const Expr& at) {
   if (s.targets.size() == 1) {
     scope.vars[s.targets[0]] = item;
     return;
   }
   List parts = in.iterate(item, at);
   if (parts.size() != s.targets.size())
-    in.error(at, fmt::format("cannot unpack {} values into {} names.", parts.size(), s.targets.size()));
+    in.error(at,
+             fmt::format("cannot unpack {} values into {} names.", parts.size(), s.targets.size()));
   for (size_t i = 0; i < parts.size(); ++i) scope.vars[s.targets[i]] = parts[i];
 }
 
@@ -224,7 +236,8 @@ void Interp::exec_set(const Stmt& s, const std::shared_ptr<Scope>& scope, Value 
   }
   List parts = iterate(v, at);
   if (parts.size() != s.targets.size())
-    error(at, fmt::format("cannot unpack {} values into {} names.", parts.size(), s.targets.size()));
+    error(at,
+          fmt::format("cannot unpack {} values into {} names.", parts.size(), s.targets.size()));
   for (size_t i = 0; i < parts.size(); ++i) scope->vars[s.targets[i]] = parts[i];
 }
 
@@ -258,10 +271,12 @@ Args Interp::eval_args(const Expr& e, size_t first, const std::shared_ptr<Scope>
 
 Value Interp::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
   switch (e.kind) {
-    case Expr::Kind::Literal: return e.value;
+    case Expr::Kind::Literal:
+      return e.value;
     case Expr::Kind::Name: {
       if (const Value* v = scope->lookup(e.name)) return *v;
-      static const char* globals[] = {"range", "namespace", "raise_exception", "dict", "strftime_now"};
+      static const char* globals[] = {"range", "namespace", "raise_exception", "dict",
+                                      "strftime_now"};
       for (const char* g : globals) {
         if (e.name == g) {
           auto fn = std::make_shared<Callable>();
@@ -287,13 +302,15 @@ Value Interp::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
       }
       return Value(std::move(d));
     }
-    case Expr::Kind::GetAttr: return get_attr(eval(*e.args[0], scope), e.name, e);
+    case Expr::Kind::GetAttr:
+      return get_attr(eval(*e.args[0], scope), e.name, e);
     case Expr::Kind::GetItem: {
       Value obj = eval(*e.args[0], scope);
       if (e.args[1]->kind == Expr::Kind::Slice) return slice(obj, *e.args[1], scope);
       return get_item(obj, eval(*e.args[1], scope), e);
     }
-    case Expr::Kind::Slice: error(e, "a slice is only valid inside [].");
+    case Expr::Kind::Slice:
+      error(e, "a slice is only valid inside [].");
     case Expr::Kind::Call: {
       Value fn = eval(*e.args[0], scope);
       return call(fn, eval_args(e, 1, scope), e);
@@ -310,13 +327,16 @@ Value Interp::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
     case Expr::Kind::Neg:
     case Expr::Kind::Pos: {
       Value v = eval(*e.args[0], scope);
-      if (!v.is_number()) error(e, fmt::format("bad operand type for unary {}: '{}'.", e.kind == Expr::Kind::Neg ? '-' : '+', type_name(v)));
+      if (!v.is_number())
+        error(e, fmt::format("bad operand type for unary {}: '{}'.",
+                             e.kind == Expr::Kind::Neg ? '-' : '+', type_name(v)));
       if (e.kind == Expr::Kind::Pos) return v.is_bool() ? Value(v.as_int()) : v;
       if (v.is_float()) return Value(-v.as_double());
       if (v.as_int() == INT64_MIN) error(e, "integer overflow.");
       return Value(-v.as_int());
     }
-    case Expr::Kind::Not: return Value(!truthy(eval(*e.args[0], scope)));
+    case Expr::Kind::Not:
+      return Value(!truthy(eval(*e.args[0], scope)));
     case Expr::Kind::And: {
       Value a = eval(*e.args[0], scope);
       return truthy(a) ? eval(*e.args[1], scope) : a;
@@ -355,7 +375,8 @@ bool Interp::compare(const Expr& e, const std::string& op, const Value& a, const
     bool r;
     if (b.is_string()) {
       if (!a.is_string())
-        error(e, fmt::format("'in <string>' requires string as left operand, not {}.", type_name(a)));
+        error(e,
+              fmt::format("'in <string>' requires string as left operand, not {}.", type_name(a)));
       r = b.str().find(a.str()) != std::string::npos;
     } else if (b.is_list()) {
       r = false;
@@ -376,7 +397,8 @@ bool Interp::compare(const Expr& e, const std::string& op, const Value& a, const
     return op == "in" ? r : !r;
   }
   if (a.is_undefined() || b.is_undefined())
-    error(e, fmt::format("'{}' is undefined.", std::get<Undefined>((a.is_undefined() ? a : b).v).name));
+    error(e, fmt::format("'{}' is undefined.",
+                         std::get<Undefined>((a.is_undefined() ? a : b).v).name));
   try {
     if (op == "<") return less(a, b);
     if (op == ">") return less(b, a);

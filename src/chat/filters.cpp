@@ -1,13 +1,13 @@
 // Filters and tests of the chat-template interpreter, following jinja2/filters.py and
 // jinja2/tests.py (3.1), with tojson as transformers overrides it (json.dumps with
 // ensure_ascii=False).
-#include "chat/interp.h"
-#include "chat/strings.h"
-#include "chat/ustr.h"
-
 #include <fmt/format.h>
 
 #include <cmath>
+
+#include "chat/interp.h"
+#include "chat/strings.h"
+#include "chat/ustr.h"
 
 namespace hogwild::chat {
 
@@ -33,11 +33,13 @@ std::string percent_format(Interp& in, const Expr& at, const std::string& f, con
     } else if (c == 'r') {
       out += to_repr(v);
     } else if ((c == 'd' || c == 'i') && v.is_number()) {
-      out += std::to_string(v.is_float() ? static_cast<int64_t>(std::trunc(v.as_double())) : v.as_int());
+      out += std::to_string(v.is_float() ? static_cast<int64_t>(std::trunc(v.as_double()))
+                                         : v.as_int());
     } else if (c == 'f' && v.is_number()) {
       out += fmt::format("{:.6f}", v.as_double());
     } else {
-      in.error(at, std::string("unsupported format character '") + c + "' (supported: %s %r %d %i %f %%).");
+      in.error(at, std::string("unsupported format character '") + c +
+                       "' (supported: %s %r %d %i %f %%).");
     }
     in.check_size(at, out.size());
   }
@@ -69,12 +71,23 @@ static std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -98,14 +111,16 @@ static std::string jinja_title(const std::string& s) {
   return out;
 }
 
-static std::string do_indent(const std::string& s0, const std::string& ind, bool first, bool blank) {
+static std::string do_indent(const std::string& s0, const std::string& ind, bool first,
+                             bool blank) {
   std::vector<std::string> lines = py_splitlines(s0 + "\n");
   std::string rv;
-  if (blank) {
-    for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + ind : "") + lines[i];
-  } else {
-    rv = lines.empty() ? "" : lines[0];
-    for (size_t i = 1; i < lines.size(); ++i) rv += "\n" + (lines[i].empty() ? "" : ind + lines[i]);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i > 0) {
+      rv += '\n';
+      if (blank || !lines[i].empty()) rv += ind;
+    }
+    rv += lines[i];
   }
   return first ? ind + rv : rv;
 }
@@ -124,12 +139,13 @@ static Value to_int(const Value& v, const Value& dflt, int base) {
     errno = 0;
     char* end = nullptr;
     long long x = std::strtoll(s.c_str(), &end, base);
-    if (errno == 0 && end == s.c_str() + s.size() && !std::isspace(static_cast<unsigned char>(s[0])))
+    if (errno == 0 && end == s.c_str() + s.size() &&
+        !std::isspace(static_cast<unsigned char>(s[0])))
       return Value(static_cast<int64_t>(x));
     char* fend = nullptr;
     double d = std::strtod(s.c_str(), &fend);
-    if (s.find_first_of("xXpP") == std::string::npos && fend == s.c_str() + s.size() && std::isfinite(d) &&
-        std::fabs(d) < 9.2e18)
+    if (s.find_first_of("xXpP") == std::string::npos && fend == s.c_str() + s.size() &&
+        std::isfinite(d) && std::fabs(d) < 9.2e18)
       return Value(static_cast<int64_t>(std::trunc(d)));
   }
   return dflt;
@@ -145,7 +161,8 @@ static Value to_float(const Value& v, const Value& dflt) {
   return end == s.c_str() + s.size() ? Value(d) : dflt;
 }
 
-static Value py_round(Interp& in, const Expr& at, const Value& v, int64_t prec, const std::string& method) {
+static Value py_round(Interp& in, const Expr& at, const Value& v, int64_t prec,
+                      const std::string& method) {
   if (!v.is_number()) in.error(at, "round needs a number.");
   if (method != "common" && method != "ceil" && method != "floor")
     in.error(at, "round method must be 'common', 'ceil' or 'floor'.");
@@ -153,7 +170,8 @@ static Value py_round(Interp& in, const Expr& at, const Value& v, int64_t prec, 
   double x = v.as_double();
   if (method == "common") {
     if (prec == 0) return Value(std::nearbyint(x));
-    if (prec > 0 && prec < 300 && std::isfinite(x)) return Value(std::strtod(fmt::format("{:.{}f}", x, prec).c_str(), nullptr));
+    if (prec > 0 && prec < 300 && std::isfinite(x))
+      return Value(std::strtod(fmt::format("{:.{}f}", x, prec).c_str(), nullptr));
     double p = std::pow(10.0, static_cast<double>(-prec));
     return Value(std::nearbyint(x / p) * p);
   }
@@ -165,7 +183,8 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
   step(at);
   auto arg = [&](size_t i, const char* n) { return a.get(i, n); };
   auto need_str = [&](const Value* x, const char* what) -> const std::string& {
-    if (!x || !x->is_string()) error(at, fmt::format("filter '{}': {} must be a string.", name, what));
+    if (!x || !x->is_string())
+      error(at, fmt::format("filter '{}': {} must be a string.", name, what));
     return x->str();
   };
   if (name == "safe" || name == "string") return name == "safe" ? v : Value(to_str(v));
@@ -174,13 +193,15 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     const Value* ea = arg(0, "ensure_ascii");
     const Value* ind = arg(1, "indent");
     const Value* sep = arg(2, "separators");
-    if (ind && (ind->is_int() || ind->is_bool())) st.indent = static_cast<int>(std::clamp<int64_t>(ind->as_int(), -1, 64));
+    if (ind && (ind->is_int() || ind->is_bool()))
+      st.indent = static_cast<int>(std::clamp<int64_t>(ind->as_int(), -1, 64));
     if (ind && ind->is_string()) {
       st.indent_str = ind->str();
       if (st.indent_str.empty()) st.indent = 0;
     }
     if (sep && !sep->is_none()) {
-      if (!sep->is_list() || sep->list().size() != 2 || !sep->list()[0].is_string() || !sep->list()[1].is_string())
+      if (!sep->is_list() || sep->list().size() != 2 || !sep->list()[0].is_string() ||
+          !sep->list()[1].is_string())
         error(at, "tojson separators must be a pair of strings.");
       st.item_sep = sep->list()[0].str();
       st.key_sep = sep->list()[1].str();
@@ -202,7 +223,8 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     if (v.is_string()) return Value(static_cast<int64_t>(utf8_length(v.str())));
     if (v.is_list()) return Value(static_cast<int64_t>(v.list().size()));
     if (v.is_dict()) return Value(static_cast<int64_t>(v.dict().items.size()));
-    if (v.is_namespace()) return Value(static_cast<int64_t>(std::get<NsRef>(v.v)->attrs.items.size()));
+    if (v.is_namespace())
+      return Value(static_cast<int64_t>(std::get<NsRef>(v.v)->attrs.items.size()));
     error(at, fmt::format("object of type '{}' has no len().", type_name(v)));
   }
   if (name == "trim") {
@@ -215,22 +237,29 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
   if (name == "lower") return Value(str_lower(to_str(v)));
   if (name == "capitalize") return Value(py_capitalize(to_str(v)));
   if (name == "title") return Value(jinja_title(to_str(v)));
-  if (name == "escape" || name == "e" || name == "forceescape") return Value(html_escape(to_str(v)));
+  if (name == "escape" || name == "e" || name == "forceescape")
+    return Value(html_escape(to_str(v)));
   if (name == "replace") {
     const Value* cnt = arg(2, "count");
     int64_t count = cnt && !cnt->is_none() ? (cnt->is_int() ? cnt->as_int() : -1) : -1;
-    std::string r = py_replace(to_str(v), need_str(arg(0, "old"), "old"), need_str(arg(1, "new"), "new"),
-                               count, limits_.max_bytes);
+    std::string r = py_replace(to_str(v), need_str(arg(0, "old"), "old"),
+                               need_str(arg(1, "new"), "new"), count, limits_.max_bytes);
     check_size(at, r.size());
     return Value(std::move(r));
   }
   if (name == "indent") {
     const Value* w = arg(0, "width");
-    std::string ind = w && w->is_string() ? w->str() : std::string(static_cast<size_t>(std::clamp<int64_t>(w ? (w->is_number() ? w->as_int() : 4) : 4, 0, 256)), ' ');
+    std::string ind = w && w->is_string()
+                          ? w->str()
+                          : std::string(static_cast<size_t>(std::clamp<int64_t>(
+                                            w ? (w->is_number() ? w->as_int() : 4) : 4, 0, 256)),
+                                        ' ');
     std::string s = to_str(v);
     step(at, static_cast<int64_t>(s.size() / 64));
-    check_size(at, s.size() + (ind.size() + 1) * static_cast<size_t>(std::count(s.begin(), s.end(), '\n') + 1));
-    return Value(do_indent(s, ind, opt_bool(arg(1, "first"), false), opt_bool(arg(2, "blank"), false)));
+    check_size(at, s.size() + (ind.size() + 1) *
+                                  static_cast<size_t>(std::count(s.begin(), s.end(), '\n') + 1));
+    return Value(
+        do_indent(s, ind, opt_bool(arg(1, "first"), false), opt_bool(arg(2, "blank"), false)));
   }
   if (name == "wordcount") {
     int64_t n = 0;
@@ -264,21 +293,25 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
   if (name == "round") {
     const Value* p = arg(0, "precision");
     const Value* m = arg(1, "method");
-    return py_round(*this, at, v, p && p->is_int() ? p->as_int() : 0, m && m->is_string() ? m->str() : "common");
+    return py_round(*this, at, v, p && p->is_int() ? p->as_int() : 0,
+                    m && m->is_string() ? m->str() : "common");
   }
   if (name == "pprint") return Value(to_repr(v));
   if (name == "center") {  // str.center(width): the odd pad goes left when width is odd
     std::string str = to_str(v);
     const Value* w = arg(0, "width");
-    int64_t width = std::min<int64_t>(w && (w->is_int() || w->is_bool()) ? w->as_int() : 80, 1 << 20);
+    int64_t width =
+        std::min<int64_t>(w && (w->is_int() || w->is_bool()) ? w->as_int() : 80, 1 << 20);
     int64_t len = static_cast<int64_t>(utf8_length(str));
     if (width <= len) return Value(str);
     int64_t pad = width - len, left = pad / 2 + (pad & width & 1);
-    return Value(std::string(static_cast<size_t>(left), ' ') + str + std::string(static_cast<size_t>(pad - left), ' '));
+    return Value(std::string(static_cast<size_t>(left), ' ') + str +
+                 std::string(static_cast<size_t>(pad - left), ' '));
   }
   if (name == "batch") {  // batch(linecount, fill_with=None): lists of linecount items
     const Value* c = arg(0, "linecount");
-    if (!c || !(c->is_int() || c->is_bool()) || c->as_int() <= 0) error(at, "batch needs a positive count.");
+    if (!c || !(c->is_int() || c->is_bool()) || c->as_int() <= 0)
+      error(at, "batch needs a positive count.");
     const Value* fill = arg(1, "fill_with");
     size_t k = static_cast<size_t>(c->as_int());
     List out, cur;
@@ -340,9 +373,12 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
   if (name == "sort") {
     bool cs = opt_bool(arg(1, "case_sensitive"), false);
     const Value* attr = arg(2, "attribute");
-    return Value(sorted(*this, at, iterate(v, at), [&](const Value& x) {
-      return lowered(attr ? get_attr(x, to_str(*attr), at, true) : x, cs);
-    }, opt_bool(arg(0, "reverse"), false)));
+    return Value(sorted(
+        *this, at, iterate(v, at),
+        [&](const Value& x) {
+          return lowered(attr ? get_attr(x, to_str(*attr), at, true) : x, cs);
+        },
+        opt_bool(arg(0, "reverse"), false)));
   }
   if (name == "dictsort") {
     if (!v.is_dict()) error(at, "filter 'dictsort' needs a mapping.");
@@ -350,8 +386,9 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     const Value* by = arg(1, "by");
     int pos = by && by->is_string() && by->str() == "value" ? 1 : 0;
     List items = call_method(v, "items", {}, at).list();
-    return Value(sorted(*this, at, std::move(items), [&](const Value& kv) { return lowered(kv.list()[pos], cs); },
-                        opt_bool(arg(2, "reverse"), false)));
+    return Value(sorted(
+        *this, at, std::move(items), [&](const Value& kv) { return lowered(kv.list()[pos], cs); },
+        opt_bool(arg(2, "reverse"), false)));
   }
   if (name == "unique") {
     bool cs = opt_bool(arg(0, "case_sensitive"), false);
@@ -380,9 +417,12 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     List items = iterate(v, at);
     if (items.empty()) return Value(Undefined{"No " + name + " item"});
     size_t best = 0;
-    auto key = [&](const Value& x) { return lowered(attr ? get_attr(x, to_str(*attr), at, true) : x, cs); };
+    auto key = [&](const Value& x) {
+      return lowered(attr ? get_attr(x, to_str(*attr), at, true) : x, cs);
+    };
     for (size_t i = 1; i < items.size(); ++i) {
-      bool better = name == "min" ? less(key(items[i]), key(items[best])) : less(key(items[best]), key(items[i]));
+      bool better = name == "min" ? less(key(items[i]), key(items[best]))
+                                  : less(key(items[best]), key(items[i]));
       if (better) best = i;
     }
     return items[best];
@@ -391,7 +431,8 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     const Value* attr = arg(0, "attribute");
     const Value* start = arg(1, "start");
     Value acc = start ? *start : Value(int64_t{0});
-    for (const Value& x : iterate(v, at)) acc = eval_binary(at, "+", acc, attr ? get_attr(x, to_str(*attr), at, true) : x);
+    for (const Value& x : iterate(v, at))
+      acc = eval_binary(at, "+", acc, attr ? get_attr(x, to_str(*attr), at, true) : x);
     return acc;
   }
   if (name == "map") {
@@ -420,9 +461,11 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     bool by_attr = name == "selectattr" || name == "rejectattr";
     bool keep_if = name == "select" || name == "selectattr";
     size_t t = by_attr ? 1 : 0;
-    if (by_attr && (a.pos.empty() || !a.pos[0].is_string())) error(at, name + " needs an attribute name.");
+    if (by_attr && (a.pos.empty() || !a.pos[0].is_string()))
+      error(at, name + " needs an attribute name.");
     Args rest;
-    if (a.pos.size() > t + 1) rest.pos.assign(a.pos.begin() + static_cast<long>(t) + 1, a.pos.end());
+    if (a.pos.size() > t + 1)
+      rest.pos.assign(a.pos.begin() + static_cast<long>(t) + 1, a.pos.end());
     rest.kw = a.kw;
     List out;
     for (const Value& x : iterate(v, at)) {
@@ -463,12 +506,14 @@ bool Interp::apply_test(const std::string& name, const Value& v, const Args& a, 
   if (name == "iterable") return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
   if (name == "callable") return v.is_callable();
   if (name == "escaped") return false;
-  if (name == "lower" || name == "upper") return truthy(call_method(Value(to_str(v)), "is" + name, {}, at));
+  if (name == "lower" || name == "upper")
+    return truthy(call_method(Value(to_str(v)), "is" + name, {}, at));
   if (name == "odd" || name == "even" || name == "divisibleby") {
     if (!(v.is_int() || v.is_bool())) error(at, "test '" + name + "' needs an integer.");
     if (name == "divisibleby") {
       const Value& d = need_arg();
-      if (!(d.is_int() || d.is_bool()) || d.as_int() == 0) error(at, "divisibleby needs a non-zero integer.");
+      if (!(d.is_int() || d.is_bool()) || d.as_int() == 0)
+        error(at, "divisibleby needs a non-zero integer.");
       return d.as_int() == -1 || v.as_int() % d.as_int() == 0;
     }
     return (v.as_int() % 2 != 0) == (name == "odd");
@@ -484,9 +529,9 @@ bool Interp::apply_test(const std::string& name, const Value& v, const Args& a, 
   }
   if (name == "in") return compare(at, "in", v, need_arg());
   static const std::pair<const char*, const char*> cmp[] = {
-      {"eq", "=="}, {"equalto", "=="}, {"==", "=="}, {"ne", "!="}, {"!=", "!="}, {"lt", "<"},
-      {"lessthan", "<"}, {"<", "<"}, {"le", "<="}, {"<=", "<="}, {"gt", ">"}, {"greaterthan", ">"},
-      {">", ">"}, {"ge", ">="}, {">=", ">="}};
+      {"eq", "=="}, {"equalto", "=="},    {"==", "=="}, {"ne", "!="}, {"!=", "!="},
+      {"lt", "<"},  {"lessthan", "<"},    {"<", "<"},   {"le", "<="}, {"<=", "<="},
+      {"gt", ">"},  {"greaterthan", ">"}, {">", ">"},   {"ge", ">="}, {">=", ">="}};
   for (const auto& [n, op] : cmp)
     if (name == n) return compare(at, op, v, need_arg());
   error(at, "unknown or unsupported test '" + name + "'.");

@@ -4,23 +4,23 @@
 // methods.cpp.
 #pragma once
 
-#include "chat/ast.h"
-#include "core/error.h"
-
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "chat/ast.h"
+#include "core/error.h"
 
 namespace hogwild::chat {
 
 /// Resource limits; exceeding one throws hogwild::Error (a template can never hang or exhaust
 /// memory).
 struct Limits {
-  int64_t max_steps = 5'000'000;    // statements executed + loop iterations + per-element work
-  size_t max_bytes = 64u << 20;     // largest rendered output or string value, in bytes
-  size_t max_items = 1'000'000;     // largest list built by range(), *, filters
-  int max_call_depth = 64;          // nested macro calls
+  int64_t max_steps = 5'000'000;  // statements executed + loop iterations + per-element work
+  size_t max_bytes = 64u << 20;   // largest rendered output or string value, in bytes
+  size_t max_items = 1'000'000;   // largest list built by range(), *, filters
+  int max_call_depth = 64;        // nested macro calls
 };
 
 /// A template error that already names its line and column.
@@ -83,6 +83,7 @@ class Interp {
 };
 
 /// Python-style slice of a sequence of length n: indices for `[start:stop:step]`.
-std::vector<size_t> slice_indices(int64_t n, const Value& start, const Value& stop, const Value& step);
+std::vector<size_t> slice_indices(int64_t n, const Value& start, const Value& stop,
+                                  const Value& step);
 
 }  // namespace hogwild::chat

@@ -1,16 +1,18 @@
 #include "chat/lexer.h"
 
-#include "chat/ustr.h"
-#include "core/error.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "chat/ustr.h"
+#include "core/error.h"
+
 namespace hogwild::chat {
 namespace {
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_ws(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 class Lexer {
  public:
@@ -168,7 +170,8 @@ class Lexer {
     const char* close = block ? "%}" : "}}";
     while (true) {
       while (pos < s_.size() && is_ws(s_[pos])) ++pos;
-      if (pos >= s_.size()) error(start, block ? "missing '%}' to close this tag." : "missing '}}' to close this tag.");
+      if (pos >= s_.size())
+        error(start, block ? "missing '%}' to close this tag." : "missing '}}' to close this tag.");
       if (depth == 0) {
         char sign = (s_[pos] == '-' || s_[pos] == '+') ? s_[pos] : 0;
         if (s_.compare(pos + (sign ? 1 : 0), 2, close) == 0 && (block || sign != '+')) {
@@ -190,7 +193,8 @@ class Lexer {
     char c = s_[pos];
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t e = pos;
-      while (e < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[e])) || s_[e] == '_')) ++e;
+      while (e < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[e])) || s_[e] == '_'))
+        ++e;
       push(Token::Type::Name, s_.substr(pos, e - pos), pos);
       return e;
     }
@@ -261,8 +265,10 @@ class Lexer {
       char32_t v = 0;
       for (size_t k = 0; k < n; ++k) {
         char h = s_[i + k];
-        if (!std::isxdigit(static_cast<unsigned char>(h))) error(pos, "bad \\x/\\u escape in a string literal.");
-        v = v * 16 + (std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
+        if (!std::isxdigit(static_cast<unsigned char>(h)))
+          error(pos, "bad \\x/\\u escape in a string literal.");
+        v = v * 16 +
+            (std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
       }
       i += n;
       if (v > 0x10FFFF) error(pos, "escape \\U is past U+10FFFF.");
@@ -281,24 +287,52 @@ class Lexer {
       char e = s_[i + 1];
       i += 2;
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'v': out += '\v'; break;
-        case '\n': break;  // line continuation
-        case 'x': utf8_append(out, hex(2)); break;
-        case 'u': utf8_append(out, hex(4)); break;
-        case 'U': utf8_append(out, hex(8)); break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case '\n':
+          break;  // line continuation
+        case 'x':
+          utf8_append(out, hex(2));
+          break;
+        case 'u':
+          utf8_append(out, hex(4));
+          break;
+        case 'U':
+          utf8_append(out, hex(8));
+          break;
         default:
           if (e >= '0' && e <= '7') {
             char32_t v = e - '0';
-            for (int k = 0; k < 2 && i < s_.size() && s_[i] >= '0' && s_[i] <= '7'; ++k) v = v * 8 + (s_[i++] - '0');
+            for (int k = 0; k < 2 && i < s_.size() && s_[i] >= '0' && s_[i] <= '7'; ++k)
+              v = v * 8 + (s_[i++] - '0');
             utf8_append(out, v);
           } else {
             out += '\\';

@@ -10,7 +10,19 @@
 namespace hogwild::chat {
 
 struct Token {
-  enum class Type { Text, VarBegin, VarEnd, BlockBegin, BlockEnd, Name, String, Int, Float, Op, Eof };
+  enum class Type {
+    Text,
+    VarBegin,
+    VarEnd,
+    BlockBegin,
+    BlockEnd,
+    Name,
+    String,
+    Int,
+    Float,
+    Op,
+    Eof
+  };
   Type type;
   std::string text;  // Text/Name/String/Op payload
   int64_t ival = 0;

@@ -1,13 +1,13 @@
 // Python str/dict/list methods that chat templates call (message.content.strip(), d.get(k), ...)
 // and the globals jinja2 + transformers provide (range, namespace, dict, raise_exception,
 // strftime_now).
-#include "chat/interp.h"
-#include "chat/strings.h"
-#include "chat/ustr.h"
-
 #include <fmt/format.h>
 
 #include <ctime>
+
+#include "chat/interp.h"
+#include "chat/strings.h"
+#include "chat/ustr.h"
 
 namespace hogwild::chat {
 
@@ -30,20 +30,24 @@ static Value str_list(std::vector<std::string> parts) {
   return Value(std::move(l));
 }
 
-static bool affix_match(Interp& in, const Expr& at, const std::string& s, const Args& a, bool prefix) {
+static bool affix_match(Interp& in, const Expr& at, const std::string& s, const Args& a,
+                        bool prefix) {
   const Value* p = a.get(0, "prefix");
   if (!p) in.error(at, "startswith/endswith need an argument.");
   std::u32string cps = utf8_decode(s);
   int64_t n = static_cast<int64_t>(cps.size());
-  std::vector<size_t> idx = slice_indices(n, a.get(1, "start") ? *a.get(1, "start") : Value(None{}),
-                                          a.get(2, "end") ? *a.get(2, "end") : Value(None{}), Value(None{}));
+  std::vector<size_t> idx =
+      slice_indices(n, a.get(1, "start") ? *a.get(1, "start") : Value(None{}),
+                    a.get(2, "end") ? *a.get(2, "end") : Value(None{}), Value(None{}));
   std::string sub;
   for (size_t i : idx) utf8_append(sub, cps[i]);
   auto one = [&](const Value& x) {
-    if (!x.is_string()) in.error(at, "startswith/endswith arguments must be strings or tuples of strings.");
+    if (!x.is_string())
+      in.error(at, "startswith/endswith arguments must be strings or tuples of strings.");
     const std::string& t = x.str();
     if (t.size() > sub.size()) return false;
-    return prefix ? sub.compare(0, t.size(), t) == 0 : sub.compare(sub.size() - t.size(), t.size(), t) == 0;
+    return prefix ? sub.compare(0, t.size(), t) == 0
+                  : sub.compare(sub.size() - t.size(), t.size(), t) == 0;
   };
   if (p->is_list()) {
     for (const Value& x : p->list())
@@ -67,7 +71,8 @@ static std::string str_format(Interp& in, const Expr& at, const std::string& f, 
       ++i;
     } else if (c == '{') {
       size_t e = f.find('}', i);
-      if (e == std::string::npos) in.error(at, "str.format: single '{' encountered in format string.");
+      if (e == std::string::npos)
+        in.error(at, "str.format: single '{' encountered in format string.");
       std::string field = f.substr(i + 1, e - i - 1);
       if (field.find(':') != std::string::npos || field.find('!') != std::string::npos)
         in.error(at, "str.format: format specs and conversions are not supported.");
@@ -98,7 +103,8 @@ static std::string str_format(Interp& in, const Expr& at, const std::string& f, 
 static Value string_method(Interp& in, const std::string& s, const std::string& name, const Args& a,
                            const Expr& at) {
   in.step(at, 1 + static_cast<int64_t>(s.size() / 4096));
-  if (name == "startswith" || name == "endswith") return Value(affix_match(in, at, s, a, name == "startswith"));
+  if (name == "startswith" || name == "endswith")
+    return Value(affix_match(in, at, s, a, name == "startswith"));
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     const Value* chars = a.get(0, "chars");
     std::optional<std::string> set;
@@ -127,7 +133,8 @@ static Value string_method(Interp& in, const std::string& s, const std::string& 
   if (name == "replace") {
     const std::string& old = need_str(in, at, a.get(0, "old"), "replace: old");
     const std::string& neu = need_str(in, at, a.get(1, "new"), "replace: new");
-    std::string r = py_replace(s, old, neu, opt_int(in, at, a.get(2, "count"), -1, "count"), in.limits().max_bytes);
+    std::string r = py_replace(s, old, neu, opt_int(in, at, a.get(2, "count"), -1, "count"),
+                               in.limits().max_bytes);
     in.check_size(at, r.size());
     return Value(std::move(r));
   }
@@ -153,7 +160,8 @@ static Value string_method(Interp& in, const std::string& s, const std::string& 
     std::string out;
     bool first = true;
     for (const Value& x : in.iterate(*it, at)) {
-      if (!x.is_string()) in.error(at, fmt::format("sequence item: expected str instance, {} found.", type_name(x)));
+      if (!x.is_string())
+        in.error(at, fmt::format("sequence item: expected str instance, {} found.", type_name(x)));
       if (!first) out += s;
       first = false;
       out += x.str();
@@ -175,7 +183,8 @@ static Value string_method(Interp& in, const std::string& s, const std::string& 
   auto all = [&](auto pred) { return !cps.empty() && std::all_of(cps.begin(), cps.end(), pred); };
   if (name == "isdigit") return Value(all(cp_is_digit));
   if (name == "isalpha") return Value(all(cp_is_alpha));
-  if (name == "isalnum") return Value(all([](char32_t c) { return cp_is_alpha(c) || cp_is_digit(c); }));
+  if (name == "isalnum")
+    return Value(all([](char32_t c) { return cp_is_alpha(c) || cp_is_digit(c); }));
   if (name == "isspace") return Value(all(py_isspace));
   if (name == "islower" || name == "isupper") {
     bool cased = false, ok = true;
@@ -193,7 +202,8 @@ static Value string_method(Interp& in, const std::string& s, const std::string& 
   in.error(at, "str." + name + "() is not supported.");
 }
 
-Value Interp::call_method(const Value& self, const std::string& name, const Args& a, const Expr& at) {
+Value Interp::call_method(const Value& self, const std::string& name, const Args& a,
+                          const Expr& at) {
   if (self.is_string()) return string_method(*this, self.str(), name, a, at);
   if (self.is_dict() && std::get<DictRef>(self.v).loop) {  // loop.cycle(a, b, ...)
     if (a.pos.empty()) error(at, "loop.cycle needs at least one argument.");
@@ -276,8 +286,8 @@ Value Interp::call_global(const std::string& name, const Args& a, const Expr& at
   }
   if (name == "raise_exception") {
     const Value* m = a.get(0, "message");
-    throw TemplateError(fmt::format("chat template raised an exception at line {}, column {}: {}", at.line,
-                                    at.col, m ? to_str(*m) : std::string()));
+    throw TemplateError(fmt::format("chat template raised an exception at line {}, column {}: {}",
+                                    at.line, at.col, m ? to_str(*m) : std::string()));
   }
   if (name == "strftime_now") {
     const std::string& f = need_str(*this, at, a.get(0, "format"), "strftime_now format");

@@ -1,11 +1,11 @@
 // Operators, attribute/item access, slicing and calls of the chat-template interpreter, with
 // Python semantics (jinja2 evaluates these with Python's operators).
-#include "chat/interp.h"
-#include "chat/ustr.h"
-
 #include <fmt/format.h>
 
 #include <cmath>
+
+#include "chat/interp.h"
+#include "chat/ustr.h"
 
 namespace hogwild::chat {
 
@@ -67,7 +67,8 @@ Value Interp::eval_binary(const Expr& e, const std::string& op, const Value& a, 
     if (nums) return Value(a.as_double() * b.as_double());
     const Value* seq = (a.is_string() || a.is_list()) ? &a : &b;
     const Value* cnt = seq == &a ? &b : &a;
-    if (!(seq->is_string() || seq->is_list()) || !(cnt->is_int() || cnt->is_bool())) return type_error();
+    if (!(seq->is_string() || seq->is_list()) || !(cnt->is_int() || cnt->is_bool()))
+      return type_error();
     int64_t n = std::max<int64_t>(cnt->as_int(), 0);
     if (seq->is_string()) {
       if (n > 0 && seq->str().size() > limits_.max_bytes / static_cast<uint64_t>(n))
@@ -134,7 +135,8 @@ Value Interp::eval_binary(const Expr& e, const std::string& op, const Value& a, 
       return Value(acc);
     }
     if (!nums) return type_error();
-    if (a.as_double() == 0 && b.as_double() < 0) error(e, "0.0 cannot be raised to a negative power.");
+    if (a.as_double() == 0 && b.as_double() < 0)
+      error(e, "0.0 cannot be raised to a negative power.");
     return Value(std::pow(a.as_double(), b.as_double()));
   }
   error(e, "internal: unknown operator " + op);
@@ -142,10 +144,11 @@ Value Interp::eval_binary(const Expr& e, const std::string& op, const Value& a, 
 
 static bool is_method(const Value& obj, const std::string& name) {
   static const char* str_methods[] = {
-      "startswith", "endswith", "split",   "rsplit",  "strip",      "lstrip",       "rstrip",
-      "upper",      "lower",    "title",   "capitalize", "replace", "find",         "rfind",
-      "count",      "join",     "format",  "isdigit", "isalpha",    "isalnum",      "isspace",
-      "islower",    "isupper",  "splitlines", "removeprefix", "removesuffix", "index", "swapcase"};
+      "startswith",   "endswith",     "split",   "rsplit",  "strip",      "lstrip",
+      "rstrip",       "upper",        "lower",   "title",   "capitalize", "replace",
+      "find",         "rfind",        "count",   "join",    "format",     "isdigit",
+      "isalpha",      "isalnum",      "isspace", "islower", "isupper",    "splitlines",
+      "removeprefix", "removesuffix", "index",   "swapcase"};
   static const char* dict_methods[] = {"get", "items", "keys", "values", "copy"};
   static const char* list_methods[] = {"index", "count", "copy"};
   if (obj.is_string()) {
@@ -171,8 +174,9 @@ Value Interp::get_attr(const Value& obj, const std::string& name, const Expr& at
       size_t q = name.find('.', p);
       std::string part = name.substr(p, q == std::string::npos ? std::string::npos : q - p);
       bool digits = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-      v = digits && part.size() < 18 ? get_item(v, Value(static_cast<int64_t>(std::stoll(part))), at)
-                                     : get_attr(v, part, at);
+      v = digits && part.size() < 18
+              ? get_item(v, Value(static_cast<int64_t>(std::stoll(part))), at)
+              : get_attr(v, part, at);
       if (q == std::string::npos) return v;
       p = q + 1;
     }
@@ -227,7 +231,8 @@ Value Interp::get_item(const Value& obj, const Value& key, const Expr& at) {
   return Value(Undefined{to_str(key)});
 }
 
-std::vector<size_t> slice_indices(int64_t n, const Value& start, const Value& stop, const Value& step) {
+std::vector<size_t> slice_indices(int64_t n, const Value& start, const Value& stop,
+                                  const Value& step) {
   int64_t st = step.is_none() ? 1 : step.as_int();
   auto adjust = [&](const Value& v, int64_t dflt) {
     if (v.is_none()) return dflt;
@@ -281,16 +286,20 @@ Value Interp::call(const Value& fn, Args args, const Expr& at) {
   if (!fn.is_callable()) error(at, fmt::format("'{}' object is not callable.", type_name(fn)));
   const Callable& c = *std::get<FnRef>(fn.v);
   switch (c.kind) {
-    case Callable::Kind::Macro: return call_macro(c, std::move(args), at, nullptr);
-    case Callable::Kind::Method: return call_method(c.self, c.name, args, at);
-    case Callable::Kind::Global: return call_global(c.name, args, at);
+    case Callable::Kind::Macro:
+      return call_macro(c, std::move(args), at, nullptr);
+    case Callable::Kind::Method:
+      return call_method(c.self, c.name, args, at);
+    case Callable::Kind::Global:
+      return call_global(c.name, args, at);
   }
   error(at, "internal: bad callable.");
 }
 
 Value Interp::call_macro(const Callable& m, Args args, const Expr& at, const Value* caller) {
   if (call_depth_ >= limits_.max_call_depth)
-    error(at, fmt::format("macro calls nested deeper than {} (runaway recursion?).", limits_.max_call_depth));
+    error(at, fmt::format("macro calls nested deeper than {} (runaway recursion?).",
+                          limits_.max_call_depth));
   const Stmt& def = *m.macro;
   auto scope = std::make_shared<Scope>();
   scope->parent = m.closure.lock();

@@ -12,7 +12,8 @@ Body Parser::parse_body(std::initializer_list<const char*> ends) {
     const Token& t = cur();
     if (t.type == T::Eof) {
       if (ends.size() != 0)
-        error(t, std::string("unexpected end of template: missing '{% ") + *(ends.end() - 1) + " %}'.");
+        error(t, std::string("unexpected end of template: missing '{% ") + *(ends.end() - 1) +
+                     " %}'.");
       return body;
     }
     if (t.type == T::Text) {

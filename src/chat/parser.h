@@ -3,10 +3,10 @@
 // ** < unary - + < postfix (.attr [item] (call)) and filters/tests.
 #pragma once
 
-#include "chat/ast.h"
-
 #include <memory>
 #include <string>
+
+#include "chat/ast.h"
 
 namespace hogwild::chat {
 

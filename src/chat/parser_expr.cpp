@@ -220,7 +220,8 @@ ExprPtr Parser::parse_primary() {
       }
       if (at.text == "[" || at.text == "{") return parse_collection(at);
       [[fallthrough]];
-    default: error(at, "unexpected " + describe(at) + " in an expression.");
+    default:
+      error(at, "unexpected " + describe(at) + " in an expression.");
   }
 }
 

@@ -2,13 +2,13 @@
 // (expressions, with jinja2's precedence levels).
 #pragma once
 
-#include "chat/ast.h"
-#include "chat/lexer.h"
-#include "core/error.h"
-
 #include <initializer_list>
 #include <string>
 #include <vector>
+
+#include "chat/ast.h"
+#include "chat/lexer.h"
+#include "core/error.h"
 
 namespace hogwild::chat::detail {
 
@@ -49,7 +49,8 @@ class Parser {
   bool is_op(const char* op) const { return cur().type == T::Op && cur().text == op; }
   bool is_name(const char* n) const { return cur().type == T::Name && cur().text == n; }
   void expect_op(const char* op) {
-    if (!is_op(op)) error(cur(), std::string("expected '") + op + "', got " + describe(cur()) + ".");
+    if (!is_op(op))
+      error(cur(), std::string("expected '") + op + "', got " + describe(cur()) + ".");
     next();
   }
   std::string expect_name() {
@@ -64,14 +65,21 @@ class Parser {
   }
   static std::string describe(const Token& t) {
     switch (t.type) {
-      case T::Eof: return "end of template";
-      case T::BlockEnd: return "'%}'";
-      case T::VarEnd: return "'}}'";
-      case T::Text: return "text";
-      case T::String: return "a string";
+      case T::Eof:
+        return "end of template";
+      case T::BlockEnd:
+        return "'%}'";
+      case T::VarEnd:
+        return "'}}'";
+      case T::Text:
+        return "text";
+      case T::String:
+        return "a string";
       case T::Int:
-      case T::Float: return "a number";
-      default: return "'" + t.text + "'";
+      case T::Float:
+        return "a number";
+      default:
+        return "'" + t.text + "'";
     }
   }
 

@@ -1,12 +1,13 @@
 #include "chat/strings.h"
 
-#include "chat/ustr.h"
-
 #include <algorithm>
+
+#include "chat/ustr.h"
 
 namespace hogwild::chat {
 
-std::string py_strip(const std::string& s, const std::optional<std::string>& chars, bool left, bool right) {
+std::string py_strip(const std::string& s, const std::optional<std::string>& chars, bool left,
+                     bool right) {
   std::u32string cps = utf8_decode(s);
   std::u32string set = chars ? utf8_decode(*chars) : std::u32string();
   auto strip_it = [&](char32_t c) {
@@ -20,7 +21,8 @@ std::string py_strip(const std::string& s, const std::optional<std::string>& cha
   return utf8_encode(std::u32string_view(cps).substr(a, b - a));
 }
 
-std::vector<std::string> py_split_sep(const std::string& s, const std::string& sep, int64_t maxsplit, bool right) {
+std::vector<std::string> py_split_sep(const std::string& s, const std::string& sep,
+                                      int64_t maxsplit, bool right) {
   std::vector<std::string> out;
   if (!right) {
     size_t p = 0;
@@ -129,8 +131,8 @@ std::string py_capitalize(const std::string& s) {
   return out;
 }
 
-std::string py_replace(const std::string& s, const std::string& old, const std::string& neu, int64_t count,
-                       size_t max_bytes) {
+std::string py_replace(const std::string& s, const std::string& old, const std::string& neu,
+                       int64_t count, size_t max_bytes) {
   std::string out;
   if (old.empty()) {  // Python inserts `neu` before every code point and at the end
     std::u32string cps = utf8_decode(s);

@@ -80,10 +80,12 @@ bool py_isspace(char32_t c) {
 static bool valid_cp(char32_t c) { return c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF); }
 
 char32_t cp_upper(char32_t c) {
-  return valid_cp(c) ? static_cast<char32_t>(utf8proc_toupper(static_cast<utf8proc_int32_t>(c))) : c;
+  return valid_cp(c) ? static_cast<char32_t>(utf8proc_toupper(static_cast<utf8proc_int32_t>(c)))
+                     : c;
 }
 char32_t cp_lower(char32_t c) {
-  return valid_cp(c) ? static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))) : c;
+  return valid_cp(c) ? static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c)))
+                     : c;
 }
 static utf8proc_category_t cat(char32_t c) {
   return valid_cp(c) ? utf8proc_category(static_cast<utf8proc_int32_t>(c)) : UTF8PROC_CATEGORY_CS;

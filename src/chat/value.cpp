@@ -1,14 +1,14 @@
 #include "chat/value.h"
 
-#include "chat/ast.h"
-#include "chat/ustr.h"
-#include "core/error.h"
-
 #include <fmt/format.h>
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+
+#include "chat/ast.h"
+#include "chat/ustr.h"
+#include "core/error.h"
 
 namespace hogwild::chat {
 
@@ -35,20 +35,28 @@ double Value::as_double() const {
 bool truthy(const Value& v) {
   switch (v.v.index()) {
     case 0:
-    case 1: return false;
-    case 2: return std::get<bool>(v.v);
-    case 3: return std::get<int64_t>(v.v) != 0;
-    case 4: return std::get<double>(v.v) != 0.0;
-    case 5: return !v.str().empty();
-    case 6: return !v.list().empty();
-    case 7: return !v.dict().items.empty();
-    default: return true;
+    case 1:
+      return false;
+    case 2:
+      return std::get<bool>(v.v);
+    case 3:
+      return std::get<int64_t>(v.v) != 0;
+    case 4:
+      return std::get<double>(v.v) != 0.0;
+    case 5:
+      return !v.str().empty();
+    case 6:
+      return !v.list().empty();
+    case 7:
+      return !v.dict().items.empty();
+    default:
+      return true;
   }
 }
 
 const char* type_name(const Value& v) {
-  static const char* names[] = {"undefined", "NoneType", "bool",      "int",     "float",
-                                "str",       "list",     "dict",      "Namespace", "function"};
+  static const char* names[] = {"undefined", "NoneType", "bool", "int",       "float",
+                                "str",       "list",     "dict", "Namespace", "function"};
   if (v.is_list() && std::get<ListRef>(v.v).tuple) return "tuple";
   return names[v.v.index()];
 }
@@ -70,10 +78,10 @@ std::string float_repr(double d) {
   std::string out;
   if (exp < -4 || exp >= 16) {
     out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) out.append(".").append(digits, 1);
     out += fmt::format("e{}{:02d}", exp < 0 ? '-' : '+', std::abs(exp));
   } else if (exp < 0) {
-    out = "0." + std::string(-exp - 1, '0') + digits;
+    out.append("0.").append(static_cast<size_t>(-exp - 1), '0').append(digits);
   } else {
     if (digits.size() <= static_cast<size_t>(exp) + 1) {
       out = digits + std::string(exp + 1 - digits.size(), '0') + ".0";
@@ -103,8 +111,9 @@ static std::string str_repr(const std::string& s) {
       out += fmt::format("\\udc{:02x}", static_cast<unsigned>(c - 0xDC00));
     } else if (!cp_is_printable(c)) {
       unsigned u = c;
-      out += u < 0x100 ? fmt::format("\\x{:02x}", u)
-                       : u < 0x10000 ? fmt::format("\\u{:04x}", u) : fmt::format("\\U{:08x}", u);
+      out += u < 0x100     ? fmt::format("\\x{:02x}", u)
+             : u < 0x10000 ? fmt::format("\\u{:04x}", u)
+                           : fmt::format("\\U{:08x}", u);
     } else {
       utf8_append(out, c);
     }
@@ -126,12 +135,18 @@ static std::string dict_repr(const Dict& d) {
 
 std::string to_repr(const Value& v) {
   switch (v.v.index()) {
-    case 0: return "Undefined";
-    case 1: return "None";
-    case 2: return std::get<bool>(v.v) ? "True" : "False";
-    case 3: return std::to_string(std::get<int64_t>(v.v));
-    case 4: return float_repr(std::get<double>(v.v));
-    case 5: return str_repr(v.str());
+    case 0:
+      return "Undefined";
+    case 1:
+      return "None";
+    case 2:
+      return std::get<bool>(v.v) ? "True" : "False";
+    case 3:
+      return std::to_string(std::get<int64_t>(v.v));
+    case 4:
+      return float_repr(std::get<double>(v.v));
+    case 5:
+      return str_repr(v.str());
     case 6: {
       bool tuple = std::get<ListRef>(v.v).tuple;
       std::string out = tuple ? "(" : "[";
@@ -140,9 +155,12 @@ std::string to_repr(const Value& v) {
       if (tuple && l.size() == 1) out += ",";
       return out + (tuple ? ")" : "]");
     }
-    case 7: return dict_repr(v.dict());
-    case 8: return "<Namespace " + dict_repr(std::get<NsRef>(v.v)->attrs) + ">";
-    default: return "<function " + std::get<FnRef>(v.v)->name + ">";
+    case 7:
+      return dict_repr(v.dict());
+    case 8:
+      return "<Namespace " + dict_repr(std::get<NsRef>(v.v)->attrs) + ">";
+    default:
+      return "<function " + std::get<FnRef>(v.v)->name + ">";
   }
 }
 
@@ -160,8 +178,10 @@ bool equals(const Value& a, const Value& b) {
   if (a.v.index() != b.v.index()) return false;
   switch (a.v.index()) {
     case 0:
-    case 1: return true;
-    case 5: return a.str() == b.str();
+    case 1:
+      return true;
+    case 5:
+      return a.str() == b.str();
     case 6: {
       const List &x = a.list(), &y = b.list();
       if (x.size() != y.size() || std::get<ListRef>(a.v).tuple != std::get<ListRef>(b.v).tuple)
@@ -179,8 +199,10 @@ bool equals(const Value& a, const Value& b) {
       }
       return true;
     }
-    case 8: return std::get<NsRef>(a.v) == std::get<NsRef>(b.v);
-    default: return std::get<FnRef>(a.v) == std::get<FnRef>(b.v);
+    case 8:
+      return std::get<NsRef>(a.v) == std::get<NsRef>(b.v);
+    default:
+      return std::get<FnRef>(a.v) == std::get<FnRef>(b.v);
   }
 }
 
@@ -202,16 +224,21 @@ bool less(const Value& a, const Value& b) {
 
 Value from_json(const nlohmann::ordered_json& j) {
   switch (j.type()) {
-    case nlohmann::ordered_json::value_t::null: return Value(None{});
-    case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer: return Value(j.get<int64_t>());
+    case nlohmann::ordered_json::value_t::null:
+      return Value(None{});
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value(j.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer:
+      return Value(j.get<int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned: {
       auto u = j.get<uint64_t>();
       if (u <= static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<int64_t>(u));
       return Value(static_cast<double>(u));
     }
-    case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::number_float:
+      return Value(j.get<double>());
+    case nlohmann::ordered_json::value_t::string:
+      return Value(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       List l;
       l.reserve(j.size());
@@ -223,7 +250,8 @@ Value from_json(const nlohmann::ordered_json& j) {
       for (const auto& [k, e] : j.items()) d.set(k, from_json(e));
       return Value(std::move(d));
     }
-    default: fail("chat template: unsupported JSON value (binary data); pass plain JSON values.");
+    default:
+      fail("chat template: unsupported JSON value (binary data); pass plain JSON values.");
   }
 }
 
@@ -232,15 +260,30 @@ static void json_string(std::string& out, const std::string& s, bool ensure_asci
   out += '"';
   for (char32_t c : utf8_decode(s)) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
-        if (c < 0x20 || (c >= 0xDC80 && c <= 0xDCFF) || (ensure_ascii && c >= 0x7F && c < 0x10000)) {
+        if (c < 0x20 || (c >= 0xDC80 && c <= 0xDCFF) ||
+            (ensure_ascii && c >= 0x7F && c < 0x10000)) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
         } else if (ensure_ascii && c >= 0x10000) {
           unsigned u = c - 0x10000;
@@ -256,22 +299,33 @@ static void json_string(std::string& out, const std::string& s, bool ensure_asci
 static void json_value(std::string& out, const Value& v, const JsonStyle& st, int depth) {
   if (depth > 200) fail("tojson: value nested deeper than 200 levels.");
   bool pretty = st.indent >= 0 || !st.indent_str.empty();
-  std::string ind = st.indent_str.empty() ? std::string(std::max(st.indent, 0), ' ') : st.indent_str;
+  std::string ind =
+      st.indent_str.empty() ? std::string(std::max(st.indent, 0), ' ') : st.indent_str;
   const std::string isep = st.item_sep ? *st.item_sep : pretty ? "," : ", ";
   auto newline = [&](int d) {
     out += '\n';
     for (int i = 0; i < d; ++i) out += ind;
   };
   switch (v.v.index()) {
-    case 1: out += "null"; return;
-    case 2: out += std::get<bool>(v.v) ? "true" : "false"; return;
-    case 3: out += std::to_string(std::get<int64_t>(v.v)); return;
+    case 1:
+      out += "null";
+      return;
+    case 2:
+      out += std::get<bool>(v.v) ? "true" : "false";
+      return;
+    case 3:
+      out += std::to_string(std::get<int64_t>(v.v));
+      return;
     case 4: {
       double d = std::get<double>(v.v);
-      out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : float_repr(d);
+      out += std::isnan(d)   ? "NaN"
+             : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity")
+                             : float_repr(d);
       return;
     }
-    case 5: json_string(out, v.str(), st.ensure_ascii); return;
+    case 5:
+      json_string(out, v.str(), st.ensure_ascii);
+      return;
     case 6: {
       const List& l = v.list();
       if (l.empty()) {
@@ -310,7 +364,8 @@ static void json_value(std::string& out, const Value& v, const JsonStyle& st, in
       out += '}';
       return;
     }
-    default: fail("tojson: Object of type {} is not JSON serializable.", type_name(v));
+    default:
+      fail("tojson: Object of type {} is not JSON serializable.", type_name(v));
   }
 }
 

@@ -2,10 +2,9 @@
 // templates with Python jinja2, so str(), ==, <, truthiness and json.dumps follow CPython).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,7 +47,8 @@ using FnRef = std::shared_ptr<const Callable>;
 /// A dynamically typed template value. Lists/dicts are immutable and shared (the sandbox forbids
 /// mutation, as transformers' ImmutableSandboxedEnvironment does).
 struct Value {
-  std::variant<Undefined, None, bool, int64_t, double, std::string, ListRef, DictRef, NsRef, FnRef> v;
+  std::variant<Undefined, None, bool, int64_t, double, std::string, ListRef, DictRef, NsRef, FnRef>
+      v;
 
   Value() = default;
   Value(None) : v(None{}) {}
@@ -59,7 +59,8 @@ struct Value {
   Value(double d) : v(d) {}
   Value(std::string s) : v(std::move(s)) {}
   Value(const char* s) : v(std::string(s)) {}
-  Value(List l, bool tuple = false) : v(ListRef{std::make_shared<const List>(std::move(l)), tuple}) {}
+  Value(List l, bool tuple = false)
+      : v(ListRef{std::make_shared<const List>(std::move(l)), tuple}) {}
   Value(Dict d) : v(DictRef{std::make_shared<const Dict>(std::move(d))}) {}
   Value(NsRef n) : v(std::move(n)) {}
   Value(FnRef f) : v(std::move(f)) {}
@@ -79,7 +80,7 @@ struct Value {
   const std::string& str() const { return std::get<std::string>(v); }
   const List& list() const { return *std::get<ListRef>(v).p; }
   const Dict& dict() const { return *std::get<DictRef>(v).p; }
-  int64_t as_int() const;  // bool or int
+  int64_t as_int() const;    // bool or int
   double as_double() const;  // bool, int or float
 };
 
@@ -105,7 +106,7 @@ Value from_json(const nlohmann::ordered_json& j);
 /// calls it. indent < 0 means None. Throws hogwild::Error for values JSON cannot hold.
 struct JsonStyle {
   int indent = -1;
-  std::string indent_str;  // used when not empty (indent given as a string)
+  std::string indent_str;               // used when not empty (indent given as a string)
   std::optional<std::string> item_sep;  // default ", " (or "," when indent is set)
   std::string key_sep = ": ";
   bool sort_keys = false;

@@ -2,13 +2,13 @@
 // tools/chat_golden.py made with Python jinja2 (set up as transformers renders chat templates) and
 // checked against @huggingface/jinja. Model cases load the real Qwen3 / Llama 3 / DeepSeek-V3
 // tokenizer_config.json copies through ChatTemplate::load.
-#include "chat/chat_template.h"
-#include "core/error.h"
-
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <map>
+
+#include "chat/chat_template.h"
+#include "core/error.h"
 
 namespace hogwild::chat {
 namespace {
@@ -30,8 +30,8 @@ TEST(ChatGolden, ModelTemplatesMatchJinja2) {
   for (const auto& g : golden["model_cases"]) {
     std::string m = g["model"];
     if (!models.count(m)) models.emplace(m, ChatTemplate::load(kData + "/models/" + m));
-    std::string got = models.at(m).render(convs.at(g["conversation"]), g["add_generation_prompt"].get<bool>(),
-                                          g["kwargs"]);
+    std::string got = models.at(m).render(convs.at(g["conversation"]),
+                                          g["add_generation_prompt"].get<bool>(), g["kwargs"]);
     EXPECT_EQ(got, g["expected"].get<std::string>())
         << m << "/" << g["conversation"] << " add_generation_prompt=" << g["add_generation_prompt"]
         << " kwargs=" << g["kwargs"].dump();
@@ -50,7 +50,8 @@ TEST(ChatGolden, SnippetsMatchJinja2) {
     std::string name = s["name"];
     std::string got, err;
     try {
-      got = ChatTemplate::from_string(s["template"].get<std::string>()).render_context(s["context"]);
+      got =
+          ChatTemplate::from_string(s["template"].get<std::string>()).render_context(s["context"]);
     } catch (const Error& e) {
       err = e.what();
     }
@@ -58,7 +59,8 @@ TEST(ChatGolden, SnippetsMatchJinja2) {
       EXPECT_EQ(err, "") << name;
       EXPECT_EQ(got, g["expected"].get<std::string>()) << name;
     } else {
-      EXPECT_NE(err, "") << name << " should fail like jinja2: " << g["error"] << "; got output " << got;
+      EXPECT_NE(err, "") << name << " should fail like jinja2: " << g["error"] << "; got output "
+                         << got;
     }
   }
 }

@@ -1,5 +1,10 @@
 // Unit tests of the chat-template interpreter pieces, with hand-computed expected outputs (worked
 // out from the Python/jinja2 rules each comment names).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "chat/chat_template.h"
 #include "chat/lexer.h"
 #include "chat/strings.h"
@@ -7,21 +12,18 @@
 #include "chat/value.h"
 #include "core/error.h"
 
-#include <gtest/gtest.h>
-
-#include <filesystem>
-#include <fstream>
-
 namespace hogwild::chat {
 namespace {
 
-std::string render(const std::string& t, const nlohmann::ordered_json& ctx = nlohmann::ordered_json::object(),
+std::string render(const std::string& t,
+                   const nlohmann::ordered_json& ctx = nlohmann::ordered_json::object(),
                    Limits limits = {}) {
   return ChatTemplate::from_string(t, {}, limits)
       .render_context(ctx.is_null() ? nlohmann::ordered_json::object() : ctx);
 }
 
-std::string error_of(const std::string& t, const nlohmann::ordered_json& ctx = nlohmann::ordered_json::object(),
+std::string error_of(const std::string& t,
+                     const nlohmann::ordered_json& ctx = nlohmann::ordered_json::object(),
                      Limits limits = {}) {
   try {
     render(t, ctx, limits);
@@ -44,7 +46,8 @@ TEST(ChatValue, FloatReprLikeCPython) {
 }
 
 TEST(ChatValue, StrAndReprLikePython) {
-  Value v = from_json(nlohmann::ordered_json::parse(R"({"b": [1, 2.0, null, true, "it's"], "a": "x"})"));
+  Value v =
+      from_json(nlohmann::ordered_json::parse(R"({"b": [1, 2.0, null, true, "it's"], "a": "x"})"));
   EXPECT_EQ(to_str(v), R"({'b': [1, 2.0, None, True, "it's"], 'a': 'x'})");
   EXPECT_EQ(to_repr(Value("a\nb\\")), R"('a\nb\\')");
   EXPECT_EQ(to_repr(Value(List{Value(1)}, true)), "(1,)");
@@ -57,7 +60,8 @@ TEST(ChatValue, JsonDumpsLikeTransformersTojson) {
   EXPECT_EQ(to_json(v, compact), R"({"z": "é\n\"", "a": [1, {}], "e": []})");
   JsonStyle pretty;
   pretty.indent = 2;
-  EXPECT_EQ(to_json(v, pretty), "{\n  \"z\": \"é\\n\\\"\",\n  \"a\": [\n    1,\n    {}\n  ],\n  \"e\": []\n}");
+  EXPECT_EQ(to_json(v, pretty),
+            "{\n  \"z\": \"é\\n\\\"\",\n  \"a\": [\n    1,\n    {}\n  ],\n  \"e\": []\n}");
   JsonStyle ascii;
   ascii.ensure_ascii = true;
   EXPECT_EQ(to_json(Value("é😀"), ascii), R"("\u00e9\ud83d\ude00")");
@@ -91,7 +95,8 @@ TEST(ChatLexer, WhitespaceControlAsTransformersRenders) {
   // `-` strips all whitespace on its side, newlines included.
   EXPECT_EQ(render("a \n {%- if true -%} \n b {%- endif %}"), "ab");
   // {{ }} is not a block: no lstrip, no trim.
-  EXPECT_EQ(render("  {{ 1 }}\n"), "  1");  // (the final newline is dropped: keep_trailing_newline=False)
+  EXPECT_EQ(render("  {{ 1 }}\n"),
+            "  1");  // (the final newline is dropped: keep_trailing_newline=False)
   EXPECT_EQ(render("x{# comment #}\ny"), "xy");
   // `+%}` keeps the newline trim_blocks would eat.
   EXPECT_EQ(render("{%+ if true %}\nA{% endif +%}\nB"), "A\nB");
@@ -109,31 +114,38 @@ TEST(ChatLexer, TokensCarryLineAndColumn) {
 TEST(ChatExpr, OperatorsAndPrecedence) {
   EXPECT_EQ(render("{{ 1 + 2 * 3 ** 2 }}"), "19");
   EXPECT_EQ(render("{{ -7 // 2 }} {{ -7 % 3 }} {{ 7.5 // 2 }}"), "-4 2 3.0");
-  EXPECT_EQ(render("{{ messages|length - 1 }}", {{"messages", {1, 2, 3}}}), "2");  // filter binds first
-  EXPECT_EQ(render("{{ not x is defined }}"), "True");  // not (x is defined)
+  EXPECT_EQ(render("{{ messages|length - 1 }}", {{"messages", {1, 2, 3}}}),
+            "2");                                                          // filter binds first
+  EXPECT_EQ(render("{{ not x is defined }}"), "True");                     // not (x is defined)
   EXPECT_EQ(render("{{ 'a' ~ 2 * 3 }} {{ 'x' + 'y' ~ 'z' }}"), "a6 xyz");  // + < ~ < *
   EXPECT_EQ(render("{{ 1 if 0 else 2 if 0 else 3 }}"), "3");
   EXPECT_EQ(render("{{ [1, 2, 3][::-1] }} {{ 'héllo'[::-2] }}"), "[3, 2, 1] olh");
 }
 
 TEST(ChatStmt, LoopsScopesAndMacros) {
-  EXPECT_EQ(render("{% for a, b in [[1, 2], [3, 4]] %}{{ a * b }}{% if not loop.last %},{% endif %}{% endfor %}"),
+  EXPECT_EQ(render("{% for a, b in [[1, 2], [3, 4]] %}{{ a * b }}{% if not loop.last %},{% endif "
+                   "%}{% endfor %}"),
             "2,12");
   // set inside a for body stays in that iteration; a namespace carries values out.
   EXPECT_EQ(render("{% set n = 1 %}{% set ns = namespace(n=1) %}{% for i in [5] %}{% set n = i %}"
                    "{% set ns.n = i %}{% endfor %}{{ n }}{{ ns.n }}"),
             "15");
-  EXPECT_EQ(render("{% macro m(a, b=a + 1) %}{{ a }}{{ b }}{% endmacro %}{{ m(1) }}{{ m(1, b=5) }}"), "1215");
-  EXPECT_EQ(render("{% for m in msgs if m.role != 'system' %}{{ loop.index }}{{ m.role[0] }}{% endfor %}",
-                   {{"msgs", {{{"role", "system"}}, {{"role", "user"}}, {{"role", "assistant"}}}}}),
-            "1u2a");
+  EXPECT_EQ(
+      render("{% macro m(a, b=a + 1) %}{{ a }}{{ b }}{% endmacro %}{{ m(1) }}{{ m(1, b=5) }}"),
+      "1215");
+  EXPECT_EQ(
+      render("{% for m in msgs if m.role != 'system' %}{{ loop.index }}{{ m.role[0] }}{% endfor %}",
+             {{"msgs", {{{"role", "system"}}, {{"role", "user"}}, {{"role", "assistant"}}}}}),
+      "1u2a");
 }
 
 TEST(ChatTemplateApi, RenderUsesSpecialTokensAndKwargs) {
-  nlohmann::ordered_json cfg = {{"bos_token", {{"content", "<s>"}, {"lstrip", false}}}, {"eos_token", "</s>"},
+  nlohmann::ordered_json cfg = {{"bos_token", {{"content", "<s>"}, {"lstrip", false}}},
+                                {"eos_token", "</s>"},
                                 {"unk_token", nullptr}};
   auto t = ChatTemplate::from_string(
-      "{{ bos_token }}{{ unk_token is defined }}{{ tools is none }}{% for m in messages %}[{{ m.content }}]{% endfor %}"
+      "{{ bos_token }}{{ unk_token is defined }}{{ tools is none }}{% for m in messages %}[{{ "
+      "m.content }}]{% endfor %}"
       "{% if add_generation_prompt %}{{ eos_token }}{% endif %}{{ extra }}",
       SpecialTokens::from_tokenizer_config(cfg));
   nlohmann::ordered_json msgs = {{{"role", "user"}, {"content", "hi"}}};
@@ -153,7 +165,8 @@ TEST(ChatTemplateApi, LoadPrefersChatTemplateJinjaAndNamedTemplates) {
             {"name": "tool_use", "template": "T"}]})";
   }
   EXPECT_EQ(ChatTemplate::load(dir).render(nlohmann::ordered_json::array(), false), "DE");
-  EXPECT_EQ(ChatTemplate::load(dir, "tool_use").render(nlohmann::ordered_json::array(), false), "T");
+  EXPECT_EQ(ChatTemplate::load(dir, "tool_use").render(nlohmann::ordered_json::array(), false),
+            "T");
   EXPECT_THROW(ChatTemplate::load(dir, "nope"), Error);
   {
     std::ofstream f(dir / "chat_template.jinja");
@@ -170,12 +183,14 @@ TEST(ChatTemplateApi, LoadPrefersChatTemplateJinjaAndNamedTemplates) {
 
 TEST(ChatErrors, MessagesNameLineAndColumn) {
   EXPECT_EQ(error_of("ab\n{% if x %}"),
-            "chat template syntax error at line 2, column 11: unexpected end of template: missing '{% endif %}'.");
+            "chat template syntax error at line 2, column 11: unexpected end of template: missing "
+            "'{% endif %}'.");
   EXPECT_EQ(error_of("{{ x.y.z }}"), "chat template error at line 1, column 5: 'x' is undefined.");
   EXPECT_EQ(error_of("\n  {{ raise_exception('bad role') }}"),
             "chat template raised an exception at line 2, column 21: bad role");
   EXPECT_NE(error_of("{{ 'a' + 1 }}").find("can only concatenate str"), std::string::npos);
-  EXPECT_NE(error_of("{% include 'x' %}").find("unsupported statement 'include'"), std::string::npos);
+  EXPECT_NE(error_of("{% include 'x' %}").find("unsupported statement 'include'"),
+            std::string::npos);
   EXPECT_NE(error_of("{{ 'unterminated }}").find("unterminated string"), std::string::npos);
   EXPECT_NE(error_of("{{ (((((1 }}").find("line 1"), std::string::npos);
 }
@@ -186,14 +201,18 @@ TEST(ChatErrors, LimitsStopRunawayTemplates) {
   small.max_bytes = 1 << 16;
   small.max_call_depth = 20;
   small.max_items = 50000;
-  EXPECT_NE(error_of("{% for i in range(100000) %}{% endfor %}", {}, small).find("item limit"), std::string::npos);
-  EXPECT_NE(error_of("{% for i in range(5000) %}{% for j in range(5000) %}{% endfor %}{% endfor %}", {}, small)
+  EXPECT_NE(error_of("{% for i in range(100000) %}{% endfor %}", {}, small).find("item limit"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% for i in range(5000) %}{% for j in range(5000) %}{% endfor %}{% endfor %}",
+                     {}, small)
                 .find("steps"),
             std::string::npos);
   EXPECT_NE(error_of("{{ 'x' * 100000000 }}", {}, small).find("byte limit"), std::string::npos);
-  EXPECT_NE(error_of("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", {}, small).find("nested deeper"),
-            std::string::npos);
-  EXPECT_NE(error_of("{{ " + std::string(300, '(') + "1" + std::string(300, ')') + " }}").find("nested too deeply"),
+  EXPECT_NE(
+      error_of("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", {}, small).find("nested deeper"),
+      std::string::npos);
+  EXPECT_NE(error_of("{{ " + std::string(300, '(') + "1" + std::string(300, ')') + " }}")
+                .find("nested too deeply"),
             std::string::npos);
   EXPECT_NE(error_of("{{ 9223372036854775807 + 1 }}").find("overflow"), std::string::npos);
 }

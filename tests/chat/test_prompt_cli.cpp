@@ -1,14 +1,14 @@
 // `hogwild prompt` end to end: the subcommand (apps/hogwild/cmd_prompt.cpp) registered on a bare
 // CLI11 app, output compared with the jinja2 goldens, and its error messages for bad input.
-#include "apps/hogwild/commands.h"
-#include "core/error.h"
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
+
+#include "apps/hogwild/commands.h"
+#include "core/error.h"
 
 namespace hogwild::cli {
 namespace {
@@ -43,7 +43,8 @@ nlohmann::ordered_json golden_case(const std::string& model, const std::string& 
   std::ifstream f(kData + "/golden.json");
   auto golden = nlohmann::ordered_json::parse(f);
   for (const auto& g : golden["model_cases"])
-    if (g["model"] == model && g["conversation"] == conv && g["add_generation_prompt"] == agp && g["kwargs"] == kwargs)
+    if (g["model"] == model && g["conversation"] == conv && g["add_generation_prompt"] == agp &&
+        g["kwargs"] == kwargs)
       return g;
   ADD_FAILURE() << "no golden for " << model << "/" << conv;
   return {};
@@ -59,10 +60,14 @@ std::string conversation_file(const std::string& conv) {
 
 TEST(PromptCli, PrintsTheRenderedPrompt) {
   std::string msgs = conversation_file("reasoning_field_earlier");
-  EXPECT_EQ(run({"-m", kData + "/models/qwen3", "--messages", msgs, "--template-kwargs", R"({"enable_thinking": false})"}),
-            golden_case("qwen3", "reasoning_field_earlier", true, {{"enable_thinking", false}})["expected"]);
-  EXPECT_EQ(run({"-m", kData + "/models/deepseek_v3", "--messages", msgs, "--no-generation-prompt"}),
-            golden_case("deepseek_v3", "reasoning_field_earlier", false, nlohmann::ordered_json::object())["expected"]);
+  EXPECT_EQ(run({"-m", kData + "/models/qwen3", "--messages", msgs, "--template-kwargs",
+                 R"({"enable_thinking": false})"}),
+            golden_case("qwen3", "reasoning_field_earlier", true,
+                        {{"enable_thinking", false}})["expected"]);
+  EXPECT_EQ(
+      run({"-m", kData + "/models/deepseek_v3", "--messages", msgs, "--no-generation-prompt"}),
+      golden_case("deepseek_v3", "reasoning_field_earlier", false,
+                  nlohmann::ordered_json::object())["expected"]);
 }
 
 TEST(PromptCli, ClearErrorsForBadInput) {
@@ -70,20 +75,28 @@ TEST(PromptCli, ClearErrorsForBadInput) {
   std::string ok = write_tmp("ok.json", R"([{"role": "user", "content": "hi"}])");
   EXPECT_EQ(run({"-m", qwen, "--messages", "/nonexistent/m.json"}),
             "error: cannot read messages file /nonexistent/m.json; check the path.");
-  EXPECT_EQ(run({"-m", qwen, "--messages", write_tmp("obj.json", R"({"role": "user"})")}).rfind(
-                "error: messages file ", 0), 0u);
-  EXPECT_NE(run({"-m", qwen, "--messages", write_tmp("obj.json", R"({"role": "user"})")}).find("must hold a JSON list"),
+  EXPECT_EQ(run({"-m", qwen, "--messages", write_tmp("obj.json", R"({"role": "user"})")})
+                .rfind("error: messages file ", 0),
+            0u);
+  EXPECT_NE(run({"-m", qwen, "--messages", write_tmp("obj.json", R"({"role": "user"})")})
+                .find("must hold a JSON list"),
             std::string::npos);
-  EXPECT_NE(run({"-m", qwen, "--messages", write_tmp("bad.json", "[{")}).find("is not valid JSON"), std::string::npos);
-  EXPECT_NE(run({"-m", qwen, "--messages", write_tmp("nums.json", "[1, 2]")}).find("every entry"), std::string::npos);
-  EXPECT_NE(run({"-m", qwen, "--messages", ok, "--template-kwargs", "[1]"}).find("must be a JSON object"),
+  EXPECT_NE(run({"-m", qwen, "--messages", write_tmp("bad.json", "[{")}).find("is not valid JSON"),
             std::string::npos);
-  EXPECT_NE(run({"-m", qwen, "--messages", ok, "--template-kwargs", "{oops"}).find("--template-kwargs is not valid JSON"),
+  EXPECT_NE(run({"-m", qwen, "--messages", write_tmp("nums.json", "[1, 2]")}).find("every entry"),
+            std::string::npos);
+  EXPECT_NE(
+      run({"-m", qwen, "--messages", ok, "--template-kwargs", "[1]"}).find("must be a JSON object"),
+      std::string::npos);
+  EXPECT_NE(run({"-m", qwen, "--messages", ok, "--template-kwargs", "{oops"})
+                .find("--template-kwargs is not valid JSON"),
             std::string::npos);
   auto empty_dir = std::filesystem::temp_directory_path() / "hogwild_prompt_empty_model";
   std::filesystem::create_directories(empty_dir);
-  EXPECT_NE(run({"-m", empty_dir.string(), "--messages", ok}).find("has no chat template"), std::string::npos);
-  EXPECT_NE(run({"-m", "/nonexistent_model_dir", "--messages", ok}).find("is not a directory"), std::string::npos);
+  EXPECT_NE(run({"-m", empty_dir.string(), "--messages", ok}).find("has no chat template"),
+            std::string::npos);
+  EXPECT_NE(run({"-m", "/nonexistent_model_dir", "--messages", ok}).find("is not a directory"),
+            std::string::npos);
 }
 
 }  // namespace
