@@ -89,7 +89,8 @@ __global__ void __launch_bounds__(kThreads) attn_partial_kernel(PartialArgs a) {
 
   // Queries, rotated per pair by its limit (p - o) with the attention factor; zero pad rows.
   const int half = a.rope.rotary_dim / 2;
-  for (int idx = threadIdx.x; idx < kRows * HD; idx += kThreads) {
+  const int used_rows = n_r16 * 16;  // rows past this are never touched by the MMAs
+  for (int idx = threadIdx.x; idx < used_rows * HD; idx += kThreads) {
     const int r = idx / HD, d = idx % HD;
     float val = 0.0f;
     if (r < n_rows) {
@@ -138,8 +139,9 @@ __global__ void __launch_bounds__(kThreads) attn_partial_kernel(PartialArgs a) {
     }
     __syncthreads();
 
-    // Online softmax: 4 threads per row, 16 keys each; rescale the row's O by alpha.
-    {
+    // Online softmax: 4 threads per row, 16 keys each; rescale the row's O by alpha. Whole warps
+    // (8 rows) skip unused row tiles (used_rows is a multiple of 16), so the shuffles stay full.
+    if (threadIdx.x / 4 < used_rows) {
       const int r = threadIdx.x / 4, sub = threadIdx.x % 4;
       const int key0 = it.key_start + tile * kKeys;
       const int lim = sm.limit[r];
@@ -206,22 +208,56 @@ __global__ void __launch_bounds__(kThreads) attn_partial_kernel(PartialArgs a) {
   }
 }
 
-// grid (n_rows, num_attention_heads), head_dim threads.
+constexpr int kCombineCached = 512;  // entries per row whose weights live in shared memory
+
+// grid (n_rows, num_attention_heads), head_dim threads (64 or 128). Pass 1: the max of m over the
+// row's entries; pass 2: weights 2^(m_e - max) (shared memory) and the denominator; pass 3: the
+// weighted sum of the un-normalised outputs, entries independent so their loads overlap.
 __global__ void attn_combine_kernel(AttnPlanView plan, int nh, int hd, bf16* out) {
+  __shared__ float w[kCombineCached];
+  __shared__ float red[4];
   const int t = plan.row_begin + blockIdx.x, hq = blockIdx.y, d = threadIdx.x;
-  const int e0 = plan.row_entry_ptr[t], e1 = plan.row_entry_ptr[t + 1];
+  const int lane = d & 31, warp = d >> 5, n_warps = blockDim.x >> 5;
+  const int e0 = plan.row_entry_ptr[t], n = plan.row_entry_ptr[t + 1] - e0;
+  auto ml = [&](int k) { return plan.part_ml[int64_t(plan.row_entries[e0 + k]) * nh + hq]; };
+
   float mx = -INFINITY;
-  for (int k = e0; k < e1; ++k) mx = fmaxf(mx, plan.part_ml[int64_t(plan.row_entries[k]) * nh + hq].x);
-  float num = 0.0f, den = 0.0f;
-  if (mx != -INFINITY) {
-    for (int k = e0; k < e1; ++k) {
-      const int64_t e = plan.row_entries[k];
-      const float2 ml = plan.part_ml[e * nh + hq];
-      if (ml.x == -INFINITY) continue;  // empty state: weight 0
-      const float w = exp2f(ml.x - mx);
-      num += w * plan.part_o[(e * nh + hq) * hd + d];
-      den += w * ml.y;
-    }
+  for (int k = d; k < n; k += blockDim.x) mx = fmaxf(mx, ml(k).x);
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if (lane == 0) red[warp] = mx;
+  __syncthreads();
+  mx = red[0];
+  for (int i = 1; i < n_warps; ++i) mx = fmaxf(mx, red[i]);
+  __syncthreads();
+
+  float den = 0.0f;
+  for (int k = d; k < n; k += blockDim.x) {
+    const float2 s = ml(k);
+    const float wk = (s.x == -INFINITY || mx == -INFINITY) ? 0.0f : exp2f(s.x - mx);  // empty: 0
+    if (k < kCombineCached) w[k] = wk;
+    den += wk * s.y;
+  }
+  for (int o = 16; o > 0; o >>= 1) den += __shfl_xor_sync(0xffffffffu, den, o);
+  if (lane == 0) red[warp] = den;
+  __syncthreads();
+  den = 0.0f;
+  for (int i = 0; i < n_warps; ++i) den += red[i];
+
+  float num = 0.0f;
+  int k = 0;
+  for (; k + 4 <= n && k + 4 <= kCombineCached; k += 4) {
+    float o4[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      o4[u] = plan.part_o[(int64_t(plan.row_entries[e0 + k + u]) * nh + hq) * hd + d];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) num += w[k + u] * o4[u];
+  }
+  for (; k < n; ++k) {
+    const float2 s = ml(k);
+    const float wk = k < kCombineCached ? w[k]
+                                        : ((s.x == -INFINITY) ? 0.0f : exp2f(s.x - mx));
+    num += wk * plan.part_o[(int64_t(plan.row_entries[e0 + k]) * nh + hq) * hd + d];
   }
   out[(int64_t(t) * nh + hq) * hd + d] = __float2bfloat16(den > 0.0f ? num / den : 0.0f);
 }

@@ -58,6 +58,7 @@ void CudaBackend::init_common() {
          cfg_.num_key_value_heads);
   HOGWILD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   gemm_ = std::make_unique<Gemm>(stream_);
+  gemm_->set_skinny(opt_.skinny_gemm);
   qkv_dim_ = (cfg_.num_attention_heads + 2 * cfg_.num_key_value_heads) * cfg_.head_dim;
 
   // RoPE table: the CPU reference's float32 angles, {cos, sin} pairs.
@@ -71,8 +72,9 @@ void CudaBackend::init_common() {
     for (int64_t i = 0; i < half; ++i) cs[p * half + i] = make_float2(table.cos(p)[i], table.sin(p)[i]);
   HOGWILD_CUDA_CHECK(cudaMalloc(&rope_table_, cs.size() * sizeof(float2)));
   allocations_.push_back(rope_table_);
-  HOGWILD_CUDA_CHECK(cudaMemcpy(rope_table_, cs.data(), cs.size() * sizeof(float2),
-                                cudaMemcpyHostToDevice));
+  HOGWILD_CUDA_CHECK(cudaMemcpyAsync(rope_table_, cs.data(), cs.size() * sizeof(float2),
+                                     cudaMemcpyHostToDevice, stream_));
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
   rope_ = RopeTableView{rope_table_, static_cast<int32_t>(n_pos),
                         static_cast<int32_t>(table.params().rotary_dim)};
   alloc_weights();
@@ -236,8 +238,9 @@ void CudaBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,
   std::vector<bf16> page(2 * kvh * layout_.tile_elems());
   const bf16* base = pool_ + layer * layout_.layer_elems();
   for (size_t pi = 0; pi < blk.pages.size(); ++pi) {
-    HOGWILD_CUDA_CHECK(cudaMemcpy(page.data(), base + layout_.tile_offset(blk.pages[pi], 0, 0),
-                                  page.size() * 2, cudaMemcpyDeviceToHost));
+    HOGWILD_CUDA_CHECK(cudaMemcpyAsync(page.data(), base + layout_.tile_offset(blk.pages[pi], 0, 0),
+                                       page.size() * 2, cudaMemcpyDeviceToHost, stream_));
+    HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
     for (int64_t i = 0; i < kPageTokens; ++i) {
       const int64_t j = static_cast<int64_t>(pi) * kPageTokens + i;
       if (j >= blk.len) break;
@@ -248,6 +251,19 @@ void CudaBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,
         }
     }
   }
+}
+
+std::vector<float> CudaBackend::debug_activation(const std::string& what, int64_t n) const {
+  const bool qkv = what == "qkv";
+  if (!qkv && what != "attn") fail("debug_activation: unknown buffer '{}'", what);
+  const int64_t cols = qkv ? qkv_dim_ : cfg_.num_attention_heads * cfg_.head_dim;
+  std::vector<bf16> h(n * cols);
+  HOGWILD_CUDA_CHECK(cudaMemcpyAsync(h.data(), qkv ? qkv_ : attn_, h.size() * 2,
+                                     cudaMemcpyDeviceToHost, stream_));
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::vector<float> f(h.size());
+  for (size_t i = 0; i < h.size(); ++i) f[i] = __bfloat162float(h[i]);
+  return f;
 }
 
 void CudaBackend::fill_block_random(BlockId b, int64_t len, uint64_t seed) {

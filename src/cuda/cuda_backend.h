@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -33,6 +34,7 @@ struct CudaOptions {
   int64_t reserve_bytes = 1ll << 30;  // GPU memory left free when sizing the KV pool
   bool use_graphs = true;           // replay decode forwards (<= 64 tokens) as CUDA graphs
   int32_t max_entries = 8192;       // attention partial states per launch (split beyond)
+  bool skinny_gemm = true;          // 1..8-row projections by skinny_gemm.h instead of cuBLAS
 };
 
 /// bf16 device weights; one fused [q; k; v] and [gate; up] matrix per layer.
@@ -84,6 +86,10 @@ class CudaBackend : public Backend {
   /// Bytes of one token's K and V over all layers.
   int64_t kv_bytes_per_token() const;
   cudaStream_t stream() const { return stream_; }
+  /// Test hook: the last forward's activations of the LAST layer as fp32, rows = its tokens:
+  /// "qkv" (T, (heads + 2 kv_heads) head_dim: q and k after q/k norm, before RoPE) or
+  /// "attn" (T, heads head_dim: attention output before o_proj).
+  std::vector<float> debug_activation(const std::string& what, int64_t n_tokens) const;
 
  private:
   struct Block {

@@ -95,11 +95,16 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     const TokenInput& in = batch.tokens[t];
     pin.row_worker[t] = in.worker;
     pin.row_pos[t] = last_offset[in.worker][in.block] + pos[t];
-    if (pin.row_pos[t] >= rope_.n_positions) {
+    if (pin.row_pos[t] >= rope_.n_positions ||
+        (cfg_.sliding_window > 0 && pin.row_pos[t] >= cfg_.sliding_window)) {
       for (auto [b, n] : added) truncate_block(b, blocks_[b].len - n);  // undo this forward's appends
-      fail("forward: view position {} exceeds the RoPE table of {} positions (max_position_"
-           "embeddings); use a shorter context",
-           pin.row_pos[t], rope_.n_positions);
+      if (pin.row_pos[t] >= rope_.n_positions)
+        fail("forward: view position {} exceeds the RoPE table of {} positions (max_position_"
+             "embeddings); use a shorter context",
+             pin.row_pos[t], rope_.n_positions);
+      fail("forward: view position {} is beyond the model's sliding_window ({} tokens), which the "
+           "CUDA backend does not implement; use a shorter context",
+           pin.row_pos[t], cfg_.sliding_window);
     }
   }
   pin.group = static_cast<int32_t>(cfg_.num_attention_heads / cfg_.num_key_value_heads);
@@ -191,29 +196,30 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
   shape.attn_factor = attn_factor_;
 
   embedding(embed_tokens_, ids, T, H, c.vocab_size, x_, stream_);
+  rmsnorm(x_, layers_[0].input_layernorm, h_, T, H, eps, stream_);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = layers_[l];
     bf16* layer_pool = pool_ + l * layout_.layer_elems();
-    // attention block: norm, qkv, (bias), (q/k norm), K/V append with RoPE, attention, o-proj
-    rmsnorm(x_, L.input_layernorm, h_, T, H, eps, stream_);
+    // attention block (input norm done): qkv, (bias), (q/k norm), K/V append with RoPE,
+    // attention, o-proj; then residual add fused with the post-attention norm
     gemm_->linear(h_, L.qkv_proj, qkv_, T, H, qkv_dim_);
     if (L.qkv_bias) add_bias(qkv_, L.qkv_bias, T, qkv_dim_, stream_);
-    if (L.q_norm) {
-      rmsnorm_heads(qkv_, qkv_dim_, T, nh, L.q_norm, hd, eps, stream_);
-      rmsnorm_heads(qkv_ + nh * hd, qkv_dim_, T, kvh, L.k_norm, hd, eps, stream_);
-    }
+    if (L.q_norm)
+      rmsnorm_qk_heads(qkv_, qkv_dim_, T, nh, kvh, L.q_norm, L.k_norm, hd, eps, stream_);
     kv_append(qkv_, qkv_dim_, nh * hd, (nh + kvh) * hd, T, pos, slot, layer_pool, layout_, rope_,
               attn_factor_, stream_);
     for (int k = 0; k < n_plans; ++k)
       hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[k], attn_, stream_);
     gemm_->linear(attn_, L.o_proj, tmp_, T, nh * hd, H);
-    add_residual(x_, tmp_, T * H, stream_);
-    // mlp block: norm, gate/up, SwiGLU, down
-    rmsnorm(x_, L.post_attention_layernorm, h_, T, H, eps, stream_);
+    add_rmsnorm(x_, tmp_, L.post_attention_layernorm, h_, T, H, eps, stream_);
+    // mlp block: gate/up, SwiGLU, down; residual add fused with the next layer's input norm
     gemm_->linear(h_, L.gate_up_proj, gate_up_, T, H, 2 * I);
     swiglu(gate_up_, act_, T, I, stream_);
     gemm_->linear(act_, L.down_proj, tmp_, T, I, H);
-    add_residual(x_, tmp_, T * H, stream_);
+    if (l + 1 < c.num_hidden_layers)
+      add_rmsnorm(x_, tmp_, layers_[l + 1].input_layernorm, h_, T, H, eps, stream_);
+    else
+      add_residual(x_, tmp_, T * H, stream_);
   }
   // final norm and lm_head on the rows that want logits
   gather_rows(x_, logit_rows, n_logits, H, xl_, stream_);

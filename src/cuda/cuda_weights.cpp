@@ -89,10 +89,13 @@ void CudaBackend::upload_weights(const ModelWeights& w) {
   const int64_t max_elems = std::max({V * H, qkv_dim_ * H, 2 * I * H, H * qd});
   float* stage = nullptr;
   HOGWILD_CUDA_CHECK(cudaMalloc(&stage, static_cast<size_t>(max_elems) * 4));
+  // Copies go on stream_ too: a plain cudaMemcpy from pageable memory may return before its DMA
+  // lands, and the legacy stream does not order against the non-blocking stream_ (this raced).
   auto put = [&](bf16* dst, std::initializer_list<const std::vector<float>*> parts) {
     int64_t off = 0;
     for (const auto* p : parts) {
-      HOGWILD_CUDA_CHECK(cudaMemcpy(stage + off, p->data(), p->size() * 4, cudaMemcpyHostToDevice));
+      HOGWILD_CUDA_CHECK(cudaMemcpyAsync(stage + off, p->data(), p->size() * 4,
+                                         cudaMemcpyHostToDevice, stream_));
       off += static_cast<int64_t>(p->size());
     }
     f32_to_bf16(stage, dst, off, stream_);

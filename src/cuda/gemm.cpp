@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/skinny_gemm.h"
 
 namespace hogwild::cuda {
 
@@ -10,7 +11,7 @@ namespace {
 constexpr size_t kWorkspaceBytes = 32u << 20;  // cuBLAS recommends >= 32 MiB on Hopper
 }
 
-Gemm::Gemm(cudaStream_t stream) {
+Gemm::Gemm(cudaStream_t stream) : stream_(stream) {
   HOGWILD_CUBLAS_CHECK(cublasCreate(&handle_));
   HOGWILD_CUBLAS_CHECK(cublasSetStream(handle_, stream));
   HOGWILD_CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
@@ -40,11 +41,15 @@ void Gemm::run(const __nv_bfloat16* x, const __nv_bfloat16* W, void* y, cudaData
 
 void Gemm::linear(const __nv_bfloat16* x, const __nv_bfloat16* W, __nv_bfloat16* y,
                   int64_t n_rows, int64_t in, int64_t out) {
+  if (skinny_ && n_rows <= kSkinnyRows && skinny_supported(n_rows, in))
+    return skinny_linear(x, W, y, nullptr, n_rows, in, out, stream_);
   run(x, W, y, CUDA_R_16BF, n_rows, in, out);
 }
 
 void Gemm::linear_f32(const __nv_bfloat16* x, const __nv_bfloat16* W, float* y, int64_t n_rows,
                       int64_t in, int64_t out) {
+  if (skinny_ && n_rows <= kSkinnyRows && skinny_supported(n_rows, in))
+    return skinny_linear(x, W, nullptr, y, n_rows, in, out, stream_);
   run(x, W, y, CUDA_R_32F, n_rows, in, out);
 }
 

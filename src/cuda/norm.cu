@@ -12,13 +12,23 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// One CTA per row; blockDim.x a multiple of 32 (<= 1024).
-__global__ void rmsnorm_rows_kernel(const float* x, const bf16* w, bf16* y, int64_t dim,
-                                    float eps) {
+// One CTA per row; blockDim.x a multiple of 32 (<= 1024). With add != nullptr, first x += add
+// (each thread updates the elements it later normalises, so no extra barrier is needed).
+__global__ void rmsnorm_rows_kernel(float* x, const bf16* add, const bf16* w, bf16* y,
+                                    int64_t dim, float eps) {
   __shared__ float partial[32];
-  const float* xr = x + blockIdx.x * dim;
+  float* xr = x + blockIdx.x * dim;
   float ss = 0.0f;
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) ss += xr[i] * xr[i];
+  if (add != nullptr) {
+    const bf16* ar = add + blockIdx.x * dim;
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+      const float v = xr[i] + __bfloat162float(ar[i]);
+      xr[i] = v;
+      ss += v * v;
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) ss += xr[i] * xr[i];
+  }
   ss = warp_sum(ss);
   if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = ss;
   __syncthreads();
@@ -35,10 +45,13 @@ __global__ void rmsnorm_rows_kernel(const float* x, const bf16* w, bf16* y, int6
 }
 
 // One warp per head row.
+// Heads [0, n_w1) of a token use w1, the rest w2.
 __global__ void rmsnorm_heads_kernel(bf16* x, int64_t token_stride, int64_t n_heads,
-                                     int64_t n_rows, const bf16* w, int64_t dim, float eps) {
+                                     int64_t n_rows, const bf16* w1, int64_t n_w1, const bf16* w2,
+                                     int64_t dim, float eps) {
   const int64_t row = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
   if (row >= n_rows) return;
+  const bf16* w = (row % n_heads) < n_w1 ? w1 : w2;
   const int lane = threadIdx.x & 31;
   bf16* xr = x + (row / n_heads) * token_stride + (row % n_heads) * dim;
   float v[32];  // dim <= 1024
@@ -65,7 +78,32 @@ void rmsnorm(const float* x, const bf16* w, bf16* y, int64_t n_rows, int64_t dim
   HOGWILD_CUDA_REQUIRE(dim > 0 && n_rows >= 0);
   if (n_rows == 0) return;
   const int threads = dim >= 4096 ? 1024 : dim >= 1024 ? 512 : 128;
-  rmsnorm_rows_kernel<<<n_rows, threads, 0, stream>>>(x, w, y, dim, eps);
+  // x is only read when add == nullptr.
+  rmsnorm_rows_kernel<<<n_rows, threads, 0, stream>>>(const_cast<float*>(x), nullptr, w, y, dim,
+                                                      eps);
+  HOGWILD_CUDA_CHECK_LAUNCH();
+}
+
+void add_rmsnorm(float* x, const bf16* y, const bf16* w, bf16* out, int64_t n_rows, int64_t dim,
+                 float eps, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(dim > 0 && n_rows >= 0 && y != nullptr);
+  if (n_rows == 0) return;
+  const int threads = dim >= 4096 ? 1024 : dim >= 1024 ? 512 : 128;
+  rmsnorm_rows_kernel<<<n_rows, threads, 0, stream>>>(x, y, w, out, dim, eps);
+  HOGWILD_CUDA_CHECK_LAUNCH();
+}
+
+void rmsnorm_qk_heads(bf16* x, int64_t token_stride, int64_t n_tokens, int64_t n_q, int64_t n_k,
+                      const bf16* w_q, const bf16* w_k, int64_t dim, float eps,
+                      cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(dim > 0 && dim <= 1024 && n_q > 0 && n_k > 0 &&
+                       token_stride >= (n_q + n_k) * dim);
+  const int64_t n_rows = n_tokens * (n_q + n_k);
+  if (n_rows == 0) return;
+  constexpr int kWarps = 8;
+  const int64_t blocks = (n_rows + kWarps - 1) / kWarps;
+  rmsnorm_heads_kernel<<<blocks, kWarps * 32, 0, stream>>>(x, token_stride, n_q + n_k, n_rows,
+                                                           w_q, n_q, w_k, dim, eps);
   HOGWILD_CUDA_CHECK_LAUNCH();
 }
 
@@ -76,7 +114,7 @@ void rmsnorm_heads(bf16* x, int64_t token_stride, int64_t n_tokens, int64_t n_he
   if (n_rows == 0) return;
   constexpr int kWarps = 8;
   const int64_t blocks = (n_rows + kWarps - 1) / kWarps;
-  rmsnorm_heads_kernel<<<blocks, kWarps * 32, 0, stream>>>(x, token_stride, n_heads, n_rows, w, dim, eps);
+  rmsnorm_heads_kernel<<<blocks, kWarps * 32, 0, stream>>>(x, token_stride, n_heads, n_rows, w, n_heads, w, dim, eps);
   HOGWILD_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,0 +1,46 @@
+// bench_cuda: the `hogwild bench` sweep (src/cuda/bench.h) as a standalone program, so the GPU
+// benchmark builds with only the CUDA backend's libraries. Prints the table, writes JSON.
+//   bench_cuda [-p PRESET...] [-m DIR...] [-w W...] [-c CTX...] [-r N] [--json FILE] [--no-skinny]
+#ifdef HOGWILD_HAVE_CUDA
+#include "core/error.h"
+#include "cuda/bench.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+int main(int argc, char** argv) {
+  CLI::App app{"Decode throughput of W hogwild workers over a shared context (CUDA backend)"};
+  hogwild::cuda::BenchOptions o;
+  std::vector<std::string> presets, dirs;
+  std::string json_file = "bench_cuda.json";
+  bool no_skinny = false;
+  app.add_option("-p,--preset", presets, "model presets (default: qwen3-8b qwq-32b)");
+  app.add_option("-m,--model", dirs, "Hugging Face model directories");
+  app.add_option("-w,--workers", o.workers, "worker counts");
+  app.add_option("-c,--context", o.contexts, "shared context lengths");
+  app.add_option("-r,--repeat", o.repeat, "timed steps per configuration");
+  app.add_option("--json", json_file, "JSON output file");
+  app.add_flag("--no-skinny", no_skinny, "cuBLAS for every projection (no skinny kernel)");
+  CLI11_PARSE(app, argc, argv);
+  if (!presets.empty() || !dirs.empty()) o.presets = presets;
+  o.model_dirs = dirs;
+  o.skinny_gemm = !no_skinny;
+  try {
+    const nlohmann::json j = hogwild::cuda::run_bench(o);
+    std::printf("%s", hogwild::cuda::bench_table(j).c_str());
+    std::ofstream(json_file) << j.dump(2) << "\n";
+  } catch (const hogwild::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+#else
+#include <cstdio>
+int main() {
+  std::fprintf(stderr, "bench_cuda: built without the CUDA backend (-DHOGWILD_CUDA=ON)\n");
+  return 1;
+}
+#endif

@@ -1,0 +1,170 @@
+// GPU sampling kernel (sampling.h). Kernels first, launchers second.
+#include "cuda/cuda_check.h"
+#include "cuda/sampling.h"
+
+#include <cfloat>
+
+namespace hogwild::cuda {
+namespace {
+
+constexpr int kThreads = 1024;
+
+// Order-preserving map float <-> uint32 (larger float -> larger key).
+__device__ __forceinline__ uint32_t fkey(float f) {
+  const uint32_t b = __float_as_uint(f);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__device__ __forceinline__ float fval(uint32_t k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+template <typename T, typename Op>
+__device__ T block_reduce(T v, Op op, T* smem) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();  // smem reuse across calls
+  if ((threadIdx.x & 31) == 0) smem[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    T w = smem[threadIdx.x];
+    for (int o = 16; o > 0; o >>= 1) w = op(w, __shfl_xor_sync(0xffffffffu, w, o));
+    if (threadIdx.x == 0) smem[0] = w;
+  }
+  __syncthreads();
+  return smem[0];
+}
+
+struct Add {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct Max {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct MinF {
+  __device__ float operator()(float a, float b) const { return fminf(a, b); }
+};
+
+__global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits,
+                                                          const SampleParams* params, int32_t* out,
+                                                          int64_t V) {
+  __shared__ float fsm[32];
+  __shared__ int isum[32];
+  __shared__ double dsm[32];
+  __shared__ float thread_mass[kThreads];
+  const float* l = logits + blockIdx.x * V;
+  const SampleParams p = params[blockIdx.x];
+  const bool greedy = p.temperature <= 0.0f;
+  const float temp = greedy ? 1.0f : p.temperature;  // s = l / T exactly as the CPU sampler
+
+  float mx = -INFINITY, mn = INFINITY;
+  for (int64_t i = threadIdx.x; i < V; i += kThreads) {
+    const float s = l[i] / temp;
+    mx = fmaxf(mx, s);
+    if (s > -INFINITY) mn = fminf(mn, s);
+  }
+  mx = block_reduce(mx, Max{}, fsm);
+  mn = block_reduce(mn, MinF{}, fsm);
+  if (mx == -INFINITY) {
+    if (threadIdx.x == 0) out[blockIdx.x] = -1;
+    return;
+  }
+  if (greedy) {  // lowest index holding the max
+    int best = INT_MAX;
+    for (int64_t i = threadIdx.x; i < V; i += kThreads)
+      if (l[i] == mx && i < best) best = static_cast<int>(i);
+    for (int o = 16; o > 0; o >>= 1) best = min(best, __shfl_xor_sync(0xffffffffu, best, o));
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) isum[threadIdx.x / 32] = best;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int b = INT_MAX;
+      for (int w = 0; w < kThreads / 32; ++w) b = min(b, isum[w]);
+      out[blockIdx.x] = b;
+    }
+    return;
+  }
+
+  // top-k: largest tau with count(s >= tau) >= k.
+  float tau = mn;
+  if (p.top_k > 0 && p.top_k < V) {
+    uint32_t lo = fkey(mn), hi = fkey(mx);  // count(>= lo) = all >= k; find largest such key
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo + 1) / 2;
+      const float t = fval(mid);
+      int c = 0;
+      for (int64_t i = threadIdx.x; i < V; i += kThreads) c += (l[i] / temp >= t);
+      c = block_reduce(c, Add{}, isum);
+      if (c >= p.top_k) lo = mid; else hi = mid - 1;
+    }
+    tau = fval(lo);
+  }
+  // top-p over the top-k survivors: largest tau_p with mass(s >= tau_p) >= top_p * mass(s >= tau).
+  auto mass = [&](float t) {
+    double m = 0.0;
+    for (int64_t i = threadIdx.x; i < V; i += kThreads) {
+      const float s = l[i] / temp;
+      if (s >= t) m += exp(double(s) - mx);
+    }
+    return block_reduce(m, Add{}, dsm);
+  };
+  if (p.top_p < 1.0f) {
+    const double target = double(p.top_p) * mass(tau);
+    uint32_t lo = fkey(tau), hi = fkey(mx);
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo + 1) / 2;
+      if (mass(fval(mid)) >= target) lo = mid; else hi = mid - 1;
+    }
+    tau = fval(lo);
+  }
+  // min-p: p_i >= min_p * p_max  <=>  s_i >= mx + ln(min_p).
+  if (p.min_p > 0.0f) tau = fmaxf(tau, mx + logf(p.min_p));
+
+  // Draw: inverse CDF in vocabulary order. Thread j owns the contiguous range [j*C, (j+1)*C).
+  const int64_t C = (V + kThreads - 1) / kThreads;
+  const int64_t b0 = threadIdx.x * C, b1 = min(V, b0 + C);
+  float own = 0.0f;
+  for (int64_t i = b0; i < b1; ++i) {
+    const float s = l[i] / temp;
+    if (s >= tau) own += expf(s - mx);
+  }
+  thread_mass[threadIdx.x] = own;
+  __syncthreads();
+  if (threadIdx.x == 0) {  // sequential exclusive scan: 1024 adds, once per row
+    float acc = 0.0f;
+    for (int j = 0; j < kThreads; ++j) {
+      const float m = thread_mass[j];
+      thread_mass[j] = acc;
+      acc += m;
+    }
+    fsm[0] = acc;
+  }
+  __syncthreads();
+  const float total = fsm[0];
+  const float target = p.u * total;
+  const float before = thread_mass[threadIdx.x];
+  const bool last_owner = own > 0.0f && (threadIdx.x == kThreads - 1 || before + own >= total);
+  if (own > 0.0f && target >= before && (target < before + own || last_owner)) {
+    float acc = before;
+    int32_t pick = -1;
+    for (int64_t i = b0; i < b1; ++i) {
+      const float s = l[i] / temp;
+      if (s < tau) continue;
+      pick = static_cast<int32_t>(i);
+      acc += expf(s - mx);
+      if (target < acc) break;
+    }
+    out[blockIdx.x] = pick;
+  }
+}
+
+}  // namespace
+
+void sample_rows(const float* logits, const SampleParams* params, int32_t* out, int64_t n_rows,
+                 int64_t vocab_size, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(vocab_size >= 1 && vocab_size < (int64_t(1) << 31));
+  if (n_rows == 0) return;
+  sample_kernel<<<n_rows, kThreads, 0, stream>>>(logits, params, out, vocab_size);
+  HOGWILD_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace hogwild::cuda

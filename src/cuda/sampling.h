@@ -1,0 +1,30 @@
+// Token sampling on the GPU, one CTA per logits row, with transformers' processors in its order
+// (as hogwild::Sampler, src/sampling/sampler.h): temperature -> top-k -> top-p -> min-p -> draw.
+// Thresholds are found by bisection over the float order (exact: 32 halvings of the bit pattern),
+// so no sort is needed: top-k keeps s >= k-th largest score (ties kept, as HF's `scores < topk[-1]`
+// removal), top-p the smallest top set whose probability is >= top_p, min-p keeps
+// p >= min_p * p_max. The draw is the inverse CDF, in vocabulary order, of a uniform u given per
+// row (the host's seeded RNG), so a CPU twin can reproduce it exactly.
+// Banned tokens and the repetition penalty are applied to the logits before this (host side).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace hogwild::cuda {
+
+struct SampleParams {
+  float temperature = 1.0f;  // <= 0: greedy (argmax, lowest index among ties)
+  int32_t top_k = 0;         // 0 = off
+  float top_p = 1.0f;        // >= 1 = off
+  float min_p = 0.0f;        // 0 = off
+  float u = 0.0f;            // uniform draw in [0, 1)
+};
+
+/// out[r] = token drawn from row r of logits (n_rows, vocab_size) fp32 with params[r] (device).
+/// Rows whose every logit is -inf give -1. PRECONDITION: vocab_size >= 1.
+void sample_rows(const float* logits, const SampleParams* params, int32_t* out, int64_t n_rows,
+                 int64_t vocab_size, cudaStream_t stream);
+
+}  // namespace hogwild::cuda
