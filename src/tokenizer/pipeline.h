@@ -44,8 +44,14 @@ class Regex {
   /// UTF-8). An empty match advances one character, as Oniguruma's find_iter does. Throws
   /// hogwild::Error if PCRE2's match/depth limits are hit (catastrophic backtracking).
   void find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>& out) const;
+  /// Same matches, handed one at a time to f(begin, end) without building a list.
+  template <typename F>
+  void for_each(std::string_view s, F&& f) const {
+    for_each_impl(s, &f, [](void* o, size_t b, size_t e) { (*static_cast<F*>(o))(b, e); });
+  }
 
  private:
+  void for_each_impl(std::string_view s, void* ctx, void (*cb)(void*, size_t, size_t)) const;
   void* code_ = nullptr;   // pcre2_code*
   void* mctx_ = nullptr;   // pcre2_match_context*
   bool jit_ = false;

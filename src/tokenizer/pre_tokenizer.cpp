@@ -130,6 +130,23 @@ struct Split : PreTokenizer {
   Behavior behavior = Behavior::Isolated;
   bool invert = false;
   void split(std::string_view p, bool first, EmitRef emit) const override {
+    if (behavior == Behavior::Isolated || behavior == Behavior::Removed) {
+      // Each region stands alone: stream the matches (no lists for multi-MB inputs).
+      const bool drop_match = behavior == Behavior::Removed && !invert;
+      const bool drop_gap = behavior == Behavior::Removed && invert;
+      size_t prev = 0;
+      auto region = [&](size_t b, size_t e, bool drop) {
+        if (!drop && e > b) emit(p.substr(b, e - b), first && b == 0);
+      };
+      re->for_each(p, [&](size_t b, size_t e) {
+        if (b < prev) return;
+        region(prev, b, drop_gap);
+        region(b, e, drop_match);
+        prev = e;
+      });
+      region(prev, p.size(), drop_gap);
+      return;
+    }
     std::vector<std::pair<size_t, size_t>> m;
     re->find_all(p, m);
     auto regions = regions_from_matches(p.size(), m, invert);
@@ -161,10 +178,14 @@ struct ByteLevel : PreTokenizer {
       emit(mapped, f);
     };
     if (re) {
-      std::vector<std::pair<size_t, size_t>> m;
-      re->find_all(p, m);
-      auto regions = regions_from_matches(p.size(), m, false);
-      split_by(p, regions, Behavior::Isolated, first, EmitRef(map_emit));
+      size_t prev = 0;
+      re->for_each(p, [&](size_t b, size_t e) {
+        if (b < prev) return;
+        if (b > prev) map_emit(p.substr(prev, b - prev), first && prev == 0);
+        if (e > b) map_emit(p.substr(b, e - b), first && b == 0);
+        prev = e;
+      });
+      if (prev < p.size()) map_emit(p.substr(prev), first && prev == 0);
     } else {
       map_emit(p, first);
     }

@@ -78,6 +78,11 @@ Regex::~Regex() {
 }
 
 void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>& out) const {
+  for_each(s, [&](size_t b, size_t e) { out.emplace_back(b, e); });
+}
+
+void Regex::for_each_impl(std::string_view s, void* ctx,
+                          void (*cb)(void*, size_t, size_t)) const {
   if (never_) return;
   auto* code = static_cast<pcre2_code*>(code_);
   // One match-data block per thread and pattern size; grows on demand.
@@ -109,7 +114,7 @@ void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>&
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t b = ov[0], e = ov[1];
     if (e < b) e = b;  // \K tricks can report end < start; treat as empty
-    out.emplace_back(b, e);
+    cb(ctx, b, e);
     if (e > b) {
       pos = e;
     } else {
