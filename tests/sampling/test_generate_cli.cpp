@@ -6,6 +6,7 @@
 #include "model/make_model.h"
 #include "model/weights.h"
 #include "sampling/generate.h"
+#include "tokenizer/tokenizer.h"
 #include "tests/cpu/reference_model.h"
 
 #include <gtest/gtest.h>
@@ -23,8 +24,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string make_tiny(Arch arch, const std::string& preset, const std::string& tag) {
+std::string make_tiny(Arch arch, const std::string& preset, const std::string& tag,
+                      const std::string& tokenizer_dir = "") {
   MakeModelOptions o;
+  o.tokenizer_dir = tokenizer_dir;
   o.arch = arch;
   o.preset = preset;
   o.dtype = Dtype::f32;
@@ -144,6 +147,43 @@ TEST(GenerateCli, JsonAndDumpLogitsMatchTheReference) {
   EXPECT_NE(rc, 0);
   fs::remove_all(dir);
   std::remove(npy.c_str());
+}
+
+TEST(GenerateCli, TextPromptStreamsTextAndStopsAtStopStrings) {
+  if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild")) GTEST_SKIP() << "hogwild not built";
+  // A small byte-level BPE tokenizer from the tokenizer tests.
+  const std::string tdir = testing::TempDir() + "/hogwild_gen_tok_src";
+  fs::create_directories(tdir);
+  fs::copy_file(std::string(HOGWILD_SOURCE_DIR) + "/tests/data/tokenizer/synthetic/split_a.json",
+                tdir + "/tokenizer.json", fs::copy_options::overwrite_existing);
+  std::ofstream(tdir + "/tokenizer_config.json") << R"({"tokenizer_class": "PreTrainedTokenizerFast"})";
+  const std::string dir = make_tiny(Arch::llama, "tiny", "clitext", tdir);
+  const Tokenizer tok = Tokenizer::from_dir(dir);
+  int rc = 0;
+  std::string err;
+  const std::string args = "generate -m " + dir + " -p \"the quick brown fox\" -n 16 --temperature 1 --seed 4";
+  const auto j = nlohmann::json::parse(run_cli(args + " --json", &rc, &err));
+  ASSERT_EQ(rc, 0) << err;
+  EXPECT_EQ(j["prompt_ids"].get<std::vector<int32_t>>(), tok.encode("the quick brown fox", true));
+  const auto gen = j["generated_ids"].get<std::vector<int32_t>>();
+  ASSERT_EQ(gen.size(), 16u);
+  const std::string text = tok.decode(gen);
+  EXPECT_EQ(j["text"].get<std::string>(), text);
+  // Streaming prints the same text (plus a final newline).
+  EXPECT_EQ(run_cli(args, &rc, &err), text + "\n");
+  // Stop at a piece of the text: output cut before it, generation ends at the token completing it.
+  const std::string stop = text.substr(text.size() / 2, 3);
+  const auto js = nlohmann::json::parse(run_cli(args + " --json --stop '" + stop + "'", &rc, &err));
+  ASSERT_EQ(rc, 0) << err;
+  EXPECT_EQ(js["stop_reason"], "stop_string");
+  EXPECT_EQ(js["text"].get<std::string>(), text.substr(0, text.find(stop)));
+  const auto gs = js["generated_ids"].get<std::vector<int32_t>>();
+  EXPECT_LT(gs.size(), gen.size());
+  EXPECT_TRUE(std::equal(gs.begin(), gs.end(), gen.begin()));
+  EXPECT_NE(tok.decode(gs).find(stop), std::string::npos);
+  EXPECT_EQ(tok.decode(std::vector<int32_t>(gs.begin(), gs.end() - 1)).find(stop), std::string::npos);
+  fs::remove_all(dir);
+  fs::remove_all(tdir);
 }
 
 }  // namespace
