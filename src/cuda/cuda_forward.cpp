@@ -110,7 +110,10 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   pin.group = static_cast<int32_t>(cfg_.num_attention_heads / cfg_.num_key_value_heads);
   if (sm_count_ == 0)
     HOGWILD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, opt_.device));
-  pin.chunk = choose_chunk(total_keys, T, static_cast<int32_t>(cfg_.num_key_value_heads), 2 * sm_count_);
+  // One wave of partial-kernel CTAs: its 148 KB (head_dim 128) / 91 KB (64) of shared memory fit
+  // 1 / 2 CTAs per SM; a second, mostly idle wave cost ~5 us per layer (measured, docs/CUDA.md).
+  const int32_t resident = sm_count_ * (cfg_.head_dim == 128 ? 1 : 2) * 9 / 10;
+  pin.chunk = choose_chunk(total_keys, T, static_cast<int32_t>(cfg_.num_key_value_heads), resident);
 
   // Split rows so every launch's entries fit the partial-state buffer.
   Staging& st = *st_;
