@@ -2,13 +2,12 @@
 // benchmark builds with only the CUDA backend's libraries. Prints the table, writes JSON.
 //   bench_cuda [-p PRESET...] [-m DIR...] [-w W...] [-c CTX...] [-r N] [--json FILE] [--no-skinny]
 #ifdef HOGWILD_HAVE_CUDA
-#include "core/error.h"
-#include "cuda/bench.h"
-
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <fstream>
+
+#include "core/error.h"
+#include "cuda/bench.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Decode throughput of W hogwild workers over a shared context (CUDA backend)"};

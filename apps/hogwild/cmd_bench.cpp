@@ -26,13 +26,15 @@ void register_bench(CLI::App& app) {
     int repeat = 20;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("-p,--preset", a->presets,
-                  "model presets with random bf16 weights made on the GPU (default: qwen3-8b qwq-32b)");
+  cmd->add_option(
+      "-p,--preset", a->presets,
+      "model presets with random bf16 weights made on the GPU (default: qwen3-8b qwq-32b)");
   cmd->add_option("-m,--model", a->dirs, "Hugging Face model directories to load instead/as well");
   cmd->add_option("-w,--workers", a->workers, "worker counts (default: 1 2 4 8)");
   cmd->add_option("-c,--context", a->contexts, "shared context lengths (default: 1024 8192 16384)");
   cmd->add_option("-r,--repeat", a->repeat, "timed steps per configuration (median reported)");
-  cmd->add_option("-o,--output", a->output, "table or json (on stdout)")->check(CLI::IsMember({"table", "json"}));
+  cmd->add_option("-o,--output", a->output, "table or json (on stdout)")
+      ->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--json-file", a->json_file, "also write the JSON results to this file");
   cmd->callback([a] {
 #ifdef HOGWILD_HAVE_CUDA
@@ -53,8 +55,9 @@ void register_bench(CLI::App& app) {
       f << j.dump(2) << "\n";
     }
 #else
-    fail("this hogwild was built without the CUDA backend; rebuild with -DHOGWILD_CUDA=ON on a "
-         "machine with nvcc");
+    fail(
+        "this hogwild was built without the CUDA backend; rebuild with -DHOGWILD_CUDA=ON on a "
+        "machine with nvcc");
 #endif
   });
 }

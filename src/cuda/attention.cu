@@ -1,10 +1,10 @@
 // Hogwild attention kernels (attention.h): per-(item, KV head) partial states on the tensor cores
 // (WMMA bf16 16x16x16, fp32 accumulation), then a log-sum-exp combine per (row, head).
 // Kernels first, launchers second.
+#include <mma.h>
+
 #include "cuda/attention.h"
 #include "cuda/cuda_check.h"
-
-#include <mma.h>
 
 namespace hogwild::cuda {
 namespace {
@@ -12,16 +12,16 @@ namespace {
 using bf16 = __nv_bfloat16;
 namespace wmma = nvcuda::wmma;
 
-constexpr int kThreads = 256;           // 8 warps
-constexpr int kRows = kAttnMaxRows;     // 64 query rows per CTA
-constexpr int kKeys = kPageTokens;      // 64 keys per tile
-constexpr int kSLd = kKeys + 4;         // fp32 scores row stride
-constexpr int kPLd = kKeys + 8;         // bf16 probabilities row stride
+constexpr int kThreads = 256;        // 8 warps
+constexpr int kRows = kAttnMaxRows;  // 64 query rows per CTA
+constexpr int kKeys = kPageTokens;   // 64 keys per tile
+constexpr int kSLd = kKeys + 4;      // fp32 scores row stride
+constexpr int kPLd = kKeys + 8;      // bf16 probabilities row stride
 
 template <int HD>
 struct Smem {
-  static constexpr int kQLd = HD + 8;   // bf16 Q/K/V row stride (16-byte pad against bank conflicts)
-  static constexpr int kOLd = HD + 4;   // fp32 O row stride
+  static constexpr int kQLd = HD + 8;  // bf16 Q/K/V row stride (16-byte pad against bank conflicts)
+  static constexpr int kOLd = HD + 4;  // fp32 O row stride
   bf16 q[kRows * kQLd];
   bf16 k[2][kKeys * kQLd];
   bf16 v[2][kKeys * kQLd];
@@ -255,8 +255,7 @@ __global__ void attn_combine_kernel(AttnPlanView plan, int nh, int hd, bf16* out
   }
   for (; k < n; ++k) {
     const float2 s = ml(k);
-    const float wk = k < kCombineCached ? w[k]
-                                        : ((s.x == -INFINITY) ? 0.0f : exp2f(s.x - mx));
+    const float wk = k < kCombineCached ? w[k] : ((s.x == -INFINITY) ? 0.0f : exp2f(s.x - mx));
     num += wk * plan.part_o[(int64_t(plan.row_entries[e0 + k]) * nh + hq) * hd + d];
   }
   out[(int64_t(t) * nh + hq) * hd + d] = __float2bfloat16(den > 0.0f ? num / den : 0.0f);
@@ -280,12 +279,12 @@ void launch_partial(const PartialArgs& args, int kv_heads, cudaStream_t stream) 
 }  // namespace
 
 void hogwild_attention(const bf16* q, const AttnShape& shape, const bf16* layer_pool,
-                       const KvLayout& layout, const RopeTableView& rope,
-                       const AttnPlanView& plan, bf16* out, cudaStream_t stream) {
+                       const KvLayout& layout, const RopeTableView& rope, const AttnPlanView& plan,
+                       bf16* out, cudaStream_t stream) {
   HOGWILD_CUDA_REQUIRE(shape.head_dim == 64 || shape.head_dim == 128);
   HOGWILD_CUDA_REQUIRE(layout.head_dim == shape.head_dim);
   HOGWILD_CUDA_REQUIRE(shape.num_key_value_heads > 0 &&
-                shape.num_attention_heads % shape.num_key_value_heads == 0);
+                       shape.num_attention_heads % shape.num_key_value_heads == 0);
   HOGWILD_CUDA_REQUIRE(shape.num_attention_heads / shape.num_key_value_heads <= kAttnMaxRows);
   HOGWILD_CUDA_REQUIRE(layout.num_key_value_heads == shape.num_key_value_heads);
   HOGWILD_CUDA_REQUIRE(rope.rotary_dim <= shape.head_dim && rope.rotary_dim % 2 == 0);

@@ -18,13 +18,13 @@
 //   launch while the plan changes (grid sizes are upper bounds).
 #pragma once
 
-#include "cuda/kv_layout.h"
-#include "cuda/rope.h"
-
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "cuda/kv_layout.h"
+#include "cuda/rope.h"
 
 namespace hogwild::cuda {
 
@@ -47,26 +47,26 @@ struct AttnPair {
 /// Device-side plan of one attention launch (built by attention_plan.h, uploaded by the backend).
 struct AttnPlanView {
   const AttnItem* items = nullptr;
-  const int32_t* n_items = nullptr;     // device scalar; grid.x = max_items >= *n_items
+  const int32_t* n_items = nullptr;  // device scalar; grid.x = max_items >= *n_items
   int32_t max_items = 0;
-  const int32_t* pages = nullptr;       // page ids of the blocks, per block contiguous
+  const int32_t* pages = nullptr;  // page ids of the blocks, per block contiguous
   const AttnPair* pairs = nullptr;
   const int32_t* row_entry_ptr = nullptr;  // (n_rows + 1) CSR over row_entries
   const int32_t* row_entries = nullptr;
-  int32_t row_begin = 0;                // this launch combines rows [row_begin, row_begin + n_rows)
-  int32_t n_rows = 0;                   // (a large batch is split into several launches)
-  int32_t max_entries = 0;              // capacity of part_o / part_ml
-  float* part_o = nullptr;              // (max_entries, num_attention_heads, head_dim)
-  float2* part_ml = nullptr;            // (max_entries, num_attention_heads) {m, d}
+  int32_t row_begin = 0;      // this launch combines rows [row_begin, row_begin + n_rows)
+  int32_t n_rows = 0;         // (a large batch is split into several launches)
+  int32_t max_entries = 0;    // capacity of part_o / part_ml
+  float* part_o = nullptr;    // (max_entries, num_attention_heads, head_dim)
+  float2* part_ml = nullptr;  // (max_entries, num_attention_heads) {m, d}
 };
 
 struct AttnShape {
   int32_t num_attention_heads = 0;
   int32_t num_key_value_heads = 0;
-  int32_t head_dim = 0;                 // 64 or 128
-  int64_t q_token_stride = 0;           // elements between tokens' q (fused qkv row length)
-  float scale = 0.0f;                   // softmax scale, usually 1/sqrt(head_dim)
-  float attn_factor = 1.0f;             // RoPE attention factor applied to rotated queries
+  int32_t head_dim = 0;        // 64 or 128
+  int64_t q_token_stride = 0;  // elements between tokens' q (fused qkv row length)
+  float scale = 0.0f;          // softmax scale, usually 1/sqrt(head_dim)
+  float attn_factor = 1.0f;    // RoPE attention factor applied to rotated queries
 };
 
 /// out (n_rows, num_attention_heads * head_dim) bf16 = attention of q (heads at

@@ -1,9 +1,9 @@
 // Host-side attention planning (attention_plan.h).
 #include "cuda/attention_plan.h"
 
-#include "core/error.h"
-
 #include <algorithm>
+
+#include "core/error.h"
 
 namespace hogwild::cuda {
 

@@ -4,10 +4,10 @@
 // the layer, so one plan serves every layer of a forward.
 #pragma once
 
-#include "cuda/attention.h"
-
 #include <cstdint>
 #include <vector>
+
+#include "cuda/attention.h"
 
 namespace hogwild::cuda {
 
@@ -18,7 +18,7 @@ struct PlanOccurrence {
 };
 
 struct PlanBlock {
-  int64_t len = 0;                     // tokens in the block (after this forward's appends)
+  int64_t len = 0;  // tokens in the block (after this forward's appends)
   const std::vector<int32_t>* pages = nullptr;  // its pages, ceil(len / kPageTokens) of them
 };
 

@@ -1,18 +1,18 @@
 // `hogwild bench` sweep (bench.h).
 #include "cuda/bench.h"
 
-#include "core/error.h"
-#include "cuda/cuda_backend.h"
-#include "cuda/cuda_check.h"
-#include "model/make_model.h"
-#include "model/weights.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
+
+#include "core/error.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_check.h"
+#include "model/make_model.h"
+#include "model/weights.h"
 
 namespace hogwild::cuda {
 
@@ -48,8 +48,8 @@ nlohmann::json bench_point(CudaBackend& be, const std::string& model, int64_t ct
   for (int64_t s = 0; s < steps_total; ++s) {
     b.tokens.clear();
     for (int w = 0; w < W; ++w)
-      b.tokens.push_back({static_cast<int32_t>((s * 131 + w * 17) % be.config().vocab_size), w,
-                          step[w], true});
+      b.tokens.push_back(
+          {static_cast<int32_t>((s * 131 + w * 17) % be.config().vocab_size), w, step[w], true});
     const auto t0 = std::chrono::steady_clock::now();
     be.forward_device(b);  // synchronizes
     const auto t1 = std::chrono::steady_clock::now();
@@ -110,7 +110,8 @@ double measure_copy_bandwidth() {
   std::vector<double> t;
   for (int i = 0; i < 12; ++i) {
     HOGWILD_CUDA_CHECK(cudaEventRecord(e0));
-    HOGWILD_CUDA_CHECK(cudaMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, cudaMemcpyDeviceToDevice));
+    HOGWILD_CUDA_CHECK(
+        cudaMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, cudaMemcpyDeviceToDevice));
     HOGWILD_CUDA_CHECK(cudaEventRecord(e1));
     HOGWILD_CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
@@ -139,7 +140,8 @@ nlohmann::json run_bench(const BenchOptions& opt) {
   co.skinny_gemm = opt.skinny_gemm;
   for (const std::string& name : opt.presets) {
     const auto& all = model_presets();
-    auto it = std::find_if(all.begin(), all.end(), [&](const ModelPreset& p) { return p.name == name; });
+    auto it =
+        std::find_if(all.begin(), all.end(), [&](const ModelPreset& p) { return p.name == name; });
     if (it == all.end()) fail("bench: unknown preset '{}'; see `hogwild make-model --help`", name);
     auto be = std::make_unique<CudaBackend>(it->config, opt.seed, co);
     add_model(out, *be, name, opt, bw);
@@ -152,19 +154,22 @@ nlohmann::json run_bench(const BenchOptions& opt) {
 }
 
 std::string bench_table(const nlohmann::json& j) {
-  std::string s = fmt::format("device: {}, copy bandwidth {:.0f} GB/s\n", j["device"].get<std::string>(),
-                              j["copy_bandwidth_GBps"].get<double>());
+  std::string s =
+      fmt::format("device: {}, copy bandwidth {:.0f} GB/s\n", j["device"].get<std::string>(),
+                  j["copy_bandwidth_GBps"].get<double>());
   s += fmt::format("| {:<10} | {:>7} | {:>7} | {:>8} | {:>10} | {:>10} | {:>8} | {:>6} | {:>7} |\n",
                    "model", "context", "workers", "step ms", "tok/s/wkr", "tok/s agg", "GB/s",
                    "% BW", "speedup");
-  s += "|------------|---------|---------|----------|------------|------------|----------|--------|---------|\n";
+  s += "|------------|---------|---------|----------|------------|------------|----------|--------|"
+       "---------|\n";
   for (const auto& r : j["results"])
-    s += fmt::format("| {:<10} | {:>7} | {:>7} | {:>8.2f} | {:>10.1f} | {:>10.1f} | {:>8.0f} | {:>6.1f} | {:>7.2f} |\n",
-                     r["model"].get<std::string>(), r["context"].get<int64_t>(),
-                     r["workers"].get<int>(), r["step_ms"].get<double>(),
-                     r["tok_s_per_worker"].get<double>(), r["tok_s_aggregate"].get<double>(),
-                     r["GBps"].get<double>(), r["pct_of_copy_bw"].get<double>(),
-                     r["speedup_vs_1_worker"].get<double>());
+    s += fmt::format(
+        "| {:<10} | {:>7} | {:>7} | {:>8.2f} | {:>10.1f} | {:>10.1f} | {:>8.0f} | {:>6.1f} | "
+        "{:>7.2f} |\n",
+        r["model"].get<std::string>(), r["context"].get<int64_t>(), r["workers"].get<int>(),
+        r["step_ms"].get<double>(), r["tok_s_per_worker"].get<double>(),
+        r["tok_s_aggregate"].get<double>(), r["GBps"].get<double>(),
+        r["pct_of_copy_bw"].get<double>(), r["speedup_vs_1_worker"].get<double>());
   return s;
 }
 

@@ -6,9 +6,8 @@
 // Random bf16 weights and KV are made on the GPU for presets; -m DIR loads a checkpoint.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,8 +22,8 @@ struct BenchOptions {
   int warmup = 3;
   int repeat = 20;
   uint64_t seed = 1;
-  bool progress = true;      // a line per configuration on stderr
-  bool skinny_gemm = true;   // CudaOptions::skinny_gemm
+  bool progress = true;     // a line per configuration on stderr
+  bool skinny_gemm = true;  // CudaOptions::skinny_gemm
 };
 
 /// Measured device-to-device copy bandwidth in bytes/s (bytes read + written over time).

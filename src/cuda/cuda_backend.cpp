@@ -1,6 +1,9 @@
 // CudaBackend: construction, cache blocks, promotion and the forward pass (cuda_backend.h).
 #include "cuda/cuda_backend.h"
-#include "cuda/staging.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "cpu/rope.h"
@@ -9,10 +12,7 @@
 #include "cuda/elementwise.h"
 #include "cuda/gemm.h"
 #include "cuda/norm.h"
-
-#include <algorithm>
-#include <cmath>
-#include <unordered_map>
+#include "cuda/staging.h"
 
 namespace hogwild::cuda {
 
@@ -45,13 +45,15 @@ CudaBackend::~CudaBackend() {
 
 void CudaBackend::init_common() {
   if (!cuda_device_available())
-    fail("no CUDA GPU is usable (cudaGetDeviceCount found none); run on a machine with an NVIDIA "
-         "GPU and driver, or use the CPU backend");
+    fail(
+        "no CUDA GPU is usable (cudaGetDeviceCount found none); run on a machine with an NVIDIA "
+        "GPU and driver, or use the CPU backend");
   HOGWILD_CUDA_CHECK(cudaSetDevice(opt_.device));
   if (cfg_.head_dim != 64 && cfg_.head_dim != 128)
-    fail("the CUDA attention kernel supports head_dim 64 or 128, this model has {}; use the CPU "
-         "backend",
-         cfg_.head_dim);
+    fail(
+        "the CUDA attention kernel supports head_dim 64 or 128, this model has {}; use the CPU "
+        "backend",
+        cfg_.head_dim);
   if (cfg_.num_key_value_heads <= 0 || cfg_.num_attention_heads % cfg_.num_key_value_heads != 0 ||
       cfg_.num_attention_heads / cfg_.num_key_value_heads > kAttnMaxRows)
     fail("unsupported head counts: {} attention heads, {} KV heads", cfg_.num_attention_heads,
@@ -69,7 +71,8 @@ void CudaBackend::init_common() {
   const int64_t half = table.half();
   std::vector<float2> cs(std::max<int64_t>(n_pos * half, 1));
   for (int64_t p = 0; p < n_pos; ++p)
-    for (int64_t i = 0; i < half; ++i) cs[p * half + i] = make_float2(table.cos(p)[i], table.sin(p)[i]);
+    for (int64_t i = 0; i < half; ++i)
+      cs[p * half + i] = make_float2(table.cos(p)[i], table.sin(p)[i]);
   HOGWILD_CUDA_CHECK(cudaMalloc(&rope_table_, cs.size() * sizeof(float2)));
   allocations_.push_back(rope_table_);
   HOGWILD_CUDA_CHECK(cudaMemcpyAsync(rope_table_, cs.data(), cs.size() * sizeof(float2),
@@ -119,9 +122,10 @@ void CudaBackend::size_kv_pool() {
     pages = (static_cast<int64_t>(free_b) - opt_.reserve_bytes) / page_bytes;
   }
   if (pages < 1)
-    fail("no GPU memory left for the KV cache after the weights ({} MiB per {}-token page); use a "
-         "GPU with more memory",
-         page_bytes >> 20, kPageTokens);
+    fail(
+        "no GPU memory left for the KV cache after the weights ({} MiB per {}-token page); use a "
+        "GPU with more memory",
+        page_bytes >> 20, kPageTokens);
   layout_.num_pages = pages;
   pool_ = static_cast<bf16*>(alloc(pages * page_bytes));
   free_pages_.resize(pages);
@@ -137,10 +141,11 @@ void CudaBackend::size_kv_pool() {
 void CudaBackend::require_kv_tokens(int64_t tokens) const {
   const int64_t pages_needed = (tokens + kPageTokens - 1) / kPageTokens;
   if (pages_needed > static_cast<int64_t>(free_pages_.size()))
-    fail("the run needs KV cache for {} tokens ({:.1f} GiB) but only {} tokens ({:.1f} GiB) fit in "
-         "GPU memory next to the weights; use fewer workers or a shorter context",
-         tokens, tokens * double(kv_bytes_per_token()) / (1 << 30), kv_free_tokens(),
-         kv_free_tokens() * double(kv_bytes_per_token()) / (1 << 30));
+    fail(
+        "the run needs KV cache for {} tokens ({:.1f} GiB) but only {} tokens ({:.1f} GiB) fit in "
+        "GPU memory next to the weights; use fewer workers or a shorter context",
+        tokens, tokens * double(kv_bytes_per_token()) / (1 << 30), kv_free_tokens(),
+        kv_free_tokens() * double(kv_bytes_per_token()) / (1 << 30));
 }
 
 // ---- cache blocks ----
@@ -177,9 +182,10 @@ int64_t CudaBackend::block_len(BlockId b) const { return block_ref(b, "block_len
 void CudaBackend::grow_block(Block& blk, int64_t new_len) {
   const size_t want = static_cast<size_t>((new_len + kPageTokens - 1) / kPageTokens);
   if (want > blk.pages.size() + free_pages_.size())
-    fail("KV cache full: a block needs {} more tokens but only {} are free ({} total); use fewer "
-         "workers or a shorter context",
-         new_len - blk.len, kv_free_tokens(), kv_capacity_tokens());
+    fail(
+        "KV cache full: a block needs {} more tokens but only {} are free ({} total); use fewer "
+        "workers or a shorter context",
+        new_len - blk.len, kv_free_tokens(), kv_capacity_tokens());
   while (blk.pages.size() < want) {
     blk.pages.push_back(free_pages_.back());
     free_pages_.pop_back();
@@ -246,8 +252,10 @@ void CudaBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,
       if (j >= blk.len) break;
       for (int64_t h = 0; h < kvh; ++h)
         for (int64_t d = 0; d < hd; ++d) {
-          k[(j * kvh + h) * hd + d] = __bfloat162float(page[layout_.tile_offset(0, 0, h) + i * hd + d]);
-          v[(j * kvh + h) * hd + d] = __bfloat162float(page[layout_.tile_offset(0, 1, h) + i * hd + d]);
+          k[(j * kvh + h) * hd + d] =
+              __bfloat162float(page[layout_.tile_offset(0, 0, h) + i * hd + d]);
+          v[(j * kvh + h) * hd + d] =
+              __bfloat162float(page[layout_.tile_offset(0, 1, h) + i * hd + d]);
         }
     }
   }
@@ -258,8 +266,8 @@ std::vector<float> CudaBackend::debug_activation(const std::string& what, int64_
   if (!qkv && what != "attn") fail("debug_activation: unknown buffer '{}'", what);
   const int64_t cols = qkv ? qkv_dim_ : cfg_.num_attention_heads * cfg_.head_dim;
   std::vector<bf16> h(n * cols);
-  HOGWILD_CUDA_CHECK(cudaMemcpyAsync(h.data(), qkv ? qkv_ : attn_, h.size() * 2,
-                                     cudaMemcpyDeviceToHost, stream_));
+  HOGWILD_CUDA_CHECK(
+      cudaMemcpyAsync(h.data(), qkv ? qkv_ : attn_, h.size() * 2, cudaMemcpyDeviceToHost, stream_));
   HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
   std::vector<float> f(h.size());
   for (size_t i = 0; i < h.size(); ++i) f[i] = __bfloat162float(h[i]);

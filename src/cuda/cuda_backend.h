@@ -4,21 +4,21 @@
 // docs/DESIGN.md §2, checked against the CPU reference (tests/cuda/test_cuda_backend.cpp).
 #pragma once
 
-#include "cuda/attention.h"
-#include "cuda/kv_layout.h"
-#include "cuda/rope.h"
-#include "model/backend.h"
-#include "model/weights.h"
-
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <map>
-#include <string>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
+
+#include "cuda/attention.h"
+#include "cuda/kv_layout.h"
+#include "cuda/rope.h"
+#include "model/backend.h"
+#include "model/weights.h"
 
 namespace hogwild::cuda {
 
@@ -29,12 +29,12 @@ bool cuda_device_available();
 
 struct CudaOptions {
   int device = 0;
-  int64_t max_batch_tokens = 4096;  // tokens per forward (feed longer prompts in pieces)
-  int64_t max_kv_tokens = 0;        // KV pool size in tokens; 0 = from free memory
+  int64_t max_batch_tokens = 4096;    // tokens per forward (feed longer prompts in pieces)
+  int64_t max_kv_tokens = 0;          // KV pool size in tokens; 0 = from free memory
   int64_t reserve_bytes = 1ll << 30;  // GPU memory left free when sizing the KV pool
-  bool use_graphs = true;           // replay decode forwards (<= 64 tokens) as CUDA graphs
-  int32_t max_entries = 8192;       // attention partial states per launch (split beyond)
-  bool skinny_gemm = true;          // 1..8-row projections by skinny_gemm.h instead of cuBLAS
+  bool use_graphs = true;             // replay decode forwards (<= 64 tokens) as CUDA graphs
+  int32_t max_entries = 8192;         // attention partial states per launch (split beyond)
+  bool skinny_gemm = true;            // 1..8-row projections by skinny_gemm.h instead of cuBLAS
 };
 
 /// bf16 device weights; one fused [q; k; v] and [gate; up] matrix per layer.
@@ -121,8 +121,8 @@ class CudaBackend : public Backend {
   // Weights.
   __nv_bfloat16* embed_tokens_ = nullptr;  // (vocab, hidden)
   std::vector<DeviceLayer> layers_;
-  __nv_bfloat16* norm_ = nullptr;          // (hidden)
-  __nv_bfloat16* lm_head_ = nullptr;       // (vocab, hidden); == embed_tokens_ when tied
+  __nv_bfloat16* norm_ = nullptr;     // (hidden)
+  __nv_bfloat16* lm_head_ = nullptr;  // (vocab, hidden); == embed_tokens_ when tied
   std::vector<void*> allocations_;
 
   // RoPE table and KV pool.
@@ -134,19 +134,19 @@ class CudaBackend : public Backend {
   std::vector<Block> blocks_;
 
   // Activations, sized for max_batch_tokens.
-  float* x_ = nullptr;               // (T, hidden) residual stream
-  __nv_bfloat16* h_ = nullptr;       // (T, hidden) normed
-  __nv_bfloat16* qkv_ = nullptr;     // (T, qkv_dim)
-  __nv_bfloat16* attn_ = nullptr;    // (T, heads head_dim)
-  __nv_bfloat16* tmp_ = nullptr;     // (T, hidden)
-  __nv_bfloat16* gate_up_ = nullptr; // (T, 2 intermediate)
-  __nv_bfloat16* act_ = nullptr;     // (T, intermediate)
-  float* xl_ = nullptr;              // (T, hidden) rows that want logits
-  float* logits_ = nullptr;          // (logit_cap_, vocab)
+  float* x_ = nullptr;                // (T, hidden) residual stream
+  __nv_bfloat16* h_ = nullptr;        // (T, hidden) normed
+  __nv_bfloat16* qkv_ = nullptr;      // (T, qkv_dim)
+  __nv_bfloat16* attn_ = nullptr;     // (T, heads head_dim)
+  __nv_bfloat16* tmp_ = nullptr;      // (T, hidden)
+  __nv_bfloat16* gate_up_ = nullptr;  // (T, 2 intermediate)
+  __nv_bfloat16* act_ = nullptr;      // (T, intermediate)
+  float* xl_ = nullptr;               // (T, hidden) rows that want logits
+  float* logits_ = nullptr;           // (logit_cap_, vocab)
   int64_t logit_cap_ = 0;
-  float* part_o_ = nullptr;          // (max_entries, heads, head_dim)
-  float2* part_ml_ = nullptr;        // (max_entries, heads)
-  int32_t* promote_slots_ = nullptr; // (2, promote_cap)
+  float* part_o_ = nullptr;           // (max_entries, heads, head_dim)
+  float2* part_ml_ = nullptr;         // (max_entries, heads)
+  int32_t* promote_slots_ = nullptr;  // (2, promote_cap)
   int64_t promote_cap_ = 0;
 
   std::unique_ptr<Staging> st_;

@@ -27,12 +27,12 @@ namespace hogwild::cuda {
 
 /// Launcher precondition (a caller bug, not user input): aborts with file:line and the expression.
 /// (core/error.h's HOGWILD_CHECK pulls in fmt, which nvcc cannot compile in C++20 mode.)
-#define HOGWILD_CUDA_REQUIRE(cond)                                                            \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      std::fprintf(stderr, "%s:%d: precondition failed: %s\n", __FILE__, __LINE__, #cond);    \
-      std::abort();                                                                           \
-    }                                                                                         \
+#define HOGWILD_CUDA_REQUIRE(cond)                                                         \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      std::fprintf(stderr, "%s:%d: precondition failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                        \
+    }                                                                                      \
   } while (0)
 
 /// Checks a cudaError_t; aborts with file:line and the CUDA error name.
@@ -45,8 +45,8 @@ namespace hogwild::cuda {
 /// After a kernel launch: launch-configuration errors surface here.
 #define HOGWILD_CUDA_CHECK_LAUNCH() HOGWILD_CUDA_CHECK(cudaGetLastError())
 
-#define HOGWILD_CUBLAS_CHECK(expr)                                                           \
-  do {                                                                                       \
-    cublasStatus_t _s = (expr);                                                              \
+#define HOGWILD_CUBLAS_CHECK(expr)                                                                 \
+  do {                                                                                             \
+    cublasStatus_t _s = (expr);                                                                    \
     if (_s != CUBLAS_STATUS_SUCCESS) ::hogwild::cuda::cublas_abort(__FILE__, __LINE__, #expr, _s); \
   } while (0)

@@ -1,18 +1,18 @@
 // CudaBackend::forward: validation and cache appends on the host, attention planning, one upload
 // of the step's index arrays, then the layers (replayed as a CUDA graph for decode steps).
-#include "core/error.h"
-#include "cuda/attention_plan.h"
-#include "cuda/cuda_backend.h"
-#include "cuda/cuda_check.h"
-#include "cuda/staging.h"
-#include "cuda/elementwise.h"
-#include "cuda/gemm.h"
-#include "cuda/norm.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
+
+#include "core/error.h"
+#include "cuda/attention_plan.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/elementwise.h"
+#include "cuda/gemm.h"
+#include "cuda/norm.h"
+#include "cuda/staging.h"
 
 namespace hogwild::cuda {
 
@@ -23,9 +23,10 @@ constexpr int64_t kGraphMaxTokens = 64;  // forwards up to this size are replaye
 int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   if (T > opt_.max_batch_tokens)
-    fail("a forward of {} tokens exceeds the CUDA backend's batch limit of {}; feed the prompt in "
-         "pieces or raise max_batch_tokens",
-         T, opt_.max_batch_tokens);
+    fail(
+        "a forward of {} tokens exceeds the CUDA backend's batch limit of {}; feed the prompt in "
+        "pieces or raise max_batch_tokens",
+        T, opt_.max_batch_tokens);
   const int64_t n_workers = static_cast<int64_t>(batch.views.size());
   for (const auto& view : batch.views)
     for (BlockId b : view) block_ref(b, "forward (view)");
@@ -44,19 +45,22 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   int64_t pages_needed = 0;
   for (auto [b, n] : added) {
     const Block& blk = blocks_[b];
-    pages_needed += (blk.len + n + kPageTokens - 1) / kPageTokens - static_cast<int64_t>(blk.pages.size());
+    pages_needed +=
+        (blk.len + n + kPageTokens - 1) / kPageTokens - static_cast<int64_t>(blk.pages.size());
   }
   if (pages_needed > static_cast<int64_t>(free_pages_.size()))
-    fail("KV cache full: this forward needs {} more pages of {} tokens, {} are free; use fewer "
-         "workers or a shorter context",
-         pages_needed, kPageTokens, free_pages_.size());
+    fail(
+        "KV cache full: this forward needs {} more pages of {} tokens, {} are free; use fewer "
+        "workers or a shorter context",
+        pages_needed, kPageTokens, free_pages_.size());
 
   const int64_t want = std::count_if(batch.tokens.begin(), batch.tokens.end(),
                                      [](const TokenInput& t) { return t.want_logits; });
   if (want > logit_cap_)
-    fail("forward: {} rows want logits, the CUDA backend returns at most {} per forward; ask for "
-         "fewer rows",
-         want, logit_cap_);
+    fail(
+        "forward: {} rows want logits, the CUDA backend returns at most {} per forward; ask for "
+        "fewer rows",
+        want, logit_cap_);
 
   std::vector<int32_t> ids(T), pos(T), slot(T), logit_rows;
   for (int64_t t = 0; t < T; ++t) {
@@ -97,19 +101,23 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     pin.row_pos[t] = last_offset[in.worker][in.block] + pos[t];
     if (pin.row_pos[t] >= rope_.n_positions ||
         (cfg_.sliding_window > 0 && pin.row_pos[t] >= cfg_.sliding_window)) {
-      for (auto [b, n] : added) truncate_block(b, blocks_[b].len - n);  // undo this forward's appends
+      for (auto [b, n] : added)
+        truncate_block(b, blocks_[b].len - n);  // undo this forward's appends
       if (pin.row_pos[t] >= rope_.n_positions)
-        fail("forward: view position {} exceeds the RoPE table of {} positions (max_position_"
-             "embeddings); use a shorter context",
-             pin.row_pos[t], rope_.n_positions);
-      fail("forward: view position {} is beyond the model's sliding_window ({} tokens), which the "
-           "CUDA backend does not implement; use a shorter context",
-           pin.row_pos[t], cfg_.sliding_window);
+        fail(
+            "forward: view position {} exceeds the RoPE table of {} positions (max_position_"
+            "embeddings); use a shorter context",
+            pin.row_pos[t], rope_.n_positions);
+      fail(
+          "forward: view position {} is beyond the model's sliding_window ({} tokens), which the "
+          "CUDA backend does not implement; use a shorter context",
+          pin.row_pos[t], cfg_.sliding_window);
     }
   }
   pin.group = static_cast<int32_t>(cfg_.num_attention_heads / cfg_.num_key_value_heads);
   if (sm_count_ == 0)
-    HOGWILD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, opt_.device));
+    HOGWILD_CUDA_CHECK(
+        cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, opt_.device));
   // One wave of partial-kernel CTAs: its 148 KB (head_dim 128) / 91 KB (64) of shared memory fit
   // 1 / 2 CTAs per SM; a second, mostly idle wave cost ~5 us per layer (measured, docs/CUDA.md).
   const int32_t resident = sm_count_ * (cfg_.head_dim == 128 ? 1 : 2) * 9 / 10;
@@ -141,8 +149,8 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   auto put = [&](int64_t at, const void* src, int64_t n_ints) {
     if (n_ints == 0) return;
     std::memcpy(st.host + at, src, n_ints * 4);
-    HOGWILD_CUDA_CHECK(cudaMemcpyAsync(st.dev + at, st.host + at, n_ints * 4,
-                                       cudaMemcpyHostToDevice, stream_));
+    HOGWILD_CUDA_CHECK(
+        cudaMemcpyAsync(st.dev + at, st.host + at, n_ints * 4, cudaMemcpyHostToDevice, stream_));
   };
   put(0, ids.data(), T);
   put(st.tcap, pos.data(), T);

@@ -1,11 +1,11 @@
 // CudaBackend weights: allocation, upload of fp32 host weights as bf16, random init on the GPU.
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/elementwise.h"
-
-#include <algorithm>
-#include <cmath>
 
 namespace hogwild::cuda {
 
@@ -41,9 +41,10 @@ void CudaBackend::alloc_weights() {
   size_t free_b = 0, total_b = 0;
   HOGWILD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   if (static_cast<double>(total) * 2 > static_cast<double>(free_b))
-    fail("the model's bf16 weights need {:.1f} GiB but the GPU has {:.1f} GiB free of {:.1f} GiB; "
-         "use a GPU with more memory or a smaller model",
-         total * 2.0 / (1 << 30), free_b / double(1 << 30), total_b / double(1 << 30));
+    fail(
+        "the model's bf16 weights need {:.1f} GiB but the GPU has {:.1f} GiB free of {:.1f} GiB; "
+        "use a GPU with more memory or a smaller model",
+        total * 2.0 / (1 << 30), free_b / double(1 << 30), total_b / double(1 << 30));
 
   auto alloc = [&](int64_t elems) {
     void* p = nullptr;
@@ -94,8 +95,8 @@ void CudaBackend::upload_weights(const ModelWeights& w) {
   auto put = [&](bf16* dst, std::initializer_list<const std::vector<float>*> parts) {
     int64_t off = 0;
     for (const auto* p : parts) {
-      HOGWILD_CUDA_CHECK(cudaMemcpyAsync(stage + off, p->data(), p->size() * 4,
-                                         cudaMemcpyHostToDevice, stream_));
+      HOGWILD_CUDA_CHECK(
+          cudaMemcpyAsync(stage + off, p->data(), p->size() * 4, cudaMemcpyHostToDevice, stream_));
       off += static_cast<int64_t>(p->size());
     }
     f32_to_bf16(stage, dst, off, stream_);

@@ -96,7 +96,7 @@ void add_bias(bf16* y, const bf16* bias, int64_t n_rows, int64_t n_cols, cudaStr
   HOGWILD_CUDA_REQUIRE(n_cols > 0);
   if (n_rows == 0) return;
   add_bias_kernel<<<blocks_for(n_rows * n_cols), kThreads, 0, stream>>>(y, bias, n_rows * n_cols,
-                                                                       n_cols);
+                                                                        n_cols);
   HOGWILD_CUDA_CHECK_LAUNCH();
 }
 

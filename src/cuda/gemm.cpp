@@ -34,13 +34,12 @@ void Gemm::run(const __nv_bfloat16* x, const __nv_bfloat16* W, void* y, cudaData
   HOGWILD_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out),
                                     static_cast<int>(n_rows), static_cast<int>(in), &alpha, W,
                                     CUDA_R_16BF, static_cast<int>(in), x, CUDA_R_16BF,
-                                    static_cast<int>(in), &beta, y, y_type,
-                                    static_cast<int>(out), CUBLAS_COMPUTE_32F,
-                                    CUBLAS_GEMM_DEFAULT));
+                                    static_cast<int>(in), &beta, y, y_type, static_cast<int>(out),
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-void Gemm::linear(const __nv_bfloat16* x, const __nv_bfloat16* W, __nv_bfloat16* y,
-                  int64_t n_rows, int64_t in, int64_t out) {
+void Gemm::linear(const __nv_bfloat16* x, const __nv_bfloat16* W, __nv_bfloat16* y, int64_t n_rows,
+                  int64_t in, int64_t out) {
   if (skinny_ && n_rows <= kSkinnyRows && skinny_supported(n_rows, in))
     return skinny_linear(x, W, y, nullptr, n_rows, in, out, stream_);
   run(x, W, y, CUDA_R_16BF, n_rows, in, out);

@@ -18,14 +18,16 @@ namespace hogwild::cuda {
 inline constexpr int kPageTokens = 64;  // tokens per page = keys per attention tile
 
 struct KvLayout {
-  int64_t num_pages = 0;            // pages in the pool
+  int64_t num_pages = 0;  // pages in the pool
   int32_t num_key_value_heads = 0;
   int32_t head_dim = 0;
 
   /// Elements of one (page, kind, head) tile.
   HOGWILD_HD int64_t tile_elems() const { return int64_t(kPageTokens) * head_dim; }
   /// Elements of one layer (all pages, K and V).
-  HOGWILD_HD int64_t layer_elems() const { return num_pages * 2 * num_key_value_heads * tile_elems(); }
+  HOGWILD_HD int64_t layer_elems() const {
+    return num_pages * 2 * num_key_value_heads * tile_elems();
+  }
   /// Element offset of (page, kind, head, token 0, dim 0) inside one layer's region.
   HOGWILD_HD int64_t tile_offset(int64_t page, int kind, int64_t head) const {
     return ((page * 2 + kind) * num_key_value_heads + head) * tile_elems();

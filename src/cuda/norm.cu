@@ -14,8 +14,8 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 // One CTA per row; blockDim.x a multiple of 32 (<= 1024). With add != nullptr, first x += add
 // (each thread updates the elements it later normalises, so no extra barrier is needed).
-__global__ void rmsnorm_rows_kernel(float* x, const bf16* add, const bf16* w, bf16* y,
-                                    int64_t dim, float eps) {
+__global__ void rmsnorm_rows_kernel(float* x, const bf16* add, const bf16* w, bf16* y, int64_t dim,
+                                    float eps) {
   __shared__ float partial[32];
   float* xr = x + blockIdx.x * dim;
   float ss = 0.0f;
@@ -46,9 +46,9 @@ __global__ void rmsnorm_rows_kernel(float* x, const bf16* add, const bf16* w, bf
 
 // One warp per head row.
 // Heads [0, n_w1) of a token use w1, the rest w2.
-__global__ void rmsnorm_heads_kernel(bf16* x, int64_t token_stride, int64_t n_heads,
-                                     int64_t n_rows, const bf16* w1, int64_t n_w1, const bf16* w2,
-                                     int64_t dim, float eps) {
+__global__ void rmsnorm_heads_kernel(bf16* x, int64_t token_stride, int64_t n_heads, int64_t n_rows,
+                                     const bf16* w1, int64_t n_w1, const bf16* w2, int64_t dim,
+                                     float eps) {
   const int64_t row = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
   if (row >= n_rows) return;
   const bf16* w = (row % n_heads) < n_w1 ? w1 : w2;
@@ -102,19 +102,20 @@ void rmsnorm_qk_heads(bf16* x, int64_t token_stride, int64_t n_tokens, int64_t n
   if (n_rows == 0) return;
   constexpr int kWarps = 8;
   const int64_t blocks = (n_rows + kWarps - 1) / kWarps;
-  rmsnorm_heads_kernel<<<blocks, kWarps * 32, 0, stream>>>(x, token_stride, n_q + n_k, n_rows,
-                                                           w_q, n_q, w_k, dim, eps);
+  rmsnorm_heads_kernel<<<blocks, kWarps * 32, 0, stream>>>(x, token_stride, n_q + n_k, n_rows, w_q,
+                                                           n_q, w_k, dim, eps);
   HOGWILD_CUDA_CHECK_LAUNCH();
 }
 
-void rmsnorm_heads(bf16* x, int64_t token_stride, int64_t n_tokens, int64_t n_heads,
-                   const bf16* w, int64_t dim, float eps, cudaStream_t stream) {
+void rmsnorm_heads(bf16* x, int64_t token_stride, int64_t n_tokens, int64_t n_heads, const bf16* w,
+                   int64_t dim, float eps, cudaStream_t stream) {
   HOGWILD_CUDA_REQUIRE(dim > 0 && dim <= 1024 && n_heads > 0 && token_stride >= n_heads * dim);
   const int64_t n_rows = n_tokens * n_heads;
   if (n_rows == 0) return;
   constexpr int kWarps = 8;
   const int64_t blocks = (n_rows + kWarps - 1) / kWarps;
-  rmsnorm_heads_kernel<<<blocks, kWarps * 32, 0, stream>>>(x, token_stride, n_heads, n_rows, w, n_heads, w, dim, eps);
+  rmsnorm_heads_kernel<<<blocks, kWarps * 32, 0, stream>>>(x, token_stride, n_heads, n_rows, w,
+                                                           n_heads, w, dim, eps);
   HOGWILD_CUDA_CHECK_LAUNCH();
 }
 

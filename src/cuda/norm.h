@@ -10,8 +10,8 @@
 namespace hogwild::cuda {
 
 /// Residual-stream norm: x (n_rows, dim) fp32, w (dim) bf16 -> y (n_rows, dim) bf16.
-void rmsnorm(const float* x, const __nv_bfloat16* w, __nv_bfloat16* y, int64_t n_rows,
-             int64_t dim, float eps, cudaStream_t stream);
+void rmsnorm(const float* x, const __nv_bfloat16* w, __nv_bfloat16* y, int64_t n_rows, int64_t dim,
+             float eps, cudaStream_t stream);
 
 /// Fused residual add + norm: x += y (x fp32 (n_rows, dim), y bf16), then out = rmsnorm(x) * w
 /// (bf16). One pass instead of two launches between the projections of a layer.

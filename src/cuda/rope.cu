@@ -24,8 +24,8 @@ __device__ __forceinline__ float rotated(const bf16* x, int d, const float2* row
 
 // grid (n_tokens, kv_heads), block head_dim threads.
 __global__ void kv_append_kernel(const bf16* qkv, int64_t token_stride, int64_t k_col,
-                                 int64_t v_col, const int32_t* pos, const int32_t* slot,
-                                 bf16* pool, KvLayout L, RopeTableView rope, float factor) {
+                                 int64_t v_col, const int32_t* pos, const int32_t* slot, bf16* pool,
+                                 KvLayout L, RopeTableView rope, float factor) {
   const int64_t t = blockIdx.x;
   const int h = blockIdx.y, d = threadIdx.x;
   const bf16* k = qkv + t * token_stride + k_col + int64_t(h) * L.head_dim;
@@ -66,15 +66,14 @@ void kv_append(const bf16* qkv, int64_t token_stride, int64_t k_col, int64_t v_c
   check_rope(layout, rope);
   if (n_tokens == 0) return;
   dim3 grid(n_tokens, layout.num_key_value_heads);
-  kv_append_kernel<<<grid, layout.head_dim, 0, stream>>>(qkv, token_stride, k_col, v_col, pos,
-                                                         slot, layer_pool, layout, rope,
-                                                         attn_factor);
+  kv_append_kernel<<<grid, layout.head_dim, 0, stream>>>(qkv, token_stride, k_col, v_col, pos, slot,
+                                                         layer_pool, layout, rope, attn_factor);
   HOGWILD_CUDA_CHECK_LAUNCH();
 }
 
 void kv_promote(bf16* pool, const KvLayout& layout, int64_t n_layers, const int32_t* src_slot,
-                const int32_t* dst_slot, int64_t n_tokens, int32_t delta,
-                const RopeTableView& rope, cudaStream_t stream) {
+                const int32_t* dst_slot, int64_t n_tokens, int32_t delta, const RopeTableView& rope,
+                cudaStream_t stream) {
   check_rope(layout, rope);
   HOGWILD_CUDA_REQUIRE(delta >= 0 && delta < rope.n_positions && n_layers > 0);
   if (n_tokens == 0) return;

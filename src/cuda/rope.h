@@ -7,12 +7,12 @@
 // CPU twin: hogwild::cpu::RopeTable::rotate (src/cpu/rope.h).
 #pragma once
 
-#include "cuda/kv_layout.h"
-
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "cuda/kv_layout.h"
 
 namespace hogwild::cuda {
 
@@ -20,7 +20,7 @@ namespace hogwild::cuda {
 struct RopeTableView {
   const float2* cos_sin = nullptr;  // (n_positions, rotary_dim / 2)
   int32_t n_positions = 0;
-  int32_t rotary_dim = 0;           // even, <= head_dim
+  int32_t rotary_dim = 0;  // even, <= head_dim
 };
 
 /// Appends n_tokens new tokens' K and V of one layer to the cache. Token t's K is the head vectors

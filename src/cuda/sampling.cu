@@ -1,8 +1,8 @@
 // GPU sampling kernel (sampling.h). Kernels first, launchers second.
+#include <cfloat>
+
 #include "cuda/cuda_check.h"
 #include "cuda/sampling.h"
-
-#include <cfloat>
 
 namespace hogwild::cuda {
 namespace {
@@ -35,7 +35,9 @@ __device__ T block_reduce(T v, Op op, T* smem) {
 
 struct Add {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return a + b; }
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct Max {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
@@ -44,9 +46,8 @@ struct MinF {
   __device__ float operator()(float a, float b) const { return fminf(a, b); }
 };
 
-__global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits,
-                                                          const SampleParams* params, int32_t* out,
-                                                          int64_t V) {
+__global__ void __launch_bounds__(kThreads)
+    sample_kernel(const float* logits, const SampleParams* params, int32_t* out, int64_t V) {
   __shared__ float fsm[32];
   __shared__ int isum[32];
   __shared__ double dsm[32];
@@ -94,7 +95,10 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits,
       int c = 0;
       for (int64_t i = threadIdx.x; i < V; i += kThreads) c += (l[i] / temp >= t);
       c = block_reduce(c, Add{}, isum);
-      if (c >= p.top_k) lo = mid; else hi = mid - 1;
+      if (c >= p.top_k)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     tau = fval(lo);
   }
@@ -112,7 +116,10 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits,
     uint32_t lo = fkey(tau), hi = fkey(mx);
     while (lo < hi) {
       const uint32_t mid = lo + (hi - lo + 1) / 2;
-      if (mass(fval(mid)) >= target) lo = mid; else hi = mid - 1;
+      if (mass(fval(mid)) >= target)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     tau = fval(lo);
   }

@@ -21,10 +21,9 @@ __device__ __forceinline__ void unpack8(const uint4& u, float f[8]) {
 // One warp computes R output features for all T rows. Lane l reads 16-byte pieces l, l+32, ...
 // of each weight row (two pieces in flight per row per iteration), then the warp reduces.
 template <int T, int R>
-__global__ void __launch_bounds__(kWarps * 32) skinny_kernel(const bf16* __restrict__ x,
-                                                             const bf16* __restrict__ W,
-                                                             bf16* y, float* y_f32, int64_t in,
-                                                             int64_t out) {
+__global__ void __launch_bounds__(kWarps * 32)
+    skinny_kernel(const bf16* __restrict__ x, const bf16* __restrict__ W, bf16* y, float* y_f32,
+                  int64_t in, int64_t out) {
   const int lane = threadIdx.x & 31;
   const int64_t o0 = (int64_t(blockIdx.x) * kWarps + threadIdx.x / 32) * R;
   if (o0 >= out) return;
@@ -123,14 +122,30 @@ void skinny_linear(const bf16* x, const bf16* W, bf16* y, float* y_f32, int64_t 
   HOGWILD_CUDA_REQUIRE(reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(W) % 16 == 0);
   switch (n_rows) {
-    case 1: launch<1>(x, W, y, y_f32, in, out, stream); break;
-    case 2: launch<2>(x, W, y, y_f32, in, out, stream); break;
-    case 3: launch<3>(x, W, y, y_f32, in, out, stream); break;
-    case 4: launch<4>(x, W, y, y_f32, in, out, stream); break;
-    case 5: launch<5>(x, W, y, y_f32, in, out, stream); break;
-    case 6: launch<6>(x, W, y, y_f32, in, out, stream); break;
-    case 7: launch<7>(x, W, y, y_f32, in, out, stream); break;
-    default: launch<8>(x, W, y, y_f32, in, out, stream); break;
+    case 1:
+      launch<1>(x, W, y, y_f32, in, out, stream);
+      break;
+    case 2:
+      launch<2>(x, W, y, y_f32, in, out, stream);
+      break;
+    case 3:
+      launch<3>(x, W, y, y_f32, in, out, stream);
+      break;
+    case 4:
+      launch<4>(x, W, y, y_f32, in, out, stream);
+      break;
+    case 5:
+      launch<5>(x, W, y, y_f32, in, out, stream);
+      break;
+    case 6:
+      launch<6>(x, W, y, y_f32, in, out, stream);
+      break;
+    case 7:
+      launch<7>(x, W, y, y_f32, in, out, stream);
+      break;
+    default:
+      launch<8>(x, W, y, y_f32, in, out, stream);
+      break;
   }
   HOGWILD_CUDA_CHECK_LAUNCH();
 }

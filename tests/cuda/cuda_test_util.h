@@ -1,9 +1,6 @@
 // Helpers for the CUDA tests: skip without a GPU, device buffers, bf16 rounding, error norms.
 #pragma once
 
-#include "cuda/cuda_backend.h"
-#include "cuda/cuda_check.h"
-
 #include <cuda_bf16.h>
 #include <gtest/gtest.h>
 
@@ -11,10 +8,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_check.h"
+
 namespace hogwild::test {
 
-#define HOGWILD_REQUIRE_GPU()                                                  \
-  do {                                                                         \
+#define HOGWILD_REQUIRE_GPU()                                                     \
+  do {                                                                            \
     if (!::hogwild::cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA GPU"; \
   } while (0)
 

@@ -4,17 +4,17 @@
 // keys j <= p - o visible. Sweeps head_dim 64/128, GQA 1/4/5/8, 1-8 workers, block lengths
 // 0/1/odd/long (>= 16k), multi-token inputs, repeated and invisible occurrences, chunk sizes and
 // row-split launches.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+
 #include "cpu/ops.h"
 #include "cpu/rope.h"
 #include "cuda/attention.h"
 #include "cuda/attention_plan.h"
 #include "tests/cpu/tiny_model.h"
 #include "tests/cuda/cuda_test_util.h"
-
-#include <algorithm>
-#include <numeric>
-#include <cstring>
-#include <random>
 
 namespace hogwild::test {
 namespace {
@@ -24,13 +24,13 @@ using cuda::kPageTokens;
 
 struct Scenario {
   int64_t head_dim = 128, n_heads = 8, n_kv_heads = 2;
-  std::vector<int64_t> block_len;              // post-append lengths
-  std::vector<std::vector<int32_t>> views;     // block indices per worker
+  std::vector<int64_t> block_len;                 // post-append lengths
+  std::vector<std::vector<int32_t>> views;        // block indices per worker
   std::vector<std::pair<int32_t, int32_t>> rows;  // (worker, block-local index in the LAST block)
   bool yarn = false;
   float q_scale = 1.0f;
-  int32_t chunk = 0;        // 0 = choose_chunk
-  int64_t split_rows = 0;   // > 0: two launches [0, split) and [split, T)
+  int32_t chunk = 0;       // 0 = choose_chunk
+  int64_t split_rows = 0;  // > 0: two launches [0, split) and [split, T)
 };
 
 // Runs the scenario on the GPU and the CPU reference; returns the worst per-row relative error.
@@ -80,7 +80,10 @@ double run_scenario(const Scenario& s, uint64_t seed) {
     pin.row_pos.push_back(last_off[w] + j);
   }
   pin.group = static_cast<int32_t>(G);
-  pin.chunk = s.chunk ? s.chunk : cuda::choose_chunk(std::accumulate(s.block_len.begin(), s.block_len.end(), int64_t(0)), T, kvh, 264);
+  pin.chunk = s.chunk ? s.chunk
+                      : cuda::choose_chunk(
+                            std::accumulate(s.block_len.begin(), s.block_len.end(), int64_t(0)), T,
+                            kvh, 264);
   const int64_t stride = (nh + 2 * kvh) * hd;
   const auto q = round_bf16(rng.vec(T * stride, s.q_scale));
 
@@ -89,15 +92,17 @@ double run_scenario(const Scenario& s, uint64_t seed) {
   std::vector<float2> cs;
   rope.reserve(20000);
   for (int64_t p = 0; p < 20000; ++p)
-    for (int64_t i = 0; i < rope.half(); ++i) cs.push_back(make_float2(rope.cos(p)[i], rope.sin(p)[i]));
+    for (int64_t i = 0; i < rope.half(); ++i)
+      cs.push_back(make_float2(rope.cos(p)[i], rope.sin(p)[i]));
   DeviceArray<float2> dcs(cs);
   rv = {dcs.p, 20000, static_cast<int32_t>(rope.params().rotary_dim)};
   DeviceArray<bf16> dpool(to_bf16(pool)), dq(to_bf16(q)), dout(T * nh * hd);
   HOGWILD_CUDA_CHECK(cudaMemset(dout.p, 0xff, T * nh * hd * 2));  // poison (NaN)
   std::vector<std::pair<int64_t, int64_t>> ranges = {{0, T}};
   if (s.split_rows > 0) ranges = {{0, s.split_rows}, {s.split_rows, T}};
-  cuda::AttnShape shape{static_cast<int32_t>(nh), static_cast<int32_t>(kvh), static_cast<int32_t>(hd),
-                        stride, 1.0f / std::sqrt(float(hd)), factor};
+  cuda::AttnShape shape{static_cast<int32_t>(nh),    static_cast<int32_t>(kvh),
+                        static_cast<int32_t>(hd),    stride,
+                        1.0f / std::sqrt(float(hd)), factor};
   std::vector<std::unique_ptr<DeviceArray<int32_t>>> keep;
   auto dev_ints = [&](const void* p, size_t n_ints) {
     std::vector<int32_t> v(n_ints);
@@ -111,11 +116,13 @@ double run_scenario(const Scenario& s, uint64_t seed) {
     DeviceArray<float2> part_ml(std::max<int64_t>(hp.n_entries, 1) * nh);
     const int32_t n_items = static_cast<int32_t>(hp.items.size());
     cuda::AttnPlanView v;
-    v.items = reinterpret_cast<const cuda::AttnItem*>(dev_ints(hp.items.data(), hp.items.size() * 6));
+    v.items =
+        reinterpret_cast<const cuda::AttnItem*>(dev_ints(hp.items.data(), hp.items.size() * 6));
     v.n_items = dev_ints(&n_items, 1);
     v.max_items = n_items + 3;  // grid larger than the count: extra CTAs must exit
     v.pages = dev_ints(hp.pages.data(), hp.pages.size());
-    v.pairs = reinterpret_cast<const cuda::AttnPair*>(dev_ints(hp.pairs.data(), hp.pairs.size() * 2));
+    v.pairs =
+        reinterpret_cast<const cuda::AttnPair*>(dev_ints(hp.pairs.data(), hp.pairs.size() * 2));
     v.row_entry_ptr = dev_ints(hp.row_entry_ptr.data(), hp.row_entry_ptr.size());
     v.row_entries = dev_ints(hp.row_entries.data(), hp.row_entries.size());
     v.row_begin = static_cast<int32_t>(r0);
@@ -155,8 +162,9 @@ double run_scenario(const Scenario& s, uint64_t seed) {
         if (n <= 0) continue;
         std::copy_n(&q[t * stride + hq * hd], hd, qr.data());
         rope.rotate(qr.data(), 1, limit, factor);
-        cpu::attn_partial(qr.data(), K[oc.block * kvh + hq / G].data(), V[oc.block * kvh + hq / G].data(), n, hd, hd,
-                          1.0f / std::sqrt(float(hd)), st);
+        cpu::attn_partial(qr.data(), K[oc.block * kvh + hq / G].data(),
+                          V[oc.block * kvh + hq / G].data(), n, hd, hd, 1.0f / std::sqrt(float(hd)),
+                          st);
       }
       cpu::attn_state_normalize(st, want.data(), hd);
       worst = std::max(worst, rel_error(&got[(t * nh + hq) * hd], want.data(), hd));

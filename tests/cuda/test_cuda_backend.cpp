@@ -3,6 +3,8 @@
 // llama3 RoPE, GQA 1/2/5): a prompt, then hogwild decode steps of 3 workers in the combined layout
 // (multi-token inputs included), step promotions, read_block. Both backends get the same weights,
 // rounded to bf16, so the difference is the GPU's bf16 activations (fp32 accumulation).
+#include <cstdio>
+
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/ops.h"
@@ -10,8 +12,6 @@
 #include "cuda/cuda_backend.h"
 #include "tests/cpu/tiny_model.h"
 #include "tests/cuda/cuda_test_util.h"
-
-#include <cstdio>
 
 namespace hogwild::test {
 namespace {
@@ -47,11 +47,19 @@ struct Case {
 std::vector<Case> cases() {
   std::vector<Case> v;
   for (const TinySpec& s : tiny_specs()) v.push_back({s.name + "_hd64", s, 64});
-  TinySpec g5{.name = "qwen2_gqa5", .arch = Arch::qwen2, .attention_bias = true, .n_heads = 10,
-              .n_kv_heads = 2, .rope = {}};
+  TinySpec g5{.name = "qwen2_gqa5",
+              .arch = Arch::qwen2,
+              .attention_bias = true,
+              .n_heads = 10,
+              .n_kv_heads = 2,
+              .rope = {}};
   v.push_back({"qwen2_gqa5_hd128", g5, 128});
   v.push_back({"qwen2_gqa5_hd64", g5, 64});
-  TinySpec q3{.name = "qwen3", .arch = Arch::qwen3, .qk_norm = true, .n_heads = 8, .n_kv_heads = 1,
+  TinySpec q3{.name = "qwen3",
+              .arch = Arch::qwen3,
+              .qk_norm = true,
+              .n_heads = 8,
+              .n_kv_heads = 1,
               .rope = {}};
   v.push_back({"qwen3_gqa8_hd128", q3, 128});
   v.push_back({"qwen3_gqa8_hd64", q3, 64});

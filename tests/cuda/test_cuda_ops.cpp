@@ -1,6 +1,10 @@
 // Each CUDA op against its CPU twin (src/cpu/ops.h, src/cpu/rope.h) over shape sweeps.
 // Inputs are rounded to bf16 first so both sides see the same values; the remaining difference
 // is the GPU's bf16 output rounding (relative 2^-9) and fp32 summation order.
+#include <algorithm>
+#include <numeric>
+#include <random>
+
 #include "cpu/ops.h"
 #include "cpu/rope.h"
 #include "cuda/elementwise.h"
@@ -10,10 +14,6 @@
 #include "cuda/skinny_gemm.h"
 #include "tests/cpu/tiny_model.h"
 #include "tests/cuda/cuda_test_util.h"
-
-#include <algorithm>
-#include <numeric>
-#include <random>
 
 namespace hogwild::test {
 namespace {
@@ -56,7 +56,8 @@ TEST(CudaOps, PerHeadRmsNormMatchesCpuAndLeavesOtherColumns) {
   HOGWILD_REQUIRE_GPU();
   TestRng rng(2);
   for (int64_t hd : {64, 128}) {
-    const int64_t T = 5, heads = 3, stride = heads * hd + 2 * hd + 7;  // q heads, then other columns
+    const int64_t T = 5, heads = 3,
+                  stride = heads * hd + 2 * hd + 7;  // q heads, then other columns
     const auto x = round_bf16(rng.vec(T * stride, 3.0f));
     const auto w = round_bf16(rng.vec(hd, 0.5f, 1.0f));
     std::vector<float> want = x;
@@ -96,7 +97,8 @@ TEST(CudaOps, FusedAddRmsNormAndQkNormMatchCpu) {
     }
     DeviceArray<bf16> dx(to_bf16(x)), dwq(to_bf16(wq)), dwk(to_bf16(wk));
     cuda::rmsnorm_qk_heads(dx.p, stride, T, nq, nk, dwq.p, dwk.p, hd, 1e-6f, nullptr);
-    expect_close(to_f32(dx.download()), want, 4e-3, 1e-5, "q/k norm fused hd " + std::to_string(hd));
+    expect_close(to_f32(dx.download()), want, 4e-3, 1e-5,
+                 "q/k norm fused hd " + std::to_string(hd));
   }
 }
 
@@ -153,8 +155,14 @@ TEST(CudaOps, LinearMatchesCpuMatmul) {
   TestRng rng(4);
   cuda::Gemm gemm(nullptr);
   gemm.set_skinny(false);  // cuBLAS for every shape here
-  for (auto [rows, in, out] : {std::tuple{1, 256, 384}, {5, 1000, 77}, {8, 4096, 512}, {70, 128, 1024},
-                               {40, 1024, 96}, {40, 1280, 96}, {3, 1024, 96}, {40, 96, 1792}}) {
+  for (auto [rows, in, out] : {std::tuple{1, 256, 384},
+                               {5, 1000, 77},
+                               {8, 4096, 512},
+                               {70, 128, 1024},
+                               {40, 1024, 96},
+                               {40, 1280, 96},
+                               {3, 1024, 96},
+                               {40, 96, 1792}}) {
     const auto x = round_bf16(rng.vec(rows * in, 1.0f));
     const auto W = round_bf16(rng.vec(int64_t(out) * in, 1.0f / std::sqrt(float(in))));
     std::vector<float> want(rows * out);
@@ -265,7 +273,7 @@ TEST(CudaOps, KvAppendRotatesKeysAtBlockPositionsAndCopiesValues) {
       cuda::KvLayout L{6, static_cast<int32_t>(kvh), static_cast<int32_t>(hd)};
       const auto qkv = round_bf16(rng.vec(T * stride, 1.0f));
       const std::vector<int32_t> pos = {0, 1, 63, 64, 200, 16999, 5};
-      const std::vector<int32_t> slot = {3 * 64 + 0, 0 * 64 + 1, 5 * 64 + 63, 1 * 64 + 0,
+      const std::vector<int32_t> slot = {3 * 64 + 0, 0 * 64 + 1,  5 * 64 + 63, 1 * 64 + 0,
                                          2 * 64 + 8, 4 * 64 + 39, 3 * 64 + 5};
       DeviceArray<bf16> dqkv(to_bf16(qkv)), pool(L.layer_elems());
       DeviceArray<int32_t> dpos(pos), dslot(slot);

@@ -20,7 +20,7 @@ struct Setting {
 TEST(CudaSampling, DrawsMatchCpuSamplerProbabilities) {
   HOGWILD_REQUIRE_GPU();
   TestRng rng(3);
-  const std::vector<Setting> settings = {{1.0f, 0, 1.0f, 0.0f},  {0.7f, 50, 1.0f, 0.0f},
+  const std::vector<Setting> settings = {{1.0f, 0, 1.0f, 0.0f},   {0.7f, 50, 1.0f, 0.0f},
                                          {0.6f, 20, 0.95f, 0.0f}, {1.3f, 0, 0.8f, 0.0f},
                                          {1.0f, 0, 1.0f, 0.05f},  {0.8f, 40, 0.9f, 0.1f},
                                          {1.0f, 1, 1.0f, 0.0f}};
