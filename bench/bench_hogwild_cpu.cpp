@@ -169,6 +169,7 @@ int run(int argc, char** argv) {
     const double agg = tokens / r.decode_seconds;
     std::printf("%8d %12lld %10lld %10.3f %14.2f %16.2f %10lld\n", n, (long long)r.serial_steps,
                 (long long)tokens, r.decode_seconds, agg, agg / n, (long long)count.promoted);
+    std::fflush(stdout);
     rows.push_back({{"workers", n}, {"serial_steps", r.serial_steps}, {"tokens", tokens},
                     {"decode_seconds", r.decode_seconds}, {"prefill_seconds", r.prefill_seconds},
                     {"tok_per_s", agg}, {"tok_per_s_per_worker", agg / n},

@@ -122,6 +122,7 @@ void run(RunArgs a) {
          fmt.worker_names.size(), fmt.worker_names.size());
   if (a.budget < 0) fail("--budget must be >= 0 serial steps (0 = until an answer)");
   if (a.collab_every < -1) fail("--collab-every must be >= 0 tokens (0 = off)");
+  const std::vector<int64_t> snapshots = parse_budgets(a.snapshots);
 
   const Tokenizer tok = Tokenizer::from_dir(a.model_dir);
   const TokenizerCodec codec(tok);
@@ -134,7 +135,7 @@ void run(RunArgs a) {
   opt.n_workers = a.workers;
   opt.layout = layout;
   opt.budget = a.budget;
-  opt.snapshots = parse_budgets(a.snapshots);
+  opt.snapshots = snapshots;
   opt.collab_every = a.collab_every;
   opt.max_context = a.max_context;
   for (int64_t e : gen.eos_token_id) opt.extra_eos.push_back(static_cast<int32_t>(e));
