@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
 
 #include "chat/interp.h"
 #include "chat/ustr.h"
@@ -14,8 +15,25 @@ const Value* Args::get(size_t i, const char* name) const {
   return i < pos.size() ? &pos[i] : nullptr;
 }
 
+// Bounds the C++ recursion of exec/eval (statements × expressions × macro calls nest).
+struct Interp::NestGuard {
+  Interp& in;
+  NestGuard(Interp& interp, const Expr& at) : in(interp) {
+    if (++in.nest_ > kMaxNest) {
+      --in.nest_;
+      in.error(at, fmt::format("evaluation nested deeper than {} levels.", kMaxNest));
+    }
+  }
+  ~NestGuard() { --in.nest_; }
+};
+
 Interp::Interp(std::shared_ptr<const Program> program, Limits limits)
     : program_(std::move(program)), limits_(limits) {}
+
+Interp::~Interp() {
+  for (auto& w : namespaces_)
+    if (auto ns = w.lock()) std::exchange(ns->attrs.items, {});  // drop refs outside the cycle walk
+}
 
 void Interp::error(const Expr& at, const std::string& msg) const {
   throw TemplateError(
@@ -77,6 +95,7 @@ Flow Interp::exec_stmt(const Stmt& s, const std::shared_ptr<Scope>& scope, std::
   Expr at;
   at.line = s.line;
   at.col = s.col;
+  NestGuard guard(*this, at);
   step(at);
   switch (s.kind) {
     case Stmt::Kind::Text:
@@ -270,6 +289,7 @@ Args Interp::eval_args(const Expr& e, size_t first, const std::shared_ptr<Scope>
 }
 
 Value Interp::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
+  NestGuard guard(*this, e);
   switch (e.kind) {
     case Expr::Kind::Literal:
       return e.value;

@@ -42,6 +42,11 @@ enum class Flow { Normal, Break, Continue };
 class Interp {
  public:
   Interp(std::shared_ptr<const Program> program, Limits limits);
+  /// Clears every namespace() this render created: one may hold itself (`set ns.x = ns`), and
+  /// the cycle would otherwise keep it alive.
+  ~Interp();
+  Interp(const Interp&) = delete;
+  Interp& operator=(const Interp&) = delete;
   /// Renders the template with `context` as the top-level variables.
   std::string render(const Dict& context);
 
@@ -68,6 +73,10 @@ class Interp {
   Limits limits_;
   int64_t steps_ = 0;
   int call_depth_ = 0;
+  std::vector<std::weak_ptr<Namespace>> namespaces_;
+  static constexpr int kMaxNest = 1000;  // exec/eval recursion, ~1 KiB of stack per level
+  int nest_ = 0;
+  struct NestGuard;
 
   Flow exec(const Body& body, const std::shared_ptr<Scope>& scope, std::string& out);
   Flow exec_stmt(const Stmt& s, const std::shared_ptr<Scope>& scope, std::string& out);

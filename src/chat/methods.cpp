@@ -282,6 +282,7 @@ Value Interp::call_global(const std::string& name, const Args& a, const Expr& at
     if (name == "dict") return Value(std::move(d));
     auto ns = std::make_shared<Namespace>();
     ns->attrs = std::move(d);
+    namespaces_.push_back(ns);
     return Value(NsRef(ns));
   }
   if (name == "raise_exception") {

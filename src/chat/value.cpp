@@ -11,6 +11,28 @@
 #include "core/error.h"
 
 namespace hogwild::chat {
+namespace {
+
+// Values can nest arbitrarily deep (a loop can wrap a list in a list each step) and a namespace can
+// hold itself: recursion over values is bounded, and repr() prints a namespace it is already
+// inside as <Namespace {...}>, like Python's recursive-repr guard.
+constexpr int kMaxValueDepth = 400;
+thread_local int g_depth = 0;
+thread_local std::vector<const Namespace*> g_ns_printing;
+
+struct ValueDepth {
+  ValueDepth() {
+    if (++g_depth > kMaxValueDepth) {
+      --g_depth;
+      fail("value nested deeper than {} levels.", kMaxValueDepth);
+    }
+  }
+  ~ValueDepth() { --g_depth; }
+  ValueDepth(const ValueDepth&) = delete;
+  ValueDepth& operator=(const ValueDepth&) = delete;
+};
+
+}  // namespace
 
 const Value* Dict::find(const std::string& key) const {
   for (const auto& [k, v] : items)
@@ -134,6 +156,7 @@ static std::string dict_repr(const Dict& d) {
 }
 
 std::string to_repr(const Value& v) {
+  ValueDepth guard;
   switch (v.v.index()) {
     case 0:
       return "Undefined";
@@ -158,7 +181,21 @@ std::string to_repr(const Value& v) {
     case 7:
       return dict_repr(v.dict());
     case 8:
-      return "<Namespace " + dict_repr(std::get<NsRef>(v.v)->attrs) + ">";
+    {
+      const Namespace* ns = std::get<NsRef>(v.v).get();
+      if (std::find(g_ns_printing.begin(), g_ns_printing.end(), ns) != g_ns_printing.end())
+        return "<Namespace {...}>";
+      g_ns_printing.push_back(ns);
+      std::string out;
+      try {
+        out = "<Namespace " + dict_repr(ns->attrs) + ">";
+      } catch (...) {
+        g_ns_printing.pop_back();
+        throw;
+      }
+      g_ns_printing.pop_back();
+      return out;
+    }
     default:
       return "<function " + std::get<FnRef>(v.v)->name + ">";
   }
@@ -171,6 +208,7 @@ std::string to_str(const Value& v) {
 }
 
 bool equals(const Value& a, const Value& b) {
+  ValueDepth guard;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
@@ -207,6 +245,7 @@ bool equals(const Value& a, const Value& b) {
 }
 
 bool less(const Value& a, const Value& b) {
+  ValueDepth guard;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
     return a.as_int() < b.as_int();
@@ -223,6 +262,7 @@ bool less(const Value& a, const Value& b) {
 }
 
 Value from_json(const nlohmann::ordered_json& j) {
+  ValueDepth guard;
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
       return Value(None{});

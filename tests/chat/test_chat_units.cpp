@@ -195,6 +195,16 @@ TEST(ChatErrors, MessagesNameLineAndColumn) {
   EXPECT_NE(error_of("{{ (((((1 }}").find("line 1"), std::string::npos);
 }
 
+TEST(ChatErrors, SelfReferenceAndDeepNestingAreBounded) {
+  // Python prints a namespace it is already inside as {...} (jinja2 3.1.6 gives the same text).
+  EXPECT_EQ(render("{% set ns = namespace(a=1) %}{% set ns.b = ns %}{{ ns }}"),
+            "<Namespace {'a': 1, 'b': <Namespace {...}>}>");
+  EXPECT_NE(error_of("{% set ns = namespace(x=[]) %}{% for i in range(2000) %}{% set ns.x = [ns.x] %}"
+                     "{% endfor %}{{ ns.x }}")
+                .find("nested deeper than"),
+            std::string::npos);
+}
+
 TEST(ChatErrors, LimitsStopRunawayTemplates) {
   Limits small;
   small.max_steps = 10000;
