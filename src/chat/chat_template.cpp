@@ -129,16 +129,25 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool ad
   for (const auto& [k, v] : tokens_.map.items()) ctx.set(k, from_json(v));
   if (kwargs.is_object())
     for (const auto& [k, v] : kwargs.items()) ctx.set(k, from_json(v));
+  return run(ctx);
+}
+
+std::string ChatTemplate::run(const Dict& ctx) const {
   Interp in(program_, limits_);
-  return in.render(ctx);
+  try {
+    return in.render(ctx);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // a bug, not bad input: still an error message, not a crash
+    fail("internal chat template error (please report it with the template): {}", e.what());
+  }
 }
 
 std::string ChatTemplate::render_context(const nlohmann::ordered_json& context) const {
   if (!context.is_object())
     fail("template context must be a JSON object, got {}.", context.type_name());
   Value ctx = from_json(context);
-  Interp in(program_, limits_);
-  return in.render(ctx.dict());
+  return run(ctx.dict());
 }
 
 std::string ChatTemplate::render(const nlohmann::json& messages, bool add_generation_prompt,

@@ -59,6 +59,8 @@ class ChatTemplate {
   const SpecialTokens& special_tokens() const { return tokens_; }
 
  private:
+  std::string run(const Dict& ctx) const;
+
   std::string source_;
   std::shared_ptr<const Program> program_;
   SpecialTokens tokens_;

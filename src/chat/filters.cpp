@@ -252,7 +252,7 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     std::string ind = w && w->is_string()
                           ? w->str()
                           : std::string(static_cast<size_t>(std::clamp<int64_t>(
-                                            w ? (w->is_number() ? w->as_int() : 4) : 4, 0, 256)),
+                                            w ? ((w->is_int() || w->is_bool()) ? w->as_int() : 4) : 4, 0, 256)),
                                         ' ');
     std::string s = to_str(v);
     step(at, static_cast<int64_t>(s.size() / 64));

@@ -34,11 +34,15 @@ static bool affix_match(Interp& in, const Expr& at, const std::string& s, const 
                         bool prefix) {
   const Value* p = a.get(0, "prefix");
   if (!p) in.error(at, "startswith/endswith need an argument.");
+  auto bound = [&](const Value* v) {
+    if (v && !(v->is_none() || v->is_int() || v->is_bool()))
+      in.error(at, "startswith/endswith start and end must be integers or None.");
+    return v ? *v : Value(None{});
+  };
   std::u32string cps = utf8_decode(s);
   int64_t n = static_cast<int64_t>(cps.size());
   std::vector<size_t> idx =
-      slice_indices(n, a.get(1, "start") ? *a.get(1, "start") : Value(None{}),
-                    a.get(2, "end") ? *a.get(2, "end") : Value(None{}), Value(None{}));
+      slice_indices(n, bound(a.get(1, "start")), bound(a.get(2, "end")), Value(None{}));
   std::string sub;
   for (size_t i : idx) utf8_append(sub, cps[i]);
   auto one = [&](const Value& x) {

@@ -296,7 +296,10 @@ ExprPtr Parser::parse_subscript() {
     if (++n > 2) error(cur(), "too many ':' in a slice.");
     next();
   }
-  if (!slice) return std::move(parts[0]);
+  if (!slice) {
+    if (!parts[0]) error(at, "expected an index or a slice inside [].");
+    return std::move(parts[0]);
+  }
   ExprPtr s = make(Expr::Kind::Slice, at);
   for (auto& p : parts) s->args.push_back(std::move(p));
   return s;

@@ -193,6 +193,7 @@ TEST(ChatErrors, MessagesNameLineAndColumn) {
             std::string::npos);
   EXPECT_NE(error_of("{{ 'unterminated }}").find("unterminated string"), std::string::npos);
   EXPECT_NE(error_of("{{ (((((1 }}").find("line 1"), std::string::npos);
+  EXPECT_NE(error_of("{{ x[] }}").find("expected an index or a slice"), std::string::npos);  // fuzz find
 }
 
 TEST(ChatErrors, SelfReferenceAndDeepNestingAreBounded) {
