@@ -11,20 +11,20 @@
 // in a real run. Time = SessionResult::decode_seconds: the serial steps after the prefill,
 // sampling included, finisher excluded. tok/s aggregate = generated tokens / time; per worker =
 // aggregate / workers.
-#include "core/error.h"
-#include "cpu/cpu_backend.h"
-#include "hogwild/session.h"
-#include "model/make_model.h"
-
-#include <nlohmann/json.hpp>
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "core/error.h"
+#include "cpu/cpu_backend.h"
+#include "hogwild/session.h"
+#include "model/make_model.h"
 
 namespace {
 
@@ -98,7 +98,8 @@ ModelWeights weights_for(const ModelConfig& c) {
     L.gate_proj = random_tensor(I * H, a, seed++);
     L.up_proj = random_tensor(I * H, a, seed++);
     L.down_proj = random_tensor(H * I, a, seed++);
-    if (c.attention_bias) L.q_bias.assign(qd, 0.f), L.k_bias.assign(kvd, 0.f), L.v_bias.assign(kvd, 0.f);
+    if (c.attention_bias)
+      L.q_bias.assign(qd, 0.f), L.k_bias.assign(kvd, 0.f), L.v_bias.assign(kvd, 0.f);
     if (c.qk_norm) L.q_norm.assign(c.head_dim, 1.0f), L.k_norm.assign(c.head_dim, 1.0f);
     w.layers.push_back(std::move(L));
   }
@@ -123,24 +124,34 @@ int run(int argc, char** argv) {
       if (i + 1 >= argc) fail("{} needs a value", a);
       return argv[++i];
     };
-    if (a == "--preset") preset = value();
-    else if (a == "--prompt") n_prompt = std::stoll(value());
-    else if (a == "--steps") n_steps = std::stoll(value());
-    else if (a == "--step-len") step_len = std::stoll(value());
-    else if (a == "--workers") workers_arg = value();
-    else if (a.rfind("--", 0) == 0) fail("unknown option {}; see the header of bench_hogwild_cpu.cpp", a);
-    else out = a;
+    if (a == "--preset")
+      preset = value();
+    else if (a == "--prompt")
+      n_prompt = std::stoll(value());
+    else if (a == "--steps")
+      n_steps = std::stoll(value());
+    else if (a == "--step-len")
+      step_len = std::stoll(value());
+    else if (a == "--workers")
+      workers_arg = value();
+    else if (a.rfind("--", 0) == 0)
+      fail("unknown option {}; see the header of bench_hogwild_cpu.cpp", a);
+    else
+      out = a;
   }
-  if (n_prompt < 1 || n_steps < 1 || step_len < 2) fail("--prompt, --steps >= 1 and --step-len >= 2");
+  if (n_prompt < 1 || n_steps < 1 || step_len < 2)
+    fail("--prompt, --steps >= 1 and --step-len >= 2");
   std::vector<int> workers;
   std::stringstream ws(workers_arg);
   for (std::string p; std::getline(ws, p, ',');) workers.push_back(std::stoi(p));
 
   ModelConfig cfg = find_preset(Arch::qwen3, preset).config;
   cfg.max_position_embeddings = std::max<int64_t>(cfg.max_position_embeddings, 1 << 16);
-  std::printf("bench_hogwild_cpu: preset %s (%.3f B parameters, fp32), %d OpenMP threads, prompt %lld "
-              "tokens, %lld serial steps\n", preset.c_str(), cfg.num_parameters() / 1e9,
-              omp_get_max_threads(), (long long)n_prompt, (long long)n_steps);
+  std::printf(
+      "bench_hogwild_cpu: preset %s (%.3f B parameters, fp32), %d OpenMP threads, prompt %lld "
+      "tokens, %lld serial steps\n",
+      preset.c_str(), cfg.num_parameters() / 1e9, omp_get_max_threads(), (long long)n_prompt,
+      (long long)n_steps);
   ModelWeights base = weights_for(cfg);
   BenchCodec codec(static_cast<int32_t>(cfg.vocab_size));
   Formatting fmt = bench_formatting(1024);
@@ -148,8 +159,8 @@ int run(int argc, char** argv) {
   for (int64_t i = 0; i < n_prompt; ++i) prompt[i] = static_cast<int32_t>(32 + (i * 7919) % 90);
 
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("\n%8s %12s %10s %10s %14s %16s %10s\n", "workers", "serial_steps", "tokens", "seconds",
-              "agg_tok_per_s", "worker_tok_per_s", "promoted");
+  std::printf("\n%8s %12s %10s %10s %14s %16s %10s\n", "workers", "serial_steps", "tokens",
+              "seconds", "agg_tok_per_s", "worker_tok_per_s", "promoted");
   for (int n : workers) {
     cpu::CpuBackend be(base);
     GreedyWithSteps picker(n, step_len);
@@ -170,15 +181,23 @@ int run(int argc, char** argv) {
     std::printf("%8d %12lld %10lld %10.3f %14.2f %16.2f %10lld\n", n, (long long)r.serial_steps,
                 (long long)tokens, r.decode_seconds, agg, agg / n, (long long)count.promoted);
     std::fflush(stdout);
-    rows.push_back({{"workers", n}, {"serial_steps", r.serial_steps}, {"tokens", tokens},
-                    {"decode_seconds", r.decode_seconds}, {"prefill_seconds", r.prefill_seconds},
-                    {"tok_per_s", agg}, {"tok_per_s_per_worker", agg / n},
+    rows.push_back({{"workers", n},
+                    {"serial_steps", r.serial_steps},
+                    {"tokens", tokens},
+                    {"decode_seconds", r.decode_seconds},
+                    {"prefill_seconds", r.prefill_seconds},
+                    {"tok_per_s", agg},
+                    {"tok_per_s_per_worker", agg / n},
                     {"steps_promoted", count.promoted}});
   }
-  nlohmann::json j = {{"bench", "bench_hogwild_cpu"}, {"preset", preset},
-                      {"parameters", cfg.num_parameters()}, {"threads", omp_get_max_threads()},
-                      {"prompt_tokens", n_prompt}, {"serial_steps", n_steps},
-                      {"layout", "combined"}, {"rows", rows}};
+  nlohmann::json j = {{"bench", "bench_hogwild_cpu"},
+                      {"preset", preset},
+                      {"parameters", cfg.num_parameters()},
+                      {"threads", omp_get_max_threads()},
+                      {"prompt_tokens", n_prompt},
+                      {"serial_steps", n_steps},
+                      {"layout", "combined"},
+                      {"rows", rows}};
   std::ofstream(out) << j.dump(2) << "\n";
   std::printf("\nwrote %s\n", out.c_str());
   return 0;

@@ -10,6 +10,21 @@
 // worker w samples with seed + w. The formatting defaults to the model family's math variant
 // (detected from the chat template); --format plain inserts nothing (raw prompt, no prefixes).
 // Ctrl-C stops after the current serial step and prints what was produced.
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "apps/hogwild/commands.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
@@ -25,21 +40,6 @@
 #include "sampling/generation_config.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
-
-#include <unistd.h>
-
-#include <atomic>
-#include <csignal>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <memory>
-#include <optional>
-#include <sstream>
-#include <string>
-#include <vector>
 
 namespace hogwild::cli {
 namespace {
@@ -116,7 +116,8 @@ void run(RunArgs a) {
   if (a.problem == "-") {
     a.problem.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
-  if (a.problem.empty()) fail("no problem given; pass the problem text as the last argument (or - for stdin)");
+  if (a.problem.empty())
+    fail("no problem given; pass the problem text as the last argument (or - for stdin)");
   if (a.workers < 1 || a.workers > static_cast<int>(fmt.worker_names.size()))
     fail("-w {}: the formatting '{}' names {} workers; use 1..{}", a.workers, fmt.name,
          fmt.worker_names.size(), fmt.worker_names.size());
@@ -194,15 +195,19 @@ void run(RunArgs a) {
 
 void register_run(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
-  CLI::App* c = app.add_subcommand("run", "N workers solve a problem together (Hogwild! inference)");
+  CLI::App* c =
+      app.add_subcommand("run", "N workers solve a problem together (Hogwild! inference)");
   c->add_option("-m,--model", a->model_dir, "Hugging Face model directory")->required();
   c->add_option("-w,--workers", a->workers, "number of workers (1 = single-worker baseline)");
   c->add_option("--layout", a->layout, "cache layout: combined (default), interleaved, contiguous");
-  c->add_option("--budget", a->budget, "serial steps (forwards after the prompt); 0 = until answer");
-  c->add_option("--snapshots", a->snapshots, "run the finisher at these serial steps, e.g. 256,512");
+  c->add_option("--budget", a->budget,
+                "serial steps (forwards after the prompt); 0 = until answer");
+  c->add_option("--snapshots", a->snapshots,
+                "run the finisher at these serial steps, e.g. 256,512");
   c->add_option("--collab-every", a->collab_every,
                 "generated tokens between collaboration checks (0 = off; default: formatting)");
-  c->add_option("--format", a->format, "formatting: built-in name or JSON file (docs/FORMATTING.md)");
+  c->add_option("--format", a->format,
+                "formatting: built-in name or JSON file (docs/FORMATTING.md)");
   c->add_flag("--print-format", a->print_format, "print the formatting as JSON and exit");
   c->add_option("--temperature", a->temperature, "sampling temperature (turns sampling on)");
   c->add_option("--top-k", a->top_k, "top-k (turns sampling on)");
@@ -211,7 +216,8 @@ void register_run(CLI::App& app) {
   c->add_option("--repetition-penalty", a->repetition_penalty, "repetition penalty");
   c->add_flag("--greedy", a->greedy, "greedy decoding");
   c->add_option("--seed", a->seed, "base seed; worker w uses seed + w");
-  c->add_option("--max-context", a->max_context, "max tokens in a worker's view (default: model's)");
+  c->add_option("--max-context", a->max_context,
+                "max tokens in a worker's view (default: model's)");
   c->add_option("--json", a->json, "write a JSON transcript to FILE (- = stdout)");
   c->add_option("--dump-views", a->dump_views, "write every worker's view per serial step (JSONL)");
   c->add_option("problem", a->problem, "the problem text (- = read stdin)");

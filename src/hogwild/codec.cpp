@@ -1,9 +1,9 @@
 // TokenizerCodec: raw token bytes for step detection (see codec.h).
 #include "hogwild/codec.h"
 
-#include "tokenizer/tokenizer.h"
-
 #include <array>
+
+#include "tokenizer/tokenizer.h"
 
 namespace hogwild {
 
@@ -19,8 +19,10 @@ int byte_of_codepoint(uint32_t cp) {
     int n = 0;
     for (int b = 0; b < 256; ++b) {
       bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-      if (printable) t[b] = b;
-      else t[256 + n++] = b;
+      if (printable)
+        t[b] = b;
+      else
+        t[256 + n++] = b;
     }
     return t;
   }();
@@ -60,8 +62,10 @@ TokenizerCodec::TokenizerCodec(const Tokenizer& tok) : tok_(&tok) {
     bool ok = s && utf8_codepoints(*s, cps);
     for (size_t i = 0; ok && i < cps.size(); ++i) {
       int b = byte_of_codepoint(cps[i]);
-      if (b < 0) ok = false;
-      else raw.push_back(static_cast<char>(b));
+      if (b < 0)
+        ok = false;
+      else
+        raw.push_back(static_cast<char>(b));
     }
     bytes_[id] = ok ? raw : piece;
   }

@@ -7,9 +7,12 @@ namespace hogwild {
 
 const char* layout_name(Layout l) {
   switch (l) {
-    case Layout::combined: return "combined";
-    case Layout::interleaved: return "interleaved";
-    case Layout::contiguous: return "contiguous";
+    case Layout::combined:
+      return "combined";
+    case Layout::interleaved:
+      return "interleaved";
+    case Layout::contiguous:
+      return "contiguous";
   }
   return "?";
 }

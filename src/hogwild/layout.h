@@ -23,10 +23,10 @@
 // step-level synchronisation (the paper's ablation); it has no closing blocks.
 #pragma once
 
-#include "model/backend.h"
-
 #include <string>
 #include <vector>
+
+#include "model/backend.h"
 
 namespace hogwild {
 
@@ -56,9 +56,9 @@ struct LayoutState {
   ConstBlocks text;
 };
 
-/// Every worker's view: result[w] = ordered block ids. Pure. Throws hogwild::Error when the state is
-/// inconsistent (no workers, no history block, others_header / sep_own_header not sized n_workers
-/// when there are other workers, closing blocks in the contiguous layout).
+/// Every worker's view: result[w] = ordered block ids. Pure. Throws hogwild::Error when the state
+/// is inconsistent (no workers, no history block, others_header / sep_own_header not sized
+/// n_workers when there are other workers, closing blocks in the contiguous layout).
 std::vector<std::vector<BlockId>> build_views(const LayoutState& s);
 
 /// The finisher's view (DESIGN.md §4): [history][closing...][cur w_0][sep]...[cur w_n-1][sep]

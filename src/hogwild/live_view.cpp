@@ -1,12 +1,12 @@
 #include "hogwild/live_view.h"
 
-#include "hogwild/transcript.h"
-
+#include <fmt/format.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <fmt/format.h>
+
+#include "hogwild/transcript.h"
 
 namespace hogwild {
 
@@ -82,7 +82,8 @@ void LiveView::on_token(const TokenEvent& e) {
   if (!e.eos) current_[e.worker] += e.bytes;
 }
 
-void LiveView::on_step_end(int w, int k, const std::string& t, const std::optional<std::string>& a) {
+void LiveView::on_step_end(int w, int k, const std::string& t,
+                           const std::optional<std::string>& a) {
   history_.emplace_back(w, t);
   current_[w].clear();
   if (!tty_) {
@@ -123,7 +124,8 @@ void LiveView::redraw(bool force) {
     for (auto l = lines.rbegin(); l != lines.rend() && (int)hist.size() < hist_rows; ++l)
       hist.push_back(colour(it->first) + kDim + *l + kReset);
   }
-  s += fmt::format("{}-- shared history ({} finished steps) --{}\n", kBold, history_.size(), kReset);
+  s +=
+      fmt::format("{}-- shared history ({} finished steps) --{}\n", kBold, history_.size(), kReset);
   for (auto l = hist.rbegin(); l != hist.rend(); ++l) s += *l + "\n";
   for (int w = 0; w < n; ++w) {
     s += fmt::format("{}{}-- {} --{}\n", colour(w), kBold, names_[w], kReset);
@@ -156,11 +158,12 @@ void LiveView::finish(const SessionResult& r, const std::string& title) {
     per += fmt::format("{}{}={}", w ? " " : "", names_[w], r.tokens_per_worker[w]);
   }
   const double tps = r.decode_seconds > 0 ? total / r.decode_seconds : 0.0;
-  fmt::print(out_, "serial steps: {}   tokens: {} ({})   prompt: {} tokens\n", r.serial_steps, total,
-             per, r.prompt_tokens);
-  fmt::print(out_, "speed: {:.1f} tok/s total, {:.1f} tok/s per worker   time: prefill {:.2f} s, "
-             "decode {:.2f} s, finisher {:.2f} s\n", tps, n ? tps / n : 0.0, r.prefill_seconds,
-             r.decode_seconds, r.finisher_seconds);
+  fmt::print(out_, "serial steps: {}   tokens: {} ({})   prompt: {} tokens\n", r.serial_steps,
+             total, per, r.prompt_tokens);
+  fmt::print(out_,
+             "speed: {:.1f} tok/s total, {:.1f} tok/s per worker   time: prefill {:.2f} s, "
+             "decode {:.2f} s, finisher {:.2f} s\n",
+             tps, n ? tps / n : 0.0, r.prefill_seconds, r.decode_seconds, r.finisher_seconds);
   for (auto& f : r.snapshots)
     fmt::print(out_, "snapshot @{}{}: {}\n", f.serial_step, f.reached ? "" : " (after the end)",
                f.answer ? *f.answer : "(none)");

@@ -4,12 +4,12 @@
 // ends. finish() prints the final state, the answer and the statistics in both modes.
 #pragma once
 
-#include "hogwild/session.h"
-
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include "hogwild/session.h"
 
 namespace hogwild {
 
@@ -23,7 +23,8 @@ class LiveView : public SessionObserver {
   void on_step_end(int w, int k, const std::string& t,
                    const std::optional<std::string>& a) override;
   void on_snapshot(const FinisherResult& f) override;
-  /// Prints the last state, the answer and the stats (serial steps, tokens per worker, tok/s, time).
+  /// Prints the last state, the answer and the stats (serial steps, tokens per worker, tok/s,
+  /// time).
   void finish(const SessionResult& r, const std::string& title);
 
  private:
@@ -33,7 +34,7 @@ class LiveView : public SessionObserver {
   std::FILE* out_;
   bool tty_;
   std::vector<std::string> names_;
-  std::vector<std::string> current_;            // each worker's current step text
+  std::vector<std::string> current_;                  // each worker's current step text
   std::vector<std::pair<int, std::string>> history_;  // finished steps (worker, text)
   int64_t serial_ = 0, tokens_ = 0;
   std::chrono::steady_clock::time_point last_draw_{};

@@ -3,10 +3,10 @@
 // = prompt + the worker's own sampled tokens.
 #pragma once
 
+#include <vector>
+
 #include "hogwild/session.h"
 #include "sampling/sampler.h"
-
-#include <vector>
 
 namespace hogwild {
 

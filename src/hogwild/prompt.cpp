@@ -11,8 +11,10 @@ std::string build_prompt(const Formatting& f, const chat::ChatTemplate* tmpl,
   std::string text;
   if (f.chat.use_template) {
     if (!tmpl)
-      fail("formatting '{}' renders the model's chat template, but the model has none; use a "
-           "formatting with \"chat\": {{\"use_template\": false}} (e.g. --format plain)", f.name);
+      fail(
+          "formatting '{}' renders the model's chat template, but the model has none; use a "
+          "formatting with \"chat\": {{\"use_template\": false}} (e.g. --format plain)",
+          f.name);
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     for (auto& m : f.messages(problem, n_workers))
       messages.push_back({{"role", m.role}, {"content", m.content}});

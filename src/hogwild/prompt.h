@@ -3,10 +3,10 @@
 // formatting's assistant prefix (e.g. "<think>\n"), then layout.history_header.
 #pragma once
 
-#include "hogwild/formatting.h"
-
 #include <string>
 #include <string_view>
+
+#include "hogwild/formatting.h"
 
 namespace hogwild {
 namespace chat {

@@ -1,14 +1,14 @@
 // Session: prefill, the serial-step loop, step promotion, stopping, finisher (see session.h).
 #include "hogwild/session.h"
 
-#include "core/error.h"
-#include "hogwild/answer.h"
-#include "hogwild/steps.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
+
+#include "core/error.h"
+#include "hogwild/answer.h"
+#include "hogwild/steps.h"
 
 namespace hogwild {
 
@@ -22,7 +22,8 @@ Session::Session(Backend& backend, const TextCodec& codec, const Formatting& for
                  SessionOptions options, TokenPicker& picker)
     : be_(backend), codec_(codec), fmt_(formatting), opt_(std::move(options)), picker_(picker) {
   fmt_.check_workers(opt_.n_workers);
-  if (opt_.budget < 0) fail("budget must be >= 0 serial steps (0 = unlimited), got {}", opt_.budget);
+  if (opt_.budget < 0)
+    fail("budget must be >= 0 serial steps (0 = unlimited), got {}", opt_.budget);
   for (int64_t s : opt_.snapshots)
     if (s <= 0) fail("snapshot budgets must be positive serial-step counts, got {}", s);
   std::sort(opt_.snapshots.begin(), opt_.snapshots.end());
@@ -85,8 +86,7 @@ LayoutState Session::layout_state() const {
 }
 
 // Runs one forward; fills fed[i].index (block-local index written) and block_tokens_.
-void Session::forward(ForwardBatch& batch, std::vector<FedToken>& fed,
-                         std::vector<float>& logits) {
+void Session::forward(ForwardBatch& batch, std::vector<FedToken>& fed, std::vector<float>& logits) {
   std::vector<int64_t> len;  // block lengths after this forward's appends, by BlockId
   auto grow = [&](BlockId b) {
     if (static_cast<size_t>(b) >= len.size()) len.resize(b + 1, -1);
@@ -221,8 +221,10 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
   ran_ = true;
   if (prompt.empty()) fail("the prompt is empty; give a problem text");
   if (static_cast<int64_t>(prompt.size()) >= max_context_)
-    fail("the prompt has {} tokens, more than the context limit {}; raise --max-context or "
-         "shorten the problem", prompt.size(), max_context_);
+    fail(
+        "the prompt has {} tokens, more than the context limit {}; raise --max-context or "
+        "shorten the problem",
+        prompt.size(), max_context_);
   const int n = opt_.n_workers;
   const int64_t vocab = be_.config().vocab_size;
   result_ = SessionResult{};

@@ -20,7 +20,8 @@
 //             EOS (only when not forbidden) stops that worker, the others go on; the budget
 //             (serial steps after the prefill) or max_context ends the run with the finisher;
 //             an interrupt flag ends it without the finisher.
-//   finisher  temporary block after finisher_view (layout.h): prompt, history, every unfinished step
+//   finisher  temporary block after finisher_view (layout.h): prompt, history, every unfinished
+//   step
 //             + separator, the formatting's finisher suffix; greedy decoding for at most
 //             finisher.max_tokens, then the block is freed. The cache of the run is not touched, so
 //             it also serves snapshots at intermediate budgets.
@@ -29,16 +30,16 @@
 // of the finisher's text.
 #pragma once
 
-#include "hogwild/codec.h"
-#include "hogwild/formatting.h"
-#include "hogwild/layout.h"
-#include "model/backend.h"
-
 #include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "hogwild/codec.h"
+#include "hogwild/formatting.h"
+#include "hogwild/layout.h"
+#include "model/backend.h"
 
 namespace hogwild {
 
@@ -51,15 +52,15 @@ class TokenPicker {
 };
 
 struct SessionOptions {
-  int n_workers = 2;                // 1..formatting.worker_names.size()
+  int n_workers = 2;  // 1..formatting.worker_names.size()
   Layout layout = Layout::combined;
-  int64_t budget = 0;               // serial steps (forwards after the prefill); 0 = unlimited
-  std::vector<int64_t> snapshots;   // serial-step counts at which the finisher runs on the state
-  int64_t collab_every = -1;        // generated tokens between checks; -1 = formatting's; 0 = off
-  int64_t max_context = 0;          // max tokens in any view; 0 = config max_position_embeddings
+  int64_t budget = 0;                 // serial steps (forwards after the prefill); 0 = unlimited
+  std::vector<int64_t> snapshots;     // serial-step counts at which the finisher runs on the state
+  int64_t collab_every = -1;          // generated tokens between checks; -1 = formatting's; 0 = off
+  int64_t max_context = 0;            // max tokens in any view; 0 = config max_position_embeddings
   int64_t max_tokens_per_worker = 0;  // generated tokens per worker; 0 = unlimited
-  bool stop_on_answer = true;       // false: run to the budget even when a step holds an answer
-  std::vector<int32_t> extra_eos;   // EOS ids besides the codec's and the model config's
+  bool stop_on_answer = true;         // false: run to the budget even when a step holds an answer
+  std::vector<int32_t> extra_eos;     // EOS ids besides the codec's and the model config's
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT) to stop after this step
 };
 
@@ -69,10 +70,10 @@ enum class FeedRole { prompt, constant, step_start, generated };
 /// One token fed in a forward (for observers, --dump-views and the reference test).
 struct FedToken {
   int32_t token = 0;
-  int worker = -1;       // writer worker; -1 for prefill (prompt and constant blocks)
-  int step = 0;          // the worker's 1-based step the token belongs to; 0 in prefill
-  BlockId block = -1;    // target block
-  int64_t index = 0;     // block-local index written
+  int worker = -1;     // writer worker; -1 for prefill (prompt and constant blocks)
+  int step = 0;        // the worker's 1-based step the token belongs to; 0 in prefill
+  BlockId block = -1;  // target block
+  int64_t index = 0;   // block-local index written
   FeedRole role = FeedRole::generated;
 };
 
@@ -89,19 +90,19 @@ struct ForwardRecord {
 /// A sampled token, for streaming.
 struct TokenEvent {
   int worker = 0;
-  int step = 0;              // worker's 1-based step
-  int64_t serial_step = 0;   // forward whose logits gave it
+  int step = 0;             // worker's 1-based step
+  int64_t serial_step = 0;  // forward whose logits gave it
   int32_t token = 0;
-  std::string bytes;         // raw token bytes (TextCodec::token_bytes)
-  bool eos = false;          // the worker stopped on it (not fed)
+  std::string bytes;  // raw token bytes (TextCodec::token_bytes)
+  bool eos = false;   // the worker stopped on it (not fed)
 };
 
 /// Result of a finisher run (final or snapshot).
 struct FinisherResult {
-  int64_t serial_step = 0;          // budget at which it ran
-  std::string continuation;         // greedy bytes after the suffix
+  int64_t serial_step = 0;   // budget at which it ran
+  std::string continuation;  // greedy bytes after the suffix
   std::optional<std::string> answer;
-  bool reached = true;              // false: the run ended before this budget (answer = final)
+  bool reached = true;  // false: the run ended before this budget (answer = final)
 };
 
 /// Observer of a session; every callback runs on the session's thread.
@@ -120,16 +121,16 @@ class SessionObserver {
 
 struct SessionResult {
   std::optional<std::string> answer;
-  std::string stop_reason;        // "answer" "budget" "eos" "max_context" "max_tokens" "interrupted"
-  int answer_worker = -1;         // worker whose step held the answer (-1: finisher / none)
-  int64_t serial_steps = 0;       // forwards after the prefill
+  std::string stop_reason;   // "answer" "budget" "eos" "max_context" "max_tokens" "interrupted"
+  int answer_worker = -1;    // worker whose step held the answer (-1: finisher / none)
+  int64_t serial_steps = 0;  // forwards after the prefill
   int64_t prompt_tokens = 0;
   std::vector<int64_t> tokens_per_worker;  // generated (sampled) tokens
   double prefill_seconds = 0, decode_seconds = 0, finisher_seconds = 0;
   std::optional<FinisherResult> finisher;  // when the finisher gave the answer
   std::vector<FinisherResult> snapshots;   // one per SessionOptions::snapshots entry, sorted
-  std::string history_text;       // bytes of the history: prompt + finished steps (the last
-                                  // round's finished steps without their unfed last token)
+  std::string history_text;             // bytes of the history: prompt + finished steps (the last
+                                        // round's finished steps without their unfed last token)
   std::vector<std::string> unfinished;  // bytes of each worker's unfinished step (contiguous: all)
 };
 
@@ -160,10 +161,10 @@ class Session {
     FeedRole role;
   };
   struct WorkerState {
-    BlockId cur = -1;            // current step block (contiguous: whole output)
-    int step = 0;                // 1-based number of the current step
-    std::string step_bytes;      // bytes of the current step so far (prefix included)
-    std::vector<Feed> feed;      // tokens to feed in the next forward
+    BlockId cur = -1;        // current step block (contiguous: whole output)
+    int step = 0;            // 1-based number of the current step
+    std::string step_bytes;  // bytes of the current step so far (prefix included)
+    std::vector<Feed> feed;  // tokens to feed in the next forward
     bool active = true;
     int64_t generated = 0;
   };

@@ -1,8 +1,8 @@
 #include "hogwild/transcript.h"
 
-#include "core/error.h"
-
 #include <numeric>
+
+#include "core/error.h"
 
 namespace hogwild {
 
@@ -67,8 +67,8 @@ void TranscriptRecorder::on_step_end(int w, int k, const std::string& t,
 }
 
 nlohmann::json stats_json(const SessionResult& r) {
-  const int64_t total = std::accumulate(r.tokens_per_worker.begin(), r.tokens_per_worker.end(),
-                                        int64_t{0});
+  const int64_t total =
+      std::accumulate(r.tokens_per_worker.begin(), r.tokens_per_worker.end(), int64_t{0});
   nlohmann::json per = nlohmann::json::array();
   for (int64_t t : r.tokens_per_worker)
     per.push_back(r.decode_seconds > 0 ? t / r.decode_seconds : 0.0);
@@ -96,16 +96,19 @@ nlohmann::json finisher_json(const FinisherResult& f) {
 nlohmann::json TranscriptRecorder::to_json(const SessionResult& r) const {
   nlohmann::json toks = nlohmann::json::array();
   for (auto& t : tokens_) {
-    nlohmann::json j = {{"worker", t.worker}, {"step", t.step}, {"serial_step", t.serial_step},
-                        {"id", t.token}, {"text", utf8_lossy(t.bytes)}};
+    nlohmann::json j = {{"worker", t.worker},
+                        {"step", t.step},
+                        {"serial_step", t.serial_step},
+                        {"id", t.token},
+                        {"text", utf8_lossy(t.bytes)}};
     if (t.eos) j["eos"] = true;
     toks.push_back(j);
   }
   nlohmann::json steps = nlohmann::json::array();
   for (auto& s : steps_) {
-    nlohmann::json j = {{"worker", s.worker}, {"name", names_.at(s.worker)}, {"step", s.step},
-                        {"text", utf8_lossy(s.text)}, {"finished", s.finished},
-                        {"collab_check", s.collab}};
+    nlohmann::json j = {{"worker", s.worker},     {"name", names_.at(s.worker)},
+                        {"step", s.step},         {"text", utf8_lossy(s.text)},
+                        {"finished", s.finished}, {"collab_check", s.collab}};
     if (s.answer) j["answer"] = *s.answer;
     steps.push_back(j);
   }
@@ -128,7 +131,8 @@ ViewDumper::ViewDumper(const std::string& path) {
     f_ = stdout;
   } else {
     f_ = std::fopen(path.c_str(), "w");
-    if (!f_) fail("--dump-views: cannot create '{}'; check the directory exists and is writable", path);
+    if (!f_)
+      fail("--dump-views: cannot create '{}'; check the directory exists and is writable", path);
     own_ = true;
   }
 }
@@ -151,11 +155,17 @@ void ViewDumper::on_forward(const ForwardRecord& r) {
   }
   nlohmann::json feeds = nlohmann::json::array();
   for (auto& t : r.tokens)
-    feeds.push_back({{"worker", t.worker}, {"step", t.step}, {"token", t.token},
-                     {"block", t.block}, {"index", t.index},
+    feeds.push_back({{"worker", t.worker},
+                     {"step", t.step},
+                     {"token", t.token},
+                     {"block", t.block},
+                     {"index", t.index},
                      {"role", kRoles[static_cast<int>(t.role)]}});
-  nlohmann::json j = {{"serial_step", r.serial_step}, {"views", views}, {"feeds", feeds},
-                      {"closed", r.closed}, {"blocks", blocks}};
+  nlohmann::json j = {{"serial_step", r.serial_step},
+                      {"views", views},
+                      {"feeds", feeds},
+                      {"closed", r.closed},
+                      {"blocks", blocks}};
   std::string line = j.dump() + "\n";
   std::fwrite(line.data(), 1, line.size(), f_);
   std::fflush(f_);

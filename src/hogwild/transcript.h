@@ -1,15 +1,15 @@
 // Observers that turn a session into files and streams: a machine-readable transcript (`hogwild run
-// --json`), the per-serial-step view dump (`--dump-views`, JSONL) and a fan-out to several observers.
+// --json`), the per-serial-step view dump (`--dump-views`, JSONL) and a fan-out to several
+// observers.
 #pragma once
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "hogwild/codec.h"
 #include "hogwild/session.h"
-
-#include <nlohmann/json.hpp>
-
-#include <cstdio>
-#include <string>
-#include <vector>
 
 namespace hogwild {
 
@@ -30,8 +30,8 @@ class MultiObserver : public SessionObserver {
 
 /// Records every sampled token and every step for the JSON transcript.
 /// JSON (to_json): {"tokens": [{"worker", "step", "serial_step", "id", "text", "eos"?}...],
-///  "steps": [{"worker", "name", "step", "text", "finished", "answer"?, "collab_check"}...] in start
-///  order, "answer", "stop_reason", "stats": {...}, "snapshots": [...], "finisher": {...}}.
+///  "steps": [{"worker", "name", "step", "text", "finished", "answer"?, "collab_check"}...] in
+///  start order, "answer", "stop_reason", "stats": {...}, "snapshots": [...], "finisher": {...}}.
 /// "text" fields are the raw token bytes made valid UTF-8 (invalid bytes → U+FFFD).
 class TranscriptRecorder : public SessionObserver {
  public:

@@ -1,11 +1,11 @@
 // Naive reference of the Hogwild! semantics; see naive_reference.h. Double precision, no blocks.
 #include "tests/hogwild/naive_reference.h"
 
-#include "cpu/rope.h"
-
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+
+#include "cpu/rope.h"
 
 namespace hogwild::testing {
 
@@ -223,7 +223,8 @@ std::vector<std::vector<double>> NaiveHogwild::run(const std::vector<int>& rows,
       rmsnorm(x, L.post_attention_layernorm, H, c.rms_norm_eps);
       Vec g = matvec(L.gate_proj, {}, x, c.intermediate_size);
       Vec u = matvec(L.up_proj, {}, x, c.intermediate_size);
-      for (int64_t j = 0; j < c.intermediate_size; ++j) g[j] = g[j] / (1.0 + std::exp(-g[j])) * u[j];
+      for (int64_t j = 0; j < c.intermediate_size; ++j)
+        g[j] = g[j] / (1.0 + std::exp(-g[j])) * u[j];
       Vec d = matvec(L.down_proj, {}, g, H);
       for (int64_t j = 0; j < H; ++j) h[i][j] += d[j];
     }

@@ -3,7 +3,8 @@
 //  - every token's K (UN-rotated, after q/k-norm) and V are computed once, in the forward that
 //    feeds it, by its writer in the writer's view, and kept;
 //  - each worker's view is rebuilt at token level from the text-level state (prompt, finished steps
-//    in finishing order, each worker's current step, constant texts) by this file's own layout code;
+//    in finishing order, each worker's current step, constant texts) by this file's own layout
+//    code;
 //  - at every forward every visible key is rotated to its *current* view position and plain masked
 //    attention (view position <= query position) runs in double precision.
 // Constant texts (others' header, separator, separator + own header) are computed in the prefill
@@ -13,11 +14,11 @@
 // rotation, attention and the whole layer stack are written here.
 #pragma once
 
-#include "hogwild/layout.h"
-#include "model/weights.h"
-
 #include <map>
 #include <vector>
+
+#include "hogwild/layout.h"
+#include "model/weights.h"
 
 namespace hogwild::testing {
 

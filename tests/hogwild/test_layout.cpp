@@ -1,9 +1,8 @@
 // Views of the three layouts for hand-written block states (layout.h pictures), 1..8 workers.
-#include "hogwild/layout.h"
+#include <gtest/gtest.h>
 
 #include "core/error.h"
-
-#include <gtest/gtest.h>
+#include "hogwild/layout.h"
 
 namespace hogwild {
 namespace {

@@ -1,18 +1,18 @@
 // Scheduler behaviour of Session: plain-generation equivalence (1 worker, formatting "plain"),
 // the finisher against plain greedy generation, KV history == text history, stopping rules,
 // forbidden tokens, collaboration checks, snapshots that leave the run untouched, limits.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <map>
+
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "hogwild/answer.h"
 #include "hogwild/picker.h"
 #include "sampling/generate.h"
 #include "tests/hogwild/test_support.h"
-
-#include <gtest/gtest.h>
-
-#include <atomic>
-#include <cmath>
-#include <map>
 
 namespace hogwild::testing {
 namespace {

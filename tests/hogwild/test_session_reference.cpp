@@ -3,16 +3,16 @@
 // tiny architecture (GQA/MQA/MHA, bias, qk-norm, partial rotary, yarn, llama3 RoPE), through step
 // promotions, collaboration checks and multi-token inputs. Also checks every promotion in the
 // cache itself: values unchanged, keys = originals rotated by the new offset (read_block).
-#include "cpu/cpu_backend.h"
-#include "cpu/rope.h"
-#include "tests/hogwild/naive_reference.h"
-#include "tests/hogwild/test_support.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+
+#include "cpu/cpu_backend.h"
+#include "cpu/rope.h"
+#include "tests/hogwild/naive_reference.h"
+#include "tests/hogwild/test_support.h"
 
 namespace hogwild::testing {
 namespace {
@@ -70,7 +70,8 @@ class PromotionCheck {
                 int64_t i = d % half;
                 double a = static_cast<double>(p.offset) * rope_.inv_freq[i];
                 double x = orig[i], y = orig[i + half];
-                want = d < half ? x * std::cos(a) - y * std::sin(a) : y * std::cos(a) + x * std::sin(a);
+                want = d < half ? x * std::cos(a) - y * std::sin(a)
+                                : y * std::cos(a) + x * std::sin(a);
               }
               diff = std::max(diff, std::abs(want - got[d]));
               scale = std::max(scale, std::abs(want));
@@ -103,7 +104,11 @@ class Checker : public SessionObserver {
  public:
   Checker(cpu::CpuBackend& be, const Formatting& f, Layout layout, int n,
           std::vector<int32_t> prompt)
-      : ref_(be.weights(), layout, n), promo_(be), f_(f), layout_(layout), n_(n),
+      : ref_(be.weights(), layout, n),
+        promo_(be),
+        f_(f),
+        layout_(layout),
+        n_(n),
         prompt_(std::move(prompt)) {}
 
   void on_forward(const ForwardRecord& r) override {
@@ -135,7 +140,9 @@ class Checker : public SessionObserver {
     promo_.before(r);
     ++forwards;
   }
-  void on_step_start(int, int, const std::string&, bool collab) override { collab_checks += collab; }
+  void on_step_start(int, int, const std::string&, bool collab) override {
+    collab_checks += collab;
+  }
   void finish() { promo_.after(); }
 
   double worst = 0;
@@ -194,12 +201,12 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   return spec.name + "_" + layout_name(layout) + "_w" + std::to_string(n);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllArchs, EngineVsReference,
-    ::testing::Combine(::testing::ValuesIn(session_specs()),
-                       ::testing::Values(Layout::combined, Layout::interleaved, Layout::contiguous),
-                       ::testing::Range(1, 9)),
-    param_name);
+INSTANTIATE_TEST_SUITE_P(AllArchs, EngineVsReference,
+                         ::testing::Combine(::testing::ValuesIn(session_specs()),
+                                            ::testing::Values(Layout::combined, Layout::interleaved,
+                                                              Layout::contiguous),
+                                            ::testing::Range(1, 9)),
+                         param_name);
 
 }  // namespace
 }  // namespace hogwild::testing

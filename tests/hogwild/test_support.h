@@ -1,13 +1,13 @@
 // Test helpers for hogwild sessions: a toy byte-level codec, a scripted token source, tiny models.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "hogwild/codec.h"
 #include "hogwild/formatting.h"
 #include "hogwild/session.h"
 #include "tests/cpu/tiny_model.h"
-
-#include <string>
-#include <vector>
 
 namespace hogwild::testing {
 
@@ -41,7 +41,8 @@ class ByteCodec : public TextCodec {
 /// Returns the worker's scripted ids in order, cycling.
 class ScriptPicker : public TokenPicker {
  public:
-  explicit ScriptPicker(std::vector<std::vector<int32_t>> scripts) : s_(std::move(scripts)), i_(s_.size()) {}
+  explicit ScriptPicker(std::vector<std::vector<int32_t>> scripts)
+      : s_(std::move(scripts)), i_(s_.size()) {}
   int32_t pick(int worker, std::vector<float>&) override {
     auto& s = s_.at(worker);
     return s[i_[worker]++ % s.size()];
@@ -60,9 +61,15 @@ inline std::vector<int32_t> worker_script(int w, int n_sentences = 12) {
     int len = 2 + (w * 5 + k * 3) % 7;
     for (int i = 0; i < len; ++i) ids.push_back(i % 3 == 2 ? kThe : 'a' + (w + i + k) % 26);
     switch ((w + k) % 3) {
-      case 0: ids.push_back(kDotSep); break;
-      case 1: ids.insert(ids.end(), {'.', '\n', '\n'}); break;
-      default: ids.insert(ids.end(), {'!', kSep}); break;
+      case 0:
+        ids.push_back(kDotSep);
+        break;
+      case 1:
+        ids.insert(ids.end(), {'.', '\n', '\n'});
+        break;
+      default:
+        ids.insert(ids.end(), {'!', kSep});
+        break;
     }
   }
   return ids;
