@@ -249,11 +249,12 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
   }
   if (name == "indent") {
     const Value* w = arg(0, "width");
-    std::string ind = w && w->is_string()
-                          ? w->str()
-                          : std::string(static_cast<size_t>(std::clamp<int64_t>(
-                                            w ? ((w->is_int() || w->is_bool()) ? w->as_int() : 4) : 4, 0, 256)),
-                                        ' ');
+    std::string ind =
+        w && w->is_string()
+            ? w->str()
+            : std::string(static_cast<size_t>(std::clamp<int64_t>(
+                              w ? ((w->is_int() || w->is_bool()) ? w->as_int() : 4) : 4, 0, 256)),
+                          ' ');
     std::string s = to_str(v);
     step(at, static_cast<int64_t>(s.size() / 64));
     check_size(at, s.size() + (ind.size() + 1) *

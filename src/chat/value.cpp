@@ -180,8 +180,7 @@ std::string to_repr(const Value& v) {
     }
     case 7:
       return dict_repr(v.dict());
-    case 8:
-    {
+    case 8: {
       const Namespace* ns = std::get<NsRef>(v.v).get();
       if (std::find(g_ns_printing.begin(), g_ns_printing.end(), ns) != g_ns_printing.end())
         return "<Namespace {...}>";

@@ -193,17 +193,19 @@ TEST(ChatErrors, MessagesNameLineAndColumn) {
             std::string::npos);
   EXPECT_NE(error_of("{{ 'unterminated }}").find("unterminated string"), std::string::npos);
   EXPECT_NE(error_of("{{ (((((1 }}").find("line 1"), std::string::npos);
-  EXPECT_NE(error_of("{{ x[] }}").find("expected an index or a slice"), std::string::npos);  // fuzz find
+  EXPECT_NE(error_of("{{ x[] }}").find("expected an index or a slice"),
+            std::string::npos);  // fuzz find
 }
 
 TEST(ChatErrors, SelfReferenceAndDeepNestingAreBounded) {
   // Python prints a namespace it is already inside as {...} (jinja2 3.1.6 gives the same text).
   EXPECT_EQ(render("{% set ns = namespace(a=1) %}{% set ns.b = ns %}{{ ns }}"),
             "<Namespace {'a': 1, 'b': <Namespace {...}>}>");
-  EXPECT_NE(error_of("{% set ns = namespace(x=[]) %}{% for i in range(2000) %}{% set ns.x = [ns.x] %}"
-                     "{% endfor %}{{ ns.x }}")
-                .find("nested deeper than"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("{% set ns = namespace(x=[]) %}{% for i in range(2000) %}{% set ns.x = [ns.x] %}"
+               "{% endfor %}{{ ns.x }}")
+          .find("nested deeper than"),
+      std::string::npos);
 }
 
 TEST(ChatErrors, LimitsStopRunawayTemplates) {
