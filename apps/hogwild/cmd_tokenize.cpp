@@ -26,6 +26,8 @@ struct TokenizeArgs {
 void run_tokenize(const TokenizeArgs& a) {
   const std::string& where = a.tokenizer_path.empty() ? a.model_dir : a.tokenizer_path;
   if (where.empty()) fail("tokenize needs -m DIR or --tokenizer DIR (a directory with tokenizer.json).");
+  if (!std::filesystem::exists(where))
+    fail("{} does not exist; pass a Hugging Face model directory (with tokenizer.json).", where);
   Tokenizer tok = std::filesystem::is_directory(where) ? Tokenizer::from_dir(where)
                                                        : Tokenizer::from_file(where);
   std::string text = a.text;
