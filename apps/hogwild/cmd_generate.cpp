@@ -96,7 +96,9 @@ void run_generate(const GenerateArgs& a) {
   Sampler sampler(sampling_params(a, gen));
   cpu::CpuBackend backend(load_model(a.model_dir));
   const ModelConfig& cfg = backend.config();
-  const std::vector<int32_t> prompt = tok ? tok->encode(a.prompt, true) : parse_ids(a.ids);
+  // The flag given decides: --ids is used as is even when the model has a tokenizer.
+  const std::vector<int32_t> prompt =
+      !a.prompt.empty() ? tok->encode(a.prompt, true) : parse_ids(a.ids);
 
   GenerateOptions o;
   o.max_new_tokens = a.max_new_tokens.value_or(gen.max_new_tokens.value_or(128));

@@ -48,7 +48,7 @@ void run_prompt(const PromptArgs& a) {
   if (!messages.is_array())
     fail(
         "messages file {} must hold a JSON list like [{{\"role\": \"user\", \"content\": "
-        "\"Hi\"}}], got a {}.",
+        "\"Hi\"}}], got a JSON {} value.",
         a.messages_path, messages.type_name());
   for (const auto& m : messages)
     if (!m.is_object())

@@ -99,6 +99,13 @@ std::unique_ptr<chat::ChatTemplate> load_template(const std::string& dir) {
 void run(RunArgs a) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (a.print_format && a.model_dir.empty()) {  // no model: the named (or generic) formatting
+    const Formatting f = resolve_formatting(a.format.empty() ? "generic-math" : a.format);
+    std::printf("%s\n", f.to_json().dump(2).c_str());
+    return;
+  }
+  if (!a.json.empty() && a.json != "-" && a.json == a.dump_views)
+    fail("--json and --dump-views both name '{}'; give them different files", a.json);
   if (a.model_dir.empty() || !fs::is_directory(a.model_dir, ec))
     fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
   if (!fs::exists(fs::path(a.model_dir) / "tokenizer.json", ec))
@@ -123,6 +130,7 @@ void run(RunArgs a) {
          fmt.worker_names.size(), fmt.worker_names.size());
   if (a.budget < 0) fail("--budget must be >= 0 serial steps (0 = until an answer)");
   if (a.collab_every < -1) fail("--collab-every must be >= 0 tokens (0 = off)");
+  if (a.max_context < 0) fail("--max-context must be >= 0 tokens (0 = the model's context length)");
   const std::vector<int64_t> snapshots = parse_budgets(a.snapshots);
 
   const Tokenizer tok = Tokenizer::from_dir(a.model_dir);
@@ -141,7 +149,8 @@ void run(RunArgs a) {
   opt.max_context = a.max_context;
   for (int64_t e : gen.eos_token_id) opt.extra_eos.push_back(static_cast<int32_t>(e));
   opt.interrupt = &g_interrupted;
-  SamplerPicker picker(sampling(a, gen), a.workers, prompt);
+  const SamplingParams sp = sampling(a, gen);
+  SamplerPicker picker(sp, a.workers, prompt);
   Session session(backend, codec, fmt, opt, picker);
 
   std::vector<std::string> names(fmt.worker_names.begin(), fmt.worker_names.begin() + a.workers);
@@ -184,10 +193,19 @@ void run(RunArgs a) {
     j["options"] = {{"workers", a.workers},   {"layout", layout_name(layout)},
                     {"budget", a.budget},     {"snapshots", opt.snapshots},
                     {"formatting", fmt.name}, {"seed", a.seed},
-                    {"problem", a.problem}};
+                    {"problem", a.problem}, {"max_context", a.max_context},
+                    {"collab_every", a.collab_every},
+                    {"sampling",
+                     {{"do_sample", sp.do_sample}, {"temperature", sp.temperature},
+                      {"top_k", sp.top_k}, {"top_p", sp.top_p}, {"min_p", sp.min_p},
+                      {"repetition_penalty", sp.repetition_penalty}}}};
     std::string s = j.dump(1) + "\n";
     std::fwrite(s.data(), 1, s.size(), json_file ? json_file : stdout);
     if (json_file) std::fclose(json_file);
+  }
+  if (g_interrupted) {  // what was produced is printed and saved; scripts still see the Ctrl-C
+    std::fflush(stdout);
+    std::exit(130);
   }
 }
 
@@ -197,7 +215,7 @@ void register_run(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* c =
       app.add_subcommand("run", "N workers solve a problem together (Hogwild! inference)");
-  c->add_option("-m,--model", a->model_dir, "Hugging Face model directory")->required();
+  c->add_option("-m,--model", a->model_dir, "Hugging Face model directory (required, except with --print-format)");
   c->add_option("-w,--workers", a->workers, "number of workers (1 = single-worker baseline)");
   c->add_option("--layout", a->layout, "cache layout: combined (default), interleaved, contiguous");
   c->add_option("--budget", a->budget,

@@ -117,8 +117,12 @@ Sampler::Sampler(SamplingParams p) : p_(std::move(p)), rng_(p_.seed) {
   if (p_.top_k < 0) fail("top_k must be >= 0 (0 = off), got {}", p_.top_k);
   if (!(p_.top_p > 0 && p_.top_p <= 1)) fail("top_p must be in (0, 1], got {}", p_.top_p);
   if (!(p_.min_p >= 0 && p_.min_p <= 1)) fail("min_p must be in [0, 1], got {}", p_.min_p);
-  if (!(p_.repetition_penalty > 0))
-    fail("repetition_penalty must be > 0 (1 = off), got {}", p_.repetition_penalty);
+  if (!(p_.repetition_penalty > 0) || std::isinf(p_.repetition_penalty))
+    fail("repetition_penalty must be a finite number > 0 (1 = off), got {}",
+         p_.repetition_penalty);
+  // 0 means greedy (llama.cpp convention); negative, NaN or infinite values are mistakes.
+  if (!(p_.temperature >= 0) || std::isinf(p_.temperature))
+    fail("temperature must be a finite number >= 0 (0 = greedy), got {}", p_.temperature);
 }
 
 void Sampler::process(std::vector<float>& l, std::span<const int32_t> context) const {

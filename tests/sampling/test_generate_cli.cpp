@@ -182,6 +182,15 @@ TEST(GenerateCli, TextPromptStreamsTextAndStopsAtStopStrings) {
   EXPECT_TRUE(std::equal(gs.begin(), gs.end(), gen.begin()));
   EXPECT_NE(tok.decode(gs).find(stop), std::string::npos);
   EXPECT_EQ(tok.decode(std::vector<int32_t>(gs.begin(), gs.end() - 1)).find(stop), std::string::npos);
+  // --ids on a model that has a tokenizer: the ids are used as given (same ids, same seed -> the
+  // same tokens as the text prompt that encodes to them).
+  std::string ids;
+  for (int32_t id : tok.encode("the quick brown fox", true)) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const auto ji = nlohmann::json::parse(
+      run_cli("generate -m " + dir + " --ids " + ids + " -n 16 --temperature 1 --seed 4 --json", &rc, &err));
+  ASSERT_EQ(rc, 0) << err;
+  EXPECT_EQ(ji["prompt_ids"], j["prompt_ids"]);
+  EXPECT_EQ(ji["generated_ids"].get<std::vector<int32_t>>(), gen);
   fs::remove_all(dir);
   fs::remove_all(tdir);
 }

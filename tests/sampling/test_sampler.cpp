@@ -5,6 +5,8 @@
 #include "sampling/sampler.h"
 
 #include <gtest/gtest.h>
+
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -148,6 +150,10 @@ TEST(Sampler, BannedTokensAndErrors) {
   EXPECT_THROW(Sampler(sampling(1.0f, 0, 0.0f)), Error);
   EXPECT_THROW(Sampler(sampling(1.0f, 0, 1.0f, 1.5f)), Error);
   EXPECT_THROW(Sampler(sampling(1.0f, 0, 1.0f, 0.0f, 0.0f)), Error);
+  EXPECT_THROW(Sampler(sampling(-1.0f)), Error);
+  EXPECT_THROW(Sampler(sampling(std::numeric_limits<float>::infinity())), Error);
+  EXPECT_THROW(Sampler(sampling(std::numeric_limits<float>::quiet_NaN())), Error);
+  EXPECT_NO_THROW(Sampler(sampling(0.0f)));  // 0 = greedy
 }
 
 TEST(GenerationConfig, DefaultsAndValues) {
