@@ -13,6 +13,7 @@
 // row i holds the logits at position i of prompt ++ generated (predicting token i + 1), in the
 // order transformers' `model(input_ids).logits[0]` returns them for that sequence.
 #include "apps/hogwild/commands.h"
+#include "apps/hogwild/sampling_flags.h"
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "model/weights.h"
@@ -35,11 +36,10 @@ namespace {
 
 struct GenerateArgs {
   std::string model_dir, prompt, ids, dump_logits;
-  std::optional<double> temperature, top_p, min_p, repetition_penalty;
-  std::optional<int64_t> top_k, max_new_tokens;
+  SamplingFlags sampling;
+  std::optional<int64_t> max_new_tokens;
   std::vector<std::string> stops;
-  bool greedy = false, json = false;
-  uint64_t seed = 0;
+  bool json = false;
 };
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -64,18 +64,6 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
-SamplingParams sampling_params(const GenerateArgs& a, const GenerationConfig& g) {
-  SamplingParams p = SamplingParams::from(g, a.seed);
-  if (a.temperature || a.top_k || a.top_p || a.min_p) p.do_sample = true;
-  if (a.temperature) p.temperature = static_cast<float>(*a.temperature);
-  if (a.top_k) p.top_k = *a.top_k;
-  if (a.top_p) p.top_p = static_cast<float>(*a.top_p);
-  if (a.min_p) p.min_p = static_cast<float>(*a.min_p);
-  if (a.repetition_penalty) p.repetition_penalty = static_cast<float>(*a.repetition_penalty);
-  if (a.greedy) p.do_sample = false;
-  return p;
-}
-
 void run_generate(const GenerateArgs& a) {
   namespace fs = std::filesystem;
   if (a.prompt.empty() == a.ids.empty())
@@ -93,7 +81,7 @@ void run_generate(const GenerateArgs& a) {
     fail("--stop needs {}/tokenizer.json to decode the output, which is missing", a.model_dir);
 
   const GenerationConfig gen = load_generation_config(a.model_dir);
-  Sampler sampler(sampling_params(a, gen));
+  Sampler sampler(sampling_params(a.sampling, gen));
   cpu::CpuBackend backend(load_model(a.model_dir));
   const ModelConfig& cfg = backend.config();
   // The flag given decides: --ids is used as is even when the model has a tokenizer.
@@ -172,13 +160,7 @@ void register_generate(CLI::App& app) {
   c->add_option("-m,--model", a->model_dir, "Hugging Face model directory")->required();
   c->add_option("-p,--prompt", a->prompt, "prompt text (needs tokenizer.json)");
   c->add_option("--ids", a->ids, "prompt token ids, comma-separated, e.g. 1,2,3");
-  c->add_option("--temperature", a->temperature, "sampling temperature (0 = greedy)");
-  c->add_option("--top-k", a->top_k, "keep the k most likely tokens (0 = off)");
-  c->add_option("--top-p", a->top_p, "nucleus sampling mass in (0, 1]");
-  c->add_option("--min-p", a->min_p, "drop tokens below min_p * p_max");
-  c->add_option("--repetition-penalty", a->repetition_penalty, "HF repetition penalty (1 = off)");
-  c->add_flag("--greedy", a->greedy, "argmax decoding, whatever generation_config.json says");
-  c->add_option("--seed", a->seed, "RNG seed (default 0)");
+  add_sampling_flags(c, a->sampling, "RNG seed (default 0)");
   c->add_option("-n,--max-new-tokens", a->max_new_tokens,
                 "tokens to generate (default: generation_config.json max_new_tokens, else 128)");
   c->add_flag("--json", a->json, "print {prompt_ids, generated_ids, stop_reason, text} as JSON");

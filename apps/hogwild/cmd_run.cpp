@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "apps/hogwild/commands.h"
+#include "apps/hogwild/sampling_flags.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
@@ -51,10 +52,8 @@ struct RunArgs {
   std::string model_dir, layout = "combined", snapshots, format, json, dump_views, problem;
   int workers = 2;
   int64_t budget = 0, collab_every = -1, max_context = 0;
-  bool print_format = false, greedy = false;
-  std::optional<double> temperature, top_p, min_p, repetition_penalty;
-  std::optional<int64_t> top_k;
-  uint64_t seed = 0;
+  bool print_format = false;
+  SamplingFlags sampling;
 };
 
 std::vector<int64_t> parse_budgets(const std::string& s) {
@@ -74,18 +73,6 @@ std::vector<int64_t> parse_budgets(const std::string& s) {
     v.push_back(x);
   }
   return v;
-}
-
-SamplingParams sampling(const RunArgs& a, const GenerationConfig& g) {
-  SamplingParams p = SamplingParams::from(g, a.seed);
-  if (a.temperature || a.top_k || a.top_p || a.min_p) p.do_sample = true;
-  if (a.temperature) p.temperature = static_cast<float>(*a.temperature);
-  if (a.top_k) p.top_k = *a.top_k;
-  if (a.top_p) p.top_p = static_cast<float>(*a.top_p);
-  if (a.min_p) p.min_p = static_cast<float>(*a.min_p);
-  if (a.repetition_penalty) p.repetition_penalty = static_cast<float>(*a.repetition_penalty);
-  if (a.greedy) p.do_sample = false;
-  return p;
 }
 
 std::unique_ptr<chat::ChatTemplate> load_template(const std::string& dir) {
@@ -149,7 +136,7 @@ void run(RunArgs a) {
   opt.max_context = a.max_context;
   for (int64_t e : gen.eos_token_id) opt.extra_eos.push_back(static_cast<int32_t>(e));
   opt.interrupt = &g_interrupted;
-  const SamplingParams sp = sampling(a, gen);
+  const SamplingParams sp = sampling_params(a.sampling, gen);
   SamplerPicker picker(sp, a.workers, prompt);
   Session session(backend, codec, fmt, opt, picker);
 
@@ -192,7 +179,7 @@ void run(RunArgs a) {
     j["model"] = a.model_dir;
     j["options"] = {{"workers", a.workers},   {"layout", layout_name(layout)},
                     {"budget", a.budget},     {"snapshots", opt.snapshots},
-                    {"formatting", fmt.name}, {"seed", a.seed},
+                    {"formatting", fmt.name}, {"seed", a.sampling.seed},
                     {"problem", a.problem}, {"max_context", a.max_context},
                     {"collab_every", a.collab_every},
                     {"sampling",
@@ -227,13 +214,7 @@ void register_run(CLI::App& app) {
   c->add_option("--format", a->format,
                 "formatting: built-in name or JSON file (docs/FORMATTING.md)");
   c->add_flag("--print-format", a->print_format, "print the formatting as JSON and exit");
-  c->add_option("--temperature", a->temperature, "sampling temperature (turns sampling on)");
-  c->add_option("--top-k", a->top_k, "top-k (turns sampling on)");
-  c->add_option("--top-p", a->top_p, "top-p (turns sampling on)");
-  c->add_option("--min-p", a->min_p, "min-p (turns sampling on)");
-  c->add_option("--repetition-penalty", a->repetition_penalty, "repetition penalty");
-  c->add_flag("--greedy", a->greedy, "greedy decoding");
-  c->add_option("--seed", a->seed, "base seed; worker w uses seed + w");
+  add_sampling_flags(c, a->sampling, "base seed; worker w uses seed + w");
   c->add_option("--max-context", a->max_context,
                 "max tokens in a worker's view (default: model's)");
   c->add_option("--json", a->json, "write a JSON transcript to FILE (- = stdout)");

@@ -145,6 +145,12 @@ TEST(GenerateCli, JsonAndDumpLogitsMatchTheReference) {
   run_cli("generate -m " + dir + " --ids " + long_ids, &rc, &err);
   EXPECT_NE(err.find("context"), std::string::npos) << err;
   EXPECT_NE(rc, 0);
+  run_cli("generate -m " + dir + " --ids 1 --greedy --temperature 0.5", &rc, &err);
+  EXPECT_NE(err.find("--temperature excludes --greedy"), std::string::npos) << err;
+  EXPECT_NE(rc, 0);
+  run_cli("generate -m " + dir + " --ids 1 --temperature -1", &rc, &err);
+  EXPECT_NE(err.find("temperature must be a finite number >= 0"), std::string::npos) << err;
+  EXPECT_NE(rc, 0);
   fs::remove_all(dir);
   std::remove(npy.c_str());
 }

@@ -1,0 +1,54 @@
+// The sampling flags shared by `hogwild generate` and `hogwild run`, and how they override the
+// model's generation_config.json (as in HF: any of temperature/top-k/top-p/min-p turns sampling
+// on; --greedy forces argmax and excludes them).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+
+#include "sampling/generation_config.h"
+#include "sampling/sampler.h"
+
+namespace hogwild::cli {
+
+struct SamplingFlags {
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k;
+  bool greedy = false;
+  uint64_t seed = 0;
+};
+
+/// Adds --temperature --top-k --top-p --min-p --repetition-penalty --greedy --seed to `c`.
+inline void add_sampling_flags(CLI::App* c, SamplingFlags& f, const char* seed_help) {
+  auto* t = c->add_option("--temperature", f.temperature,
+                          "sampling temperature (0 = greedy; turns sampling on)");
+  auto* k = c->add_option("--top-k", f.top_k,
+                          "keep the k most likely tokens (0 = off; turns sampling on)");
+  auto* p =
+      c->add_option("--top-p", f.top_p, "nucleus sampling mass in (0, 1] (turns sampling on)");
+  auto* m =
+      c->add_option("--min-p", f.min_p, "drop tokens below min_p * p_max (turns sampling on)");
+  c->add_option("--repetition-penalty", f.repetition_penalty, "HF repetition penalty (1 = off)");
+  c->add_flag("--greedy", f.greedy, "argmax decoding, whatever generation_config.json says")
+      ->excludes(t)
+      ->excludes(k)
+      ->excludes(p)
+      ->excludes(m);
+  c->add_option("--seed", f.seed, seed_help);
+}
+
+/// generation_config.json defaults, overridden by the flags given. Sampler validates the ranges.
+inline SamplingParams sampling_params(const SamplingFlags& f, const GenerationConfig& g) {
+  SamplingParams p = SamplingParams::from(g, f.seed);
+  if (f.temperature || f.top_k || f.top_p || f.min_p) p.do_sample = true;
+  if (f.temperature) p.temperature = static_cast<float>(*f.temperature);
+  if (f.top_k) p.top_k = *f.top_k;
+  if (f.top_p) p.top_p = static_cast<float>(*f.top_p);
+  if (f.min_p) p.min_p = static_cast<float>(*f.min_p);
+  if (f.repetition_penalty) p.repetition_penalty = static_cast<float>(*f.repetition_penalty);
+  if (f.greedy) p.do_sample = false;
+  return p;
+}
+
+}  // namespace hogwild::cli
