@@ -313,14 +313,19 @@ ModelConfig parse_model_config(const json& j) {
   }
 }
 
-ModelConfig load_model_config(const std::string& model_dir) {
-  namespace fs = std::filesystem;
+void require_model_dir(const std::string& model_dir) {
   std::error_code ec;
-  if (!fs::is_directory(model_dir, ec))
+  if (!std::filesystem::is_directory(model_dir, ec))
     fail(
         "model directory {} does not exist or is not a directory; pass a Hugging Face model "
         "directory (config.json + *.safetensors)",
         model_dir);
+}
+
+ModelConfig load_model_config(const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  require_model_dir(model_dir);
   fs::path p = fs::path(model_dir) / "config.json";
   if (!fs::exists(p, ec))
     fail("{} is missing; a Hugging Face model directory needs its config.json", p.string());

@@ -74,6 +74,8 @@ struct ModelConfig {
 
 /// Parses a config.json object. Throws hogwild::Error naming the missing/invalid key.
 ModelConfig parse_model_config(const nlohmann::json& j);
+/// Throws hogwild::Error (saying what to pass) unless model_dir is an existing directory.
+void require_model_dir(const std::string& model_dir);
 /// Reads DIR/config.json. Throws hogwild::Error if missing/unreadable/invalid.
 ModelConfig load_model_config(const std::string& model_dir);
 /// Serialises to a config.json object in HF form (used by make-model).

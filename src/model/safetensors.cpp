@@ -1,5 +1,7 @@
 #include "model/safetensors.h"
 
+#include "model/config.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -211,11 +213,7 @@ const TensorInfo* SafetensorsFile::find(const std::string& name) const {
 Checkpoint::Checkpoint(const std::string& model_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(model_dir, ec))
-    fail(
-        "model directory {} does not exist or is not a directory; pass a Hugging Face model "
-        "directory (config.json + *.safetensors)",
-        model_dir);
+  require_model_dir(model_dir);
   fs::path dir(model_dir);
   fs::path single = dir / "model.safetensors";
   fs::path index = dir / "model.safetensors.index.json";

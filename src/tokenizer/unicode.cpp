@@ -4,14 +4,10 @@
 
 namespace hogwild::tok {
 
-int utf8_seq_len(std::string_view s, size_t i) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  size_t n = s.size();
-  unsigned char c = p[i];
-  if (c < 0x80) return 1;
-  // Lead byte ranges and the allowed range of the second byte (Unicode Table 3-7).
-  int len;
-  unsigned char lo = 0x80, hi = 0xBF;
+// Well-formed UTF-8 lead bytes (Unicode Table 3-7): sequence length and the allowed range of the
+// second byte. Returns false for a byte that cannot start a multi-byte sequence.
+static bool utf8_lead(unsigned char c, int& len, unsigned char& lo, unsigned char& hi) {
+  lo = 0x80, hi = 0xBF;
   if (c >= 0xC2 && c <= 0xDF) {
     len = 2;
   } else if (c == 0xE0) {
@@ -27,8 +23,19 @@ int utf8_seq_len(std::string_view s, size_t i) {
   } else if (c == 0xF4) {
     len = 4, hi = 0x8F;
   } else {
-    return 0;
+    return false;
   }
+  return true;
+}
+
+int utf8_seq_len(std::string_view s, size_t i) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t n = s.size();
+  unsigned char c = p[i];
+  if (c < 0x80) return 1;
+  int len;
+  unsigned char lo, hi;
+  if (!utf8_lead(c, len, lo, hi)) return 0;
   if (i + 1 >= n || p[i + 1] < lo || p[i + 1] > hi) return 0;
   for (int k = 2; k < len; ++k) {
     if (i + k >= n || (p[i + k] & 0xC0) != 0x80) return 0;
@@ -43,24 +50,8 @@ static size_t maximal_subpart(std::string_view s, size_t i) {
   size_t n = s.size();
   unsigned char c = p[i];
   int len;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c == 0xE0) {
-    len = 3, lo = 0xA0;
-  } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
-    len = 3;
-  } else if (c == 0xED) {
-    len = 3, hi = 0x9F;
-  } else if (c == 0xF0) {
-    len = 4, lo = 0x90;
-  } else if (c >= 0xF1 && c <= 0xF3) {
-    len = 4;
-  } else if (c == 0xF4) {
-    len = 4, hi = 0x8F;
-  } else {
-    return 1;
-  }
+  unsigned char lo, hi;
+  if (!utf8_lead(c, len, lo, hi)) return 1;
   size_t k = 1;
   if (i + 1 >= n || p[i + 1] < lo || p[i + 1] > hi) return 1;
   k = 2;
