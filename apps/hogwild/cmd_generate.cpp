@@ -1,4 +1,5 @@
-// `hogwild generate`: plain single-sequence generation on the CPU backend.
+// `hogwild generate`: plain single-sequence generation (--device: CUDA when a GPU is usable, else
+// the CPU backend; backend_flags.h).
 //
 //   hogwild generate -m DIR (-p TEXT | --ids 1,2,3) [--temperature T] [--top-k K] [--top-p P]
 //       [--min-p P] [--repetition-penalty R] [--greedy] [--seed N] [-n N] [--json]
@@ -13,9 +14,9 @@
 // row i holds the logits at position i of prompt ++ generated (predicting token i + 1), in the
 // order transformers' `model(input_ids).logits[0]` returns them for that sequence.
 #include "apps/hogwild/commands.h"
+#include "apps/hogwild/backend_flags.h"
 #include "apps/hogwild/sampling_flags.h"
 #include "core/error.h"
-#include "cpu/cpu_backend.h"
 #include "model/weights.h"
 #include "sampling/generate.h"
 #include "sampling/generation_config.h"
@@ -37,6 +38,7 @@ namespace {
 struct GenerateArgs {
   std::string model_dir, prompt, ids, dump_logits;
   SamplingFlags sampling;
+  DeviceFlags device;
   std::optional<int64_t> max_new_tokens;
   std::vector<std::string> stops;
   bool json = false;
@@ -82,16 +84,20 @@ void run_generate(const GenerateArgs& a) {
 
   const GenerationConfig gen = load_generation_config(a.model_dir);
   Sampler sampler(sampling_params(a.sampling, gen));
-  cpu::CpuBackend backend(load_model(a.model_dir));
-  const ModelConfig& cfg = backend.config();
   // The flag given decides: --ids is used as is even when the model has a tokenizer.
   const std::vector<int32_t> prompt =
       !a.prompt.empty() ? tok->encode(a.prompt, true) : parse_ids(a.ids);
+  const std::string dev = resolve_device(a.device, a.model_dir);
+  std::unique_ptr<Backend> backend_ptr =
+      make_backend(a.model_dir, dev, a.device, static_cast<int64_t>(prompt.size()));
+  Backend& backend = *backend_ptr;
+  const ModelConfig& cfg = backend.config();
 
   GenerateOptions o;
   o.max_new_tokens = a.max_new_tokens.value_or(gen.max_new_tokens.value_or(128));
   if (o.max_new_tokens < 0) fail("-n must be >= 0, got {}", o.max_new_tokens);
   o.eos_token_ids = gen.eos_token_id.empty() ? cfg.eos_token_id : gen.eos_token_id;
+  require_kv_tokens(backend, static_cast<int64_t>(prompt.size()) + o.max_new_tokens);
   o.stop_strings = a.stops;
 
   // Streaming: text through the incremental detokenizer, held back while it could be the start
@@ -161,6 +167,7 @@ void register_generate(CLI::App& app) {
   c->add_option("-p,--prompt", a->prompt, "prompt text (needs tokenizer.json)");
   c->add_option("--ids", a->ids, "prompt token ids, comma-separated, e.g. 1,2,3");
   add_sampling_flags(c, a->sampling, "RNG seed (default 0)");
+  add_device_flags(c, a->device);
   c->add_option("-n,--max-new-tokens", a->max_new_tokens,
                 "tokens to generate (default: generation_config.json max_new_tokens, else 128)");
   c->add_flag("--json", a->json, "print {prompt_ids, generated_ids, stop_reason, text} as JSON");

@@ -1,5 +1,6 @@
 // `hogwild run`: N workers of one model solve a problem together over one shared KV cache
-// (Hogwild! Inference, arXiv 2504.06261; docs/DESIGN.md; src/hogwild/session.h) on the CPU.
+// (Hogwild! Inference, arXiv 2504.06261; docs/DESIGN.md; src/hogwild/session.h), on the GPU when one
+// is usable (--device; backend_flags.h), else on the CPU.
 //
 //   hogwild run -m DIR [-w N] [--layout combined|interleaved|contiguous] [--budget N]
 //       [--snapshots 256,512] [--collab-every N] [--format NAME|FILE] [--print-format]
@@ -26,10 +27,10 @@
 #include <vector>
 
 #include "apps/hogwild/commands.h"
+#include "apps/hogwild/backend_flags.h"
 #include "apps/hogwild/sampling_flags.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
-#include "cpu/cpu_backend.h"
 #include "hogwild/codec.h"
 #include "hogwild/formatting.h"
 #include "hogwild/live_view.h"
@@ -54,6 +55,7 @@ struct RunArgs {
   int64_t budget = 0, collab_every = -1, max_context = 0;
   bool print_format = false;
   SamplingFlags sampling;
+  DeviceFlags device;
 };
 
 std::vector<int64_t> parse_budgets(const std::string& s) {
@@ -123,9 +125,23 @@ void run(RunArgs a) {
   const Tokenizer tok = Tokenizer::from_dir(a.model_dir);
   const TokenizerCodec codec(tok);
   const GenerationConfig gen = load_generation_config(a.model_dir);
-  cpu::CpuBackend backend(load_model(a.model_dir));
   const std::string prompt_text = build_prompt(fmt, tmpl.get(), a.problem, a.workers);
   const std::vector<int32_t> prompt = tok.encode(prompt_text, !fmt.chat.use_template);
+  const std::string dev = resolve_device(a.device, a.model_dir);
+  // The prefill forward holds the prompt and the layout's constant texts (a few per worker).
+  std::unique_ptr<Backend> backend_ptr =
+      make_backend(a.model_dir, dev, a.device, static_cast<int64_t>(prompt.size()) + 256 * a.workers);
+  Backend& backend = *backend_ptr;
+  {
+    // KV the run can fill: the longest view (bounded by the context and by the budget) plus the
+    // finisher's, the constant blocks and one partly filled 64-token page per live block.
+    const int64_t ctx = a.max_context > 0 ? a.max_context : backend.config().max_position_embeddings;
+    int64_t need = ctx > 0 ? ctx : INT64_MAX / 4;
+    if (a.budget > 0)
+      need = std::min<int64_t>(need, static_cast<int64_t>(prompt.size()) + a.workers * (a.budget + 64));
+    need += fmt.finisher.max_tokens + 64 * (3 * a.workers + 4) + 256 * a.workers;
+    require_kv_tokens(backend, need);
+  }
 
   SessionOptions opt;
   opt.n_workers = a.workers;
@@ -136,6 +152,7 @@ void run(RunArgs a) {
   opt.max_context = a.max_context;
   for (int64_t e : gen.eos_token_id) opt.extra_eos.push_back(static_cast<int32_t>(e));
   opt.interrupt = &g_interrupted;
+  opt.device_sampling = true;  // used when the backend samples on the device (CUDA)
   const SamplingParams sp = sampling_params(a.sampling, gen);
   SamplerPicker picker(sp, a.workers, prompt);
   Session session(backend, codec, fmt, opt, picker);
@@ -172,11 +189,12 @@ void run(RunArgs a) {
     throw;
   }
   std::signal(SIGINT, old);
-  view.finish(res, fmt::format("{} workers, layout {}, formatting {}", a.workers,
-                               layout_name(layout), fmt.name));
+  view.finish(res, fmt::format("{} workers, layout {}, formatting {}, device {}", a.workers,
+                               layout_name(layout), fmt.name, dev));
   if (!a.json.empty()) {
     nlohmann::json j = transcript.to_json(res);
     j["model"] = a.model_dir;
+    j["device"] = dev;
     j["options"] = {{"workers", a.workers},   {"layout", layout_name(layout)},
                     {"budget", a.budget},     {"snapshots", opt.snapshots},
                     {"formatting", fmt.name}, {"seed", a.sampling.seed},
@@ -215,6 +233,7 @@ void register_run(CLI::App& app) {
                 "formatting: built-in name or JSON file (docs/FORMATTING.md)");
   c->add_flag("--print-format", a->print_format, "print the formatting as JSON and exit");
   add_sampling_flags(c, a->sampling, "base seed; worker w uses seed + w");
+  add_device_flags(c, a->device);
   c->add_option("--max-context", a->max_context,
                 "max tokens in a worker's view (default: model's)");
   c->add_option("--json", a->json, "write a JSON transcript to FILE (- = stdout)");

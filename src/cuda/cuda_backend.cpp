@@ -5,6 +5,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "cpu/rope.h"
 #include "cuda/attention_plan.h"
@@ -16,6 +18,17 @@
 
 namespace hogwild::cuda {
 
+std::string cuda_unsupported(const ModelConfig& c) {
+  if (c.head_dim != 64 && c.head_dim != 128)
+    return fmt::format("the CUDA attention kernel supports head_dim 64 or 128, this model has {}",
+                       c.head_dim);
+  if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0 ||
+      c.num_attention_heads / c.num_key_value_heads > kAttnMaxRows)
+    return fmt::format("the CUDA backend does not support {} attention heads over {} KV heads",
+                       c.num_attention_heads, c.num_key_value_heads);
+  return {};
+}
+
 bool cuda_device_available() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
@@ -25,6 +38,13 @@ CudaBackend::CudaBackend(const ModelWeights& weights, CudaOptions opt)
     : cfg_(weights.config), opt_(opt) {
   init_common();
   upload_weights(weights);
+  size_kv_pool();
+}
+
+CudaBackend::CudaBackend(const std::string& model_dir, CudaOptions opt)
+    : cfg_(load_model_config(model_dir)), opt_(opt) {
+  init_common();
+  load_checkpoint(model_dir, opt_.show_progress);
   size_kv_pool();
 }
 
@@ -49,15 +69,7 @@ void CudaBackend::init_common() {
         "no CUDA GPU is usable (cudaGetDeviceCount found none); run on a machine with an NVIDIA "
         "GPU and driver, or use the CPU backend");
   HOGWILD_CUDA_CHECK(cudaSetDevice(opt_.device));
-  if (cfg_.head_dim != 64 && cfg_.head_dim != 128)
-    fail(
-        "the CUDA attention kernel supports head_dim 64 or 128, this model has {}; use the CPU "
-        "backend",
-        cfg_.head_dim);
-  if (cfg_.num_key_value_heads <= 0 || cfg_.num_attention_heads % cfg_.num_key_value_heads != 0 ||
-      cfg_.num_attention_heads / cfg_.num_key_value_heads > kAttnMaxRows)
-    fail("unsupported head counts: {} attention heads, {} KV heads", cfg_.num_attention_heads,
-         cfg_.num_key_value_heads);
+  if (std::string why = cuda_unsupported(cfg_); !why.empty()) fail("{}; use the CPU backend", why);
   HOGWILD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   gemm_ = std::make_unique<Gemm>(stream_);
   gemm_->set_skinny(opt_.skinny_gemm);

@@ -26,6 +26,9 @@ class Gemm;
 
 /// True when a CUDA device is usable (tests skip otherwise).
 bool cuda_device_available();
+/// Why the CUDA backend cannot run a model of config c (head_dim other than 64/128, a query/KV
+/// head ratio it does not support), or "" when it can.
+std::string cuda_unsupported(const ModelConfig& c);
 
 struct CudaOptions {
   int device = 0;
@@ -35,6 +38,7 @@ struct CudaOptions {
   bool use_graphs = true;             // replay decode forwards (<= 64 tokens) as CUDA graphs
   int32_t max_entries = 8192;         // attention partial states per launch (split beyond)
   bool skinny_gemm = true;            // 1..8-row projections by skinny_gemm.h instead of cuBLAS
+  bool show_progress = true;          // loading progress on stderr when it is a terminal
 };
 
 /// bf16 device weights; one fused [q; k; v] and [gate; up] matrix per layer.
@@ -55,6 +59,10 @@ class CudaBackend : public Backend {
   /// Uploads fp32 host weights as bf16. Throws hogwild::Error when no GPU is usable, the model does
   /// not fit in GPU memory, or head_dim is not 64/128.
   explicit CudaBackend(const ModelWeights& weights, CudaOptions opt = {});
+  /// Streams DIR's checkpoint (config.json + safetensors, bf16/f16/f32; checked like load_model)
+  /// straight to the GPU as bf16, with no fp32 host copy (host memory: 128 MiB of pinned chunks).
+  /// Throws hogwild::Error for the reasons of load_model (weights.h) and of the constructor above.
+  explicit CudaBackend(const std::string& model_dir, CudaOptions opt = {});
   /// Random bf16 weights made on the GPU (uniform, scaled 1/sqrt(fan_in); norms near 1): for
   /// `hogwild bench` without files.
   CudaBackend(const ModelConfig& config, uint64_t seed, CudaOptions opt = {});
@@ -73,6 +81,11 @@ class CudaBackend : public Backend {
   /// until the next forward (for sampling on the GPU and for the bench). Returns the row count.
   int64_t forward_device(const ForwardBatch& batch);
   const float* logits_device() const { return logits_; }
+  /// Backend::forward_sample on the GPU: banned ids, then sampling.h sample_rows; only the token
+  /// ids come back to the host.
+  bool samples_on_device() const override { return true; }
+  void forward_sample(const ForwardBatch& batch, const std::vector<int32_t>& banned,
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override;
 
   /// KV pool capacity and free space, in tokens (page granularity).
   int64_t kv_capacity_tokens() const { return layout_.num_pages * kPageTokens; }
@@ -102,6 +115,7 @@ class CudaBackend : public Backend {
   void init_common();
   void alloc_weights();
   void upload_weights(const ModelWeights& w);
+  void load_checkpoint(const std::string& model_dir, bool show_progress);
   void random_weights(uint64_t seed);
   void size_kv_pool();
   Block& block_ref(BlockId b, const char* what);
@@ -148,6 +162,13 @@ class CudaBackend : public Backend {
   float2* part_ml_ = nullptr;         // (max_entries, heads)
   int32_t* promote_slots_ = nullptr;  // (2, promote_cap)
   int64_t promote_cap_ = 0;
+
+  // Device sampling (cuda_sample.cpp): banned ids as last uploaded, per-row params and results.
+  std::vector<int32_t> banned_host_;
+  int32_t* banned_dev_ = nullptr;
+  int64_t banned_cap_ = 0;
+  void* sample_params_ = nullptr;  // (logit_cap_) SampleParams
+  int32_t* sample_out_ = nullptr;  // (logit_cap_)
 
   std::unique_ptr<Staging> st_;
   int sm_count_ = 0;

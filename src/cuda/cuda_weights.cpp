@@ -1,11 +1,19 @@
 // CudaBackend weights: allocation, upload of fp32 host weights as bf16, random init on the GPU.
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 
 #include "core/error.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/elementwise.h"
+#include "model/dtype.h"
+#include "model/loader.h"
+#include "model/safetensors.h"
 
 namespace hogwild::cuda {
 
@@ -171,6 +179,113 @@ void CudaBackend::random_weights(uint64_t seed) {
   fill(norm_, H, 0.1f, 1.0f);
   if (!c.tie_word_embeddings) fill(lm_head_, V * H, aH, 0.0f);
   HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+// Streams a checkpoint to the device tensor by tensor: bf16 bytes are copied as they are, f16/f32
+// are rounded to bf16 on the host (round-to-nearest-even, as torch's .to(torch.bfloat16)). Host
+// memory: two 64 MiB pinned chunks, whatever the model size (a 32B model has no fp32 host copy).
+void CudaBackend::load_checkpoint(const std::string& model_dir, bool show_progress) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const ModelConfig& c = cfg_;
+  Checkpoint ck(model_dir);
+  const std::vector<CheckedTensor> tensors = check_checkpoint(c, ck, model_dir);
+  for (const auto& f : ck.files()) f->prefetch();
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t qd = c.num_attention_heads * c.head_dim;
+  const int64_t kvd = c.num_key_value_heads * c.head_dim;
+
+  // Device destination of a tensor (the fused [q; k; v] and [gate; up] layouts of DeviceLayer).
+  auto dest = [&](const TensorSpec& s) -> bf16* {
+    const DeviceLayer* L = s.layer >= 0 ? &layers_[static_cast<size_t>(s.layer)] : nullptr;
+    switch (s.kind) {
+      case TensorKind::embed_tokens: return embed_tokens_;
+      case TensorKind::norm: return norm_;
+      case TensorKind::lm_head: return lm_head_;
+      case TensorKind::input_layernorm: return L->input_layernorm;
+      case TensorKind::post_attention_layernorm: return L->post_attention_layernorm;
+      case TensorKind::q_proj: return L->qkv_proj;
+      case TensorKind::k_proj: return L->qkv_proj + qd * H;
+      case TensorKind::v_proj: return L->qkv_proj + (qd + kvd) * H;
+      case TensorKind::qkv_proj: return L->qkv_proj;
+      case TensorKind::o_proj: return L->o_proj;
+      case TensorKind::q_bias: return L->qkv_bias;
+      case TensorKind::k_bias: return L->qkv_bias + qd;
+      case TensorKind::v_bias: return L->qkv_bias + qd + kvd;
+      case TensorKind::q_norm: return L->q_norm;
+      case TensorKind::k_norm: return L->k_norm;
+      case TensorKind::gate_proj: return L->gate_up_proj;
+      case TensorKind::up_proj: return L->gate_up_proj + I * H;
+      case TensorKind::gate_up_proj: return L->gate_up_proj;
+      case TensorKind::down_proj: return L->down_proj;
+    }
+    return nullptr;
+  };
+
+  constexpr size_t kChunkElems = size_t(32) << 20;  // 64 MiB of bf16
+  uint16_t* pinned[2] = {nullptr, nullptr};
+  cudaEvent_t done[2] = {nullptr, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    HOGWILD_CUDA_CHECK(cudaMallocHost(&pinned[i], kChunkElems * 2));
+    HOGWILD_CUDA_CHECK(cudaEventCreateWithFlags(&done[i], cudaEventDisableTiming));
+  }
+  uint64_t total_bytes = 0, done_bytes = 0;
+  for (const CheckedTensor& t : tensors) total_bytes += t.entry->info->nbytes();
+  const bool tty = show_progress && isatty(2);
+  auto last_print = Clock::now();
+  int slot = 0;
+  try {
+    for (const CheckedTensor& t : tensors) {
+      bf16* dst = dest(t.spec);
+      HOGWILD_CHECK(dst != nullptr);
+      const Dtype dt = t.entry->info->dtype;
+      const uint8_t* src = t.entry->file->data(*t.entry->info);
+      const size_t n = t.entry->info->numel();
+      for (size_t off = 0; off < n; off += kChunkElems) {
+        const size_t m = std::min(kChunkElems, n - off);
+        HOGWILD_CUDA_CHECK(cudaEventSynchronize(done[slot]));  // the copy that read it has landed
+        uint16_t* buf = pinned[slot];
+        const uint8_t* p = src + off * dtype_size(dt);
+        if (dt == Dtype::bf16) {
+          std::memcpy(buf, p, m * 2);
+        } else if (dt == Dtype::f32) {
+          for (size_t i = 0; i < m; ++i) {
+            float f;
+            std::memcpy(&f, p + 4 * i, 4);
+            buf[i] = hogwild::f32_to_bf16(f);
+          }
+        } else {
+          std::vector<float> tmp(m);
+          convert_to_f32(p, dt, m, tmp.data());
+          for (size_t i = 0; i < m; ++i) buf[i] = hogwild::f32_to_bf16(tmp[i]);
+        }
+        HOGWILD_CUDA_CHECK(cudaMemcpyAsync(dst + off, buf, m * 2, cudaMemcpyHostToDevice, stream_));
+        HOGWILD_CUDA_CHECK(cudaEventRecord(done[slot], stream_));
+        slot ^= 1;
+        done_bytes += m * dtype_size(dt);
+        if (tty && Clock::now() - last_print > std::chrono::milliseconds(200)) {
+          last_print = Clock::now();
+          const double s = std::chrono::duration<double>(last_print - t0).count();
+          const double gib = done_bytes / double(1 << 30);
+          std::fprintf(stderr, "\rloading to the GPU: %.2f / %.2f GiB, %.2f GiB/s   ", gib,
+                       total_bytes / double(1 << 30), s > 0 ? gib / s : 0.0);
+        }
+      }
+    }
+    HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  } catch (...) {
+    cudaStreamSynchronize(stream_);
+    for (int i = 0; i < 2; ++i) {
+      cudaFreeHost(pinned[i]);
+      cudaEventDestroy(done[i]);
+    }
+    throw;
+  }
+  for (int i = 0; i < 2; ++i) {
+    HOGWILD_CUDA_CHECK(cudaFreeHost(pinned[i]));
+    HOGWILD_CUDA_CHECK(cudaEventDestroy(done[i]));
+  }
+  if (tty) std::fprintf(stderr, "\r%80s\r", "");
 }
 
 }  // namespace hogwild::cuda

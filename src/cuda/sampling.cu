@@ -164,7 +164,22 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+__global__ void ban_kernel(float* logits, int64_t vocab_size, const int32_t* ids, int64_t n_ids) {
+  float* row = logits + blockIdx.x * vocab_size;
+  for (int64_t i = threadIdx.x; i < n_ids; i += blockDim.x) {
+    const int32_t id = ids[i];
+    if (id >= 0 && id < vocab_size) row[id] = -INFINITY;
+  }
+}
+
 }  // namespace
+
+void ban_tokens(float* logits, int64_t n_rows, int64_t vocab_size, const int32_t* ids,
+                int64_t n_ids, cudaStream_t stream) {
+  if (n_rows == 0 || n_ids == 0) return;
+  ban_kernel<<<n_rows, 256, 0, stream>>>(logits, vocab_size, ids, n_ids);
+  HOGWILD_CUDA_CHECK_LAUNCH();
+}
 
 void sample_rows(const float* logits, const SampleParams* params, int32_t* out, int64_t n_rows,
                  int64_t vocab_size, cudaStream_t stream) {

@@ -27,4 +27,9 @@ struct SampleParams {
 void sample_rows(const float* logits, const SampleParams* params, int32_t* out, int64_t n_rows,
                  int64_t vocab_size, cudaStream_t stream);
 
+/// Sets logits[r][ids[i]] = -inf for every row r < n_rows and every id (device array of n_ids);
+/// ids outside [0, vocab_size) are ignored (as Sampler's banned_tokens).
+void ban_tokens(float* logits, int64_t n_rows, int64_t vocab_size, const int32_t* ids,
+                int64_t n_ids, cudaStream_t stream);
+
 }  // namespace hogwild::cuda

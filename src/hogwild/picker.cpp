@@ -1,5 +1,9 @@
 #include "hogwild/picker.h"
 
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
 namespace hogwild {
 
 SamplerPicker::SamplerPicker(const SamplingParams& params, int n_workers,
@@ -16,6 +20,21 @@ int32_t SamplerPicker::pick(int worker, std::vector<float>& logits) {
   int32_t t = samplers_.at(worker).sample(logits, context_[worker]);
   context_[worker].push_back(t);
   return t;
+}
+
+bool SamplerPicker::device_row(int worker, RowSampling& out) {
+  Sampler& s = samplers_.at(worker);
+  const SamplingParams& p = s.params();
+  if (p.repetition_penalty != 1.0f || !p.banned_tokens.empty()) return false;
+  out = RowSampling{};
+  if (p.greedy()) return true;  // temperature 0: argmax; no draw (as Sampler::sample)
+  out.temperature = p.temperature;
+  out.top_k = static_cast<int32_t>(std::min<int64_t>(p.top_k, INT32_MAX));
+  out.top_p = p.top_p;
+  out.min_p = p.min_p;
+  out.u = static_cast<float>(s.next_uniform());
+  if (out.u >= 1.0f) out.u = std::nextafter(1.0f, 0.0f);  // a double just below 1 rounds up
+  return true;
 }
 
 }  // namespace hogwild

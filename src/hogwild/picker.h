@@ -15,6 +15,10 @@ class SamplerPicker : public TokenPicker {
   /// params.seed is the base seed; worker w uses params.seed + w.
   SamplerPicker(const SamplingParams& params, int n_workers, std::vector<int32_t> prompt);
   int32_t pick(int worker, std::vector<float>& logits) override;
+  /// True unless the repetition penalty or banned_tokens are set (host-only processors); the
+  /// uniform is the worker's next RNG draw, so device and host picks consume the same stream.
+  bool device_row(int worker, RowSampling& out) override;
+  void picked(int worker, int32_t token) override { context_.at(worker).push_back(token); }
 
  private:
   std::vector<Sampler> samplers_;

@@ -58,6 +58,9 @@ void Session::build_forbidden() {
   }
   if (std::all_of(forbidden_.begin(), forbidden_.end(), [](uint8_t f) { return f != 0; }))
     fail("formatting '{}' forbids every token of the vocabulary; check forbidden.texts", fmt_.name);
+  forbidden_ids_.clear();
+  for (int64_t id = 0; id < vocab; ++id)
+    if (forbidden_[id]) forbidden_ids_.push_back(static_cast<int32_t>(id));
 }
 
 const std::vector<int32_t>& Session::block_tokens(BlockId b) const {
@@ -86,7 +89,9 @@ LayoutState Session::layout_state() const {
 }
 
 // Runs one forward; fills fed[i].index (block-local index written) and block_tokens_.
-void Session::forward(ForwardBatch& batch, std::vector<FedToken>& fed, std::vector<float>& logits) {
+// With device_rows: samples on the device (Backend::forward_sample) into *drawn, logits untouched.
+void Session::forward(ForwardBatch& batch, std::vector<FedToken>& fed, std::vector<float>& logits,
+                      const std::vector<RowSampling>* device_rows, std::vector<int32_t>* drawn) {
   std::vector<int64_t> len;  // block lengths after this forward's appends, by BlockId
   auto grow = [&](BlockId b) {
     if (static_cast<size_t>(b) >= len.size()) len.resize(b + 1, -1);
@@ -97,7 +102,10 @@ void Session::forward(ForwardBatch& batch, std::vector<FedToken>& fed, std::vect
     grow(b);
     fed[i].index = len[b]++;
   }
-  be_.forward(batch, logits);
+  if (device_rows)
+    be_.forward_sample(batch, forbidden_ids_, *device_rows, *drawn);
+  else
+    be_.forward(batch, logits);
   for (size_t i = 0; i < batch.tokens.size(); ++i) {
     BlockId b = batch.tokens[i].block;
     if (static_cast<size_t>(b) >= block_tokens_.size()) block_tokens_.resize(b + 1);
@@ -290,10 +298,20 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
       }
     }
     serial_ += 1;
-    forward(batch, fed, logits);
+    // Device sampling when the backend can and the picker describes every row (all or none).
+    bool on_device = opt_.device_sampling && be_.samples_on_device();
+    std::vector<RowSampling> device_rows;
+    std::vector<int32_t> drawn;
+    if (on_device) {
+      device_rows.resize(rows.size());
+      for (size_t r = 0; r < rows.size(); ++r)
+        on_device = picker_.device_row(rows[r], device_rows[r]) && on_device;
+    }
+    forward(batch, fed, logits, on_device ? &device_rows : nullptr, &drawn);
     for (int w : rows) workers_[w].feed.clear();
     if (obs_) {
-      ForwardRecord rec{serial_, batch.views, fed, closing_steps_, rows, &logits};
+      ForwardRecord rec{serial_, batch.views, fed, closing_steps_, rows,
+                        on_device ? nullptr : &logits};
       obs_->on_forward(rec);
     }
     for (BlockId b : closing_) {  // promotion, finishing order (DESIGN.md §4)
@@ -305,8 +323,17 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
     }
     closing_.clear();
     closing_steps_.clear();
-    for (size_t r = 0; r < rows.size() && !stop; ++r)
-      stop = on_sampled(rows[r], sample(rows[r], logits.data() + r * vocab));
+    for (size_t r = 0; r < rows.size() && !stop; ++r) {
+      int32_t t;
+      if (on_device) {
+        t = drawn[r];
+        if (t < 0 || t >= vocab) fail("device sampling returned id {} outside the vocabulary", t);
+        picker_.picked(rows[r], t);
+      } else {
+        t = sample(rows[r], logits.data() + r * vocab);
+      }
+      stop = on_sampled(rows[r], t);
+    }
     if (stop) result_.stop_reason = "answer";
     if (!stop && opt_.max_tokens_per_worker > 0 &&
         std::none_of(workers_.begin(), workers_.end(), [](auto& w) { return w.active; }))

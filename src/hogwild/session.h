@@ -49,6 +49,11 @@ class TokenPicker {
   virtual ~TokenPicker() = default;
   /// logits: (vocab_size) fp32, may be modified. Returns a vocabulary id.
   virtual int32_t pick(int worker, std::vector<float>& logits) = 0;
+  /// Device sampling (Backend::forward_sample): describes worker's next pick as a RowSampling
+  /// (drawing its uniform now) and returns true, or returns false when the pick needs the host
+  /// logits (then pick() is called). After true, the caller reports the drawn token to picked().
+  virtual bool device_row(int /*worker*/, RowSampling& /*out*/) { return false; }
+  virtual void picked(int /*worker*/, int32_t /*token*/) {}
 };
 
 struct SessionOptions {
@@ -62,6 +67,9 @@ struct SessionOptions {
   bool stop_on_answer = true;         // false: run to the budget even when a step holds an answer
   std::vector<int32_t> extra_eos;     // EOS ids besides the codec's and the model config's
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT) to stop after this step
+  // Sample on the device when the backend can and the picker describes every row of a forward
+  // (TokenPicker::device_row); ForwardRecord::logits is then null for those forwards.
+  bool device_sampling = false;
 };
 
 /// Where a fed token came from.
@@ -84,7 +92,8 @@ struct ForwardRecord {
   std::vector<FedToken> tokens;             // batch order
   std::vector<std::pair<int, int>> closed;  // (worker, step) promoted after this forward, in order
   std::vector<int> logit_workers;           // worker of each logits row (prefill: -1)
-  const std::vector<float>* logits = nullptr;  // (logit_workers.size(), vocab_size)
+  const std::vector<float>* logits = nullptr;  // (logit_workers.size(), vocab_size); null when
+                                               // the forward sampled on the device
 };
 
 /// A sampled token, for streaming.
@@ -176,7 +185,9 @@ class Session {
   // Handles worker w's sampled token; returns true when the run must stop (answer found).
   bool on_sampled(int w, int32_t token);
   LayoutState layout_state() const;
-  void forward(ForwardBatch& batch, std::vector<FedToken>& fed, std::vector<float>& logits);
+  void forward(ForwardBatch& batch, std::vector<FedToken>& fed, std::vector<float>& logits,
+               const std::vector<RowSampling>* device_rows = nullptr,
+               std::vector<int32_t>* drawn = nullptr);
   FinisherResult run_finisher(int64_t serial_step);
   int32_t sample(int w, const float* row);
   bool is_eos(int32_t token) const;
@@ -188,6 +199,7 @@ class Session {
   TokenPicker& picker_;
   SessionObserver* obs_ = nullptr;
   std::vector<uint8_t> forbidden_;
+  std::vector<int32_t> forbidden_ids_;  // the ids forbidden_ marks (device sampling bans them)
   std::vector<int32_t> eos_;
   bool ran_ = false;
 

@@ -39,6 +39,18 @@ struct ForwardBatch {
   std::vector<std::vector<BlockId>> views;  // views[worker] = ordered block ids (occurrences)
 };
 
+/// How to draw one token from one logits row on the device (Backend::forward_sample), with
+/// transformers' processors in transformers' order: temperature -> top-k -> top-p -> min-p -> draw
+/// (sampling/sampler.h; the repetition penalty has no device form, callers sample those rows on
+/// the host).
+struct RowSampling {
+  float temperature = 0.0f;  // <= 0: greedy (argmax, lowest id among ties)
+  int32_t top_k = 0;         // 0 = off
+  float top_p = 1.0f;        // >= 1 = off
+  float min_p = 0.0f;        // 0 = off
+  float u = 0.0f;            // the uniform draw in [0, 1): inverse CDF in vocabulary order
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -64,6 +76,15 @@ class Backend {
   /// Runs one forward. logits receives (number of tokens with want_logits, vocab_size) fp32 rows
   /// in batch order. Throws hogwild::Error on invalid input (unknown block, token id out of range).
   virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+
+  /// True when forward_sample is implemented (the logits never leave the device).
+  virtual bool samples_on_device() const { return false; }
+  /// Runs one forward and draws one token per logits row (rows in batch order, one RowSampling
+  /// each) after setting the `banned` ids to -inf in every row. tokens receives the ids; a row
+  /// with nothing left to draw throws hogwild::Error. Throws hogwild::Error on invalid input like
+  /// forward, or when rows.size() differs from the number of want_logits tokens.
+  virtual void forward_sample(const ForwardBatch& batch, const std::vector<int32_t>& banned,
+                              const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens);
 };
 
 }  // namespace hogwild

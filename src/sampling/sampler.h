@@ -56,6 +56,10 @@ class Sampler {
   /// sampling. Throws hogwild::Error if every token was removed (e.g. all banned).
   int32_t sample(std::span<const float> logits, std::span<const int32_t> context);
 
+  /// The next uniform in [0, 1) of this sampler's RNG (the one `sample` would draw): for samplers
+  /// that run elsewhere (GPU sampling) but must keep this seed's stream.
+  double next_uniform() { return rng_.uniform(); }
+
   /// Softmax of processed logits (what `sample` draws from), for tests and logging.
   std::vector<float> probabilities(std::span<const float> logits,
                                    std::span<const int32_t> context) const;

@@ -1,0 +1,96 @@
+// The --device flag shared by `hogwild generate` and `hogwild run`, and the backend it makes:
+// "cuda" (src/cuda: bf16 weights streamed from the checkpoint, sampling on the GPU), "cpu"
+// (src/cpu: fp32 reference), or "auto" (the default: cuda when this binary has the CUDA backend and
+// a GPU is usable, else cpu), like llama.cpp's / vLLM's device choice.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "core/error.h"
+#include "cpu/cpu_backend.h"
+#include "model/backend.h"
+#include "model/config.h"
+#include "model/weights.h"
+#ifdef HOGWILD_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace hogwild::cli {
+
+struct DeviceFlags {
+  std::string device = "auto";
+  int64_t max_kv_tokens = 0;  // CUDA KV pool in tokens; 0 = from free GPU memory
+};
+
+inline void add_device_flags(CLI::App* c, DeviceFlags& f) {
+  c->add_option("--device", f.device, "auto (default: cuda when a GPU is usable), cuda or cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  c->add_option("--kv-tokens", f.max_kv_tokens,
+                "CUDA: KV cache size in tokens (default: the free GPU memory minus 1 GiB)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+/// "cuda" or "cpu" for the flag's value and the model in model_dir; throws hogwild::Error for
+/// cuda on a build or machine without it or a model it cannot run. auto falls back to cpu with a
+/// note on stderr when the GPU cannot run the model.
+inline std::string resolve_device(const DeviceFlags& f, const std::string& model_dir) {
+#ifdef HOGWILD_HAVE_CUDA
+  const bool gpu = f.device != "cpu" && cuda::cuda_device_available();
+  if (gpu) {
+    const std::string why = cuda::cuda_unsupported(load_model_config(model_dir));
+    if (!why.empty()) {
+      if (f.device == "cuda") fail("--device cuda: {}; use --device cpu", why);
+      std::fprintf(stderr, "note: running on the CPU: %s\n", why.c_str());
+      return "cpu";
+    }
+  }
+#else
+  const bool gpu = false;
+  (void)model_dir;
+#endif
+  if (f.device == "cpu") return "cpu";
+  if (f.device == "cuda" && !gpu) {
+#ifdef HOGWILD_HAVE_CUDA
+    fail("--device cuda: no usable CUDA GPU (cudaGetDeviceCount found none); use --device cpu");
+#else
+    fail("--device cuda: this hogwild was built without CUDA (no nvcc at build time); rebuild on a "
+         "machine with the CUDA toolkit or use --device cpu");
+#endif
+  }
+  return gpu ? "cuda" : "cpu";
+}
+
+/// The backend for model_dir on the resolved device (loads the weights). max_forward_tokens: the
+/// largest forward the caller will run (the prompt's prefill); CUDA sizes its activations for it
+/// (at least 4096 tokens).
+inline std::unique_ptr<Backend> make_backend(const std::string& model_dir, const std::string& dev,
+                                             const DeviceFlags& f, int64_t max_forward_tokens) {
+#ifdef HOGWILD_HAVE_CUDA
+  if (dev == "cuda") {
+    cuda::CudaOptions o;
+    o.max_kv_tokens = f.max_kv_tokens;
+    o.max_batch_tokens = std::max<int64_t>(o.max_batch_tokens, max_forward_tokens);
+    return std::make_unique<cuda::CudaBackend>(model_dir, o);
+  }
+#endif
+  (void)f;
+  (void)max_forward_tokens;
+  HOGWILD_CHECK(dev == "cpu");
+  return std::make_unique<cpu::CpuBackend>(load_model(model_dir));
+}
+
+/// Throws hogwild::Error (sizes + what to do) when `tokens` cannot be cached; no-op on the CPU.
+inline void require_kv_tokens(Backend& b, int64_t tokens) {
+#ifdef HOGWILD_HAVE_CUDA
+  if (auto* c = dynamic_cast<cuda::CudaBackend*>(&b)) c->require_kv_tokens(tokens);
+#else
+  (void)b;
+  (void)tokens;
+#endif
+}
+
+}  // namespace hogwild::cli

@@ -1,0 +1,72 @@
+// CudaBackend::forward_sample: the forward, banned ids, and sampling on the device (sampling.h);
+// only one token id per row comes back to the host.
+#include <cmath>
+
+#include "core/error.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/sampling.h"
+
+namespace hogwild::cuda {
+
+void CudaBackend::forward_sample(const ForwardBatch& batch, const std::vector<int32_t>& banned,
+                                 const std::vector<RowSampling>& rows,
+                                 std::vector<int32_t>& tokens) {
+  int64_t want = 0;
+  for (const TokenInput& t : batch.tokens) want += t.want_logits ? 1 : 0;
+  if (static_cast<int64_t>(rows.size()) != want)
+    fail("forward_sample: {} sampling rows for {} tokens that want logits; give one per row",
+         rows.size(), want);
+  for (const RowSampling& r : rows)
+    if (!(r.u >= 0.0f && r.u < 1.0f) || std::isnan(r.temperature) || r.top_k < 0 ||
+        !(r.top_p > 0.0f) || !(r.min_p >= 0.0f && r.min_p <= 1.0f))
+      fail("forward_sample: bad sampling row (u {}, temperature {}, top_k {}, top_p {}, min_p {})",
+           r.u, r.temperature, r.top_k, r.top_p, r.min_p);
+  auto alloc = [&](size_t bytes) {
+    void* p = nullptr;
+    HOGWILD_CUDA_CHECK(cudaMalloc(&p, bytes));
+    allocations_.push_back(p);
+    return p;
+  };
+  if (!sample_params_) {
+    sample_params_ = alloc(static_cast<size_t>(logit_cap_) * sizeof(SampleParams));
+    sample_out_ = static_cast<int32_t*>(alloc(static_cast<size_t>(logit_cap_) * 4));
+  }
+  if (banned != banned_host_) {  // usually fixed for a whole run: uploaded once
+    if (static_cast<int64_t>(banned.size()) > banned_cap_) {
+      banned_cap_ = static_cast<int64_t>(banned.size());
+      banned_dev_ = static_cast<int32_t*>(alloc(static_cast<size_t>(banned_cap_) * 4));
+    }
+    if (!banned.empty())
+      HOGWILD_CUDA_CHECK(cudaMemcpyAsync(banned_dev_, banned.data(), banned.size() * 4,
+                                         cudaMemcpyHostToDevice, stream_));
+    HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    banned_host_ = banned;
+  }
+  const int64_t n = forward_device(batch);
+  HOGWILD_CHECK(n == want);
+  tokens.assign(static_cast<size_t>(n), -1);
+  if (n == 0) return;
+  std::vector<SampleParams> params(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    const RowSampling& s = rows[static_cast<size_t>(r)];
+    params[r] = SampleParams{s.temperature, s.top_k, s.top_p, s.min_p, s.u};
+  }
+  HOGWILD_CUDA_CHECK(cudaMemcpyAsync(sample_params_, params.data(), params.size() * sizeof(SampleParams),
+                                     cudaMemcpyHostToDevice, stream_));
+  ban_tokens(logits_, n, cfg_.vocab_size, banned_dev_, static_cast<int64_t>(banned_host_.size()),
+             stream_);
+  sample_rows(logits_, static_cast<const SampleParams*>(sample_params_), sample_out_, n,
+              cfg_.vocab_size, stream_);
+  HOGWILD_CUDA_CHECK(
+      cudaMemcpyAsync(tokens.data(), sample_out_, n * 4, cudaMemcpyDeviceToHost, stream_));
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (int64_t r = 0; r < n; ++r)
+    if (tokens[r] < 0)
+      fail(
+          "no token can be drawn for logits row {} (every logit is -inf or NaN after the banned "
+          "tokens and filters)",
+          r);
+}
+
+}  // namespace hogwild::cuda

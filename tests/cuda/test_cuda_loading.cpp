@@ -1,0 +1,197 @@
+// CudaBackend(model_dir): the checkpoint streamed to the GPU as bf16 gives bit-identical logits to
+// the fp32 host load (load_model) rounded on the device, for f32 / bf16 / f16 checkpoints, sharded
+// or not, with Phi3's fused qkv/gate_up tensors, q/k/v biases and q/k norms; a checkpoint that does
+// not match config.json is refused. CudaBackend::forward_sample against the host: greedy rows are
+// the argmax of the same forward's logits, sampled rows the inverse CDF of the CPU Sampler's
+// processed probabilities at the given uniform, banned ids are never drawn.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "cuda/cuda_backend.h"
+#include "model/config.h"
+#include "model/make_model.h"
+#include "model/weights.h"
+#include "sampling/sampler.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace hogwild::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Spec {
+  std::string name;
+  Arch arch;
+  bool bias, qk_norm, tie;
+  Dtype dtype;
+  uint64_t shard;  // max shard bytes
+};
+
+// A small checkpoint of `arch` with head_dim 64 (the CUDA kernel's), written by make_model.
+std::string write_model(const Spec& s) {
+  const fs::path dir = fs::temp_directory_path() / ("hogwild_cuda_loading_" + s.name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ModelConfig c = find_preset(s.arch, "tiny").config;
+  c.hidden_size = 128;
+  c.intermediate_size = 192;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 64;
+  c.vocab_size = 300;
+  c.attention_bias = s.bias;
+  c.qk_norm = s.qk_norm;
+  c.tie_word_embeddings = s.tie;
+  const fs::path cfg = dir / "in_config.json";
+  std::ofstream(cfg) << model_config_to_json(c).dump(1);
+  MakeModelOptions o;
+  o.arch = s.arch;
+  o.config_file = cfg.string();
+  o.dtype = s.dtype;
+  o.seed = 5;
+  o.out_dir = (dir / "model").string();
+  o.max_shard_size = s.shard;
+  o.show_progress = false;
+  make_model(o);
+  return o.out_dir;
+}
+
+ForwardBatch prompt_batch(BlockId b, int64_t n, int64_t vocab, int n_logit_rows) {
+  ForwardBatch fb;
+  fb.views = {{b}};
+  for (int64_t i = 0; i < n; ++i)
+    fb.tokens.push_back({static_cast<int32_t>((i * 37 + 11) % vocab), 0, b, i >= n - n_logit_rows});
+  return fb;
+}
+
+std::vector<Spec> specs() {
+  return {
+      {"qwen3_f32", Arch::qwen3, false, true, true, Dtype::f32, 2ull << 30},
+      {"qwen3_bf16_sharded", Arch::qwen3, false, true, false, Dtype::bf16, 100000},
+      {"qwen2_bias_f16", Arch::qwen2, true, false, false, Dtype::f16, 2ull << 30},
+      {"phi3_fused_bf16", Arch::phi3, false, false, false, Dtype::bf16, 2ull << 30},
+      {"llama_f32", Arch::llama, false, false, false, Dtype::f32, 2ull << 30},
+  };
+}
+
+cuda::CudaOptions small_options() {
+  cuda::CudaOptions o;
+  o.max_kv_tokens = 4096;
+  o.show_progress = false;
+  return o;
+}
+
+TEST(CudaLoading, StreamedCheckpointEqualsHostLoad) {
+  HOGWILD_REQUIRE_GPU();
+  for (const Spec& s : specs()) {
+    SCOPED_TRACE(s.name);
+    const std::string dir = write_model(s);
+    cuda::CudaBackend streamed(dir, small_options());
+    cuda::CudaBackend host(load_model(dir), small_options());
+    std::vector<float> a, b;
+    const BlockId ba = streamed.new_block(), bb = host.new_block();
+    const int64_t V = streamed.config().vocab_size;
+    streamed.forward(prompt_batch(ba, 40, V, 40), a);
+    host.forward(prompt_batch(bb, 40, V, 40), b);
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_EQ(a.size(), static_cast<size_t>(40 * V));
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+      scale = std::max(scale, std::fabs(double(b[i])));
+    }
+    EXPECT_EQ(worst, 0.0) << "same bf16 weights must give the same logits";
+    EXPECT_GT(scale, 0.1);  // the logits are not trivially zero
+  }
+}
+
+TEST(CudaLoading, MismatchedCheckpointIsRefused) {
+  HOGWILD_REQUIRE_GPU();
+  const std::string dir = write_model(specs()[0]);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(fs::path(dir) / "config.json"));
+  j["intermediate_size"] = 256;
+  std::ofstream(fs::path(dir) / "config.json") << j.dump(1);
+  try {
+    cuda::CudaBackend be(dir, small_options());
+    FAIL() << "a checkpoint that does not match config.json was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("do not match config.json"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(cuda::CudaBackend(dir + "/nonexistent", small_options()), Error);
+}
+
+// The CPU Sampler's processors + inverse CDF at uniform u (Sampler::sample with a given draw).
+int32_t host_draw(std::vector<float> l, const RowSampling& r, const std::vector<int32_t>& banned) {
+  for (int32_t id : banned) l[id] = -std::numeric_limits<float>::infinity();
+  SamplingParams p;
+  p.do_sample = r.temperature > 0;
+  p.temperature = r.temperature;
+  p.top_k = r.top_k;
+  p.top_p = r.top_p;
+  p.min_p = r.min_p;
+  Sampler(p).process(l, {});
+  const auto best = std::max_element(l.begin(), l.end());
+  if (!p.do_sample) return static_cast<int32_t>(best - l.begin());
+  double sum = 0;
+  for (float x : l) sum += std::exp(double(x) - *best);
+  const double target = double(r.u) * sum;
+  double cum = 0;
+  int32_t pick = -1;
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (std::isinf(l[i])) continue;
+    cum += std::exp(double(l[i]) - *best);
+    pick = static_cast<int32_t>(i);
+    if (target < cum) break;
+  }
+  return pick;
+}
+
+TEST(CudaLoading, ForwardSampleMatchesHostSampling) {
+  HOGWILD_REQUIRE_GPU();
+  const std::string dir = write_model(specs()[1]);
+  cuda::CudaBackend ref(dir, small_options());
+  cuda::CudaBackend dev(dir, small_options());
+  const int64_t V = ref.config().vocab_size;
+  const int rows = 8;
+  std::vector<float> logits;
+  const BlockId br = ref.new_block(), bd = dev.new_block();
+  ref.forward(prompt_batch(br, 30, V, rows), logits);
+  ASSERT_EQ(logits.size(), static_cast<size_t>(rows * V));
+  // Ban each row's argmax in row 0 so the banned path changes a greedy pick.
+  const int32_t top0 =
+      static_cast<int32_t>(std::max_element(logits.begin(), logits.begin() + V) - logits.begin());
+  const std::vector<int32_t> banned = {top0, 7, 299};
+  std::vector<RowSampling> rs(rows);
+  rs[0] = RowSampling{};  // greedy
+  rs[1] = RowSampling{};
+  rs[2] = RowSampling{1.0f, 0, 1.0f, 0.0f, 0.25f};
+  rs[3] = RowSampling{0.7f, 5, 1.0f, 0.0f, 0.9f};
+  rs[4] = RowSampling{1.3f, 0, 0.8f, 0.0f, 0.5f};
+  rs[5] = RowSampling{1.0f, 0, 1.0f, 0.1f, 0.05f};
+  rs[6] = RowSampling{2.0f, 50, 0.95f, 0.02f, 0.999f};
+  rs[7] = RowSampling{1.0f, 0, 1.0f, 0.0f, 0.0f};
+  std::vector<int32_t> got;
+  dev.forward_sample(prompt_batch(bd, 30, V, rows), banned, rs, got);
+  ASSERT_EQ(got.size(), static_cast<size_t>(rows));
+  for (int r = 0; r < rows; ++r) {
+    std::vector<float> row(logits.begin() + r * V, logits.begin() + (r + 1) * V);
+    EXPECT_EQ(got[r], host_draw(row, rs[r], banned)) << "row " << r;
+    for (int32_t b : banned) EXPECT_NE(got[r], b) << "row " << r;
+  }
+  EXPECT_NE(got[0], top0);
+  // Wrong row count: refused before anything runs.
+  std::vector<int32_t> none;
+  const int64_t len = dev.block_len(bd);
+  EXPECT_THROW(dev.forward_sample(prompt_batch(bd, 2, V, 1), banned, {}, none), Error);
+  EXPECT_EQ(dev.block_len(bd), len);
+}
+
+}  // namespace
+}  // namespace hogwild::test

@@ -1,0 +1,175 @@
+// Session with device sampling (SessionOptions::device_sampling, Backend::forward_sample,
+// TokenPicker::device_row): a backend that samples "on the device" must give the very tokens of
+// host sampling (same seeds, same RNG stream), get the session's forbidden ids as banned ids, and
+// be bypassed when the picker needs host logits (repetition penalty).
+//
+// The device here is a host twin of CudaBackend::forward_sample (src/cuda/sampling.h semantics:
+// banned ids -> temperature -> top-k -> top-p -> min-p -> inverse CDF in vocabulary order with
+// the given uniform), built on the CPU backend and the CPU Sampler's processors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "cpu/cpu_backend.h"
+#include "hogwild/picker.h"
+#include "tests/hogwild/test_support.h"
+
+namespace hogwild::testing {
+namespace {
+
+class HostTwinDevice : public cpu::CpuBackend {
+ public:
+  using cpu::CpuBackend::CpuBackend;
+  bool samples_on_device() const override { return true; }
+  void forward_sample(const ForwardBatch& batch, const std::vector<int32_t>& banned,
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override {
+    std::vector<float> logits;
+    forward(batch, logits);
+    ++calls;
+    last_banned = banned;
+    const int64_t V = config().vocab_size;
+    ASSERT_EQ(static_cast<int64_t>(rows.size()) * V, static_cast<int64_t>(logits.size()));
+    tokens.clear();
+    for (size_t r = 0; r < rows.size(); ++r) {
+      std::vector<float> l(logits.begin() + r * V, logits.begin() + (r + 1) * V);
+      for (int32_t id : banned) l[id] = -std::numeric_limits<float>::infinity();
+      const RowSampling& s = rows[r];
+      SamplingParams p;
+      p.do_sample = s.temperature > 0;
+      p.temperature = s.temperature;
+      p.top_k = s.top_k;
+      p.top_p = s.top_p;
+      p.min_p = s.min_p;
+      Sampler(p).process(l, {});
+      const auto best = std::max_element(l.begin(), l.end());
+      if (!p.do_sample) {
+        tokens.push_back(static_cast<int32_t>(best - l.begin()));
+        continue;
+      }
+      double sum = 0;
+      for (float x : l) sum += std::exp(double(x) - *best);
+      const double target = double(s.u) * sum;
+      double cum = 0;
+      int32_t pick = -1;
+      for (int64_t i = 0; i < V; ++i) {
+        if (std::isinf(l[i])) continue;
+        cum += std::exp(double(l[i]) - *best);
+        pick = static_cast<int32_t>(i);
+        if (target < cum) break;
+      }
+      tokens.push_back(pick);
+    }
+  }
+  int calls = 0;
+  std::vector<int32_t> last_banned;
+};
+
+struct SessionRun {
+  std::vector<std::vector<int32_t>> ids;  // per worker, sampled tokens in order
+  SessionResult res;
+  int null_logit_forwards = 0;
+};
+
+struct Collect : SessionObserver {
+  SessionRun* run;
+  void on_token(const TokenEvent& e) override { run->ids[e.worker].push_back(e.token); }
+  void on_forward(const ForwardRecord& r) override { run->null_logit_forwards += !r.logits; }
+};
+
+SessionRun run_session(cpu::CpuBackend& be, const SamplingParams& sp, bool device, int n_workers) {
+  ByteCodec codec;
+  Formatting f = test_formatting();
+  f.forbidden.texts = {"#", "<t270>"};
+  SessionOptions opt;
+  opt.n_workers = n_workers;
+  opt.budget = 40;
+  opt.stop_on_answer = false;
+  opt.device_sampling = device;
+  SamplerPicker picker(sp, n_workers, ByteCodec().encode("Q: 6 x 7?\n"));
+  Session s(be, codec, f, opt, picker);
+  SessionRun out;
+  out.ids.resize(n_workers);
+  Collect c;
+  c.run = &out;
+  s.set_observer(&c);
+  out.res = s.run(ByteCodec().encode("Q: 6 x 7?\n"));
+  return out;
+}
+
+SamplingParams sampled(float temperature, int64_t top_k, float top_p, float min_p) {
+  SamplingParams sp;
+  sp.do_sample = true;
+  sp.temperature = temperature;
+  sp.top_k = top_k;
+  sp.top_p = top_p;
+  sp.min_p = min_p;
+  sp.seed = 99;
+  return sp;
+}
+
+TEST(DeviceSampling, SameTokensAsHostSampling) {
+  const test::TinySpec spec = session_specs()[2];
+  for (const SamplingParams& sp :
+       {SamplingParams{}, sampled(2.0f, 0, 1.0f, 0.0f), sampled(3.0f, 20, 0.9f, 0.0f),
+        sampled(3.0f, 0, 1.0f, 0.02f)}) {
+    for (int n : {1, 3}) {
+      cpu::CpuBackend host(session_model(spec));
+      const SessionRun a = run_session(host, sp, false, n);
+      HostTwinDevice dev(session_model(spec));
+      const SessionRun b = run_session(dev, sp, true, n);
+      EXPECT_EQ(a.ids, b.ids) << "workers " << n << " temperature " << sp.temperature;
+      EXPECT_EQ(a.res.serial_steps, 40);
+      EXPECT_EQ(dev.calls, 40);  // every decode forward sampled on the device
+      EXPECT_EQ(b.null_logit_forwards, 40);
+      EXPECT_EQ(a.null_logit_forwards, 0);
+      // The banned ids are the session's forbidden tokens: EOS, '#', <t270> (and nothing else).
+      EXPECT_EQ(dev.last_banned, (std::vector<int32_t>{'#', kEos, 270}));
+      // The sampled tokens are varied (not all one id) when sampling.
+      if (sp.do_sample) {
+        std::set<int32_t> distinct(b.ids[0].begin(), b.ids[0].end());
+        EXPECT_GT(distinct.size(), 3u);
+      }
+    }
+  }
+}
+
+TEST(DeviceSampling, RepetitionPenaltyStaysOnTheHost) {
+  const test::TinySpec spec = session_specs()[2];
+  SamplingParams sp = sampled(1.0f, 0, 1.0f, 0.0f);
+  sp.repetition_penalty = 1.3f;
+  cpu::CpuBackend host(session_model(spec));
+  const SessionRun a = run_session(host, sp, false, 2);
+  HostTwinDevice dev(session_model(spec));
+  const SessionRun b = run_session(dev, sp, true, 2);
+  EXPECT_EQ(dev.calls, 0);
+  EXPECT_EQ(a.ids, b.ids);
+  EXPECT_EQ(b.null_logit_forwards, 0);
+}
+
+TEST(DeviceSampling, PickerDrawsTheSamplersUniforms) {
+  // device_row's uniform is the worker's own RNG stream: seed + worker, as Sampler::sample draws.
+  SamplingParams sp = sampled(0.7f, 5, 0.8f, 0.1f);
+  SamplerPicker picker(sp, 2, {1, 2});
+  for (int w : {0, 1}) {
+    Rng rng(sp.seed + w);
+    for (int i = 0; i < 5; ++i) {
+      RowSampling r;
+      ASSERT_TRUE(picker.device_row(w, r));
+      EXPECT_EQ(r.u, static_cast<float>(rng.uniform()));
+      EXPECT_FLOAT_EQ(r.temperature, 0.7f);
+      EXPECT_EQ(r.top_k, 5);
+      EXPECT_FLOAT_EQ(r.top_p, 0.8f);
+      EXPECT_FLOAT_EQ(r.min_p, 0.1f);
+    }
+  }
+  SamplerPicker greedy(SamplingParams{}, 1, {1});
+  RowSampling r;
+  r.temperature = 5;
+  ASSERT_TRUE(greedy.device_row(0, r));
+  EXPECT_EQ(r.temperature, 0.0f);  // greedy: argmax, no draw
+}
+
+}  // namespace
+}  // namespace hogwild::testing
