@@ -1,5 +1,7 @@
 // `hogwild bench`: decode throughput of 1..8 workers over a shared context (src/cuda/bench.h),
-// like llama-bench. Needs the CUDA backend and a GPU.
+// like llama-bench. Needs the CUDA backend and a GPU. --hf-baseline also runs HF transformers on
+// the same presets and shapes (tools/hf_baseline.py: W independent sequences, each with its own
+// copy of the context's KV) after hogwild's runs, and adds its tok/s to every row.
 #include "apps/hogwild/commands.h"
 #include "core/error.h"
 
@@ -7,11 +9,76 @@
 #include "cuda/bench.h"
 #endif
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 namespace hogwild::cli {
+
+namespace {
+
+// Runs the HF baseline script on the presets and shapes of `res` and adds "hf_tok_s_aggregate"
+// (and "hf_step_ms") to every matching row. Throws hogwild::Error when the script fails.
+void add_hf_baseline(nlohmann::json& res, const std::string& script,
+                     const std::vector<std::string>& presets, const std::vector<int>& workers,
+                     const std::vector<int64_t>& contexts) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(script, ec))
+    fail("--hf-baseline: {} not found; give the path of tools/hf_baseline.py", script);
+  const std::string out =
+      (std::filesystem::temp_directory_path() / fmt::format("hogwild_hf_{}.json", getpid())).string();
+  std::string cmd = fmt::format("python3 '{}' --json '{}' --preset", script, out);
+  for (const auto& p : presets) cmd += " " + p;
+  cmd += " --workers";
+  for (int w : workers) cmd += fmt::format(" {}", w);
+  cmd += " --context";
+  for (int64_t c : contexts) cmd += fmt::format(" {}", c);
+  cmd += " 1>&2";  // its table goes to stderr; stdout stays hogwild's
+  std::fprintf(stderr, "running the HF transformers baseline: %s\n", cmd.c_str());
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0)
+    fail("--hf-baseline: '{}' failed (exit status {}); it needs python3 with torch and transformers",
+         cmd, rc);
+  nlohmann::json hf = nlohmann::json::parse(std::ifstream(out), nullptr, false);
+  std::filesystem::remove(out, ec);
+  if (hf.is_discarded() || !hf.contains("results"))
+    fail("--hf-baseline: {} wrote no readable results", script);
+  res["hf_baseline"] = {{"device", hf.value("device", "")},
+                        {"torch", hf.value("torch", "")},
+                        {"transformers", hf.value("transformers", "")}};
+  for (auto& row : res["results"])
+    for (const auto& h : hf["results"])
+      if (h.value("model", "") == row.value("model", "") &&
+          h.value("context", 0) == row.value("context", 0) &&
+          h.value("workers", 0) == row.value("workers", 0) && h.contains("tok_s_aggregate")) {
+        row["hf_tok_s_aggregate"] = h["tok_s_aggregate"];
+        row["hf_step_ms"] = h["step_ms"];
+      }
+}
+
+// hogwild against HF, one line per configuration that both ran.
+std::string hf_table(const nlohmann::json& res) {
+  std::string t =
+      "| model | context | workers | hogwild tok/s aggregate | HF tok/s aggregate | x HF |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const auto& r : res["results"]) {
+    if (!r.contains("hf_tok_s_aggregate") || !r.contains("tok_s_aggregate")) continue;
+    const double ours = r["tok_s_aggregate"].get<double>(), hf = r["hf_tok_s_aggregate"].get<double>();
+    t += fmt::format("| {} | {} | {} | {:.1f} | {:.1f} | {:.1f} |\n", r.value("model", ""),
+                     r.value("context", 0), r.value("workers", 0), ours, hf, ours / hf);
+  }
+  return t;
+}
+
+}  // namespace
 
 void register_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand(
@@ -24,6 +91,7 @@ void register_bench(CLI::App& app) {
     std::string output = "table";
     std::string json_file;
     int repeat = 20;
+    std::string hf_script;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option(
@@ -36,6 +104,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-o,--output", a->output, "table or json (on stdout)")
       ->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--json-file", a->json_file, "also write the JSON results to this file");
+  cmd->add_option("--hf-baseline", a->hf_script,
+                  "also run HF transformers on the presets (path of tools/hf_baseline.py; needs "
+                  "python3 with torch + transformers)");
   cmd->callback([a] {
 #ifdef HOGWILD_HAVE_CUDA
     cuda::BenchOptions o;
@@ -44,11 +115,17 @@ void register_bench(CLI::App& app) {
     if (!a->workers.empty()) o.workers = a->workers;
     if (!a->contexts.empty()) o.contexts = a->contexts;
     o.repeat = a->repeat;
-    const nlohmann::json j = cuda::run_bench(o);
-    if (a->output == "json")
+    nlohmann::json j = cuda::run_bench(o);
+    if (!a->hf_script.empty()) {
+      if (o.presets.empty()) fail("--hf-baseline needs presets (-p); HF runs the preset shapes");
+      add_hf_baseline(j, a->hf_script, o.presets, o.workers, o.contexts);
+    }
+    if (a->output == "json") {
       std::printf("%s\n", j.dump(2).c_str());
-    else
+    } else {
       std::printf("%s", cuda::bench_table(j).c_str());
+      if (!a->hf_script.empty()) std::printf("\n%s", hf_table(j).c_str());
+    }
     if (!a->json_file.empty()) {
       std::ofstream f(a->json_file);
       if (!f) fail("cannot write {}; check the directory exists", a->json_file);
