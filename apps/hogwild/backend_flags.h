@@ -83,13 +83,21 @@ inline std::unique_ptr<Backend> make_backend(const std::string& model_dir, const
   return std::make_unique<cpu::CpuBackend>(load_model(model_dir));
 }
 
-/// Throws hogwild::Error (sizes + what to do) when `tokens` cannot be cached; no-op on the CPU.
-inline void require_kv_tokens(Backend& b, int64_t tokens) {
+/// Throws hogwild::Error (sizes + what to do, ending with the command's own `hint`) when `tokens`
+/// cannot be cached; no-op on the CPU.
+inline void require_kv_tokens(Backend& b, int64_t tokens, const std::string& hint) {
 #ifdef HOGWILD_HAVE_CUDA
-  if (auto* c = dynamic_cast<cuda::CudaBackend*>(&b)) c->require_kv_tokens(tokens);
+  if (auto* c = dynamic_cast<cuda::CudaBackend*>(&b)) {
+    try {
+      c->require_kv_tokens(tokens);
+    } catch (const Error& e) {
+      fail("{}; {}", e.what(), hint);
+    }
+  }
 #else
   (void)b;
   (void)tokens;
+  (void)hint;
 #endif
 }
 

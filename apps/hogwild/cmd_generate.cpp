@@ -97,7 +97,8 @@ void run_generate(const GenerateArgs& a) {
   o.max_new_tokens = a.max_new_tokens.value_or(gen.max_new_tokens.value_or(128));
   if (o.max_new_tokens < 0) fail("-n must be >= 0, got {}", o.max_new_tokens);
   o.eos_token_ids = gen.eos_token_id.empty() ? cfg.eos_token_id : gen.eos_token_id;
-  require_kv_tokens(backend, static_cast<int64_t>(prompt.size()) + o.max_new_tokens);
+  require_kv_tokens(backend, static_cast<int64_t>(prompt.size()) + o.max_new_tokens,
+                    "lower -n or raise --kv-tokens");
   o.stop_strings = a.stops;
 
   // Streaming: text through the incremental detokenizer, held back while it could be the start

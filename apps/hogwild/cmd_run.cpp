@@ -140,7 +140,10 @@ void run(RunArgs a) {
     if (a.budget > 0)
       need = std::min<int64_t>(need, static_cast<int64_t>(prompt.size()) + a.workers * (a.budget + 64));
     need += fmt.finisher.max_tokens + 64 * (3 * a.workers + 4) + 256 * a.workers;
-    require_kv_tokens(backend, need);
+    require_kv_tokens(backend, need,
+                      fmt::format("lower --max-context (now {} tokens) or set --budget, use fewer "
+                                  "workers (-w), or raise --kv-tokens",
+                                  ctx));
   }
 
   SessionOptions opt;
