@@ -107,7 +107,7 @@ TEST(GenerateCli, JsonAndDumpLogitsMatchTheReference) {
   int rc = 0;
   std::string err;
   const std::string out = run_cli(
-      "generate -m " + dir + " --ids 5,17,2,40,33 -n 6 --greedy --json --dump-logits " + npy, &rc,
+      "generate --device cpu -m " + dir + " --ids 5,17,2,40,33 -n 6 --greedy --json --dump-logits " + npy, &rc,
       &err);
   ASSERT_EQ(rc, 0) << out << err;
   const auto j = nlohmann::json::parse(out);
@@ -151,6 +151,14 @@ TEST(GenerateCli, JsonAndDumpLogitsMatchTheReference) {
   run_cli("generate -m " + dir + " --ids 1 --temperature -1", &rc, &err);
   EXPECT_NE(err.find("temperature must be a finite number >= 0"), std::string::npos) << err;
   EXPECT_NE(rc, 0);
+  // --device cuda where it cannot run (no GPU, a build without CUDA, or this head_dim-16 model on
+  // a GPU): an error that names the way out.
+  run_cli("generate -m " + dir + " --ids 1 --device cuda", &rc, &err);
+  EXPECT_NE(err.find("use --device cpu"), std::string::npos) << err;
+  EXPECT_NE(rc, 0);
+  run_cli("generate -m " + dir + " --ids 1 --device tpu", &rc, &err);
+  EXPECT_NE(err.find("--device: tpu not in {auto,cuda,cpu}"), std::string::npos) << err;
+  EXPECT_NE(rc, 0);
   fs::remove_all(dir);
   std::remove(npy.c_str());
 }
@@ -167,7 +175,7 @@ TEST(GenerateCli, TextPromptStreamsTextAndStopsAtStopStrings) {
   const Tokenizer tok = Tokenizer::from_dir(dir);
   int rc = 0;
   std::string err;
-  const std::string args = "generate -m " + dir + " -p \"the quick brown fox\" -n 16 --temperature 1 --seed 4";
+  const std::string args = "generate --device cpu -m " + dir + " -p \"the quick brown fox\" -n 16 --temperature 1 --seed 4";
   const auto j = nlohmann::json::parse(run_cli(args + " --json", &rc, &err));
   ASSERT_EQ(rc, 0) << err;
   EXPECT_EQ(j["prompt_ids"].get<std::vector<int32_t>>(), tok.encode("the quick brown fox", true));
@@ -193,7 +201,7 @@ TEST(GenerateCli, TextPromptStreamsTextAndStopsAtStopStrings) {
   std::string ids;
   for (int32_t id : tok.encode("the quick brown fox", true)) ids += (ids.empty() ? "" : ",") + std::to_string(id);
   const auto ji = nlohmann::json::parse(
-      run_cli("generate -m " + dir + " --ids " + ids + " -n 16 --temperature 1 --seed 4 --json", &rc, &err));
+      run_cli("generate --device cpu -m " + dir + " --ids " + ids + " -n 16 --temperature 1 --seed 4 --json", &rc, &err));
   ASSERT_EQ(rc, 0) << err;
   EXPECT_EQ(ji["prompt_ids"], j["prompt_ids"]);
   EXPECT_EQ(ji["generated_ids"].get<std::vector<int32_t>>(), gen);
