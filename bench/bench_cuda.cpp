@@ -1,6 +1,6 @@
 // bench_cuda: the `hogwild bench` sweep (src/cuda/bench.h) as a standalone program, so the GPU
 // benchmark builds with only the CUDA backend's libraries. Prints the table, writes JSON.
-//   bench_cuda [-p PRESET...] [-m DIR...] [-w W...] [-c CTX...] [-r N] [--json FILE] [--no-skinny]
+//   bench_cuda [-p PRESET...] [-m DIR...] [-w W...] [-c CTX...] [-r N] [--json FILE] [--no-skinny] [--no-pdl] [--gemm]
 #ifdef HOGWILD_HAVE_CUDA
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   hogwild::cuda::BenchOptions o;
   std::vector<std::string> presets, dirs;
   std::string json_file = "bench_cuda.json";
-  bool no_skinny = false;
+  bool no_skinny = false, no_pdl = false, gemm = false;
   app.add_option("-p,--preset", presets, "model presets (default: qwen3-8b qwq-32b)");
   app.add_option("-m,--model", dirs, "Hugging Face model directories");
   app.add_option("-w,--workers", o.workers, "worker counts");
@@ -22,13 +22,16 @@ int main(int argc, char** argv) {
   app.add_option("-r,--repeat", o.repeat, "timed steps per configuration");
   app.add_option("--json", json_file, "JSON output file");
   app.add_flag("--no-skinny", no_skinny, "cuBLAS for every projection (no skinny kernel)");
+  app.add_flag("--no-pdl", no_pdl, "ordinary launches (no programmatic dependent launch)");
+  app.add_flag("--gemm", gemm, "projection microbenchmark (skinny kernel vs cuBLAS) instead");
   CLI11_PARSE(app, argc, argv);
   if (!presets.empty() || !dirs.empty()) o.presets = presets;
   o.model_dirs = dirs;
   o.skinny_gemm = !no_skinny;
+  o.programmatic_launch = !no_pdl;
   try {
-    const nlohmann::json j = hogwild::cuda::run_bench(o);
-    std::printf("%s", hogwild::cuda::bench_table(j).c_str());
+    const nlohmann::json j = gemm ? hogwild::cuda::run_gemm_bench(o) : hogwild::cuda::run_bench(o);
+    std::printf("%s", (gemm ? hogwild::cuda::gemm_table(j) : hogwild::cuda::bench_table(j)).c_str());
     std::ofstream(json_file) << j.dump(2) << "\n";
   } catch (const hogwild::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

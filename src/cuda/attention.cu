@@ -1,35 +1,39 @@
 // Hogwild attention kernels (attention.h): per-(item, KV head) partial states on the tensor cores
-// (WMMA bf16 16x16x16, fp32 accumulation), then a log-sum-exp combine per (row, head).
+// (mma.sync m16n8k16 bf16, fp32 accumulation), then a log-sum-exp combine per (row, head).
 // Kernels first, launchers second.
-#include <mma.h>
-
+//
+// Partial kernel layout: one CTA of 16 warps per (item, KV head). The chunk's 64-key tiles stream
+// through a kStages-deep cp.async ring in shared memory, one barrier per tile. Warp w owns query
+// row tile rt = w / 4 (16 rows) and keys [16 kq, 16 kq + 16) of every tile, kq = w % 4: S = Q K^T,
+// the online softmax and O += P V stay in its registers (flash-attention-2 register reuse: the S
+// accumulator is the A operand of P V), so warps never wait for each other inside a tile. Warps
+// whose row tile is empty only help load. At the end the 4 key-quarter states of each row are
+// merged through shared memory (aliasing the ring) into the item's partial states.
 #include "cuda/attention.h"
-#include "cuda/cuda_check.h"
+#include "cuda/pdl.cuh"
 
 namespace hogwild::cuda {
 namespace {
 
 using bf16 = __nv_bfloat16;
-namespace wmma = nvcuda::wmma;
 
-constexpr int kThreads = 256;        // 8 warps
-constexpr int kRows = kAttnMaxRows;  // 64 query rows per CTA
-constexpr int kKeys = kPageTokens;   // 64 keys per tile
-constexpr int kSLd = kKeys + 4;      // fp32 scores row stride
-constexpr int kPLd = kKeys + 8;      // bf16 probabilities row stride
+constexpr int kWarps = 16;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kRows = kAttnMaxRows;  // 64 query rows per CTA = 4 row tiles
+constexpr int kKeys = kPageTokens;   // 64 keys per tile = 4 key quarters
+constexpr int kStages = 4;           // K/V tiles in flight per CTA (1 CTA per SM)
 
 template <int HD>
 struct Smem {
-  static constexpr int kQLd = HD + 8;  // bf16 Q/K/V row stride (16-byte pad against bank conflicts)
-  static constexpr int kOLd = HD + 4;  // fp32 O row stride
-  bf16 q[kRows * kQLd];
-  bf16 k[2][kKeys * kQLd];
-  bf16 v[2][kKeys * kQLd];
-  float s[kRows * kSLd];
-  bf16 p[kRows * kPLd];
-  float o[kRows * kOLd];
-  float m[kRows];
-  float l[kRows];
+  static constexpr int kLd = HD + 8;  // bf16 Q/K/V row stride (16-byte pad: conflict-free ldmatrix)
+  static constexpr int kRing = kStages * 2 * kKeys * kLd;  // bf16 elements of the K/V ring
+  bf16 q[kRows * kLd];
+  union {
+    bf16 kv[kRing];                  // stage s: K at s * 2 * kKeys * kLd, V after it
+    float o[4][4][16][HD];           // merge: [row tile][key quarter][row][dim]
+  } u;
+  float m[4][4][16];
+  float l[4][4][16];
   int32_t limit[kRows];
 };
 
@@ -44,6 +48,31 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const bf16* p) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const bf16* p) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
 struct PartialArgs {
   const bf16* q;
   AttnShape shape;
@@ -56,36 +85,47 @@ struct PartialArgs {
 template <int HD>
 __device__ void load_tile(Smem<HD>& sm, int stage, const PartialArgs& a, const AttnItem& it,
                           int tile, int h) {
+  constexpr int kLd = Smem<HD>::kLd;
   constexpr int kChunks = kKeys * HD / 8;  // 16-byte pieces per K (or V) tile
   const int key0 = it.key_start + tile * kKeys;
   const int32_t page = a.plan.pages[it.page_base + key0 / kKeys];
   const bf16* ksrc = a.pool + a.layout.tile_offset(page, 0, h);
   const bf16* vsrc = a.pool + a.layout.tile_offset(page, 1, h);
+  bf16* kdst = sm.u.kv + stage * 2 * kKeys * kLd;
+  bf16* vdst = kdst + kKeys * kLd;
   for (int c = threadIdx.x; c < kChunks; c += kThreads) {
     const int row = c / (HD / 8), col = (c % (HD / 8)) * 8;
     const bool valid = key0 + row < it.key_end;  // keys past the end: zeros (never NaN garbage)
-    cp_async16(&sm.k[stage][row * Smem<HD>::kQLd + col], ksrc + row * HD + col, valid);
-    cp_async16(&sm.v[stage][row * Smem<HD>::kQLd + col], vsrc + row * HD + col, valid);
+    cp_async16(&kdst[row * kLd + col], ksrc + row * HD + col, valid);
+    cp_async16(&vdst[row * kLd + col], vsrc + row * HD + col, valid);
   }
 }
 
 // grid (max_items, num_key_value_heads), kThreads threads, dynamic smem sizeof(Smem<HD>).
 template <int HD>
-__global__ void __launch_bounds__(kThreads) attn_partial_kernel(PartialArgs a) {
+__global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a) {
+  pdl_wait();
+  pdl_launch_dependents();
   if (blockIdx.x >= *a.plan.n_items) return;
   extern __shared__ __align__(128) unsigned char raw[];
   Smem<HD>& sm = *reinterpret_cast<Smem<HD>*>(raw);
-  constexpr int QLd = Smem<HD>::kQLd, OLd = Smem<HD>::kOLd;
+  constexpr int kLd = Smem<HD>::kLd;
+  constexpr int kNt = HD / 8;  // O n-tiles of 8 dims
   const AttnItem it = a.plan.items[blockIdx.x];
   const int h = blockIdx.y;
   const int G = a.shape.num_attention_heads / a.shape.num_key_value_heads;
   const int n_rows = it.pair_count * G;
   const int n_r16 = (n_rows + 15) / 16;
-  const int warp = threadIdx.x / 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int rt = warp / 4, kq = warp % 4;
   const int n_tiles = (it.key_end - it.key_start + kKeys - 1) / kKeys;
 
-  load_tile(sm, 0, a, it, 0, h);
-  cp_async_commit();
+#pragma unroll
+  for (int p = 0; p < kStages - 1; ++p) {
+    if (p < n_tiles) load_tile(sm, p, a, it, p, h);
+    cp_async_commit();
+  }
 
   // Queries, rotated per pair by its limit (p - o) with the attention factor; zero pad rows.
   const int half = a.rope.rotary_dim / 2;
@@ -106,105 +146,131 @@ __global__ void __launch_bounds__(kThreads) attn_partial_kernel(PartialArgs a) {
     } else if (d == 0) {
       sm.limit[r] = -1;
     }
-    sm.q[r * QLd + d] = __float2bfloat16(val);
-    sm.o[r * OLd + d] = 0.0f;
-    if (d == 0) {
-      sm.m[r] = -INFINITY;
-      sm.l[r] = 0.0f;
-    }
+    sm.q[r * kLd + d] = __float2bfloat16(val);
   }
   const float scale_log2 = a.shape.scale * 1.4426950408889634f;
+  const bool active = rt < n_r16;
+  // This lane's rows (g, g + 8 of the row tile) and their last visible key.
+  int lim[2] = {-1, -1};
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  float o[kNt][4];
+#pragma unroll
+  for (int j = 0; j < kNt; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
   for (int tile = 0; tile < n_tiles; ++tile) {
-    if (tile + 1 < n_tiles) load_tile(sm, (tile + 1) & 1, a, it, tile + 1, h);
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile's stage landed for all threads; stage (tile - 1) % S is free
+    if (tile + kStages - 1 < n_tiles)
+      load_tile(sm, (tile + kStages - 1) % kStages, a, it, tile + kStages - 1, h);
     cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();
-    const int st = tile & 1;
-
-    // S = Q K^T (n_r16 x 4 tiles of 16x16).
-    for (int t = warp; t < n_r16 * 4; t += kThreads / 32) {
-      const int rt = t / 4, ct = t % 4;
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.0f);
-#pragma unroll
-      for (int k = 0; k < HD / 16; ++k) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> fb;
-        wmma::load_matrix_sync(fa, &sm.q[rt * 16 * QLd + k * 16], QLd);
-        wmma::load_matrix_sync(fb, &sm.k[st][ct * 16 * QLd + k * 16], QLd);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      wmma::store_matrix_sync(&sm.s[rt * 16 * kSLd + ct * 16], acc, kSLd, wmma::mem_row_major);
+    if (!active) continue;
+    if (tile == 0) {
+      lim[0] = sm.limit[rt * 16 + g];
+      lim[1] = sm.limit[rt * 16 + g + 8];
     }
-    __syncthreads();
+    const bf16* ks = sm.u.kv + (tile % kStages) * 2 * kKeys * kLd + kq * 16 * kLd;
+    const bf16* vs = ks + kKeys * kLd;
+    const bf16* qs = sm.q + rt * 16 * kLd;
 
-    // Online softmax: 4 threads per row, 16 keys each; rescale the row's O by alpha. Whole warps
-    // (8 rows) skip unused row tiles (used_rows is a multiple of 16), so the shuffles stay full.
-    if (threadIdx.x / 4 < used_rows) {
-      const int r = threadIdx.x / 4, sub = threadIdx.x % 4;
-      const int key0 = it.key_start + tile * kKeys;
-      const int lim = sm.limit[r];
-      float sv[16];
+    // S (16 rows x 16 keys) = Q K^T over HD / 16 k-steps; n-tile j = keys 8j..8j+7.
+    float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      uint32_t qa[4], kb[4];
+      ldmatrix_x4(qa, qs + (lane & 15) * kLd + kk * 16 + (lane >> 4) * 8);
+      ldmatrix_x4(kb, ks + ((lane & 7) + ((lane >> 4) << 3)) * kLd + kk * 16 + ((lane >> 3) & 1) * 8);
+      mma16816(s[0], qa, kb[0], kb[1]);
+      mma16816(s[1], qa, kb[2], kb[3]);
+    }
+
+    // Online softmax (base 2) per row; m is uniform over the row's 4 lanes, l stays lane-partial.
+    const int key_base = it.key_start + tile * kKeys + kq * 16;
+    uint32_t pa[4];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float v[4];
       float mx = -INFINITY;
 #pragma unroll
-      for (int c = 0; c < 16; ++c) {
-        const int key = key0 + sub * 16 + c;
-        const bool vis = key <= lim && key < it.key_end;
-        sv[c] = vis ? sm.s[r * kSLd + sub * 16 + c] * scale_log2 : -INFINITY;
-        mx = fmaxf(mx, sv[c]);
-      }
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int key = key_base + 8 * j + 2 * t + e;
+          const bool vis = key <= lim[r] && key < it.key_end;
+          v[2 * j + e] = vis ? s[j][2 * r + e] * scale_log2 : -INFINITY;
+          mx = fmaxf(mx, v[2 * j + e]);
+        }
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_old = sm.m[r];
-      const float m_new = fmaxf(m_old, mx);
-      float sum = 0.0f;
+      const float m_new = fmaxf(m[r], mx);
+      const float alpha = m[r] == -INFINITY ? 0.0f : exp2f(m[r] - m_new);
+      float p[4], sum = 0.0f;
 #pragma unroll
-      for (int c = 0; c < 16; ++c) {
-        const float pv = sv[c] == -INFINITY ? 0.0f : exp2f(sv[c] - m_new);
-        sum += pv;
-        sm.p[r * kPLd + sub * 16 + c] = __float2bfloat16(pv);
+      for (int c = 0; c < 4; ++c) {
+        p[c] = v[c] == -INFINITY ? 0.0f : exp2f(v[c] - m_new);
+        sum += p[c];
       }
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const float alpha = m_old == -INFINITY ? 0.0f : exp2f(m_old - m_new);
-      if (tile > 0) {
-        for (int d = sub; d < HD; d += 4) sm.o[r * OLd + d] *= alpha;
+      m[r] = m_new;
+      l[r] = l[r] * alpha + sum;
+      if (alpha != 1.0f) {
+#pragma unroll
+        for (int j = 0; j < kNt; ++j) {
+          o[j][2 * r] *= alpha;
+          o[j][2 * r + 1] *= alpha;
+        }
       }
-      __syncwarp();
-      if (sub == 0) {
-        sm.m[r] = m_new;
-        sm.l[r] = sm.l[r] * alpha + sum;
-      }
+      // A fragment of P: rows g / g + 8 (r), keys 2t.. (n-tile 0) and 8 + 2t.. (n-tile 1).
+      pa[r] = pack_bf16(p[0], p[1]);
+      pa[2 + r] = pack_bf16(p[2], p[3]);
     }
-    __syncthreads();
 
-    // O += P V (n_r16 x HD/16 tiles).
-    for (int t = warp; t < n_r16 * (HD / 16); t += kThreads / 32) {
-      const int rt = t / (HD / 16), ct = t % (HD / 16);
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::load_matrix_sync(acc, &sm.o[rt * 16 * OLd + ct * 16], OLd, wmma::mem_row_major);
+    // O (16 rows x HD) += P (16 x 16 keys) V (16 keys x HD); V fragments by transposed ldmatrix.
 #pragma unroll
-      for (int k = 0; k < kKeys / 16; ++k) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> fb;
-        wmma::load_matrix_sync(fa, &sm.p[rt * 16 * kPLd + k * 16], kPLd);
-        wmma::load_matrix_sync(fb, &sm.v[st][k * 16 * QLd + ct * 16], QLd);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      wmma::store_matrix_sync(&sm.o[rt * 16 * OLd + ct * 16], acc, OLd, wmma::mem_row_major);
+    for (int j = 0; j < kNt; j += 2) {
+      uint32_t vb[4];
+      ldmatrix_x4_trans(vb, vs + ((lane & 7) + ((lane >> 3) & 1) * 8) * kLd + j * 8 + (lane >> 4) * 8);
+      mma16816(o[j], pa, vb[0], vb[1]);
+      mma16816(o[j + 1], pa, vb[2], vb[3]);
     }
-    __syncthreads();
   }
 
-  // Partial states of the item's rows.
+  // Merge the 4 key quarters of each row tile through shared memory (the ring is free now).
+  cp_async_wait<0>();
+  __syncthreads();
+  if (active) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+      if (t == 0) {
+        sm.m[rt][kq][g + 8 * r] = m[r];
+        sm.l[rt][kq][g + 8 * r] = l[r];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kNt; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) sm.u.o[rt][kq][g + 8 * (c >> 1)][8 * j + 2 * t + (c & 1)] = o[j][c];
+  }
+  __syncthreads();
   const int nh = a.shape.num_attention_heads;
   for (int idx = threadIdx.x; idx < n_rows * HD; idx += kThreads) {
     const int r = idx / HD, d = idx % HD;
+    const int tr = r / 16, rr = r % 16;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) mx = fmaxf(mx, sm.m[tr][q][rr]);
+    float acc = 0.0f, den = 0.0f;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float mq = sm.m[tr][q][rr];
+      const float w = mq == -INFINITY ? 0.0f : exp2f(mq - mx);
+      acc += w * sm.u.o[tr][q][rr][d];
+      den += w * sm.l[tr][q][rr];
+    }
     const int64_t e = it.entry_start + r / G;
     const int hq = h * G + r % G;
-    a.plan.part_o[(e * nh + hq) * HD + d] = sm.o[r * OLd + d];
-    if (d == 0) a.plan.part_ml[e * nh + hq] = make_float2(sm.m[r], sm.l[r]);
+    a.plan.part_o[(e * nh + hq) * HD + d] = acc;
+    if (d == 0) a.plan.part_ml[e * nh + hq] = make_float2(mx, den);
   }
 }
 
@@ -214,6 +280,8 @@ constexpr int kCombineCached = 512;  // entries per row whose weights live in sh
 // row's entries; pass 2: weights 2^(m_e - max) (shared memory) and the denominator; pass 3: the
 // weighted sum of the un-normalised outputs, entries independent so their loads overlap.
 __global__ void attn_combine_kernel(AttnPlanView plan, int nh, int hd, bf16* out) {
+  pdl_wait();
+  pdl_launch_dependents();
   __shared__ float w[kCombineCached];
   __shared__ float red[4];
   const int t = plan.row_begin + blockIdx.x, hq = blockIdx.y, d = threadIdx.x;
@@ -272,8 +340,7 @@ void launch_partial(const PartialArgs& args, int kv_heads, cudaStream_t stream) 
     configured = true;
   }
   dim3 grid(args.plan.max_items, kv_heads);
-  attn_partial_kernel<HD><<<grid, kThreads, smem, stream>>>(args);
-  HOGWILD_CUDA_CHECK_LAUNCH();
+  launch_pdl(attn_partial_kernel<HD>, grid, dim3(kThreads), smem, stream, args);
 }
 
 }  // namespace
@@ -297,9 +364,8 @@ void hogwild_attention(const bf16* q, const AttnShape& shape, const bf16* layer_
       launch_partial<128>(args, shape.num_key_value_heads, stream);
   }
   dim3 grid(plan.n_rows, shape.num_attention_heads);
-  attn_combine_kernel<<<grid, shape.head_dim, 0, stream>>>(plan, shape.num_attention_heads,
-                                                           shape.head_dim, out);
-  HOGWILD_CUDA_CHECK_LAUNCH();
+  launch_pdl(attn_combine_kernel, grid, dim3(shape.head_dim), 0, stream, plan,
+             shape.num_attention_heads, shape.head_dim, out);
 }
 
 }  // namespace hogwild::cuda

@@ -11,6 +11,9 @@
 #include "core/error.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
+#include "cuda/elementwise.h"
+#include "cuda/gemm.h"
+#include "cuda/pdl.h"
 #include "model/make_model.h"
 #include "model/weights.h"
 
@@ -133,6 +136,8 @@ nlohmann::json run_bench(const BenchOptions& opt) {
   nlohmann::json out;
   out["device"] = prop.name;
   out["skinny_gemm"] = opt.skinny_gemm;
+  out["programmatic_launch"] = opt.programmatic_launch;
+  set_programmatic_launch(opt.programmatic_launch);
   out["copy_bandwidth_GBps"] = bw / 1e9;
   out["results"] = nlohmann::json::array();
   CudaOptions co;
@@ -147,10 +152,106 @@ nlohmann::json run_bench(const BenchOptions& opt) {
     add_model(out, *be, name, opt, bw);
   }
   for (const std::string& dir : opt.model_dirs) {
-    auto be = std::make_unique<CudaBackend>(load_model(dir), co);
+    auto be = std::make_unique<CudaBackend>(dir, co);  // streamed as bf16, no fp32 host copy
     add_model(out, *be, dir, opt, bw);
   }
   return out;
+}
+
+nlohmann::json run_gemm_bench(const BenchOptions& opt) {
+  if (!cuda_device_available()) fail("bench: needs a CUDA GPU and none is usable");
+  set_programmatic_launch(opt.programmatic_launch);
+  nlohmann::json out;
+  out["copy_bandwidth_GBps"] = measure_copy_bandwidth() / 1e9;
+  out["results"] = nlohmann::json::array();
+  cudaStream_t st;
+  HOGWILD_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  Gemm gemm(st);
+  cudaEvent_t e0, e1;
+  HOGWILD_CUDA_CHECK(cudaEventCreate(&e0));
+  HOGWILD_CUDA_CHECK(cudaEventCreate(&e1));
+  for (const std::string& name : opt.presets) {
+    const auto& all = model_presets();
+    auto it =
+        std::find_if(all.begin(), all.end(), [&](const ModelPreset& p) { return p.name == name; });
+    if (it == all.end()) fail("bench: unknown preset '{}'", name);
+    const ModelConfig& c = it->config;
+    const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
+    const int64_t qkv = (c.num_attention_heads + 2 * c.num_key_value_heads) * hd;
+    struct Shape {
+      const char* what;
+      int64_t in, out;
+    };
+    for (const Shape& s : {Shape{"qkv", H, qkv}, Shape{"o", c.num_attention_heads * hd, H},
+                           Shape{"gate_up_swiglu", H, 2 * I}, Shape{"down", I, H},
+                           Shape{"lm_head", H, c.vocab_size}}) {
+      const int64_t bytes = s.in * s.out * 2;
+      const int64_t copies = std::max<int64_t>(1, (int64_t(512) << 20) / bytes + 1);
+      bf16 *W = nullptr, *x = nullptr, *y = nullptr, *scratch = nullptr;
+      float* yf = nullptr;
+      HOGWILD_CUDA_CHECK(cudaMalloc(&W, copies * bytes));
+      HOGWILD_CUDA_CHECK(cudaMalloc(&x, 8 * s.in * 2));
+      HOGWILD_CUDA_CHECK(cudaMalloc(&y, 8 * s.out * 2));
+      HOGWILD_CUDA_CHECK(cudaMalloc(&scratch, 8 * s.out * 2));
+      HOGWILD_CUDA_CHECK(cudaMalloc(&yf, 8 * s.out * 4));
+      fill_uniform_bf16(W, copies * bytes / 2, opt.seed, 0.02f, 0.0f, st);
+      fill_uniform_bf16(x, 8 * s.in, opt.seed + 1, 1.0f, 0.0f, st);
+      for (int rows : opt.workers) {
+        nlohmann::json r;
+        r["model"] = name;
+        r["matrix"] = s.what;
+        r["in"] = s.in;
+        r["out"] = s.out;
+        r["rows"] = rows;
+        for (bool skinny : {true, false}) {
+          gemm.set_skinny(skinny);
+          const int n = 40;
+          auto one = [&](int i) {
+            const bf16* w = W + (i % copies) * (bytes / 2);
+            if (s.what == std::string("gate_up_swiglu"))
+              gemm.linear_swiglu(x, w, scratch, y, rows, s.in, s.out / 2);
+            else if (s.what == std::string("lm_head"))
+              gemm.linear_f32(x, w, yf, rows, s.in, s.out);
+            else
+              gemm.linear(x, w, y, rows, s.in, s.out);
+          };
+          for (int i = 0; i < 5; ++i) one(i);
+          HOGWILD_CUDA_CHECK(cudaEventRecord(e0, st));
+          for (int i = 0; i < n; ++i) one(i);
+          HOGWILD_CUDA_CHECK(cudaEventRecord(e1, st));
+          HOGWILD_CUDA_CHECK(cudaEventSynchronize(e1));
+          float ms = 0;
+          HOGWILD_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+          const double us = 1000.0 * ms / n;
+          r[skinny ? "skinny_us" : "cublas_us"] = us;
+          r[skinny ? "skinny_GBps" : "cublas_GBps"] = bytes / (us * 1e-6) / 1e9;
+        }
+        out["results"].push_back(r);
+      }
+      cudaFree(W);
+      cudaFree(x);
+      cudaFree(y);
+      cudaFree(scratch);
+      cudaFree(yf);
+    }
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaStreamDestroy(st);
+  return out;
+}
+
+std::string gemm_table(const nlohmann::json& j) {
+  std::string s = fmt::format("copy bandwidth {:.0f} GB/s\n", j["copy_bandwidth_GBps"].get<double>());
+  s += "| model | matrix | in | out | rows | skinny us | skinny GB/s | cuBLAS us | cuBLAS GB/s |\n";
+  s += "|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : j["results"])
+    s += fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {:.0f} | {:.1f} | {:.0f} |\n",
+                     r["model"].get<std::string>(), r["matrix"].get<std::string>(),
+                     r["in"].get<int64_t>(), r["out"].get<int64_t>(), r["rows"].get<int>(),
+                     r["skinny_us"].get<double>(), r["skinny_GBps"].get<double>(),
+                     r["cublas_us"].get<double>(), r["cublas_GBps"].get<double>());
+  return s;
 }
 
 std::string bench_table(const nlohmann::json& j) {

@@ -24,6 +24,7 @@ struct BenchOptions {
   uint64_t seed = 1;
   bool progress = true;     // a line per configuration on stderr
   bool skinny_gemm = true;  // CudaOptions::skinny_gemm
+  bool programmatic_launch = true;  // pdl.h switch
 };
 
 /// Measured device-to-device copy bandwidth in bytes/s (bytes read + written over time).
@@ -35,5 +36,11 @@ nlohmann::json run_bench(const BenchOptions& opt);
 
 /// The results as a text table (one row per configuration).
 std::string bench_table(const nlohmann::json& results);
+
+/// Projection microbenchmark: for each weight matrix of the presets (qkv, o, gate/up with SwiGLU,
+/// down, lm_head) and each row count in opt.workers, the skinny kernel and cuBLAS: mean time of a
+/// back-to-back launch over weight copies that together exceed the L2, and GB/s of weights read.
+nlohmann::json run_gemm_bench(const BenchOptions& opt);
+std::string gemm_table(const nlohmann::json& results);
 
 }  // namespace hogwild::cuda

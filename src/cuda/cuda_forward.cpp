@@ -118,9 +118,9 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   if (sm_count_ == 0)
     HOGWILD_CUDA_CHECK(
         cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, opt_.device));
-  // One wave of partial-kernel CTAs: its 148 KB (head_dim 128) / 91 KB (64) of shared memory fit
-  // 1 / 2 CTAs per SM; a second, mostly idle wave cost ~5 us per layer (measured, docs/CUDA.md).
-  const int32_t resident = sm_count_ * (cfg_.head_dim == 128 ? 1 : 2) * 9 / 10;
+  // One wave of partial-kernel CTAs (16 warps and 155 KB (head_dim 128) / 85 KB (64) of shared
+  // memory: 1 CTA per SM); a second, mostly idle wave cost ~5 us per layer (measured, docs/CUDA.md).
+  const int32_t resident = sm_count_ * 9 / 10;
   pin.chunk = choose_chunk(total_keys, T, static_cast<int32_t>(cfg_.num_key_value_heads), resident);
 
   // Split rows so every launch's entries fit the partial-state buffer.
@@ -211,21 +211,22 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = layers_[l];
     bf16* layer_pool = pool_ + l * layout_.layer_elems();
-    // attention block (input norm done): qkv, (bias), (q/k norm), K/V append with RoPE,
+    // attention block (input norm done): qkv (+ bias), (q/k norm), K/V append with RoPE,
     // attention, o-proj; then residual add fused with the post-attention norm
-    gemm_->linear(h_, L.qkv_proj, qkv_, T, H, qkv_dim_);
-    if (L.qkv_bias) add_bias(qkv_, L.qkv_bias, T, qkv_dim_, stream_);
+    gemm_->linear(h_, L.qkv_proj, qkv_, T, H, qkv_dim_, L.qkv_bias);
     if (L.q_norm)
-      rmsnorm_qk_heads(qkv_, qkv_dim_, T, nh, kvh, L.q_norm, L.k_norm, hd, eps, stream_);
-    kv_append(qkv_, qkv_dim_, nh * hd, (nh + kvh) * hd, T, pos, slot, layer_pool, layout_, rope_,
-              attn_factor_, stream_);
+      qk_norm_kv_append(qkv_, qkv_dim_, nh, T, L.q_norm, L.k_norm, eps, pos, slot, layer_pool,
+                        layout_, rope_, attn_factor_, stream_);
+    else
+      kv_append(qkv_, qkv_dim_, nh * hd, (nh + kvh) * hd, T, pos, slot, layer_pool, layout_, rope_,
+                attn_factor_, stream_);
     for (int k = 0; k < n_plans; ++k)
       hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[k], attn_, stream_);
     gemm_->linear(attn_, L.o_proj, tmp_, T, nh * hd, H);
     add_rmsnorm(x_, tmp_, L.post_attention_layernorm, h_, T, H, eps, stream_);
-    // mlp block: gate/up, SwiGLU, down; residual add fused with the next layer's input norm
-    gemm_->linear(h_, L.gate_up_proj, gate_up_, T, H, 2 * I);
-    swiglu(gate_up_, act_, T, I, stream_);
+    // mlp block: gate/up with SwiGLU (fused for skinny batches), down; residual add fused with
+    // the next layer's input norm
+    gemm_->linear_swiglu(h_, L.gate_up_proj, gate_up_, act_, T, H, I);
     gemm_->linear(act_, L.down_proj, tmp_, T, I, H);
     if (l + 1 < c.num_hidden_layers)
       add_rmsnorm(x_, tmp_, layers_[l + 1].input_layernorm, h_, T, H, eps, stream_);

@@ -1,6 +1,6 @@
 // Element-wise ops (elementwise.h). Kernels first, launchers second.
-#include "cuda/cuda_check.h"
 #include "cuda/elementwise.h"
+#include "cuda/pdl.cuh"
 
 namespace hogwild::cuda {
 namespace {
@@ -14,6 +14,8 @@ int64_t blocks_for(int64_t n) {
 
 __global__ void embedding_kernel(const bf16* table, const int32_t* ids, int64_t hidden,
                                  int64_t vocab, float* out) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t t = blockIdx.x;
   const int32_t id = ids[t];
   const bool ok = id >= 0 && id < vocab;
@@ -22,18 +24,24 @@ __global__ void embedding_kernel(const bf16* table, const int32_t* ids, int64_t 
 }
 
 __global__ void add_residual_kernel(float* x, const bf16* y, int64_t n) {
+  pdl_wait();
+  pdl_launch_dependents();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     x[i] += __bfloat162float(y[i]);
 }
 
 __global__ void add_bias_kernel(bf16* y, const bf16* bias, int64_t n, int64_t cols) {
+  pdl_wait();
+  pdl_launch_dependents();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     y[i] = __float2bfloat16(__bfloat162float(y[i]) + __bfloat162float(bias[i % cols]));
 }
 
 __global__ void swiglu_kernel(const bf16* gate_up, bf16* out, int64_t rows, int64_t n) {
+  pdl_wait();
+  pdl_launch_dependents();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / n, c = i % n;
@@ -44,6 +52,8 @@ __global__ void swiglu_kernel(const bf16* gate_up, bf16* out, int64_t rows, int6
 }
 
 __global__ void gather_rows_kernel(const float* x, const int32_t* rows, int64_t cols, float* out) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t r = blockIdx.x;
   const int64_t src = rows[r];
   for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) out[r * cols + i] = x[src * cols + i];
@@ -82,37 +92,34 @@ void embedding(const bf16* table, const int32_t* ids, int64_t n_tokens, int64_t 
                int64_t vocab_size, float* out, cudaStream_t stream) {
   HOGWILD_CUDA_REQUIRE(n_tokens >= 0 && hidden_size > 0);
   if (n_tokens == 0) return;
-  embedding_kernel<<<n_tokens, kThreads, 0, stream>>>(table, ids, hidden_size, vocab_size, out);
-  HOGWILD_CUDA_CHECK_LAUNCH();
+  launch_pdl(embedding_kernel, dim3(n_tokens), dim3(kThreads), 0, stream, table, ids, hidden_size,
+             vocab_size, out);
 }
 
 void add_residual(float* x, const bf16* y, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  add_residual_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
-  HOGWILD_CUDA_CHECK_LAUNCH();
+  launch_pdl(add_residual_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, stream, x, y, n);
 }
 
 void add_bias(bf16* y, const bf16* bias, int64_t n_rows, int64_t n_cols, cudaStream_t stream) {
   HOGWILD_CUDA_REQUIRE(n_cols > 0);
   if (n_rows == 0) return;
-  add_bias_kernel<<<blocks_for(n_rows * n_cols), kThreads, 0, stream>>>(y, bias, n_rows * n_cols,
-                                                                        n_cols);
-  HOGWILD_CUDA_CHECK_LAUNCH();
+  launch_pdl(add_bias_kernel, dim3(blocks_for(n_rows * n_cols)), dim3(kThreads), 0, stream, y, bias,
+             n_rows * n_cols, n_cols);
 }
 
 void swiglu(const bf16* gate_up, bf16* out, int64_t n_rows, int64_t n, cudaStream_t stream) {
   HOGWILD_CUDA_REQUIRE(n > 0);
   if (n_rows == 0) return;
-  swiglu_kernel<<<blocks_for(n_rows * n), kThreads, 0, stream>>>(gate_up, out, n_rows, n);
-  HOGWILD_CUDA_CHECK_LAUNCH();
+  launch_pdl(swiglu_kernel, dim3(blocks_for(n_rows * n)), dim3(kThreads), 0, stream, gate_up, out,
+             n_rows, n);
 }
 
 void gather_rows(const float* x, const int32_t* rows, int64_t n_rows, int64_t n_cols, float* out,
                  cudaStream_t stream) {
   HOGWILD_CUDA_REQUIRE(n_cols > 0);
   if (n_rows == 0) return;
-  gather_rows_kernel<<<n_rows, kThreads, 0, stream>>>(x, rows, n_cols, out);
-  HOGWILD_CUDA_CHECK_LAUNCH();
+  launch_pdl(gather_rows_kernel, dim3(n_rows), dim3(kThreads), 0, stream, x, rows, n_cols, out);
 }
 
 void f32_to_bf16(const float* x, bf16* y, int64_t n, cudaStream_t stream) {

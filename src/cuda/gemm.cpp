@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/elementwise.h"
 #include "cuda/skinny_gemm.h"
 
 namespace hogwild::cuda {
@@ -38,18 +39,28 @@ void Gemm::run(const __nv_bfloat16* x, const __nv_bfloat16* W, void* y, cudaData
                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+bool Gemm::use_skinny(int64_t n_rows, int64_t in) const {
+  return skinny_ && skinny_supported(n_rows, in);
+}
+
 void Gemm::linear(const __nv_bfloat16* x, const __nv_bfloat16* W, __nv_bfloat16* y, int64_t n_rows,
-                  int64_t in, int64_t out) {
-  if (skinny_ && n_rows <= kSkinnyRows && skinny_supported(n_rows, in))
-    return skinny_linear(x, W, y, nullptr, n_rows, in, out, stream_);
+                  int64_t in, int64_t out, const __nv_bfloat16* bias) {
+  if (use_skinny(n_rows, in)) return skinny_linear(x, W, bias, y, nullptr, n_rows, in, out, stream_);
   run(x, W, y, CUDA_R_16BF, n_rows, in, out);
+  if (bias) add_bias(y, bias, n_rows, out, stream_);
 }
 
 void Gemm::linear_f32(const __nv_bfloat16* x, const __nv_bfloat16* W, float* y, int64_t n_rows,
                       int64_t in, int64_t out) {
-  if (skinny_ && n_rows <= kSkinnyRows && skinny_supported(n_rows, in))
-    return skinny_linear(x, W, nullptr, y, n_rows, in, out, stream_);
+  if (use_skinny(n_rows, in)) return skinny_linear(x, W, nullptr, nullptr, y, n_rows, in, out, stream_);
   run(x, W, y, CUDA_R_32F, n_rows, in, out);
+}
+
+void Gemm::linear_swiglu(const __nv_bfloat16* x, const __nv_bfloat16* W, __nv_bfloat16* gate_up,
+                         __nv_bfloat16* act, int64_t n_rows, int64_t in, int64_t intermediate) {
+  if (use_skinny(n_rows, in)) return skinny_swiglu(x, W, act, n_rows, in, intermediate, stream_);
+  run(x, W, gate_up, CUDA_R_16BF, n_rows, in, 2 * intermediate);
+  swiglu(gate_up, act, n_rows, intermediate, stream_);
 }
 
 }  // namespace hogwild::cuda

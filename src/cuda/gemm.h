@@ -20,20 +20,24 @@ class Gemm {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
 
-  /// Route products of at most kSkinnyRows rows to the skinny kernel (skinny_gemm.h) instead of
-  /// cuBLAS. Measured on an H200 (Qwen3-8B decode step, docs/CUDA.md): skinny is faster at 1-2
-  /// rows (5.28 vs 5.72 ms, 5.51 vs 5.81 ms), cuBLAS from 3 rows on (5.91 vs 5.99 ms).
+  /// Route products of at most kSkinnyMaxRows (8) rows to the skinny tensor-core kernel
+  /// (skinny_gemm.h) instead of cuBLAS (measurements in docs/CUDA.md).
   void set_skinny(bool on) { skinny_ = on; }
-  static constexpr int64_t kSkinnyRows = 2;
 
-  /// y (n_rows, out) bf16 = x W^T.
+  /// y (n_rows, out) bf16 = x W^T + bias (bias (out) bf16 or nullptr; fused into the skinny
+  /// kernel, a separate add after cuBLAS).
   void linear(const __nv_bfloat16* x, const __nv_bfloat16* W, __nv_bfloat16* y, int64_t n_rows,
-              int64_t in, int64_t out);
+              int64_t in, int64_t out, const __nv_bfloat16* bias = nullptr);
+  /// act (n_rows, I) = silu(x W_gate^T) * (x W_up^T) for W = [W_gate; W_up] (2 I, in): fused in
+  /// the skinny kernel; through cuBLAS into gate_up (n_rows, 2 I) scratch then SwiGLU otherwise.
+  void linear_swiglu(const __nv_bfloat16* x, const __nv_bfloat16* W, __nv_bfloat16* gate_up,
+                     __nv_bfloat16* act, int64_t n_rows, int64_t in, int64_t intermediate);
   /// y (n_rows, out) fp32 = x W^T (logits).
   void linear_f32(const __nv_bfloat16* x, const __nv_bfloat16* W, float* y, int64_t n_rows,
                   int64_t in, int64_t out);
 
  private:
+  bool use_skinny(int64_t n_rows, int64_t in) const;
   void run(const __nv_bfloat16* x, const __nv_bfloat16* W, void* y, cudaDataType y_type,
            int64_t n_rows, int64_t in, int64_t out);
   cublasHandle_t handle_ = nullptr;

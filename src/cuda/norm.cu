@@ -1,6 +1,6 @@
 // RMSNorm kernels (norm.h). Kernels first, launchers second.
-#include "cuda/cuda_check.h"
 #include "cuda/norm.h"
+#include "cuda/pdl.cuh"
 
 namespace hogwild::cuda {
 namespace {
@@ -17,6 +17,8 @@ __device__ __forceinline__ float warp_sum(float v) {
 __global__ void rmsnorm_rows_kernel(float* x, const bf16* add, const bf16* w, bf16* y, int64_t dim,
                                     float eps) {
   __shared__ float partial[32];
+  pdl_wait();
+  pdl_launch_dependents();
   float* xr = x + blockIdx.x * dim;
   float ss = 0.0f;
   if (add != nullptr) {
@@ -49,6 +51,8 @@ __global__ void rmsnorm_rows_kernel(float* x, const bf16* add, const bf16* w, bf
 __global__ void rmsnorm_heads_kernel(bf16* x, int64_t token_stride, int64_t n_heads, int64_t n_rows,
                                      const bf16* w1, int64_t n_w1, const bf16* w2, int64_t dim,
                                      float eps) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t row = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
   if (row >= n_rows) return;
   const bf16* w = (row % n_heads) < n_w1 ? w1 : w2;
@@ -79,9 +83,8 @@ void rmsnorm(const float* x, const bf16* w, bf16* y, int64_t n_rows, int64_t dim
   if (n_rows == 0) return;
   const int threads = dim >= 4096 ? 1024 : dim >= 1024 ? 512 : 128;
   // x is only read when add == nullptr.
-  rmsnorm_rows_kernel<<<n_rows, threads, 0, stream>>>(const_cast<float*>(x), nullptr, w, y, dim,
-                                                      eps);
-  HOGWILD_CUDA_CHECK_LAUNCH();
+  launch_pdl(rmsnorm_rows_kernel, dim3(n_rows), dim3(threads), 0, stream, const_cast<float*>(x),
+             static_cast<const bf16*>(nullptr), w, y, dim, eps);
 }
 
 void add_rmsnorm(float* x, const bf16* y, const bf16* w, bf16* out, int64_t n_rows, int64_t dim,
@@ -89,8 +92,7 @@ void add_rmsnorm(float* x, const bf16* y, const bf16* w, bf16* out, int64_t n_ro
   HOGWILD_CUDA_REQUIRE(dim > 0 && n_rows >= 0 && y != nullptr);
   if (n_rows == 0) return;
   const int threads = dim >= 4096 ? 1024 : dim >= 1024 ? 512 : 128;
-  rmsnorm_rows_kernel<<<n_rows, threads, 0, stream>>>(x, y, w, out, dim, eps);
-  HOGWILD_CUDA_CHECK_LAUNCH();
+  launch_pdl(rmsnorm_rows_kernel, dim3(n_rows), dim3(threads), 0, stream, x, y, w, out, dim, eps);
 }
 
 void rmsnorm_qk_heads(bf16* x, int64_t token_stride, int64_t n_tokens, int64_t n_q, int64_t n_k,
@@ -102,9 +104,8 @@ void rmsnorm_qk_heads(bf16* x, int64_t token_stride, int64_t n_tokens, int64_t n
   if (n_rows == 0) return;
   constexpr int kWarps = 8;
   const int64_t blocks = (n_rows + kWarps - 1) / kWarps;
-  rmsnorm_heads_kernel<<<blocks, kWarps * 32, 0, stream>>>(x, token_stride, n_q + n_k, n_rows, w_q,
-                                                           n_q, w_k, dim, eps);
-  HOGWILD_CUDA_CHECK_LAUNCH();
+  launch_pdl(rmsnorm_heads_kernel, dim3(blocks), dim3(kWarps * 32), 0, stream, x, token_stride,
+             n_q + n_k, n_rows, w_q, n_q, w_k, dim, eps);
 }
 
 void rmsnorm_heads(bf16* x, int64_t token_stride, int64_t n_tokens, int64_t n_heads, const bf16* w,
@@ -114,9 +115,8 @@ void rmsnorm_heads(bf16* x, int64_t token_stride, int64_t n_tokens, int64_t n_he
   if (n_rows == 0) return;
   constexpr int kWarps = 8;
   const int64_t blocks = (n_rows + kWarps - 1) / kWarps;
-  rmsnorm_heads_kernel<<<blocks, kWarps * 32, 0, stream>>>(x, token_stride, n_heads, n_rows, w,
-                                                           n_heads, w, dim, eps);
-  HOGWILD_CUDA_CHECK_LAUNCH();
+  launch_pdl(rmsnorm_heads_kernel, dim3(blocks), dim3(kWarps * 32), 0, stream, x, token_stride,
+             n_heads, n_rows, w, n_heads, w, dim, eps);
 }
 
 }  // namespace hogwild::cuda

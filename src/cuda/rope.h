@@ -33,6 +33,18 @@ void kv_append(const __nv_bfloat16* qkv, int64_t token_stride, int64_t k_col, in
                const KvLayout& layout, const RopeTableView& rope, float attn_factor,
                cudaStream_t stream);
 
+/// Qwen3 q/k norm fused with kv_append, for the fused qkv row layout [q (n_q heads) | k | v]: per
+/// token, every q head is RMS-normalised in place with w_q and every K head with w_k (as
+/// rmsnorm_qk_heads, eps added to the mean square), then the normalised K is rotated and appended
+/// with V exactly as kv_append (k_col = n_q head_dim, v_col = (n_q + kv_heads) head_dim). One
+/// launch instead of two. CPU twin: hogwild::cpu::rmsnorm per head, then RopeTable::rotate.
+/// PRECONDITION: head_dim a multiple of 32, <= 1024; as kv_append.
+void qk_norm_kv_append(__nv_bfloat16* qkv, int64_t token_stride, int64_t n_q, int64_t n_tokens,
+                       const __nv_bfloat16* w_q, const __nv_bfloat16* w_k, float eps,
+                       const int32_t* pos, const int32_t* slot, __nv_bfloat16* layer_pool,
+                       const KvLayout& layout, const RopeTableView& rope, float attn_factor,
+                       cudaStream_t stream);
+
 /// Step promotion on every layer: for i < n_tokens, K at src_slot[i] rotated by `delta` (pure
 /// rotation) is written to dst_slot[i]; V copied. pool = base of layer 0; n_layers layers.
 /// PRECONDITION: 0 <= delta < rope.n_positions; src and dst slots disjoint.

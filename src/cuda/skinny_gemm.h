@@ -1,9 +1,11 @@
-// Linear layers for decode-sized batches (1..8 rows): y = x W^T reading W (out_features,
-// in_features) bf16 row-major once with 16-byte loads, x (n_rows, in_features) bf16 from L1/L2,
-// fp32 accumulation. cuBLAS picks GEMM tilings meant for larger batches; at 1..8 rows the op is a
-// pure stream over W, and this kernel keeps that stream at the memory roofline (docs/CUDA.md has
-// the measurements). Larger batches go to cuBLAS (gemm.h).
-// CPU twin: hogwild::cpu::matmul (src/cpu/ops.h).
+// Linear layers for decode-sized batches (1..8 rows): y = x W^T (+ bias) reading W (out_features,
+// in_features) bf16 row-major once with 16-byte streaming loads, x (n_rows, in_features) bf16 from
+// L1/L2, on the tensor cores (mma.sync m16n8k16, W as the 16-row side, the token rows as the 8-wide
+// side, fp32 accumulation). At 1..8 rows a projection is a pure stream over W; cuBLAS picks tilings
+// meant for larger batches, this kernel stays at the memory roofline (docs/CUDA.md measurements).
+// Launched with programmatic dependent launch (pdl.cuh): a CTA starts loading its weights before
+// the previous kernel has finished. Larger batches go to cuBLAS (gemm.h).
+// CPU twins: hogwild::cpu::matmul, hogwild::cpu::swiglu (src/cpu/ops.h).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -15,12 +17,21 @@ namespace hogwild::cuda {
 
 inline constexpr int kSkinnyMaxRows = 8;
 
-/// True when skinny_linear supports the shape: 1 <= n_rows <= 8, in_features % 8 == 0.
+/// True when the skinny kernels support the shape: 1 <= n_rows <= 8, in_features % 8 == 0,
+/// in_features and out_features < 2^31.
 bool skinny_supported(int64_t n_rows, int64_t in);
 
-/// y (n_rows, out) = x W^T; y bf16 (y_f32 == nullptr) or fp32 (y == nullptr).
-/// PRECONDITION: skinny_supported(n_rows, in); x and W 16-byte aligned.
-void skinny_linear(const __nv_bfloat16* x, const __nv_bfloat16* W, __nv_bfloat16* y, float* y_f32,
-                   int64_t n_rows, int64_t in, int64_t out, cudaStream_t stream);
+/// y (n_rows, out) = x W^T + bias; y bf16 (y_f32 == nullptr) or fp32 (y == nullptr); bias (out)
+/// bf16 or nullptr (added in fp32 before the one rounding).
+/// PRECONDITION: skinny_supported(n_rows, in); x, W 16-byte aligned.
+void skinny_linear(const __nv_bfloat16* x, const __nv_bfloat16* W, const __nv_bfloat16* bias,
+                   __nv_bfloat16* y, float* y_f32, int64_t n_rows, int64_t in, int64_t out,
+                   cudaStream_t stream);
+
+/// The fused gate/up projection with SwiGLU: W (2 I, in) = [W_gate; W_up] bf16,
+/// act (n_rows, I) bf16 = silu(x W_gate^T) * (x W_up^T), computed from the fp32 products (one
+/// rounding). PRECONDITION: as skinny_linear.
+void skinny_swiglu(const __nv_bfloat16* x, const __nv_bfloat16* W, __nv_bfloat16* act,
+                   int64_t n_rows, int64_t in, int64_t intermediate, cudaStream_t stream);
 
 }  // namespace hogwild::cuda

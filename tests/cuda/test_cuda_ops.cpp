@@ -180,19 +180,101 @@ TEST(CudaOps, SkinnyLinearMatchesCpuMatmul) {
   HOGWILD_REQUIRE_GPU();
   TestRng rng(8);
   for (int rows = 1; rows <= 8; ++rows)
-    for (auto [in, out] : {std::pair{96, 77}, {4096, 1029}, {27648, 33}, {264, 4096}}) {
+    for (auto [in, out] : {std::pair{96, 77},
+                           {4096, 1029},
+                           {27648, 33},
+                           {264, 4096},
+                           {8, 16},
+                           {1000, 50},
+                           {12288, 512}}) {
       const auto x = round_bf16(rng.vec(rows * in, 1.0f));
       const auto W = round_bf16(rng.vec(int64_t(out) * in, 1.0f / std::sqrt(float(in))));
-      std::vector<float> want(rows * out);
+      const auto bias = round_bf16(rng.vec(out, 0.5f));
+      std::vector<float> want(rows * out), want_b(rows * out);
       cpu::matmul(x.data(), W.data(), nullptr, want.data(), rows, in, out);
-      DeviceArray<bf16> dx(to_bf16(x)), dW(to_bf16(W)), dy(rows * out);
+      cpu::matmul(x.data(), W.data(), bias.data(), want_b.data(), rows, in, out);
+      DeviceArray<bf16> dx(to_bf16(x)), dW(to_bf16(W)), db(to_bf16(bias)), dy(rows * out),
+          dyb(rows * out);
       DeviceArray<float> dyf(rows * out);
-      HOGWILD_CUDA_CHECK(cudaMemset(dyf.p, 0xff, rows * out * 4));  // poison
-      cuda::skinny_linear(dx.p, dW.p, dy.p, nullptr, rows, in, out, nullptr);
-      cuda::skinny_linear(dx.p, dW.p, nullptr, dyf.p, rows, in, out, nullptr);
+      HOGWILD_CUDA_CHECK(cudaMemset(dyf.p, 0xff, rows * out * 4));  // poison (NaN)
+      HOGWILD_CUDA_CHECK(cudaMemset(dy.p, 0xff, rows * out * 2));
+      cuda::skinny_linear(dx.p, dW.p, nullptr, dy.p, nullptr, rows, in, out, nullptr);
+      cuda::skinny_linear(dx.p, dW.p, nullptr, nullptr, dyf.p, rows, in, out, nullptr);
+      cuda::skinny_linear(dx.p, dW.p, db.p, dyb.p, nullptr, rows, in, out, nullptr);
       EXPECT_LT(rel_error(to_f32(dy.download()), want), 4e-3) << rows << "x" << in << "x" << out;
       EXPECT_LT(rel_error(dyf.download(), want), 1e-5) << rows << "x" << in << "x" << out;
+      EXPECT_LT(rel_error(to_f32(dyb.download()), want_b), 4e-3)
+          << "bias " << rows << "x" << in << "x" << out;
     }
+}
+
+// CPU reference of the fused gate/up projection: gate and up products in fp32, then SwiGLU.
+std::vector<float> cpu_gate_up_swiglu(const std::vector<float>& x, const std::vector<float>& W,
+                                      int64_t rows, int64_t in, int64_t I) {
+  std::vector<float> gu(rows * 2 * I), gate(rows * I), up(rows * I), act(rows * I);
+  cpu::matmul(x.data(), W.data(), nullptr, gu.data(), rows, in, 2 * I);
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t i = 0; i < I; ++i) {
+      gate[t * I + i] = gu[t * 2 * I + i];
+      up[t * I + i] = gu[t * 2 * I + I + i];
+    }
+  cpu::swiglu(gate.data(), up.data(), act.data(), rows * I);
+  return act;
+}
+
+TEST(CudaOps, SkinnySwigluMatchesCpuMatmulThenSwiglu) {
+  HOGWILD_REQUIRE_GPU();
+  TestRng rng(10);
+  for (int rows = 1; rows <= 8; ++rows)
+    for (auto [in, I] : {std::pair{96, 7}, {4096, 1536}, {264, 257}, {5120, 100}}) {
+      const auto x = round_bf16(rng.vec(rows * in, 1.0f));
+      const auto W = round_bf16(rng.vec(2 * int64_t(I) * in, 2.0f / std::sqrt(float(in))));
+      const auto want = cpu_gate_up_swiglu(x, W, rows, in, I);
+      DeviceArray<bf16> dx(to_bf16(x)), dW(to_bf16(W)), dact(rows * I);
+      HOGWILD_CUDA_CHECK(cudaMemset(dact.p, 0xff, rows * I * 2));  // poison (NaN)
+      cuda::skinny_swiglu(dx.p, dW.p, dact.p, rows, in, I, nullptr);
+      EXPECT_LT(rel_error(to_f32(dact.download()), want), 4e-3) << rows << "x" << in << "x" << I;
+    }
+}
+
+// A chain of dependent skinny launches on a stream, captured in a graph (programmatic dependent
+// launch: each kernel starts streaming weights before the previous one ends and must still see
+// its output), against the CPU composition with the same bf16 roundings.
+TEST(CudaOps, SkinnyChainWithProgrammaticLaunchInAGraph) {
+  HOGWILD_REQUIRE_GPU();
+  TestRng rng(11);
+  const int64_t H = 2048, I = 3072;
+  cudaStream_t st;
+  HOGWILD_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  for (int rows : {1, 3, 8}) {
+    const auto x = round_bf16(rng.vec(rows * H, 1.0f));
+    const auto W1 = round_bf16(rng.vec(H * H, 1.0f / std::sqrt(float(H))));
+    const auto W2 = round_bf16(rng.vec(2 * I * H, 2.0f / std::sqrt(float(H))));
+    const auto W3 = round_bf16(rng.vec(H * I, 1.0f / std::sqrt(float(I))));
+    std::vector<float> y1(rows * H), y3(rows * H);
+    cpu::matmul(x.data(), W1.data(), nullptr, y1.data(), rows, H, H);
+    const auto act = round_bf16(cpu_gate_up_swiglu(round_bf16(y1), W2, rows, H, I));
+    cpu::matmul(act.data(), W3.data(), nullptr, y3.data(), rows, I, H);
+    DeviceArray<bf16> dx(to_bf16(x)), dW1(to_bf16(W1)), dW2(to_bf16(W2)), dW3(to_bf16(W3));
+    DeviceArray<bf16> dy1(rows * H), dact(rows * I), dy3(rows * H);
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    HOGWILD_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    cuda::skinny_linear(dx.p, dW1.p, nullptr, dy1.p, nullptr, rows, H, H, st);
+    cuda::skinny_swiglu(dy1.p, dW2.p, dact.p, rows, H, I, st);
+    cuda::skinny_linear(dact.p, dW3.p, nullptr, dy3.p, nullptr, rows, I, H, st);
+    HOGWILD_CUDA_CHECK(cudaStreamEndCapture(st, &g));
+    HOGWILD_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    for (int rep = 0; rep < 3; ++rep) {
+      HOGWILD_CUDA_CHECK(cudaMemsetAsync(dy3.p, 0xff, rows * H * 2, st));  // poison (NaN)
+      HOGWILD_CUDA_CHECK(cudaGraphLaunch(ge, st));
+      HOGWILD_CUDA_CHECK(cudaStreamSynchronize(st));
+      EXPECT_LT(rel_error(to_f32(dy3.download()), y3), 5e-3) << "rows " << rows << " rep " << rep;
+    }
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+  }
+  cudaStreamDestroy(st);
 }
 
 TEST(CudaOps, LinearOnAStreamAndInAGraph) {
@@ -295,6 +377,53 @@ TEST(CudaOps, KvAppendRotatesKeysAtBlockPositionsAndCopiesValues) {
       }
       expect_close(gk, wk, 4e-3, 2e-3, "kv_append K " + c.rope_scaling.rope_type);
       expect_close(gv, wv, 0, 0, "kv_append V");
+    }
+  }
+}
+
+TEST(CudaOps, QkNormKvAppendMatchesNormThenAppend) {
+  HOGWILD_REQUIRE_GPU();
+  TestRng rng(12);
+  for (int64_t hd : {64, 128}) {
+    for (const ModelConfig& c : rope_configs(hd)) {
+      DeviceRope rope(c, 20000);
+      const float factor = rope.table.params().attention_scaling;
+      const int64_t kvh = 2, nh = 6, T = 5, stride = (nh + 2 * kvh) * hd;
+      cuda::KvLayout L{6, static_cast<int32_t>(kvh), static_cast<int32_t>(hd)};
+      const auto qkv = round_bf16(rng.vec(T * stride, 3.0f));
+      const auto wq = round_bf16(rng.vec(hd, 0.5f, 1.0f)), wk = round_bf16(rng.vec(hd, 0.5f, 1.0f));
+      const std::vector<int32_t> pos = {0, 63, 64, 16999, 5};
+      const std::vector<int32_t> slot = {3 * 64 + 0, 5 * 64 + 63, 1 * 64 + 0, 4 * 64 + 39, 2 * 64};
+      std::vector<float> want = qkv;  // q and k normalised in place, v unchanged
+      for (int64_t t = 0; t < T; ++t) {
+        cpu::rmsnorm(&qkv[t * stride], wq.data(), &want[t * stride], nh, hd, 1e-6f);
+        cpu::rmsnorm(&qkv[t * stride + nh * hd], wk.data(), &want[t * stride + nh * hd], kvh, hd,
+                     1e-6f);
+      }
+      DeviceArray<bf16> dqkv(to_bf16(qkv)), dwq(to_bf16(wq)), dwk(to_bf16(wk)),
+          pool(L.layer_elems());
+      DeviceArray<int32_t> dpos(pos), dslot(slot);
+      cuda::qk_norm_kv_append(dqkv.p, stride, nh, T, dwq.p, dwk.p, 1e-6f, dpos.p, dslot.p, pool.p,
+                              L, rope.view, factor, nullptr);
+      const auto got_qkv = to_f32(dqkv.download());
+      expect_close(got_qkv, want, 4e-3, 1e-5, "qk_norm_kv_append q/k " + c.rope_scaling.rope_type);
+      const auto got = to_f32(pool.download());
+      std::vector<float> gk, wkr, gv, wv;
+      for (int64_t t = 0; t < T; ++t) {
+        // K as the unfused path sees it: the normalised head rounded to bf16, then rotated.
+        std::vector<float> k(got_qkv.begin() + t * stride + nh * hd,
+                             got_qkv.begin() + t * stride + (nh + kvh) * hd);
+        rope.table.rotate(k.data(), kvh, pos[t], factor);
+        for (int64_t h = 0; h < kvh; ++h)
+          for (int64_t d = 0; d < hd; ++d) {
+            gk.push_back(got[L.slot_offset(slot[t], 0, h) + d]);
+            wkr.push_back(k[h * hd + d]);
+            gv.push_back(got[L.slot_offset(slot[t], 1, h) + d]);
+            wv.push_back(qkv[t * stride + (nh + kvh) * hd + h * hd + d]);
+          }
+      }
+      expect_close(gk, wkr, 4e-3, 2e-3, "qk_norm_kv_append K " + c.rope_scaling.rope_type);
+      expect_close(gv, wv, 0, 0, "qk_norm_kv_append V");
     }
   }
 }

@@ -1,0 +1,13 @@
+// Programmatic dependent launch (PDL, Hopper and later): the process-wide switch. Kernels of the
+// forward are launched with cudaLaunchAttributeProgrammaticStreamSerialization, so a kernel's CTAs
+// can start (and stream weights that do not depend on the previous kernel) while the previous
+// kernel in the stream is still running; device side and launch helper in pdl.cuh.
+#pragma once
+
+namespace hogwild::cuda {
+
+/// On by default. Off: every launch is an ordinary stream-ordered launch (for A/B measurements).
+void set_programmatic_launch(bool on);
+bool programmatic_launch();
+
+}  // namespace hogwild::cuda
