@@ -1,0 +1,170 @@
+// The engine-vs-naive-reference checker of tests/hogwild/test_session_reference.cpp, for any
+// Backend (CpuBackend there, CudaBackend in tests/cuda/test_cuda_session.cpp): a SessionObserver
+// that recomputes every forward's logits with NaiveHogwild (naive_reference.h) and checks every
+// step promotion in the cache (read_block). Tolerances are the caller's.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cpu/rope.h"
+#include "model/backend.h"
+#include "tests/hogwild/naive_reference.h"
+#include "tests/hogwild/test_support.h"
+
+namespace hogwild::testing {
+
+/// max |ref - got| / max |ref| over one logits row (relative to the row's scale); infinity when
+/// got holds a NaN or infinity.
+inline double rel_err(const std::vector<double>& ref, const float* got) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    diff = std::max(diff, std::abs(ref[i] - got[i]));
+    scale = std::max(scale, std::abs(ref[i]));
+  }
+  return diff / scale;
+}
+
+/// Checks promotions: a closing step's K/V read before the forward's promotion must reappear in
+/// the history block at its offset, values bit-identical and keys rotated by that offset
+/// (worst_key = max |want - got| / max |want| over a promoted block's keys, per layer).
+class PromotionCheck {
+ public:
+  explicit PromotionCheck(Backend& be) : be_(be), rope_(cpu::compute_rope_params(be.config())) {}
+
+  void before(const ForwardRecord& r) {
+    if (r.closed.empty()) return;
+    history_ = r.views[0][0];
+    int64_t offset = be_.block_len(history_);
+    for (auto [w, k] : r.closed) {
+      auto it = std::find_if(r.tokens.begin(), r.tokens.end(),
+                             [&](const FedToken& t) { return t.worker == w && t.step == k; });
+      ASSERT_NE(it, r.tokens.end());
+      Pending p{offset, be_.block_len(it->block), {}, {}};
+      for (int64_t l = 0; l < be_.config().num_hidden_layers; ++l) {
+        p.k.emplace_back();
+        p.v.emplace_back();
+        be_.read_block(it->block, l, p.k.back(), p.v.back());
+      }
+      offset += p.len;
+      pending_.push_back(std::move(p));
+    }
+  }
+
+  void after() {
+    const auto& c = be_.config();
+    const int64_t hd = c.head_dim, kvd = c.num_key_value_heads * hd, half = rope_.rotary_dim / 2;
+    for (auto& p : pending_) {
+      for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+        std::vector<float> k, v;
+        be_.read_block(history_, l, k, v);
+        ASSERT_GE(static_cast<int64_t>(k.size()), (p.offset + p.len) * kvd);
+        double diff = 0, scale = 0;
+        for (int64_t j = 0; j < p.len; ++j)
+          for (int64_t h = 0; h < c.num_key_value_heads; ++h) {
+            const float* orig = p.k[l].data() + j * kvd + h * hd;
+            const float* got = k.data() + (p.offset + j) * kvd + h * hd;
+            for (int64_t d = 0; d < hd; ++d) {
+              double want = orig[d];
+              if (d < rope_.rotary_dim) {
+                int64_t i = d % half;
+                double a = static_cast<double>(p.offset) * rope_.inv_freq[i];
+                double x = orig[i], y = orig[i + half];
+                want = d < half ? x * std::cos(a) - y * std::sin(a)
+                                : y * std::cos(a) + x * std::sin(a);
+              }
+              diff = std::max(diff, std::abs(want - got[d]));
+              scale = std::max(scale, std::abs(want));
+            }
+            for (int64_t d = 0; d < hd; ++d)
+              ASSERT_EQ(v[(p.offset + j) * kvd + h * hd + d], p.v[l][j * kvd + h * hd + d]);
+          }
+        worst_key = std::max(worst_key, diff / scale);
+      }
+      ++checked;
+    }
+    pending_.clear();
+  }
+
+  double worst_key = 0;
+  int checked = 0;
+
+ private:
+  struct Pending {
+    int64_t offset, len;
+    std::vector<std::vector<float>> k, v;
+  };
+  Backend& be_;
+  cpu::RopeParams rope_;
+  BlockId history_ = -1;
+  std::vector<Pending> pending_;
+};
+
+/// Session observer that recomputes every forward with the naive reference (NaiveHogwild over
+/// `weights`, the weights the backend holds) and records the worst logits error (rel_err), the
+/// promotions (PromotionCheck) and how much of the semantics the run exercised.
+class Checker : public SessionObserver {
+ public:
+  Checker(const ModelWeights& weights, Backend& be, const Formatting& f, Layout layout, int n,
+          std::vector<int32_t> prompt)
+      : ref_(weights, layout, n),
+        promo_(be),
+        f_(f),
+        layout_(layout),
+        n_(n),
+        prompt_(std::move(prompt)) {}
+
+  void on_forward(const ForwardRecord& r) override {
+    const int64_t vocab = kToyVocab;
+    promo_.after();
+    if (r.serial_step == 0) {
+      std::vector<std::vector<int32_t>> others, own;
+      if (n_ > 1 && layout_ != Layout::interleaved)
+        for (int w = 0; w < n_; ++w) {
+          others.push_back(codec_.encode(f_.others_header(w)));
+          own.push_back(codec_.encode(f_.layout.other_separator + f_.own_header(w)));
+        }
+      auto lg = ref_.prefill(prompt_, others, codec_.encode(f_.layout.other_separator), own);
+      worst = std::max(worst, rel_err(lg, r.logits->data()));
+      return;
+    }
+    std::vector<RefFed> fed;
+    std::vector<int> count(n_, 0);
+    for (auto& t : r.tokens) {
+      fed.push_back({t.worker, t.step, t.token});
+      ++count[t.worker];
+    }
+    for (int c : count) multi_token_inputs += c > 1;
+    auto out = ref_.forward(fed, r.closed);
+    ASSERT_EQ(out.size(), r.logit_workers.size());
+    for (size_t i = 0; i < r.logit_workers.size(); ++i)
+      worst = std::max(worst, rel_err(out.at(r.logit_workers[i]), r.logits->data() + i * vocab));
+    closed_steps += static_cast<int>(r.closed.size());
+    promo_.before(r);
+    ++forwards;
+  }
+  void on_step_start(int, int, const std::string&, bool collab) override {
+    collab_checks += collab;
+  }
+  void finish() { promo_.after(); }
+
+  double worst = 0;
+  int forwards = 0, closed_steps = 0, multi_token_inputs = 0, collab_checks = 0;
+  PromotionCheck& promotion() { return promo_; }
+
+ private:
+  NaiveHogwild ref_;
+  PromotionCheck promo_;
+  const Formatting& f_;
+  Layout layout_;
+  int n_;
+  std::vector<int32_t> prompt_;
+  ByteCodec codec_;
+};
+
+}  // namespace hogwild::testing
