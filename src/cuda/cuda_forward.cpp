@@ -11,6 +11,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/elementwise.h"
 #include "cuda/gemm.h"
+#include "cuda/skinny_gemm.h"
 #include "cuda/norm.h"
 #include "cuda/staging.h"
 
@@ -206,14 +207,34 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
   shape.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   shape.attn_factor = attn_factor_;
 
+  // Skinny batches fuse each residual add + RMSNorm into the projections around it
+  // (skinny_gemm.h SkinnyNormIn): o-proj / down add to x_ and leave h_ = x_ * w and the rows'
+  // sums of squares in a ring slot; qkv / gate-up scale their products by the rows' 1 / RMS.
+  const bool fused = gemm_->use_skinny(T, H) && gemm_->use_skinny(T, nh * hd) &&
+                     gemm_->use_skinny(T, I);
+  float* ring = gemm_->norm_ring();
+  int producer = 0;  // producer i accumulates into slot i % 3 and zeroes slot (i + 1) % 3
+  auto slot_of = [&](int i) { return ring + (i % 3) * kSkinnyMaxRows; };
+  auto residual_out = [&](const bf16* next_norm) {
+    SkinnyResidualOut r{x_, next_norm, slot_of(producer), slot_of(producer + 1)};
+    ++producer;
+    return r;
+  };
+  auto norm_in = [&]() { return SkinnyNormIn{slot_of(producer - 1), H, eps}; };
+
   embedding(embed_tokens_, ids, T, H, c.vocab_size, x_, stream_);
+  if (fused)
+    HOGWILD_CUDA_CHECK(cudaMemsetAsync(ring, 0, 3 * kSkinnyMaxRows * sizeof(float), stream_));
   rmsnorm(x_, layers_[0].input_layernorm, h_, T, H, eps, stream_);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = layers_[l];
     bf16* layer_pool = pool_ + l * layout_.layer_elems();
     // attention block (input norm done): qkv (+ bias), (q/k norm), K/V append with RoPE,
     // attention, o-proj; then residual add fused with the post-attention norm
-    gemm_->linear(h_, L.qkv_proj, qkv_, T, H, qkv_dim_, L.qkv_bias);
+    if (fused && l > 0)
+      skinny_linear(h_, L.qkv_proj, L.qkv_bias, qkv_, nullptr, T, H, qkv_dim_, stream_, norm_in());
+    else
+      gemm_->linear(h_, L.qkv_proj, qkv_, T, H, qkv_dim_, L.qkv_bias);
     if (L.q_norm)
       qk_norm_kv_append(qkv_, qkv_dim_, nh, T, L.q_norm, L.k_norm, eps, pos, slot, layer_pool,
                         layout_, rope_, attn_factor_, stream_);
@@ -222,14 +243,23 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
                 attn_factor_, stream_);
     for (int k = 0; k < n_plans; ++k)
       hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[k], attn_, stream_);
+    const bf16* next_norm =
+        l + 1 < c.num_hidden_layers ? layers_[l + 1].input_layernorm : norm_;
+    if (fused) {
+      skinny_residual(attn_, L.o_proj, T, nh * hd, H, residual_out(L.post_attention_layernorm), h_,
+                      stream_);
+      // mlp block: gate/up with SwiGLU, down (each with its norm half fused)
+      skinny_swiglu(h_, L.gate_up_proj, act_, T, H, I, stream_, norm_in());
+      skinny_residual(act_, L.down_proj, T, I, H, residual_out(next_norm), h_, stream_);
+      continue;
+    }
     gemm_->linear(attn_, L.o_proj, tmp_, T, nh * hd, H);
     add_rmsnorm(x_, tmp_, L.post_attention_layernorm, h_, T, H, eps, stream_);
-    // mlp block: gate/up with SwiGLU (fused for skinny batches), down; residual add fused with
-    // the next layer's input norm
+    // mlp block: gate/up with SwiGLU, down; residual add fused with the next layer's input norm
     gemm_->linear_swiglu(h_, L.gate_up_proj, gate_up_, act_, T, H, I);
     gemm_->linear(act_, L.down_proj, tmp_, T, I, H);
     if (l + 1 < c.num_hidden_layers)
-      add_rmsnorm(x_, tmp_, layers_[l + 1].input_layernorm, h_, T, H, eps, stream_);
+      add_rmsnorm(x_, tmp_, next_norm, h_, T, H, eps, stream_);
     else
       add_residual(x_, tmp_, T * H, stream_);
   }

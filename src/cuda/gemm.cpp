@@ -18,11 +18,15 @@ Gemm::Gemm(cudaStream_t stream) : stream_(stream) {
   HOGWILD_CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
   HOGWILD_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_, kWorkspaceBytes));
   HOGWILD_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
+  HOGWILD_CUDA_CHECK(cudaMalloc(&norm_ring_, 3 * kSkinnyMaxRows * sizeof(float)));
+  HOGWILD_CUDA_CHECK(cudaMemsetAsync(norm_ring_, 0, 3 * kSkinnyMaxRows * sizeof(float), stream));
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 Gemm::~Gemm() {
   if (handle_) cublasDestroy(handle_);
   if (workspace_) cudaFree(workspace_);
+  if (norm_ring_) cudaFree(norm_ring_);
 }
 
 void Gemm::run(const __nv_bfloat16* x, const __nv_bfloat16* W, void* y, cudaDataType y_type,

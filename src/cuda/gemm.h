@@ -23,6 +23,11 @@ class Gemm {
   /// Route products of at most kSkinnyMaxRows (8) rows to the skinny tensor-core kernel
   /// (skinny_gemm.h) instead of cuBLAS (measurements in docs/CUDA.md).
   void set_skinny(bool on) { skinny_ = on; }
+  /// True when products of n_rows rows and in_features `in` go to the skinny kernels.
+  bool use_skinny(int64_t n_rows, int64_t in) const;
+  /// Three (kSkinnyMaxRows) fp32 slots for the fused norm's sums of squares (skinny_gemm.h
+  /// SkinnyNormIn), zeroed at construction; the forward cycles through them.
+  float* norm_ring() const { return norm_ring_; }
 
   /// y (n_rows, out) bf16 = x W^T + bias (bias (out) bf16 or nullptr; fused into the skinny
   /// kernel, a separate add after cuBLAS).
@@ -37,13 +42,13 @@ class Gemm {
                   int64_t in, int64_t out);
 
  private:
-  bool use_skinny(int64_t n_rows, int64_t in) const;
   void run(const __nv_bfloat16* x, const __nv_bfloat16* W, void* y, cudaDataType y_type,
            int64_t n_rows, int64_t in, int64_t out);
   cublasHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   cudaStream_t stream_ = nullptr;
   bool skinny_ = true;
+  float* norm_ring_ = nullptr;
 };
 
 }  // namespace hogwild::cuda

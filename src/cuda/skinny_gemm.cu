@@ -19,7 +19,7 @@ constexpr int kWarps = 4;          // per CTA, splitting K
 constexpr int kU = 4;              // 16-byte W loads per row per lane per step
 constexpr int kStepK = 32 * kU;    // k per warp step
 
-enum Mode : int { kOutBf16 = 0, kOutF32 = 1, kSwiglu = 2 };
+enum Mode : int { kOutBf16 = 0, kOutF32 = 1, kSwiglu = 2, kResidual = 3 };
 
 struct SkinnyArgs {
   const bf16* x;     // (n_rows, in)
@@ -28,6 +28,8 @@ struct SkinnyArgs {
   bf16* y;           // (n_rows, out) bf16, or (n_rows, out / 2) for kSwiglu
   float* y_f32;      // (n_rows, out) fp32
   int n_rows, in, out, mode;
+  SkinnyNormIn norm;       // ss == null: no scaling
+  SkinnyResidualOut res;   // kResidual
 };
 
 __device__ __forceinline__ uint4 ld_stream(const bf16* p) {  // read once: keep out of L1
@@ -140,6 +142,39 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
     for (int i = 0; i < 4; ++i) c[i] += red[w][lane][i];
 
   // c[0], c[1]: W row g, tokens 2t, 2t + 1; c[2], c[3]: W row g + 8, same tokens.
+  if (a.norm.ss) {  // rows of x were x_res * w (not yet divided by their RMS): scale the products
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int n = min(2 * t + h, a.n_rows - 1);
+      const float r = rsqrtf(a.norm.ss[n] / float(a.norm.dim) + a.norm.eps);
+      c[h] *= r;
+      c[2 + h] *= r;
+    }
+  }
+  if (a.mode == kResidual) {
+    if (blockIdx.x == 0 && lane < a.n_rows) a.res.ss_zero[lane] = 0.0f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int n = 2 * t + h;
+      float sq = 0.0f;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int row = blockIdx.x * 16 + g + 8 * j;
+        if (n < a.n_rows && row < a.out) {
+          float* xp = a.res.x + int64_t(n) * a.out + row;
+          const float xn = *xp + __bfloat162float(__float2bfloat16(c[2 * j + h]));
+          *xp = xn;
+          a.y[int64_t(n) * a.out + row] = __float2bfloat16(xn * __bfloat162float(a.res.w_norm[row]));
+          sq += xn * xn;
+        }
+      }
+      sq += __shfl_xor_sync(0xffffffffu, sq, 4);
+      sq += __shfl_xor_sync(0xffffffffu, sq, 8);
+      sq += __shfl_xor_sync(0xffffffffu, sq, 16);
+      if (g == 0 && n < a.n_rows) atomicAdd(a.res.ss + n, sq);
+    }
+    return;
+  }
   for (int h = 0; h < 2; ++h) {
     const int n = 2 * t + h;
     if (n >= a.n_rows) break;
@@ -181,35 +216,44 @@ bool skinny_supported(int64_t n_rows, int64_t in) {
 }
 
 void skinny_linear(const bf16* x, const bf16* W, const bf16* bias, bf16* y, float* y_f32,
-                   int64_t n_rows, int64_t in, int64_t out, cudaStream_t stream) {
+                   int64_t n_rows, int64_t in, int64_t out, cudaStream_t stream,
+                   const SkinnyNormIn& norm) {
   check(x, W, n_rows, in, out);
   HOGWILD_CUDA_REQUIRE((y == nullptr) != (y_f32 == nullptr));
-  const SkinnyArgs a{x,
-                     W,
-                     bias,
-                     y,
-                     y_f32,
-                     static_cast<int>(n_rows),
-                     static_cast<int>(in),
-                     static_cast<int>(out),
-                     y_f32 ? kOutF32 : kOutBf16};
+  HOGWILD_CUDA_REQUIRE(norm.ss == nullptr || (norm.dim == in && norm.eps >= 0.0f));
+  SkinnyArgs a{};
+  a.x = x, a.W = W, a.bias = bias, a.y = y, a.y_f32 = y_f32;
+  a.n_rows = static_cast<int>(n_rows), a.in = static_cast<int>(in), a.out = static_cast<int>(out);
+  a.mode = y_f32 ? kOutF32 : kOutBf16;
+  a.norm = norm;
   launch(a, (out + 15) / 16, stream);
 }
 
 void skinny_swiglu(const bf16* x, const bf16* W, bf16* act, int64_t n_rows, int64_t in,
-                   int64_t intermediate, cudaStream_t stream) {
+                   int64_t intermediate, cudaStream_t stream, const SkinnyNormIn& norm) {
   check(x, W, n_rows, in, 2 * intermediate);
   HOGWILD_CUDA_REQUIRE(act != nullptr && intermediate > 0);
-  const SkinnyArgs a{x,
-                     W,
-                     nullptr,
-                     act,
-                     nullptr,
-                     static_cast<int>(n_rows),
-                     static_cast<int>(in),
-                     static_cast<int>(2 * intermediate),
-                     kSwiglu};
+  HOGWILD_CUDA_REQUIRE(norm.ss == nullptr || (norm.dim == in && norm.eps >= 0.0f));
+  SkinnyArgs a{};
+  a.x = x, a.W = W, a.y = act;
+  a.n_rows = static_cast<int>(n_rows), a.in = static_cast<int>(in);
+  a.out = static_cast<int>(2 * intermediate);
+  a.mode = kSwiglu;
+  a.norm = norm;
   launch(a, (intermediate + 7) / 8, stream);
+}
+
+void skinny_residual(const bf16* x, const bf16* W, int64_t n_rows, int64_t in, int64_t out,
+                     const SkinnyResidualOut& res, bf16* xw, cudaStream_t stream) {
+  check(x, W, n_rows, in, out);
+  HOGWILD_CUDA_REQUIRE(res.x && res.w_norm && res.ss && res.ss_zero && res.ss != res.ss_zero &&
+                       xw);
+  SkinnyArgs a{};
+  a.x = x, a.W = W, a.y = xw;
+  a.n_rows = static_cast<int>(n_rows), a.in = static_cast<int>(in), a.out = static_cast<int>(out);
+  a.mode = kResidual;
+  a.res = res;
+  launch(a, (out + 15) / 16, stream);
 }
 
 }  // namespace hogwild::cuda

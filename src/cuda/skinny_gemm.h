@@ -17,6 +17,24 @@ namespace hogwild::cuda {
 
 inline constexpr int kSkinnyMaxRows = 8;
 
+/// RMSNorm fused across two skinny launches (saves the norm kernel between projections). The
+/// producer (skinny_residual) adds its product to the fp32 residual stream, writes
+/// xw = bf16(x_new * w_norm) and adds each row's sum of squares of x_new to ss; the consumer
+/// (skinny_linear / skinny_swiglu with a SkinnyNormIn) multiplies its products over xw by
+/// rsqrt(ss / dim + eps). Equal to rmsnorm-then-project up to where the bf16 rounding falls (here
+/// before the 1 / RMS factor, in hogwild::cpu::rmsnorm after it).
+struct SkinnyNormIn {
+  const float* ss = nullptr;  // (n_rows) sums of squares of the residual rows; null: no norm
+  int64_t dim = 0;            // hidden_size (= in_features of the consumer)
+  float eps = 0.0f;           // rms_norm_eps
+};
+struct SkinnyResidualOut {
+  float* x = nullptr;              // (n_rows, out) fp32 residual stream, += bf16(product)
+  const __nv_bfloat16* w_norm = nullptr;  // (out) weight of the norm that follows
+  float* ss = nullptr;             // (n_rows) += sum of squares of the new x; must be 0 before
+  float* ss_zero = nullptr;        // (n_rows) set to 0 (for the next producer); != ss
+};
+
 /// True when the skinny kernels support the shape: 1 <= n_rows <= 8, in_features % 8 == 0,
 /// in_features and out_features < 2^31.
 bool skinny_supported(int64_t n_rows, int64_t in);
@@ -26,12 +44,20 @@ bool skinny_supported(int64_t n_rows, int64_t in);
 /// PRECONDITION: skinny_supported(n_rows, in); x, W 16-byte aligned.
 void skinny_linear(const __nv_bfloat16* x, const __nv_bfloat16* W, const __nv_bfloat16* bias,
                    __nv_bfloat16* y, float* y_f32, int64_t n_rows, int64_t in, int64_t out,
-                   cudaStream_t stream);
+                   cudaStream_t stream, const SkinnyNormIn& norm = {});
 
 /// The fused gate/up projection with SwiGLU: W (2 I, in) = [W_gate; W_up] bf16,
 /// act (n_rows, I) bf16 = silu(x W_gate^T) * (x W_up^T), computed from the fp32 products (one
 /// rounding). PRECONDITION: as skinny_linear.
 void skinny_swiglu(const __nv_bfloat16* x, const __nv_bfloat16* W, __nv_bfloat16* act,
-                   int64_t n_rows, int64_t in, int64_t intermediate, cudaStream_t stream);
+                   int64_t n_rows, int64_t in, int64_t intermediate, cudaStream_t stream,
+                   const SkinnyNormIn& norm = {});
+
+/// The producer side of the fused norm (SkinnyNormIn): y = x W^T (fp32), then per element
+/// res.x += bf16(y); xw (n_rows, out) bf16 = bf16(res.x * res.w_norm); res.ss[t] += sum of
+/// res.x[t]^2 (atomics); res.ss_zero[0 .. n_rows) = 0. PRECONDITION: as skinny_linear.
+void skinny_residual(const __nv_bfloat16* x, const __nv_bfloat16* W, int64_t n_rows, int64_t in,
+                     int64_t out, const SkinnyResidualOut& res, __nv_bfloat16* xw,
+                     cudaStream_t stream);
 
 }  // namespace hogwild::cuda

@@ -277,6 +277,46 @@ TEST(CudaOps, SkinnyChainWithProgrammaticLaunchInAGraph) {
   cudaStreamDestroy(st);
 }
 
+// The fused residual add + RMSNorm across two skinny launches (skinny_residual, then a product
+// with SkinnyNormIn) against the CPU: x += bf16(a W1^T); h = rmsnorm(x) * w; out = h W2^T (and the
+// gate/up SwiGLU consumer).
+TEST(CudaOps, SkinnyFusedNormMatchesAddNormThenProject) {
+  HOGWILD_REQUIRE_GPU();
+  TestRng rng(13);
+  const int64_t K = 1536, H = 1024, O = 528, I = 200;
+  const float eps = 1e-6f;
+  for (int rows : {1, 3, 8}) {
+    const auto x = rng.vec(rows * H, 2.0f);
+    const auto a = round_bf16(rng.vec(rows * K, 1.0f));
+    const auto W1 = round_bf16(rng.vec(H * K, 1.0f / std::sqrt(float(K))));
+    const auto w = round_bf16(rng.vec(H, 0.5f, 1.0f));
+    const auto W2 = round_bf16(rng.vec(O * H, 1.0f / std::sqrt(float(H))));
+    const auto W3 = round_bf16(rng.vec(2 * I * H, 2.0f / std::sqrt(float(H))));
+    std::vector<float> y1(rows * H), xn = x, h(rows * H), out(rows * O);
+    cpu::matmul(a.data(), W1.data(), nullptr, y1.data(), rows, K, H);
+    cpu::add_inplace(xn.data(), round_bf16(y1).data(), rows * H);
+    cpu::rmsnorm(xn.data(), w.data(), h.data(), rows, H, eps);
+    cpu::matmul(h.data(), W2.data(), nullptr, out.data(), rows, H, O);
+    const auto act = cpu_gate_up_swiglu(h, W3, rows, H, I);
+
+    DeviceArray<float> dx(x), ss(std::vector<float>(rows, 0.0f)),
+        ss_next(std::vector<float>(rows, 5.0f));
+    DeviceArray<bf16> da(to_bf16(a)), dW1(to_bf16(W1)), dw(to_bf16(w)), dW2(to_bf16(W2)),
+        dW3(to_bf16(W3)), dxw(rows * H), dout(rows * O), dact(rows * I);
+    cuda::skinny_residual(da.p, dW1.p, rows, K, H, {dx.p, dw.p, ss.p, ss_next.p}, dxw.p, nullptr);
+    cuda::skinny_linear(dxw.p, dW2.p, nullptr, dout.p, nullptr, rows, H, O, nullptr,
+                        {ss.p, H, eps});
+    cuda::skinny_swiglu(dxw.p, dW3.p, dact.p, rows, H, I, nullptr, {ss.p, H, eps});
+    EXPECT_LT(rel_error(dx.download(), xn), 1e-3) << "residual rows " << rows;
+    EXPECT_LT(rel_error(to_f32(dout.download()), out), 4e-3) << "normed product rows " << rows;
+    EXPECT_LT(rel_error(to_f32(dact.download()), act), 4e-3) << "normed swiglu rows " << rows;
+    double want_ss = 0;
+    for (int64_t i = 0; i < H; ++i) want_ss += double(xn[i]) * xn[i];
+    EXPECT_NEAR(ss.download()[0], want_ss, 1e-4 * want_ss) << "sum of squares rows " << rows;
+    for (float v : ss_next.download()) EXPECT_EQ(v, 0.0f) << "next slot zeroed, rows " << rows;
+  }
+}
+
 TEST(CudaOps, LinearOnAStreamAndInAGraph) {
   HOGWILD_REQUIRE_GPU();
   TestRng rng(9);
