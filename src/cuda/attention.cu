@@ -30,11 +30,12 @@ struct Smem {
   bf16 q[kRows * kLd];
   union {
     bf16 kv[kRing];                  // stage s: K at s * 2 * kKeys * kLd, V after it
-    float o[4][4][16][HD];           // merge: [row tile][key quarter][row][dim]
+    float o[4][4][16][HD + 4];       // merge: [row tile][key quarter][row][dim] (+4: banks)
   } u;
   float m[4][4][16];
   float l[4][4][16];
   int32_t limit[kRows];
+  int32_t row[kRows];  // query token of each row, -1 for padding
 };
 
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
@@ -82,13 +83,17 @@ struct PartialArgs {
   AttnPlanView plan;
 };
 
+// Page id of tile `tile` of the item (a global load: callers issue it a tile ahead).
+__device__ __forceinline__ int32_t tile_page(const PartialArgs& a, const AttnItem& it, int tile) {
+  return a.plan.pages[it.page_base + it.key_start / kKeys + tile];
+}
+
 template <int HD>
 __device__ void load_tile(Smem<HD>& sm, int stage, const PartialArgs& a, const AttnItem& it,
-                          int tile, int h) {
+                          int tile, int32_t page, int h) {
   constexpr int kLd = Smem<HD>::kLd;
   constexpr int kChunks = kKeys * HD / 8;  // 16-byte pieces per K (or V) tile
   const int key0 = it.key_start + tile * kKeys;
-  const int32_t page = a.plan.pages[it.page_base + key0 / kKeys];
   const bf16* ksrc = a.pool + a.layout.tile_offset(page, 0, h);
   const bf16* vsrc = a.pool + a.layout.tile_offset(page, 1, h);
   bf16* kdst = sm.u.kv + stage * 2 * kKeys * kLd;
@@ -101,18 +106,20 @@ __device__ void load_tile(Smem<HD>& sm, int stage, const PartialArgs& a, const A
   }
 }
 
-// grid (max_items, num_key_value_heads), kThreads threads, dynamic smem sizeof(Smem<HD>).
+// grid (num_key_value_heads, max_items), kThreads threads, dynamic smem sizeof(Smem<HD>). Items
+// are the slow grid dimension so CTAs start in item order: the plan lists a long block's chunks
+// before the workers' short steps, and short items left over for a second wave cost little.
 template <int HD>
 __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a) {
   pdl_wait();
   pdl_launch_dependents();
-  if (blockIdx.x >= *a.plan.n_items) return;
+  if (blockIdx.y >= *a.plan.n_items) return;
   extern __shared__ __align__(128) unsigned char raw[];
   Smem<HD>& sm = *reinterpret_cast<Smem<HD>*>(raw);
   constexpr int kLd = Smem<HD>::kLd;
   constexpr int kNt = HD / 8;  // O n-tiles of 8 dims
-  const AttnItem it = a.plan.items[blockIdx.x];
-  const int h = blockIdx.y;
+  const AttnItem it = a.plan.items[blockIdx.y];
+  const int h = blockIdx.x;
   const int G = a.shape.num_attention_heads / a.shape.num_key_value_heads;
   const int n_rows = it.pair_count * G;
   const int n_r16 = (n_rows + 15) / 16;
@@ -123,28 +130,38 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
 
 #pragma unroll
   for (int p = 0; p < kStages - 1; ++p) {
-    if (p < n_tiles) load_tile(sm, p, a, it, p, h);
+    if (p < n_tiles) load_tile(sm, p, a, it, p, tile_page(a, it, p), h);
     cp_async_commit();
   }
+  // The page id of the next tile to load, fetched an iteration early so the loop never stalls
+  // on it.
+  int32_t next_page = kStages - 1 < n_tiles ? tile_page(a, it, kStages - 1) : 0;
 
   // Queries, rotated per pair by its limit (p - o) with the attention factor; zero pad rows.
+  // Pair lookups first (one round trip), then the query loads (independent, unrolled).
   const int half = a.rope.rotary_dim / 2;
   const int used_rows = n_r16 * 16;  // rows past this are never touched by the MMAs
+  if (threadIdx.x < used_rows) {
+    const int r = threadIdx.x;
+    AttnPair pr{-1, -1};
+    if (r < n_rows) pr = a.plan.pairs[it.pair_start + r / G];
+    sm.limit[r] = pr.limit;
+    sm.row[r] = pr.row;
+  }
+  __syncthreads();
+#pragma unroll 4
   for (int idx = threadIdx.x; idx < used_rows * HD; idx += kThreads) {
     const int r = idx / HD, d = idx % HD;
+    const int tok = sm.row[r];
     float val = 0.0f;
-    if (r < n_rows) {
-      const AttnPair pr = a.plan.pairs[it.pair_start + r / G];
-      const bf16* qv = a.q + int64_t(pr.row) * a.shape.q_token_stride + int64_t(h * G + r % G) * HD;
+    if (tok >= 0) {
+      const bf16* qv = a.q + int64_t(tok) * a.shape.q_token_stride + int64_t(h * G + r % G) * HD;
       val = __bfloat162float(qv[d]);
       if (d < a.rope.rotary_dim) {
-        const float2 cs = a.rope.cos_sin[int64_t(pr.limit) * half + (d < half ? d : d - half)];
+        const float2 cs = a.rope.cos_sin[int64_t(sm.limit[r]) * half + (d < half ? d : d - half)];
         const float partner = __bfloat162float(qv[d < half ? d + half : d - half]);
         val = (val * cs.x + (d < half ? -partner : partner) * cs.y) * a.shape.attn_factor;
       }
-      if (d == 0) sm.limit[r] = pr.limit;
-    } else if (d == 0) {
-      sm.limit[r] = -1;
     }
     sm.q[r * kLd + d] = __float2bfloat16(val);
   }
@@ -160,8 +177,12 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
   for (int tile = 0; tile < n_tiles; ++tile) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile's stage landed for all threads; stage (tile - 1) % S is free
-    if (tile + kStages - 1 < n_tiles)
-      load_tile(sm, (tile + kStages - 1) % kStages, a, it, tile + kStages - 1, h);
+    const int nt = tile + kStages - 1;
+    if (nt < n_tiles) {
+      const int32_t page = next_page;
+      next_page = nt + 1 < n_tiles ? tile_page(a, it, nt + 1) : 0;
+      load_tile(sm, nt % kStages, a, it, nt, page, h);
+    }
     cp_async_commit();
     if (!active) continue;
     if (tile == 0) {
@@ -339,7 +360,8 @@ void launch_partial(const PartialArgs& args, int kv_heads, cudaStream_t stream) 
                                             static_cast<int>(smem)));
     configured = true;
   }
-  dim3 grid(args.plan.max_items, kv_heads);
+  HOGWILD_CUDA_REQUIRE(args.plan.max_items <= 65535);
+  dim3 grid(kv_heads, args.plan.max_items);
   launch_pdl(attn_partial_kernel<HD>, grid, dim3(kThreads), smem, stream, args);
 }
 

@@ -79,6 +79,11 @@ HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end) {
     }
   }
 
+  // Longest chunks first: the kernel starts CTAs in item order, so short items (workers' steps)
+  // fill in after the long ones instead of pushing long ones into a second wave.
+  std::stable_sort(plan.items.begin(), plan.items.end(), [](const AttnItem& x, const AttnItem& y) {
+    return x.key_end - x.key_start > y.key_end - y.key_start;
+  });
   plan.row_entry_ptr.assign(n_rows + 1, 0);
   for (int64_t r = 0; r < n_rows; ++r) {
     plan.row_entry_ptr[r + 1] = plan.row_entry_ptr[r] + static_cast<int32_t>(row_entries[r].size());
