@@ -1,6 +1,7 @@
 // bench_cuda: the `hogwild bench` sweep (src/cuda/bench.h) as a standalone program, so the GPU
 // benchmark builds with only the CUDA backend's libraries. Prints the table, writes JSON.
-//   bench_cuda [-p PRESET...] [-m DIR...] [-w W...] [-c CTX...] [-r N] [--json FILE] [--no-skinny] [--no-pdl] [--gemm]
+//   bench_cuda [-p PRESET...] [-m DIR...] [-w W...] [-c CTX...] [-r N] [--json FILE] [--no-skinny]
+//   [--no-pdl] [--gemm]
 #ifdef HOGWILD_HAVE_CUDA
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -31,7 +32,8 @@ int main(int argc, char** argv) {
   o.programmatic_launch = !no_pdl;
   try {
     const nlohmann::json j = gemm ? hogwild::cuda::run_gemm_bench(o) : hogwild::cuda::run_bench(o);
-    std::printf("%s", (gemm ? hogwild::cuda::gemm_table(j) : hogwild::cuda::bench_table(j)).c_str());
+    std::printf("%s",
+                (gemm ? hogwild::cuda::gemm_table(j) : hogwild::cuda::bench_table(j)).c_str());
     std::ofstream(json_file) << j.dump(2) << "\n";
   } catch (const hogwild::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -29,8 +29,8 @@ struct Smem {
   static constexpr int kRing = kStages * 2 * kKeys * kLd;  // bf16 elements of the K/V ring
   bf16 q[kRows * kLd];
   union {
-    bf16 kv[kRing];                  // stage s: K at s * 2 * kKeys * kLd, V after it
-    float o[4][4][16][HD + 4];       // merge: [row tile][key quarter][row][dim] (+4: banks)
+    bf16 kv[kRing];             // stage s: K at s * 2 * kKeys * kLd, V after it
+    float o[4][4][16][HD + 4];  // merge: [row tile][key quarter][row][dim] (+4: banks)
   } u;
   float m[4][4][16];
   float l[4][4][16];
@@ -199,7 +199,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
     for (int kk = 0; kk < HD / 16; ++kk) {
       uint32_t qa[4], kb[4];
       ldmatrix_x4(qa, qs + (lane & 15) * kLd + kk * 16 + (lane >> 4) * 8);
-      ldmatrix_x4(kb, ks + ((lane & 7) + ((lane >> 4) << 3)) * kLd + kk * 16 + ((lane >> 3) & 1) * 8);
+      ldmatrix_x4(kb,
+                  ks + ((lane & 7) + ((lane >> 4) << 3)) * kLd + kk * 16 + ((lane >> 3) & 1) * 8);
       mma16816(s[0], qa, kb[0], kb[1]);
       mma16816(s[1], qa, kb[2], kb[3]);
     }
@@ -248,7 +249,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
 #pragma unroll
     for (int j = 0; j < kNt; j += 2) {
       uint32_t vb[4];
-      ldmatrix_x4_trans(vb, vs + ((lane & 7) + ((lane >> 3) & 1) * 8) * kLd + j * 8 + (lane >> 4) * 8);
+      ldmatrix_x4_trans(vb,
+                        vs + ((lane & 7) + ((lane >> 3) & 1) * 8) * kLd + j * 8 + (lane >> 4) * 8);
       mma16816(o[j], pa, vb[0], vb[1]);
       mma16816(o[j + 1], pa, vb[2], vb[3]);
     }
@@ -270,7 +272,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
 #pragma unroll
     for (int j = 0; j < kNt; ++j)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) sm.u.o[rt][kq][g + 8 * (c >> 1)][8 * j + 2 * t + (c & 1)] = o[j][c];
+      for (int c = 0; c < 4; ++c)
+        sm.u.o[rt][kq][g + 8 * (c >> 1)][8 * j + 2 * t + (c & 1)] = o[j][c];
   }
   __syncthreads();
   const int nh = a.shape.num_attention_heads;

@@ -242,7 +242,8 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
 }
 
 std::string gemm_table(const nlohmann::json& j) {
-  std::string s = fmt::format("copy bandwidth {:.0f} GB/s\n", j["copy_bandwidth_GBps"].get<double>());
+  std::string s =
+      fmt::format("copy bandwidth {:.0f} GB/s\n", j["copy_bandwidth_GBps"].get<double>());
   s += "| model | matrix | in | out | rows | skinny us | skinny GB/s | cuBLAS us | cuBLAS GB/s |\n";
   s += "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : j["results"])

@@ -22,8 +22,8 @@ struct BenchOptions {
   int warmup = 3;
   int repeat = 20;
   uint64_t seed = 1;
-  bool progress = true;     // a line per configuration on stderr
-  bool skinny_gemm = true;  // CudaOptions::skinny_gemm
+  bool progress = true;             // a line per configuration on stderr
+  bool skinny_gemm = true;          // CudaOptions::skinny_gemm
   bool programmatic_launch = true;  // pdl.h switch
 };
 

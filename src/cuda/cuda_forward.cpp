@@ -11,8 +11,8 @@
 #include "cuda/cuda_check.h"
 #include "cuda/elementwise.h"
 #include "cuda/gemm.h"
-#include "cuda/skinny_gemm.h"
 #include "cuda/norm.h"
+#include "cuda/skinny_gemm.h"
 #include "cuda/staging.h"
 
 namespace hogwild::cuda {
@@ -120,7 +120,8 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     HOGWILD_CUDA_CHECK(
         cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, opt_.device));
   // One wave of partial-kernel CTAs (16 warps and 155 KB (head_dim 128) / 85 KB (64) of shared
-  // memory: 1 CTA per SM); a second, mostly idle wave cost ~5 us per layer (measured, docs/CUDA.md).
+  // memory: 1 CTA per SM); a second, mostly idle wave cost ~5 us per layer (measured,
+  // docs/CUDA.md).
   const int32_t resident = sm_count_ * 9 / 10;
   pin.chunk = choose_chunk(total_keys, T, static_cast<int32_t>(cfg_.num_key_value_heads), resident);
 
@@ -210,8 +211,8 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
   // Skinny batches fuse each residual add + RMSNorm into the projections around it
   // (skinny_gemm.h SkinnyNormIn): o-proj / down add to x_ and leave h_ = x_ * w and the rows'
   // sums of squares in a ring slot; qkv / gate-up scale their products by the rows' 1 / RMS.
-  const bool fused = gemm_->use_skinny(T, H) && gemm_->use_skinny(T, nh * hd) &&
-                     gemm_->use_skinny(T, I);
+  const bool fused =
+      gemm_->use_skinny(T, H) && gemm_->use_skinny(T, nh * hd) && gemm_->use_skinny(T, I);
   float* ring = gemm_->norm_ring();
   int producer = 0;  // producer i accumulates into slot i % 3 and zeroes slot (i + 1) % 3
   auto slot_of = [&](int i) { return ring + (i % 3) * kSkinnyMaxRows; };
@@ -243,8 +244,7 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
                 attn_factor_, stream_);
     for (int k = 0; k < n_plans; ++k)
       hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[k], attn_, stream_);
-    const bf16* next_norm =
-        l + 1 < c.num_hidden_layers ? layers_[l + 1].input_layernorm : norm_;
+    const bf16* next_norm = l + 1 < c.num_hidden_layers ? layers_[l + 1].input_layernorm : norm_;
     if (fused) {
       skinny_residual(attn_, L.o_proj, T, nh * hd, H, residual_out(L.post_attention_layernorm), h_,
                       stream_);

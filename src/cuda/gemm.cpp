@@ -49,14 +49,16 @@ bool Gemm::use_skinny(int64_t n_rows, int64_t in) const {
 
 void Gemm::linear(const __nv_bfloat16* x, const __nv_bfloat16* W, __nv_bfloat16* y, int64_t n_rows,
                   int64_t in, int64_t out, const __nv_bfloat16* bias) {
-  if (use_skinny(n_rows, in)) return skinny_linear(x, W, bias, y, nullptr, n_rows, in, out, stream_);
+  if (use_skinny(n_rows, in))
+    return skinny_linear(x, W, bias, y, nullptr, n_rows, in, out, stream_);
   run(x, W, y, CUDA_R_16BF, n_rows, in, out);
   if (bias) add_bias(y, bias, n_rows, out, stream_);
 }
 
 void Gemm::linear_f32(const __nv_bfloat16* x, const __nv_bfloat16* W, float* y, int64_t n_rows,
                       int64_t in, int64_t out) {
-  if (use_skinny(n_rows, in)) return skinny_linear(x, W, nullptr, nullptr, y, n_rows, in, out, stream_);
+  if (use_skinny(n_rows, in))
+    return skinny_linear(x, W, nullptr, nullptr, y, n_rows, in, out, stream_);
   run(x, W, y, CUDA_R_32F, n_rows, in, out);
 }
 

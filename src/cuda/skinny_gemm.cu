@@ -15,9 +15,9 @@ namespace hogwild::cuda {
 namespace {
 
 using bf16 = __nv_bfloat16;
-constexpr int kWarps = 4;          // per CTA, splitting K
-constexpr int kU = 4;              // 16-byte W loads per row per lane per step
-constexpr int kStepK = 32 * kU;    // k per warp step
+constexpr int kWarps = 4;        // per CTA, splitting K
+constexpr int kU = 4;            // 16-byte W loads per row per lane per step
+constexpr int kStepK = 32 * kU;  // k per warp step
 
 // Split-K (grid.y > 1): the K steps of a tile are cut into gridDim.y CTAs; each writes its sums
 // here, and the CTA that finishes last (a counter per tile) adds them in split order
@@ -37,8 +37,8 @@ struct SkinnyArgs {
   bf16* y;           // (n_rows, out) bf16, or (n_rows, out / 2) for kSwiglu
   float* y_f32;      // (n_rows, out) fp32
   int n_rows, in, out, mode;
-  SkinnyNormIn norm;       // ss == null: no scaling
-  SkinnyResidualOut res;   // kResidual
+  SkinnyNormIn norm;      // ss == null: no scaling
+  SkinnyResidualOut res;  // kResidual
 };
 
 __device__ __forceinline__ uint4 ld_stream(const bf16* p) {  // read once: keep out of L1
@@ -194,7 +194,8 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
           float* xp = a.res.x + int64_t(n) * a.out + row;
           const float xn = *xp + __bfloat162float(__float2bfloat16(c[2 * j + h]));
           *xp = xn;
-          a.y[int64_t(n) * a.out + row] = __float2bfloat16(xn * __bfloat162float(a.res.w_norm[row]));
+          a.y[int64_t(n) * a.out + row] =
+              __float2bfloat16(xn * __bfloat162float(a.res.w_norm[row]));
           sq += xn * xn;
         }
       }
@@ -211,7 +212,8 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
     if (a.mode == kSwiglu) {
       const int half = a.out / 2, i = blockIdx.x * 8 + g;
       const float gate = c[h], up = c[2 + h];
-      if (i < half) a.y[int64_t(n) * half + i] = __float2bfloat16(gate / (1.0f + __expf(-gate)) * up);
+      if (i < half)
+        a.y[int64_t(n) * half + i] = __float2bfloat16(gate / (1.0f + __expf(-gate)) * up);
       continue;
     }
 #pragma unroll
@@ -310,8 +312,7 @@ void skinny_swiglu(const bf16* x, const bf16* W, bf16* act, int64_t n_rows, int6
 void skinny_residual(const bf16* x, const bf16* W, int64_t n_rows, int64_t in, int64_t out,
                      const SkinnyResidualOut& res, bf16* xw, cudaStream_t stream) {
   check(x, W, n_rows, in, out);
-  HOGWILD_CUDA_REQUIRE(res.x && res.w_norm && res.ss && res.ss_zero && res.ss != res.ss_zero &&
-                       xw);
+  HOGWILD_CUDA_REQUIRE(res.x && res.w_norm && res.ss && res.ss_zero && res.ss != res.ss_zero && xw);
   SkinnyArgs a{};
   a.x = x, a.W = W, a.y = xw;
   a.n_rows = static_cast<int>(n_rows), a.in = static_cast<int>(in), a.out = static_cast<int>(out);

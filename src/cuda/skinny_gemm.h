@@ -29,10 +29,10 @@ struct SkinnyNormIn {
   float eps = 0.0f;           // rms_norm_eps
 };
 struct SkinnyResidualOut {
-  float* x = nullptr;              // (n_rows, out) fp32 residual stream, += bf16(product)
+  float* x = nullptr;                     // (n_rows, out) fp32 residual stream, += bf16(product)
   const __nv_bfloat16* w_norm = nullptr;  // (out) weight of the norm that follows
-  float* ss = nullptr;             // (n_rows) += sum of squares of the new x; must be 0 before
-  float* ss_zero = nullptr;        // (n_rows) set to 0 (for the next producer); != ss
+  float* ss = nullptr;       // (n_rows) += sum of squares of the new x; must be 0 before
+  float* ss_zero = nullptr;  // (n_rows) set to 0 (for the next producer); != ss
 };
 
 /// True when the skinny kernels support the shape: 1 <= n_rows <= 8, in_features % 8 == 0,
