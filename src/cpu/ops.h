@@ -13,7 +13,9 @@ namespace hogwild::cpu {
 void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t dim, float eps);
 
 /// y = x W^T (+ bias): x (n_rows, in), W (out, in) row-major as HF stores nn.Linear weights,
-/// y (n_rows, out), bias (out) or nullptr. OpenBLAS cblas_sgemm (multithreaded by OpenBLAS).
+/// y (n_rows, out), bias (out) or nullptr. 1 row: OpenBLAS cblas_sgemv; 2..8 rows (decode of
+/// several workers): an own kernel that reads W once for all rows (parallel_for); more rows:
+/// OpenBLAS cblas_sgemm (multithreaded by OpenBLAS).
 void matmul(const float* x, const float* W, const float* bias, float* y, int64_t n_rows,
             int64_t in, int64_t out);
 

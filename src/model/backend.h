@@ -9,6 +9,7 @@
 // Plain generation is the degenerate case: one block, one worker whose view is that block.
 #pragma once
 
+#include "core/error.h"
 #include "model/config.h"
 
 #include <cstdint>
@@ -83,8 +84,13 @@ class Backend {
   /// each) after setting the `banned` ids to -inf in every row. tokens receives the ids; a row
   /// with nothing left to draw throws hogwild::Error. Throws hogwild::Error on invalid input like
   /// forward, or when rows.size() differs from the number of want_logits tokens.
-  virtual void forward_sample(const ForwardBatch& batch, const std::vector<int32_t>& banned,
-                              const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens);
+  virtual void forward_sample(const ForwardBatch& /*batch*/, const std::vector<int32_t>& /*banned*/,
+                              const std::vector<RowSampling>& /*rows*/,
+                              std::vector<int32_t>& /*tokens*/) {
+    throw Error(
+        "this backend does not sample on the device; call forward and sample the logits on the "
+        "host");
+  }
 };
 
 }  // namespace hogwild
