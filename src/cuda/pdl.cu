@@ -1,4 +1,6 @@
 // Programmatic dependent launch switch (pdl.h).
+#include <cuda_runtime.h>
+
 #include <atomic>
 
 #include "cuda/pdl.h"
@@ -9,6 +11,16 @@ std::atomic<bool> g_programmatic_launch{true};
 }
 
 void set_programmatic_launch(bool on) { g_programmatic_launch.store(on); }
-bool programmatic_launch() { return g_programmatic_launch.load(); }
+bool programmatic_launch() {
+  // Programmatic stream serialization is a Hopper (compute capability 9.0) feature; older devices
+  // get ordinary launches (the device code's griddepcontrol is compiled for sm_90 only anyway).
+  static const bool supported = [] {
+    int dev = 0, major = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+           major >= 9;
+  }();
+  return supported && g_programmatic_launch.load();
+}
 
 }  // namespace hogwild::cuda

@@ -6,7 +6,8 @@
 
 namespace hogwild::cuda {
 
-/// On by default. Off: every launch is an ordinary stream-ordered launch (for A/B measurements).
+/// On by default (on devices of compute capability >= 9.0; older ones always get ordinary
+/// launches). Off: every launch is an ordinary stream-ordered launch (for A/B measurements).
 void set_programmatic_launch(bool on);
 bool programmatic_launch();
 
