@@ -41,6 +41,37 @@ TEST(CpuOps, MatmulIsXTimesWTransposedPlusBias) {
   EXPECT_EQ(y1, (std::vector<float>{-2, 3}));
 }
 
+// Every path (GEMV 1 row, skinny 2..8 rows in passes of 4, SGEMM 9+ rows) against a double
+// reference, with in = 16k + tail sizes and out not a multiple of the 16-feature blocks.
+TEST(CpuOps, MatmulPathsMatchDoubleReference) {
+  for (int64_t in : {1, 7, 16, 37, 200}) {
+    for (int64_t out : {1, 5, 33}) {
+      for (int64_t rows = 1; rows <= 10; ++rows) {
+        std::vector<float> x(rows * in), W(out * in), b(out);
+        for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * double(i) + 0.1 * rows);
+        for (size_t i = 0; i < W.size(); ++i) W[i] = std::cos(0.11 * double(i) + 0.05 * out);
+        for (size_t i = 0; i < b.size(); ++i) b[i] = 0.25f * float(i) - 1.0f;
+        for (bool with_bias : {false, true}) {
+          std::vector<float> y(rows * out, 123.0f);
+          matmul(x.data(), W.data(), with_bias ? b.data() : nullptr, y.data(), rows, in, out);
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t o = 0; o < out; ++o) {
+              double ref = with_bias ? b[o] : 0.0;
+              double mag = std::fabs(ref);
+              for (int64_t k = 0; k < in; ++k) {
+                ref += double(x[r * in + k]) * W[o * in + k];
+                mag += std::fabs(double(x[r * in + k]) * W[o * in + k]);
+              }
+              // fp32 accumulation: error within a few ulps of the sum of magnitudes.
+              EXPECT_NEAR(y[r * out + o], ref, 1e-6 * mag + 1e-7)
+                  << "in " << in << " out " << out << " rows " << rows << " bias " << with_bias;
+            }
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuOps, SiluSwigluEmbedding) {
   EXPECT_NEAR(silu(1.0f), 0.7310585786300049, 1e-7);
   EXPECT_NEAR(silu(-2.0f), -0.2384058440442351, 1e-7);
