@@ -103,6 +103,10 @@ class CudaBackend : public Backend {
   /// "qkv" (T, (heads + 2 kv_heads) head_dim: q and k after q/k norm, before RoPE) or
   /// "attn" (T, heads head_dim: attention output before o_proj).
   std::vector<float> debug_activation(const std::string& what, int64_t n_tokens) const;
+  /// Test hook: FNV-1a hash of every weight tensor's bf16 bits, in DeviceLayer order (two
+  /// backends hold the same weights iff the hashes agree, barring collisions). Reads all weights
+  /// back to the host, one tensor at a time.
+  uint64_t weight_fingerprint() const;
 
  private:
   struct Block {

@@ -288,4 +288,37 @@ void CudaBackend::load_checkpoint(const std::string& model_dir, bool show_progre
   if (tty) std::fprintf(stderr, "\r%80s\r", "");
 }
 
+uint64_t CudaBackend::weight_fingerprint() const {
+  const ModelConfig& c = cfg_;
+  const int64_t H = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
+  const int64_t qd = c.num_attention_heads * c.head_dim;
+  uint64_t h = 1469598103934665603ull;
+  std::vector<uint16_t> buf;
+  auto add = [&](const bf16* p, int64_t n) {
+    if (!p) return;
+    buf.resize(static_cast<size_t>(n));
+    HOGWILD_CUDA_CHECK(cudaMemcpyAsync(buf.data(), p, n * 2, cudaMemcpyDeviceToHost, stream_));
+    HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (uint16_t x : buf) {
+      h = (h ^ (x & 0xff)) * 1099511628211ull;
+      h = (h ^ (x >> 8)) * 1099511628211ull;
+    }
+  };
+  add(embed_tokens_, V * H);
+  for (const DeviceLayer& d : layers_) {
+    add(d.input_layernorm, H);
+    add(d.qkv_proj, qkv_dim_ * H);
+    add(d.qkv_bias, qkv_dim_);
+    add(d.q_norm, c.head_dim);
+    add(d.k_norm, c.head_dim);
+    add(d.o_proj, H * qd);
+    add(d.post_attention_layernorm, H);
+    add(d.gate_up_proj, 2 * I * H);
+    add(d.down_proj, H * I);
+  }
+  add(norm_, H);
+  add(lm_head_, V * H);
+  return h;
+}
+
 }  // namespace hogwild::cuda
