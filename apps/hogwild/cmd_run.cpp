@@ -136,8 +136,8 @@ void run(RunArgs a) {
     // KV the run can fill: the longest view (bounded by the context and by the budget) plus the
     // finisher's, the constant blocks and one partly filled 64-token page per live block.
     const int64_t ctx = a.max_context > 0 ? a.max_context : backend.config().max_position_embeddings;
-    int64_t need = ctx > 0 ? ctx : INT64_MAX / 4;
-    if (a.budget > 0)
+    int64_t need = ctx > 0 ? std::min<int64_t>(ctx, INT64_MAX / 4) : INT64_MAX / 4;
+    if (a.budget > 0 && a.budget < INT64_MAX / 8 / a.workers)  // (a huge budget: no bound)
       need = std::min<int64_t>(need, static_cast<int64_t>(prompt.size()) + a.workers * (a.budget + 64));
     need += fmt.finisher.max_tokens + 64 * (3 * a.workers + 4) + 256 * a.workers;
     require_kv_tokens(backend, need,
