@@ -29,9 +29,23 @@ struct DeviceFlags {
 inline void add_device_flags(CLI::App* c, DeviceFlags& f) {
   c->add_option("--device", f.device, "auto (default: cuda when a GPU is usable), cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  c->add_option("--kv-tokens", f.max_kv_tokens,
-                "CUDA: KV cache size in tokens (default: the free GPU memory minus 1 GiB)")
-      ->check(CLI::NonNegativeNumber);
+  c->add_option_function<std::string>(
+      "--kv-tokens",
+      [&f](const std::string& s) {
+        size_t used = 0;
+        long long v = -1;
+        try {
+          v = std::stoll(s, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != s.size() || v < 0)
+          throw CLI::ValidationError("--kv-tokens",
+                                     "'" + s + "' is not a whole number of tokens >= 0 "
+                                     "(0 = the free GPU memory minus 1 GiB)");
+        f.max_kv_tokens = v;
+      },
+      "CUDA: KV cache size in tokens (default: the free GPU memory minus 1 GiB)");
 }
 
 /// "cuda" or "cpu" for the flag's value and the model in model_dir; throws hogwild::Error for
@@ -77,9 +91,10 @@ inline std::unique_ptr<Backend> make_backend(const std::string& model_dir, const
     return std::make_unique<cuda::CudaBackend>(model_dir, o);
   }
 #endif
-  (void)f;
   (void)max_forward_tokens;
   HOGWILD_CHECK(dev == "cpu");
+  if (f.max_kv_tokens > 0)
+    std::fprintf(stderr, "note: --kv-tokens applies to the CUDA backend; ignored on the CPU\n");
   return std::make_unique<cpu::CpuBackend>(load_model(model_dir));
 }
 

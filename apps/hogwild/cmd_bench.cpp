@@ -108,6 +108,16 @@ void register_bench(CLI::App& app) {
                   "also run HF transformers on the presets (path of tools/hf_baseline.py; needs "
                   "python3 with torch + transformers)");
   cmd->callback([a] {
+    std::error_code ec;  // argument checks first: a GPU run takes minutes
+    if (!a->hf_script.empty() && !std::filesystem::is_regular_file(a->hf_script, ec))
+      fail("--hf-baseline: {} not found; give the path of tools/hf_baseline.py", a->hf_script);
+    if (!a->hf_script.empty() && a->presets.empty() && !a->dirs.empty())
+      fail("--hf-baseline needs presets (-p); HF runs the preset shapes, not -m directories");
+    for (int w : a->workers)
+      if (w < 1) fail("-w {}: worker counts must be >= 1", w);
+    for (int64_t c : a->contexts)
+      if (c < 0) fail("-c {}: context lengths must be >= 0 tokens", c);
+    if (a->repeat < 1) fail("-r {}: give at least 1 timed step", a->repeat);
 #ifdef HOGWILD_HAVE_CUDA
     cuda::BenchOptions o;
     if (!a->presets.empty() || !a->dirs.empty()) o.presets = a->presets;

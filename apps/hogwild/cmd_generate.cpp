@@ -25,7 +25,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -66,10 +69,15 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint_generate(int) { g_interrupted.store(true); }
+
 void run_generate(const GenerateArgs& a) {
   namespace fs = std::filesystem;
-  if (a.prompt.empty() == a.ids.empty())
-    fail("give exactly one of -p TEXT or --ids 1,2,3");
+  if (a.prompt.empty() && a.ids.empty())
+    fail("no prompt: give -p TEXT (not empty) or --ids 1,2,3");
+  if (!a.prompt.empty() && !a.ids.empty()) fail("give one of -p TEXT or --ids 1,2,3, not both");
+  if (a.max_new_tokens && *a.max_new_tokens < 0) fail("-n must be >= 0, got {}", *a.max_new_tokens);
   std::error_code ec;
   if (!fs::is_directory(a.model_dir, ec))
     fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
@@ -96,6 +104,7 @@ void run_generate(const GenerateArgs& a) {
   GenerateOptions o;
   o.max_new_tokens = a.max_new_tokens.value_or(gen.max_new_tokens.value_or(128));
   if (o.max_new_tokens < 0) fail("-n must be >= 0, got {}", o.max_new_tokens);
+  o.interrupt = &g_interrupted;
   o.eos_token_ids = gen.eos_token_id.empty() ? cfg.eos_token_id : gen.eos_token_id;
   require_kv_tokens(backend, static_cast<int64_t>(prompt.size()) + o.max_new_tokens,
                     "lower -n or raise --kv-tokens");
@@ -131,7 +140,17 @@ void run_generate(const GenerateArgs& a) {
     o.on_logits = [&](const float* l, int64_t n) { npy->append(l, n); };
   }
 
-  GenerateResult r = generate(backend, prompt, sampler, o);
+  // Ctrl-C: stop after the current token, print what was generated, exit 130 (as `run`).
+  g_interrupted = false;
+  auto old_handler = std::signal(SIGINT, on_sigint_generate);
+  GenerateResult r;
+  try {
+    r = generate(backend, prompt, sampler, o);
+  } catch (...) {
+    std::signal(SIGINT, old_handler);
+    throw;
+  }
+  std::signal(SIGINT, old_handler);
   std::string text;
   if (tok) {
     if (!shown.stopped()) shown.push(dec->flush());
@@ -157,13 +176,17 @@ void run_generate(const GenerateArgs& a) {
                npy ? fmt::format("; logits ({} x {}) -> {}", npy->rows(), cfg.vocab_size,
                                  a.dump_logits).c_str()
                    : "");
+  if (g_interrupted) {  // the output is complete up to the interruption; scripts see the Ctrl-C
+    std::fflush(stdout);
+    std::exit(130);
+  }
 }
 
 }  // namespace
 
 void register_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
-  CLI::App* c = app.add_subcommand("generate", "Generate text from a prompt on the CPU (one sequence)");
+  CLI::App* c = app.add_subcommand("generate", "Generate text from a prompt (one sequence; GPU or CPU)");
   c->add_option("-m,--model", a->model_dir, "Hugging Face model directory")->required();
   c->add_option("-p,--prompt", a->prompt, "prompt text (needs tokenizer.json)");
   c->add_option("--ids", a->ids, "prompt token ids, comma-separated, e.g. 1,2,3");

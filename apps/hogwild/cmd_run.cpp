@@ -127,6 +127,24 @@ void run(RunArgs a) {
   const GenerationConfig gen = load_generation_config(a.model_dir);
   const std::string prompt_text = build_prompt(fmt, tmpl.get(), a.problem, a.workers);
   const std::vector<int32_t> prompt = tok.encode(prompt_text, !fmt.chat.use_template);
+  {
+    const int64_t model_ctx = load_model_config(a.model_dir).max_position_embeddings;
+    if (model_ctx > 0 && a.max_context > model_ctx)
+      fail(
+          "--max-context {} is beyond the model's context of {} tokens (max_position_embeddings "
+          "in config.json); positions past it are untrained; give at most {}",
+          a.max_context, model_ctx, model_ctx);
+  }
+  // Output files are opened before the weights load, so a bad path fails at once.
+  const bool json_stdout = a.json == "-";
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> json_file(nullptr, &std::fclose);
+  if (!a.json.empty() && !json_stdout) {
+    json_file.reset(std::fopen(a.json.c_str(), "w"));
+    if (!json_file)
+      fail("--json: cannot create '{}'; check that the directory exists and is writable", a.json);
+  }
+  std::unique_ptr<ViewDumper> dumper;
+  if (!a.dump_views.empty()) dumper = std::make_unique<ViewDumper>(a.dump_views);
   const std::string dev = resolve_device(a.device, a.model_dir);
   // The prefill forward holds the prompt and the layout's constant texts (a few per worker).
   std::unique_ptr<Backend> backend_ptr =
@@ -161,26 +179,18 @@ void run(RunArgs a) {
   Session session(backend, codec, fmt, opt, picker);
 
   std::vector<std::string> names(fmt.worker_names.begin(), fmt.worker_names.begin() + a.workers);
-  const bool json_stdout = a.json == "-";
   std::FILE* view_out = json_stdout ? stderr : stdout;
   LiveView view(view_out, isatty(fileno(view_out)) != 0, names);
   TranscriptRecorder transcript(names);
-  std::unique_ptr<ViewDumper> dumper;
   MultiObserver obs;
   obs.add(&view);
   obs.add(&transcript);
-  if (!a.dump_views.empty()) {
-    dumper = std::make_unique<ViewDumper>(a.dump_views);
+  if (dumper) {
     dumper->attach(&session);
     obs.add(dumper.get());
   }
   session.set_observer(&obs);
 
-  std::FILE* json_file = nullptr;  // opened before the run so a bad path fails early
-  if (!a.json.empty() && !json_stdout) {
-    json_file = std::fopen(a.json.c_str(), "w");
-    if (!json_file) fail("--json: cannot create '{}'; check the directory exists", a.json);
-  }
   g_interrupted = false;
   auto old = std::signal(SIGINT, on_sigint);
   SessionResult res;
@@ -188,11 +198,11 @@ void run(RunArgs a) {
     res = session.run(prompt);
   } catch (...) {
     std::signal(SIGINT, old);
-    if (json_file) std::fclose(json_file);
     throw;
   }
   std::signal(SIGINT, old);
-  view.finish(res, fmt::format("{} workers, layout {}, formatting {}, device {}", a.workers,
+  view.finish(res, fmt::format("{} worker{}, layout {}, formatting {}, device {}", a.workers,
+                               a.workers == 1 ? "" : "s",
                                layout_name(layout), fmt.name, dev));
   if (!a.json.empty()) {
     nlohmann::json j = transcript.to_json(res);
@@ -208,8 +218,8 @@ void run(RunArgs a) {
                       {"top_k", sp.top_k}, {"top_p", sp.top_p}, {"min_p", sp.min_p},
                       {"repetition_penalty", sp.repetition_penalty}}}};
     std::string s = j.dump(1) + "\n";
-    std::fwrite(s.data(), 1, s.size(), json_file ? json_file : stdout);
-    if (json_file) std::fclose(json_file);
+    std::fwrite(s.data(), 1, s.size(), json_file ? json_file.get() : stdout);
+    json_file.reset();
   }
   if (g_interrupted) {  // what was produced is printed and saved; scripts still see the Ctrl-C
     std::fflush(stdout);

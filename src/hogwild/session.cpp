@@ -230,9 +230,13 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
   if (prompt.empty()) fail("the prompt is empty; give a problem text");
   if (static_cast<int64_t>(prompt.size()) >= max_context_)
     fail(
-        "the prompt has {} tokens, more than the context limit {}; raise --max-context or "
-        "shorten the problem",
-        prompt.size(), max_context_);
+        "the prompt has {} tokens, which leaves no room to generate within the context limit of {} "
+        "tokens; shorten the problem{}",
+        prompt.size(), max_context_,
+        max_context_ < be_.config().max_position_embeddings
+            ? fmt::format(" or raise --max-context (up to the model's {})",
+                          be_.config().max_position_embeddings)
+            : std::string());
   const int n = opt_.n_workers;
   const int64_t vocab = be_.config().vocab_size;
   result_ = SessionResult{};

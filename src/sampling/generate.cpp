@@ -102,6 +102,10 @@ GenerateResult generate(Backend& be, std::span<const int32_t> prompt, Sampler& s
       r.stop_reason = "context_length";
       stop = true;
     }
+    if (!stop && opt.interrupt && opt.interrupt->load()) {
+      r.stop_reason = "interrupted";
+      stop = true;
+    }
     const bool last_step = stop || n + 1 == opt.max_new_tokens;
     if (last_step && !dump) break;
     fb.tokens = {{tok, 0, blk, true}};

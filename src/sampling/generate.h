@@ -8,6 +8,7 @@
 #include "sampling/sampler.h"
 
 #include <cstdint>
+#include <atomic>
 #include <functional>
 #include <span>
 #include <string>
@@ -48,11 +49,14 @@ struct GenerateOptions {
   /// generated token is fed once more for its row). Row i = logits predicting token i+1 of
   /// prompt ++ generated. logits: (n_rows, vocab_size) fp32.
   std::function<void(const float* logits, int64_t n_rows)> on_logits;
+  /// When set and true (e.g. by SIGINT), generation stops before the next forward with
+  /// stop_reason "interrupted"; what was generated is returned.
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
 struct GenerateResult {
   std::vector<int32_t> generated;  // sampled ids (EOS included when it stopped the run)
-  std::string stop_reason;         // "eos", "stop_string", "max_new_tokens", "context_length"
+  std::string stop_reason;  // "eos", "stop_string", "max_new_tokens", "context_length", "interrupted"
   std::string text;                // decoded text cut at a stop string (empty without decode_piece)
   int64_t prompt_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;  // wall time of prefill / all decode forwards

@@ -156,7 +156,17 @@ TEST(GenerateCli, JsonAndDumpLogitsMatchTheReference) {
   run_cli("generate -m " + dir + " --ids 1 --device cuda", &rc, &err);
   EXPECT_NE(err.find("use --device cpu"), std::string::npos) << err;
   EXPECT_NE(rc, 0);
-  run_cli("generate -m " + dir + " --ids 1 --device tpu", &rc, &err);
+  run_cli("generate -m " + dir + " --ids 1 --kv-tokens -5", &rc, &err);
+  EXPECT_NE(err.find("'-5' is not a whole number of tokens >= 0"), std::string::npos) << err;
+  EXPECT_NE(rc, 0);
+  run_cli("generate -m " + dir + " --ids 1 --kv-tokens 99999999999999999999999", &rc, &err);
+  EXPECT_NE(err.find("is not a whole number of tokens"), std::string::npos) << err;
+  EXPECT_NE(rc, 0);
+  run_cli("generate -m " + dir + " --ids 1 -n -1", &rc, &err);
+  EXPECT_NE(err.find("-n must be >= 0"), std::string::npos) << err;
+  EXPECT_EQ(err.find("loaded"), std::string::npos) << "checked before loading: " << err;
+  EXPECT_NE(rc, 0);
+  run_cli("generate -m " + dir + " --device tpu --ids 1", &rc, &err);
   EXPECT_NE(err.find("--device: tpu not in {auto,cuda,cpu}"), std::string::npos) << err;
   EXPECT_NE(rc, 0);
   fs::remove_all(dir);
