@@ -102,13 +102,7 @@ inline std::unique_ptr<Backend> make_backend(const std::string& model_dir, const
 /// cannot be cached; no-op on the CPU.
 inline void require_kv_tokens(Backend& b, int64_t tokens, const std::string& hint) {
 #ifdef HOGWILD_HAVE_CUDA
-  if (auto* c = dynamic_cast<cuda::CudaBackend*>(&b)) {
-    try {
-      c->require_kv_tokens(tokens);
-    } catch (const Error& e) {
-      fail("{}; {}", e.what(), hint);
-    }
-  }
+  if (auto* c = dynamic_cast<cuda::CudaBackend*>(&b)) c->require_kv_tokens(tokens, hint);
 #else
   (void)b;
   (void)tokens;

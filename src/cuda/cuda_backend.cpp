@@ -150,14 +150,14 @@ void CudaBackend::size_kv_pool() {
   st_->alloc(2);
 }
 
-void CudaBackend::require_kv_tokens(int64_t tokens) const {
+void CudaBackend::require_kv_tokens(int64_t tokens, const std::string& advice) const {
   const int64_t pages_needed = (tokens + kPageTokens - 1) / kPageTokens;
   if (pages_needed > static_cast<int64_t>(free_pages_.size()))
     fail(
         "the run needs KV cache for {} tokens ({:.1f} GiB) but only {} tokens ({:.1f} GiB) fit in "
-        "GPU memory next to the weights; use fewer workers or a shorter context",
+        "GPU memory next to the weights; {}",
         tokens, tokens * double(kv_bytes_per_token()) / (1 << 30), kv_free_tokens(),
-        kv_free_tokens() * double(kv_bytes_per_token()) / (1 << 30));
+        kv_free_tokens() * double(kv_bytes_per_token()) / (1 << 30), advice);
 }
 
 // ---- cache blocks ----

@@ -91,7 +91,9 @@ class CudaBackend : public Backend {
   int64_t kv_capacity_tokens() const { return layout_.num_pages * kPageTokens; }
   int64_t kv_free_tokens() const { return static_cast<int64_t>(free_pages_.size()) * kPageTokens; }
   /// Throws hogwild::Error (with sizes and what to do) when `tokens` more tokens cannot be cached.
-  void require_kv_tokens(int64_t tokens) const;
+  /// `advice` ends the message (what the caller's user can change).
+  void require_kv_tokens(int64_t tokens,
+                         const std::string& advice = "use fewer workers or a shorter context") const;
   /// Bench/test helper: sets block b (empty) to `len` tokens of random K/V (all layers).
   void fill_block_random(BlockId b, int64_t len, uint64_t seed);
   /// Bytes of weights a decode step reads (every matrix and norm except the embedding table).
