@@ -112,7 +112,7 @@ void run(RunArgs a) {
   if (a.problem == "-") {
     a.problem.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
-  if (a.problem.empty())
+  if (a.problem.find_first_not_of(" \t\r\n") == std::string::npos)
     fail("no problem given; pass the problem text as the last argument (or - for stdin)");
   if (a.workers < 1 || a.workers > static_cast<int>(fmt.worker_names.size()))
     fail("-w {}: the formatting '{}' names {} workers; use 1..{}", a.workers, fmt.name,

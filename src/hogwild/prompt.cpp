@@ -12,7 +12,9 @@ std::string build_prompt(const Formatting& f, const chat::ChatTemplate* tmpl,
   if (f.chat.use_template) {
     if (!tmpl)
       fail(
-          "formatting '{}' renders the model's chat template, but the model has none; use a "
+          "formatting '{}' renders the model's chat template, but the model has none (no "
+          "chat_template.jinja, and no \"chat_template\" in tokenizer_config.json, or that file is "
+          "missing); copy the model's tokenizer_config.json into its directory, or use a "
           "formatting with \"chat\": {{\"use_template\": false}} (e.g. --format plain)",
           f.name);
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
