@@ -78,12 +78,14 @@ struct Collect : SessionObserver {
   void on_forward(const ForwardRecord& r) override { run->null_logit_forwards += !r.logits; }
 };
 
-SessionRun run_session(cpu::CpuBackend& be, const SamplingParams& sp, bool device, int n_workers) {
+SessionRun run_session(cpu::CpuBackend& be, const SamplingParams& sp, bool device, int n_workers,
+                       Layout layout = Layout::combined) {
   ByteCodec codec;
   Formatting f = test_formatting();
   f.forbidden.texts = {"#", "<t270>"};
   SessionOptions opt;
   opt.n_workers = n_workers;
+  opt.layout = layout;
   opt.budget = 40;
   opt.stop_on_answer = false;
   opt.device_sampling = device;
@@ -115,21 +117,24 @@ TEST(DeviceSampling, SameTokensAsHostSampling) {
        {SamplingParams{}, sampled(2.0f, 0, 1.0f, 0.0f), sampled(3.0f, 20, 0.9f, 0.0f),
         sampled(3.0f, 0, 1.0f, 0.02f)}) {
     for (int n : {1, 3}) {
-      cpu::CpuBackend host(session_model(spec));
-      const SessionRun a = run_session(host, sp, false, n);
-      HostTwinDevice dev(session_model(spec));
-      const SessionRun b = run_session(dev, sp, true, n);
-      EXPECT_EQ(a.ids, b.ids) << "workers " << n << " temperature " << sp.temperature;
-      EXPECT_EQ(a.res.serial_steps, 40);
-      EXPECT_EQ(dev.calls, 40);  // every decode forward sampled on the device
-      EXPECT_EQ(b.null_logit_forwards, 40);
-      EXPECT_EQ(a.null_logit_forwards, 0);
-      // The banned ids are the session's forbidden tokens: EOS, '#', <t270> (and nothing else).
-      EXPECT_EQ(dev.last_banned, (std::vector<int32_t>{'#', kEos, 270}));
-      // The sampled tokens are varied (not all one id) when sampling.
-      if (sp.do_sample) {
-        std::set<int32_t> distinct(b.ids[0].begin(), b.ids[0].end());
-        EXPECT_GT(distinct.size(), 3u);
+      for (Layout layout : {Layout::combined, Layout::interleaved, Layout::contiguous}) {
+        SCOPED_TRACE(std::string("layout ") + layout_name(layout));
+        cpu::CpuBackend host(session_model(spec));
+        const SessionRun a = run_session(host, sp, false, n, layout);
+        HostTwinDevice dev(session_model(spec));
+        const SessionRun b = run_session(dev, sp, true, n, layout);
+        EXPECT_EQ(a.ids, b.ids) << "workers " << n << " temperature " << sp.temperature;
+        EXPECT_EQ(a.res.serial_steps, 40);
+        EXPECT_EQ(dev.calls, 40);  // every decode forward sampled on the device
+        EXPECT_EQ(b.null_logit_forwards, 40);
+        EXPECT_EQ(a.null_logit_forwards, 0);
+        // The banned ids are the session's forbidden tokens: EOS, '#', <t270> (and nothing else).
+        EXPECT_EQ(dev.last_banned, (std::vector<int32_t>{'#', kEos, 270}));
+        // The sampled tokens are varied (not all one id) when sampling.
+        if (sp.do_sample) {
+          std::set<int32_t> distinct(b.ids[0].begin(), b.ids[0].end());
+          EXPECT_GT(distinct.size(), 3u);
+        }
       }
     }
   }
