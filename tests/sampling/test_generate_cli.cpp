@@ -10,6 +10,7 @@
 #include "tests/cpu/reference_model.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -89,10 +90,13 @@ std::string slurp(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
-// Runs the CLI; returns stdout, stderr in *err.
+// Runs the CLI; returns stdout, stderr in *err. The capture files are per process and test:
+// ctest runs the tests of this file in parallel processes.
 std::string run_cli(const std::string& args, int* rc, std::string* err) {
-  const std::string out = testing::TempDir() + "/hogwild_cli_out.txt";
-  const std::string errf = testing::TempDir() + "/hogwild_cli_err.txt";
+  const std::string tag = std::to_string(getpid()) + "_" +
+                          testing::UnitTest::GetInstance()->current_test_info()->name();
+  const std::string out = testing::TempDir() + "/hogwild_cli_out_" + tag + ".txt";
+  const std::string errf = testing::TempDir() + "/hogwild_cli_err_" + tag + ".txt";
   const std::string cmd =
       std::string(HOGWILD_BINARY_DIR) + "/hogwild " + args + " >" + out + " 2>" + errf;
   *rc = std::system(cmd.c_str());
