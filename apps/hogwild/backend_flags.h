@@ -48,14 +48,14 @@ inline void add_device_flags(CLI::App* c, DeviceFlags& f) {
       "CUDA: KV cache size in tokens (default: the free GPU memory minus 1 GiB)");
 }
 
-/// "cuda" or "cpu" for the flag's value and the model in model_dir; throws hogwild::Error for
+/// "cuda" or "cpu" for the flag's value and a model of config c; throws hogwild::Error for
 /// cuda on a build or machine without it or a model it cannot run. auto falls back to cpu with a
 /// note on stderr when the GPU cannot run the model.
-inline std::string resolve_device(const DeviceFlags& f, const std::string& model_dir) {
+inline std::string resolve_device(const DeviceFlags& f, const ModelConfig& c) {
 #ifdef HOGWILD_HAVE_CUDA
   const bool gpu = f.device != "cpu" && cuda::cuda_device_available();
   if (gpu) {
-    const std::string why = cuda::cuda_unsupported(load_model_config(model_dir));
+    const std::string why = cuda::cuda_unsupported(c);
     if (!why.empty()) {
       if (f.device == "cuda") fail("--device cuda: {}; use --device cpu", why);
       std::fprintf(stderr, "note: running on the CPU: %s\n", why.c_str());
@@ -64,7 +64,7 @@ inline std::string resolve_device(const DeviceFlags& f, const std::string& model
   }
 #else
   const bool gpu = false;
-  (void)model_dir;
+  (void)c;
 #endif
   if (f.device == "cpu") return "cpu";
   if (f.device == "cuda" && !gpu) {

@@ -95,13 +95,11 @@ void run_generate(const GenerateArgs& a) {
   // The flag given decides: --ids is used as is even when the model has a tokenizer.
   const std::vector<int32_t> prompt =
       !a.prompt.empty() ? tok->encode(a.prompt, true) : parse_ids(a.ids);
-  {  // ids are checked before the weights load (a big model takes a while)
-    const int64_t vocab = load_model_config(a.model_dir).vocab_size;
-    for (int32_t id : prompt)
-      if (id >= vocab)
-        fail("prompt token id {} is outside the model's vocabulary [0, {})", id, vocab);
-  }
-  const std::string dev = resolve_device(a.device, a.model_dir);
+  const ModelConfig config = load_model_config(a.model_dir);
+  for (int32_t id : prompt)  // checked before the weights load (a big model takes a while)
+    if (id >= config.vocab_size)
+      fail("prompt token id {} is outside the model's vocabulary [0, {})", id, config.vocab_size);
+  const std::string dev = resolve_device(a.device, config);
   std::unique_ptr<Backend> backend_ptr =
       make_backend(a.model_dir, dev, a.device, static_cast<int64_t>(prompt.size()));
   Backend& backend = *backend_ptr;

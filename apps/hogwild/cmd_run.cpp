@@ -127,8 +127,9 @@ void run(RunArgs a) {
   const GenerationConfig gen = load_generation_config(a.model_dir);
   const std::string prompt_text = build_prompt(fmt, tmpl.get(), a.problem, a.workers);
   const std::vector<int32_t> prompt = tok.encode(prompt_text, !fmt.chat.use_template);
+  const ModelConfig config = load_model_config(a.model_dir);
   {
-    const int64_t model_ctx = load_model_config(a.model_dir).max_position_embeddings;
+    const int64_t model_ctx = config.max_position_embeddings;
     if (model_ctx > 0 && a.max_context > model_ctx)
       fail(
           "--max-context {} is beyond the model's context of {} tokens (max_position_embeddings "
@@ -145,7 +146,7 @@ void run(RunArgs a) {
   }
   std::unique_ptr<ViewDumper> dumper;
   if (!a.dump_views.empty()) dumper = std::make_unique<ViewDumper>(a.dump_views);
-  const std::string dev = resolve_device(a.device, a.model_dir);
+  const std::string dev = resolve_device(a.device, config);
   // The prefill forward holds the prompt and the layout's constant texts (a few per worker).
   std::unique_ptr<Backend> backend_ptr =
       make_backend(a.model_dir, dev, a.device, static_cast<int64_t>(prompt.size()) + 256 * a.workers);

@@ -10,6 +10,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
+#include "model/weights.h"
 
 namespace hogwild::test {
 
@@ -57,6 +58,18 @@ inline std::vector<float> round_bf16(std::vector<float> x) {
 }
 
 /// ||a - b|| / ||b|| over n values from a and b (fp32 arrays); NaN -> infinity.
+/// Rounds every weight of w to bf16 (round to nearest even): the weights the GPU holds, for the
+/// CPU references the CUDA tests compare against.
+inline void round_weights_bf16(ModelWeights& w) {
+  auto r = [](std::vector<float>& v) { v = round_bf16(std::move(v)); };
+  r(w.embed_tokens), r(w.norm), r(w.lm_head);
+  for (LayerWeights& L : w.layers)
+    for (auto* v : {&L.input_layernorm, &L.q_proj, &L.k_proj, &L.v_proj, &L.q_bias, &L.k_bias,
+                    &L.v_bias, &L.q_norm, &L.k_norm, &L.o_proj, &L.post_attention_layernorm,
+                    &L.gate_proj, &L.up_proj, &L.down_proj})
+      r(*v);
+}
+
 inline double rel_error(const float* a, const float* b, size_t n) {
   double num = 0, den = 0;
   for (size_t i = 0; i < n; ++i) {

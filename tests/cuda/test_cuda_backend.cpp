@@ -28,16 +28,6 @@ double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
   return num / den;
 }
 
-void round_weights(ModelWeights& w) {
-  auto r = [](std::vector<float>& v) { v = round_bf16(std::move(v)); };
-  r(w.embed_tokens), r(w.norm), r(w.lm_head);
-  for (LayerWeights& L : w.layers)
-    for (auto* v : {&L.input_layernorm, &L.q_proj, &L.k_proj, &L.v_proj, &L.q_bias, &L.k_bias,
-                    &L.v_bias, &L.q_norm, &L.k_norm, &L.o_proj, &L.post_attention_layernorm,
-                    &L.gate_proj, &L.up_proj, &L.down_proj})
-      r(*v);
-}
-
 struct Case {
   std::string name;
   TinySpec spec;
@@ -86,7 +76,7 @@ ModelWeights make_weights(const Case& k) {
   c.vocab_size = 101;
   c.max_position_embeddings = 512;
   ModelWeights w = tiny_weights(c, 17);
-  round_weights(w);
+  round_weights_bf16(w);
   return w;
 }
 

@@ -18,6 +18,7 @@
 #include "model/weights.h"
 #include "sampling/sampler.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/sampling/row_sampling_twin.h"
 
 namespace hogwild::test {
 namespace {
@@ -139,32 +140,6 @@ TEST(CudaLoading, MismatchedCheckpointIsRefused) {
   EXPECT_THROW(cuda::CudaBackend(dir + "/nonexistent", small_options()), Error);
 }
 
-// The CPU Sampler's processors + inverse CDF at uniform u (Sampler::sample with a given draw).
-int32_t host_draw(std::vector<float> l, const RowSampling& r, const std::vector<int32_t>& banned) {
-  for (int32_t id : banned) l[id] = -std::numeric_limits<float>::infinity();
-  SamplingParams p;
-  p.do_sample = r.temperature > 0;
-  p.temperature = r.temperature;
-  p.top_k = r.top_k;
-  p.top_p = r.top_p;
-  p.min_p = r.min_p;
-  Sampler(p).process(l, {});
-  const auto best = std::max_element(l.begin(), l.end());
-  if (!p.do_sample) return static_cast<int32_t>(best - l.begin());
-  double sum = 0;
-  for (float x : l) sum += std::exp(double(x) - *best);
-  const double target = double(r.u) * sum;
-  double cum = 0;
-  int32_t pick = -1;
-  for (size_t i = 0; i < l.size(); ++i) {
-    if (std::isinf(l[i])) continue;
-    cum += std::exp(double(l[i]) - *best);
-    pick = static_cast<int32_t>(i);
-    if (target < cum) break;
-  }
-  return pick;
-}
-
 TEST(CudaLoading, ForwardSampleMatchesHostSampling) {
   HOGWILD_REQUIRE_GPU();
   const std::string dir = write_model(specs()[1]);
@@ -194,7 +169,7 @@ TEST(CudaLoading, ForwardSampleMatchesHostSampling) {
   ASSERT_EQ(got.size(), static_cast<size_t>(rows));
   for (int r = 0; r < rows; ++r) {
     std::vector<float> row(logits.begin() + r * V, logits.begin() + (r + 1) * V);
-    EXPECT_EQ(got[r], host_draw(row, rs[r], banned)) << "row " << r;
+    EXPECT_EQ(got[r], host_row_draw(row, rs[r], banned)) << "row " << r;
     for (int32_t b : banned) EXPECT_NE(got[r], b) << "row " << r;
   }
   EXPECT_NE(got[0], top0);

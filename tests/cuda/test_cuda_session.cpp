@@ -42,49 +42,13 @@ ModelWeights cuda_session_model(const test::TinySpec& spec) {
   c.vocab_size = kToyVocab;
   c.max_position_embeddings = 8192;
   ModelWeights w = test::tiny_weights(c, 7);
-  auto r = [](std::vector<float>& v) { v = test::round_bf16(std::move(v)); };
-  r(w.embed_tokens), r(w.norm), r(w.lm_head);
-  for (LayerWeights& L : w.layers)
-    for (auto* v : {&L.input_layernorm, &L.q_proj, &L.k_proj, &L.v_proj, &L.q_bias, &L.k_bias,
-                    &L.v_bias, &L.q_norm, &L.k_norm, &L.o_proj, &L.post_attention_layernorm,
-                    &L.gate_proj, &L.up_proj, &L.down_proj})
-      r(*v);
+  test::round_weights_bf16(w);
   return w;
 }
 
 cuda::CudaOptions options() {
   cuda::CudaOptions o;
   o.max_batch_tokens = 1024, o.max_kv_tokens = 16384;
-  return o;
-}
-
-struct Outcome {
-  SessionResult res;
-  double worst = 0, worst_key = 0;
-  int forwards = 0, closed = 0, promoted_checked = 0, multi = 0, collab = 0;
-};
-
-Outcome run_checked(Backend& be, const ModelWeights& w, Layout layout, int n) {
-  ByteCodec codec;
-  Formatting f = test_formatting(7);
-  std::vector<std::vector<int32_t>> scripts;
-  for (int k = 0; k < n; ++k) scripts.push_back(worker_script(k));
-  ScriptPicker picker(scripts);
-  SessionOptions opt;
-  opt.n_workers = n;
-  opt.layout = layout;
-  opt.budget = 30;
-  Session s(be, codec, f, opt, picker);
-  std::vector<int32_t> prompt = codec.encode("Task: add 2 and 3, then double it.\n\n");
-  Checker check(w, be, f, layout, n, prompt);
-  s.set_observer(&check);
-  Outcome o;
-  o.res = s.run(prompt);
-  check.finish();
-  o.worst = check.worst, o.worst_key = check.promotion().worst_key;
-  o.forwards = check.forwards, o.closed = check.closed_steps;
-  o.promoted_checked = check.promotion().checked;
-  o.multi = check.multi_token_inputs, o.collab = check.collab_checks;
   return o;
 }
 
@@ -97,20 +61,8 @@ TEST_P(CudaSessionVsReference, LogitsAndPromotionsMatchWithinBf16) {
   auto [spec, layout, n] = GetParam();
   const ModelWeights w = cuda_session_model(spec);
   cuda::CudaBackend be(w, options());
-  const Outcome o = run_checked(be, w, layout, n);
-  EXPECT_EQ(o.res.serial_steps, 30);
-  EXPECT_EQ(o.res.stop_reason, "budget");
-  EXPECT_EQ(o.forwards, 30);
-  EXPECT_LE(o.worst, kLogitsTol);
-  EXPECT_GT(o.multi, 0);
-  EXPECT_GT(o.collab, 0);
-  if (layout != Layout::contiguous) {
-    EXPECT_GT(o.closed, 0);
-    EXPECT_EQ(o.promoted_checked, o.closed);
-    EXPECT_LE(o.worst_key, kKeyTol);
-  } else {
-    EXPECT_EQ(o.closed, 0);
-  }
+  const CheckedRun o = run_checked(be, w, layout, n);
+  expect_matches_reference(o, layout, kLogitsTol, kKeyTol);
   std::printf(
       "[ %s %s w%d ] logits rel %.3g (tol %.2g), promoted keys rel %.3g (tol %.2g), %d "
       "promotions\n",
@@ -169,7 +121,7 @@ TEST(CudaSessionBreakage, WorkersBlindToEachOtherFailTheCheck) {
   const ModelWeights w = cuda_session_model(spec);
   cuda::CudaBackend gpu(w, options());
   BlindToOthers broken(gpu);
-  const Outcome o = run_checked(broken, w, Layout::combined, 3);
+  const CheckedRun o = run_checked(broken, w, Layout::combined, 3);
   EXPECT_EQ(o.forwards, 30);
   EXPECT_GT(o.worst, 5 * kLogitsTol) << "the reference check no longer sees a semantic bug";
   std::printf("[ broken: blind to others ] logits rel %.3g (tol %.2g)\n", o.worst, kLogitsTol);

@@ -167,4 +167,58 @@ class Checker : public SessionObserver {
   ByteCodec codec_;
 };
 
+/// What one checked run measured (run_checked).
+struct CheckedRun {
+  SessionResult res;
+  double worst = 0, worst_key = 0;  // logits and promoted-keys relative error
+  int forwards = 0, closed = 0, promoted_checked = 0, multi = 0, collab = 0;
+};
+
+/// The session the engine tests run: n scripted workers (worker_script), the test formatting with
+/// collaboration checks every 7 tokens, a 30-step budget, checked forward by forward against the
+/// naive reference built from `w` (the weights `be` holds).
+inline CheckedRun run_checked(Backend& be, const ModelWeights& w, Layout layout, int n) {
+  ByteCodec codec;
+  Formatting f = test_formatting(7);
+  std::vector<std::vector<int32_t>> scripts;
+  for (int k = 0; k < n; ++k) scripts.push_back(worker_script(k));
+  ScriptPicker picker(scripts);
+  SessionOptions opt;
+  opt.n_workers = n;
+  opt.layout = layout;
+  opt.budget = 30;
+  Session s(be, codec, f, opt, picker);
+  std::vector<int32_t> prompt = codec.encode("Task: add 2 and 3, then double it.\n\n");
+  Checker check(w, be, f, layout, n, prompt);
+  s.set_observer(&check);
+  CheckedRun o;
+  o.res = s.run(prompt);
+  check.finish();
+  o.worst = check.worst, o.worst_key = check.promotion().worst_key;
+  o.forwards = check.forwards, o.closed = check.closed_steps;
+  o.promoted_checked = check.promotion().checked;
+  o.multi = check.multi_token_inputs, o.collab = check.collab_checks;
+  return o;
+}
+
+/// The assertions every engine test makes on a run_checked result: the budget was reached, the
+/// logits (and the promoted keys, except in the contiguous layout, which never promotes) are
+/// within the given tolerances, and the run exercised multi-token inputs and collaboration checks.
+inline void expect_matches_reference(const CheckedRun& o, Layout layout, double logits_tol,
+                                     double key_tol) {
+  EXPECT_EQ(o.res.serial_steps, 30);
+  EXPECT_EQ(o.res.stop_reason, "budget");
+  EXPECT_EQ(o.forwards, 30);
+  EXPECT_LE(o.worst, logits_tol);
+  EXPECT_GT(o.multi, 0);
+  EXPECT_GT(o.collab, 0);
+  if (layout != Layout::contiguous) {
+    EXPECT_GT(o.closed, 0);
+    EXPECT_EQ(o.promoted_checked, o.closed);
+    EXPECT_LE(o.worst_key, key_tol);
+  } else {
+    EXPECT_EQ(o.closed, 0);
+  }
+}
+
 }  // namespace hogwild::testing

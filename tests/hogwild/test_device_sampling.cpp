@@ -14,6 +14,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "hogwild/picker.h"
+#include "tests/sampling/row_sampling_twin.h"
 #include "tests/hogwild/test_support.h"
 
 namespace hogwild::testing {
@@ -32,35 +33,10 @@ class HostTwinDevice : public cpu::CpuBackend {
     const int64_t V = config().vocab_size;
     ASSERT_EQ(static_cast<int64_t>(rows.size()) * V, static_cast<int64_t>(logits.size()));
     tokens.clear();
-    for (size_t r = 0; r < rows.size(); ++r) {
-      std::vector<float> l(logits.begin() + r * V, logits.begin() + (r + 1) * V);
-      for (int32_t id : banned) l[id] = -std::numeric_limits<float>::infinity();
-      const RowSampling& s = rows[r];
-      SamplingParams p;
-      p.do_sample = s.temperature > 0;
-      p.temperature = s.temperature;
-      p.top_k = s.top_k;
-      p.top_p = s.top_p;
-      p.min_p = s.min_p;
-      Sampler(p).process(l, {});
-      const auto best = std::max_element(l.begin(), l.end());
-      if (!p.do_sample) {
-        tokens.push_back(static_cast<int32_t>(best - l.begin()));
-        continue;
-      }
-      double sum = 0;
-      for (float x : l) sum += std::exp(double(x) - *best);
-      const double target = double(s.u) * sum;
-      double cum = 0;
-      int32_t pick = -1;
-      for (int64_t i = 0; i < V; ++i) {
-        if (std::isinf(l[i])) continue;
-        cum += std::exp(double(l[i]) - *best);
-        pick = static_cast<int32_t>(i);
-        if (target < cum) break;
-      }
-      tokens.push_back(pick);
-    }
+    for (size_t r = 0; r < rows.size(); ++r)
+      tokens.push_back(test::host_row_draw(
+          std::vector<float>(logits.begin() + r * V, logits.begin() + (r + 1) * V), rows[r],
+          banned));
   }
   int calls = 0;
   std::vector<int32_t> last_banned;

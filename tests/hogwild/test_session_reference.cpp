@@ -23,34 +23,7 @@ class EngineVsReference : public ::testing::TestWithParam<Param> {};
 TEST_P(EngineVsReference, LogitsMatchThroughPromotions) {
   auto [spec, layout, n] = GetParam();
   cpu::CpuBackend be(session_model(spec));
-  ByteCodec codec;
-  Formatting f = test_formatting(7);
-  std::vector<std::vector<int32_t>> scripts;
-  for (int w = 0; w < n; ++w) scripts.push_back(worker_script(w));
-  ScriptPicker picker(scripts);
-  SessionOptions opt;
-  opt.n_workers = n;
-  opt.layout = layout;
-  opt.budget = 30;
-  Session s(be, codec, f, opt, picker);
-  std::vector<int32_t> prompt = codec.encode("Task: add 2 and 3, then double it.\n\n");
-  Checker check(be.weights(), be, f, layout, n, prompt);
-  s.set_observer(&check);
-  SessionResult res = s.run(prompt);
-  check.finish();
-  EXPECT_EQ(res.serial_steps, 30);
-  EXPECT_EQ(res.stop_reason, "budget");
-  EXPECT_EQ(check.forwards, 30);
-  EXPECT_LE(check.worst, 1e-4);
-  EXPECT_GT(check.multi_token_inputs, 0);
-  EXPECT_GT(check.collab_checks, 0);
-  if (layout != Layout::contiguous) {
-    EXPECT_GT(check.closed_steps, 0);
-    EXPECT_EQ(check.promotion().checked, check.closed_steps);
-    EXPECT_LE(check.promotion().worst_key, 1e-4);
-  } else {
-    EXPECT_EQ(check.closed_steps, 0);
-  }
+  expect_matches_reference(run_checked(be, be.weights(), layout, n), layout, 1e-4, 1e-4);
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
