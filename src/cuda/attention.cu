@@ -111,9 +111,11 @@ __device__ void load_tile(Smem<HD>& sm, int stage, const PartialArgs& a, const A
 // before the workers' short steps, and short items left over for a second wave cost little.
 template <int HD>
 __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a) {
-  pdl_wait();
   pdl_launch_dependents();
-  if (blockIdx.y >= *a.plan.n_items) return;
+  if (blockIdx.y >= *a.plan.n_items) {  // the plan is uploaded before the graph: no wait needed
+    pdl_wait();
+    return;
+  }
   extern __shared__ __align__(128) unsigned char raw[];
   Smem<HD>& sm = *reinterpret_cast<Smem<HD>*>(raw);
   constexpr int kLd = Smem<HD>::kLd;
@@ -128,18 +130,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
   const int rt = warp / 4, kq = warp % 4;
   const int n_tiles = (it.key_end - it.key_start + kKeys - 1) / kKeys;
 
-#pragma unroll
-  for (int p = 0; p < kStages - 1; ++p) {
-    if (p < n_tiles) load_tile(sm, p, a, it, p, tile_page(a, it, p), h);
-    cp_async_commit();
-  }
-  // The page id of the next tile to load, fetched an iteration early so the loop never stalls
-  // on it.
-  int32_t next_page = kStages - 1 < n_tiles ? tile_page(a, it, kStages - 1) : 0;
-
-  // Queries, rotated per pair by its limit (p - o) with the attention factor; zero pad rows.
-  // Pair lookups first (one round trip), then the query loads (independent, unrolled).
-  const int half = a.rope.rotary_dim / 2;
+  // Before pdl_wait: the plan (uploaded before the graph) and the K/V tiles no kernel of this
+  // forward writes (they end before fresh_from), so their loads overlap the previous kernel.
   const int used_rows = n_r16 * 16;  // rows past this are never touched by the MMAs
   if (threadIdx.x < used_rows) {
     const int r = threadIdx.x;
@@ -148,6 +140,24 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
     sm.limit[r] = pr.limit;
     sm.row[r] = pr.row;
   }
+  int early = 0;  // prologue tiles loaded before the wait (a prefix)
+  while (early < kStages - 1 && early < n_tiles &&
+         it.key_start + (early + 1) * kKeys <= it.fresh_from)
+    ++early;
+#pragma unroll
+  for (int p = 0; p < kStages - 1; ++p) {
+    if (p == early) pdl_wait();
+    if (p < n_tiles) load_tile(sm, p, a, it, p, tile_page(a, it, p), h);
+    cp_async_commit();
+  }
+  if (early == kStages - 1) pdl_wait();
+  // The page id of the next tile to load, fetched an iteration early so the loop never stalls
+  // on it.
+  int32_t next_page = kStages - 1 < n_tiles ? tile_page(a, it, kStages - 1) : 0;
+
+  // Queries, rotated per pair by its limit (p - o) with the attention factor; zero pad rows
+  // (the loads are independent, unrolled).
+  const int half = a.rope.rotary_dim / 2;
   __syncthreads();
 #pragma unroll 4
   for (int idx = threadIdx.x; idx < used_rows * HD; idx += kThreads) {
@@ -298,20 +308,25 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
   }
 }
 
-constexpr int kCombineCached = 512;  // entries per row whose weights live in shared memory
+constexpr int kCombineCached = 512;  // entries per row whose ids and weights live in shared memory
 
-// grid (n_rows, num_attention_heads), head_dim threads (64 or 128). Pass 1: the max of m over the
-// row's entries; pass 2: weights 2^(m_e - max) (shared memory) and the denominator; pass 3: the
-// weighted sum of the un-normalised outputs, entries independent so their loads overlap.
+// grid (n_rows, num_attention_heads), head_dim threads (64 or 128). Before pdl_wait: the row's
+// entry ids (plan data, uploaded before the graph). Pass 1: the max of m over
+// the row's entries; pass 2: weights 2^(m_e - max) (shared memory) and the denominator; pass 3:
+// the weighted sum of the un-normalised outputs, entries independent so their loads overlap.
 __global__ void attn_combine_kernel(AttnPlanView plan, int nh, int hd, bf16* out) {
-  pdl_wait();
   pdl_launch_dependents();
   __shared__ float w[kCombineCached];
+  __shared__ int32_t ent[kCombineCached];
   __shared__ float red[4];
   const int t = plan.row_begin + blockIdx.x, hq = blockIdx.y, d = threadIdx.x;
   const int lane = d & 31, warp = d >> 5, n_warps = blockDim.x >> 5;
   const int e0 = plan.row_entry_ptr[t], n = plan.row_entry_ptr[t + 1] - e0;
-  auto ml = [&](int k) { return plan.part_ml[int64_t(plan.row_entries[e0 + k]) * nh + hq]; };
+  for (int k = d; k < n && k < kCombineCached; k += blockDim.x) ent[k] = plan.row_entries[e0 + k];
+  __syncthreads();
+  pdl_wait();
+  auto entry = [&](int k) { return k < kCombineCached ? ent[k] : plan.row_entries[e0 + k]; };
+  auto ml = [&](int k) { return plan.part_ml[int64_t(entry(k)) * nh + hq]; };
 
   float mx = -INFINITY;
   for (int k = d; k < n; k += blockDim.x) mx = fmaxf(mx, ml(k).x);
@@ -340,15 +355,14 @@ __global__ void attn_combine_kernel(AttnPlanView plan, int nh, int hd, bf16* out
   for (; k + 4 <= n && k + 4 <= kCombineCached; k += 4) {
     float o4[4];
 #pragma unroll
-    for (int u = 0; u < 4; ++u)
-      o4[u] = plan.part_o[(int64_t(plan.row_entries[e0 + k + u]) * nh + hq) * hd + d];
+    for (int u = 0; u < 4; ++u) o4[u] = plan.part_o[(int64_t(ent[k + u]) * nh + hq) * hd + d];
 #pragma unroll
     for (int u = 0; u < 4; ++u) num += w[k + u] * o4[u];
   }
   for (; k < n; ++k) {
     const float2 s = ml(k);
     const float wk = k < kCombineCached ? w[k] : ((s.x == -INFINITY) ? 0.0f : exp2f(s.x - mx));
-    num += wk * plan.part_o[(int64_t(plan.row_entries[e0 + k]) * nh + hq) * hd + d];
+    num += wk * plan.part_o[(int64_t(entry(k)) * nh + hq) * hd + d];
   }
   out[(int64_t(t) * nh + hq) * hd + d] = __float2bfloat16(den > 0.0f ? num / den : 0.0f);
 }

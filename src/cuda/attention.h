@@ -16,6 +16,9 @@
 //   state (m = -inf, d = 0) has weight 0. The cache and plan are passed as explicit index arrays
 //   (CSR), nothing global; counts are read from device memory so a CUDA graph can replay the
 //   launch while the plan changes (grid sizes are upper bounds).
+// - Both kernels read the plan before pdl_wait (it is uploaded before the graph), and the partial
+//   kernel also the K/V tiles that end before its item's fresh_from, so those loads overlap the
+//   previous kernel (pdl.h).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -37,7 +40,11 @@ struct AttnItem {
   int32_t pair_start;   // pairs[pair_start .. + pair_count)
   int32_t pair_count;   // <= kAttnMaxRows / G
   int32_t entry_start;  // entry of pair k = entry_start + k
+  int32_t fresh_from;   // first block-local key the kernels before this launch may still be
+                        // writing (this forward's appends); tiles ending before it are loaded
+                        // before the previous kernel completes (programmatic launch, pdl.h)
 };
+inline constexpr int kAttnItemInts = static_cast<int>(sizeof(AttnItem) / 4);
 
 struct AttnPair {
   int32_t row;    // query row (token index in the batch)

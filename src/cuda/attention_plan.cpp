@@ -70,6 +70,7 @@ HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end) {
         it.pair_start = static_cast<int32_t>(plan.pairs.size());
         it.pair_count = static_cast<int32_t>(p1 - p0);
         it.entry_start = plan.n_entries;
+        it.fresh_from = static_cast<int32_t>(std::min<int64_t>(in.blocks[b].fresh_from, len));
         for (size_t k = p0; k < p1; ++k) {
           plan.pairs.push_back(bp[k]);
           row_entries[bp[k].row].push_back(plan.n_entries++);

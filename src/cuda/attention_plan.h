@@ -20,6 +20,7 @@ struct PlanOccurrence {
 struct PlanBlock {
   int64_t len = 0;  // tokens in the block (after this forward's appends)
   const std::vector<int32_t>* pages = nullptr;  // its pages, ceil(len / kPageTokens) of them
+  int64_t fresh_from = INT64_MAX;  // first key this forward appends (AttnItem::fresh_from)
 };
 
 struct PlanInput {

@@ -86,7 +86,11 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     for (BlockId b : batch.views[w]) {
       auto [it, fresh] = block_index.try_emplace(b, static_cast<int32_t>(pin.blocks.size()));
       if (fresh) {
-        pin.blocks.push_back(PlanBlock{blocks_[b].len, &blocks_[b].pages});
+        // Keys this forward appends are written by the kernel before the attention.
+        const auto ad = added.find(b);
+        const int64_t appended = ad == added.end() ? 0 : ad->second;
+        pin.blocks.push_back(
+            PlanBlock{blocks_[b].len, &blocks_[b].pages, blocks_[b].len - appended});
         total_keys += blocks_[b].len;
       }
       pin.views[w].push_back(PlanOccurrence{it->second, off});
@@ -162,12 +166,12 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   for (size_t k = 0; k < ranges.size(); ++k) {
     const HostPlan hp = build_plan(pin, ranges[k].first, ranges[k].second);
     const int64_t base = st.slot_base(static_cast<int>(k));
-    const int64_t o_items = base, o_n = o_items + 6 * st.ecap, o_pages = o_n + 4;
+    const int64_t o_items = base, o_n = o_items + kAttnItemInts * st.ecap, o_pages = o_n + 4;
     const int64_t o_pairs = o_pages + st.pcap, o_ptr = o_pairs + 2 * st.ecap;
     const int64_t o_ent = o_ptr + st.tcap + 1;
     const int32_t n_items = static_cast<int32_t>(hp.items.size());
     HOGWILD_CHECK(hp.n_entries <= st.ecap && static_cast<int64_t>(hp.pages.size()) <= st.pcap);
-    put(o_items, hp.items.data(), 6 * static_cast<int64_t>(hp.items.size()));
+    put(o_items, hp.items.data(), kAttnItemInts * static_cast<int64_t>(hp.items.size()));
     put(o_n, &n_items, 1);
     put(o_pages, hp.pages.data(), static_cast<int64_t>(hp.pages.size()));
     put(o_pairs, hp.pairs.data(), 2 * static_cast<int64_t>(hp.pairs.size()));

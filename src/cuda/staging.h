@@ -1,6 +1,7 @@
 // Private to CudaBackend (cuda_backend.cpp, cuda_forward.cpp).
 #pragma once
 
+#include "cuda/attention.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 
@@ -15,7 +16,7 @@ struct CudaBackend::Staging {
   int32_t* host = nullptr;
   int32_t* dev = nullptr;
   int64_t slot_ints() const {
-    return ((6 * ecap + 4 + pcap + 2 * ecap + tcap + 1 + ecap) + 3) / 4 * 4;
+    return ((kAttnItemInts * ecap + 4 + pcap + 2 * ecap + tcap + 1 + ecap) + 3) / 4 * 4;
   }
   int64_t total_ints() const { return 4 * tcap + n_slots * slot_ints(); }
   int64_t slot_base(int k) const { return 4 * tcap + k * slot_ints(); }

@@ -63,7 +63,9 @@ double run_scenario(const Scenario& s, uint64_t seed) {
 
   // Rows: view position p = offset of the worker's last block + index.
   cuda::PlanInput pin;
-  for (size_t b = 0; b < s.block_len.size(); ++b) pin.blocks.push_back({s.block_len[b], &pages[b]});
+  // fresh_from mid-block: the kernel loads the tiles before it ahead of pdl_wait, the rest after.
+  for (size_t b = 0; b < s.block_len.size(); ++b)
+    pin.blocks.push_back({s.block_len[b], &pages[b], s.block_len[b] / 2});
   pin.views.resize(s.views.size());
   std::vector<int64_t> last_off(s.views.size());
   for (size_t w = 0; w < s.views.size(); ++w) {
@@ -116,8 +118,8 @@ double run_scenario(const Scenario& s, uint64_t seed) {
     DeviceArray<float2> part_ml(std::max<int64_t>(hp.n_entries, 1) * nh);
     const int32_t n_items = static_cast<int32_t>(hp.items.size());
     cuda::AttnPlanView v;
-    v.items =
-        reinterpret_cast<const cuda::AttnItem*>(dev_ints(hp.items.data(), hp.items.size() * 6));
+    v.items = reinterpret_cast<const cuda::AttnItem*>(
+        dev_ints(hp.items.data(), hp.items.size() * cuda::kAttnItemInts));
     v.n_items = dev_ints(&n_items, 1);
     v.max_items = n_items + 3;  // grid larger than the count: extra CTAs must exit
     v.pages = dev_ints(hp.pages.data(), hp.pages.size());
@@ -277,6 +279,34 @@ TEST(CudaAttention, RepeatedSeparatorAndInvisibleOccurrences) {
   EXPECT_LT(run_scenario(s, 80), kTol);
   s.chunk = 64;
   EXPECT_LT(run_scenario(s, 81), kTol);
+}
+
+// Host-only (runs without a GPU): each item carries its block's fresh_from, clamped to the block
+// length, so the kernel loads only tiles of keys older than this forward before pdl_wait.
+TEST(AttentionPlan, ItemsCarryTheirBlocksFreshFrom) {
+  const std::vector<int32_t> pages_a = {3, 1, 4, 0}, pages_b = {2};
+  cuda::PlanInput pin;
+  pin.blocks.push_back({200, &pages_a, 198});  // two tokens appended by this forward
+  pin.blocks.push_back({10, &pages_b});        // default: nothing appended
+  pin.views = {{{0, 0}, {1, 200}}};
+  pin.row_worker = {0, 0};
+  pin.row_pos = {208, 209};
+  pin.group = 4;
+  pin.chunk = 64;
+  const cuda::HostPlan hp = cuda::build_plan(pin, 0, 2);
+  ASSERT_EQ(hp.items.size(), 5u);  // block 0: chunks of 64 -> 4 items; block 1: 1 item
+  int from_a = 0, from_b = 0;
+  for (const cuda::AttnItem& it : hp.items) {
+    if (it.page_base == 0) {
+      EXPECT_EQ(it.fresh_from, 198) << "key_start " << it.key_start;
+      ++from_a;
+    } else {
+      EXPECT_EQ(it.fresh_from, 10);
+      ++from_b;
+    }
+  }
+  EXPECT_EQ(from_a, 4);
+  EXPECT_EQ(from_b, 1);
 }
 
 }  // namespace
