@@ -384,6 +384,32 @@ struct DeviceRope {
   }
 };
 
+// The K/V rows an append wrote into `pool` (got) and what they should be (want): K = the k heads
+// of k_src rotated to pos[t], V = the v heads of v_src unchanged.
+struct AppendedKv {
+  std::vector<float> got_k, want_k, got_v, want_v;
+};
+AppendedKv appended_kv(const std::vector<float>& pool, const cuda::KvLayout& L,
+                       const std::vector<float>& k_src, const std::vector<float>& v_src,
+                       int64_t stride, int64_t nh, int64_t T, const std::vector<int32_t>& pos,
+                       const std::vector<int32_t>& slot, const DeviceRope& rope, float factor) {
+  const int64_t kvh = L.num_key_value_heads, hd = L.head_dim;
+  AppendedKv r;
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<float> k(k_src.begin() + t * stride + nh * hd,
+                         k_src.begin() + t * stride + (nh + kvh) * hd);
+    rope.table.rotate(k.data(), kvh, pos[t], factor);
+    for (int64_t h = 0; h < kvh; ++h)
+      for (int64_t d = 0; d < hd; ++d) {
+        r.got_k.push_back(pool[L.slot_offset(slot[t], 0, h) + d]);
+        r.want_k.push_back(k[h * hd + d]);
+        r.got_v.push_back(pool[L.slot_offset(slot[t], 1, h) + d]);
+        r.want_v.push_back(v_src[t * stride + (nh + kvh) * hd + h * hd + d]);
+      }
+  }
+  return r;
+}
+
 TEST(CudaOps, KvAppendRotatesKeysAtBlockPositionsAndCopiesValues) {
   HOGWILD_REQUIRE_GPU();
   TestRng rng(5);
@@ -401,22 +427,10 @@ TEST(CudaOps, KvAppendRotatesKeysAtBlockPositionsAndCopiesValues) {
       DeviceArray<int32_t> dpos(pos), dslot(slot);
       cuda::kv_append(dqkv.p, stride, nh * hd, (nh + kvh) * hd, T, dpos.p, dslot.p, pool.p, L,
                       rope.view, factor, nullptr);
-      const auto got = to_f32(pool.download());
-      std::vector<float> gk, wk, gv, wv;
-      for (int64_t t = 0; t < T; ++t) {
-        std::vector<float> k(qkv.begin() + t * stride + nh * hd,
-                             qkv.begin() + t * stride + (nh + kvh) * hd);
-        rope.table.rotate(k.data(), kvh, pos[t], factor);
-        for (int64_t h = 0; h < kvh; ++h)
-          for (int64_t d = 0; d < hd; ++d) {
-            gk.push_back(got[L.slot_offset(slot[t], 0, h) + d]);
-            wk.push_back(k[h * hd + d]);
-            gv.push_back(got[L.slot_offset(slot[t], 1, h) + d]);
-            wv.push_back(qkv[t * stride + (nh + kvh) * hd + h * hd + d]);
-          }
-      }
-      expect_close(gk, wk, 4e-3, 2e-3, "kv_append K " + c.rope_scaling.rope_type);
-      expect_close(gv, wv, 0, 0, "kv_append V");
+      const AppendedKv kv =
+          appended_kv(to_f32(pool.download()), L, qkv, qkv, stride, nh, T, pos, slot, rope, factor);
+      expect_close(kv.got_k, kv.want_k, 4e-3, 2e-3, "kv_append K " + c.rope_scaling.rope_type);
+      expect_close(kv.got_v, kv.want_v, 0, 0, "kv_append V");
     }
   }
 }
@@ -447,23 +461,12 @@ TEST(CudaOps, QkNormKvAppendMatchesNormThenAppend) {
                               L, rope.view, factor, nullptr);
       const auto got_qkv = to_f32(dqkv.download());
       expect_close(got_qkv, want, 4e-3, 1e-5, "qk_norm_kv_append q/k " + c.rope_scaling.rope_type);
-      const auto got = to_f32(pool.download());
-      std::vector<float> gk, wkr, gv, wv;
-      for (int64_t t = 0; t < T; ++t) {
-        // K as the unfused path sees it: the normalised head rounded to bf16, then rotated.
-        std::vector<float> k(got_qkv.begin() + t * stride + nh * hd,
-                             got_qkv.begin() + t * stride + (nh + kvh) * hd);
-        rope.table.rotate(k.data(), kvh, pos[t], factor);
-        for (int64_t h = 0; h < kvh; ++h)
-          for (int64_t d = 0; d < hd; ++d) {
-            gk.push_back(got[L.slot_offset(slot[t], 0, h) + d]);
-            wkr.push_back(k[h * hd + d]);
-            gv.push_back(got[L.slot_offset(slot[t], 1, h) + d]);
-            wv.push_back(qkv[t * stride + (nh + kvh) * hd + h * hd + d]);
-          }
-      }
-      expect_close(gk, wkr, 4e-3, 2e-3, "qk_norm_kv_append K " + c.rope_scaling.rope_type);
-      expect_close(gv, wv, 0, 0, "qk_norm_kv_append V");
+      // K as the unfused path sees it: the normalised head rounded to bf16, then rotated.
+      const AppendedKv kv = appended_kv(to_f32(pool.download()), L, got_qkv, qkv, stride, nh, T,
+                                        pos, slot, rope, factor);
+      expect_close(kv.got_k, kv.want_k, 4e-3, 2e-3,
+                   "qk_norm_kv_append K " + c.rope_scaling.rope_type);
+      expect_close(kv.got_v, kv.want_v, 0, 0, "qk_norm_kv_append V");
     }
   }
 }
