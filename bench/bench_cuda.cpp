@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
   app.add_option("-c,--context", o.contexts, "shared context lengths");
   app.add_option("-r,--repeat", o.repeat, "timed steps per configuration");
   app.add_option("--json", json_file, "JSON output file");
+  app.add_option("--kv-tokens", o.kv_tokens,
+                 "KV pool size in tokens (default: all free GPU memory; a small pool leaves room "
+                 "for profilers)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-skinny", no_skinny, "cuBLAS for every projection (no skinny kernel)");
   app.add_flag("--no-pdl", no_pdl, "ordinary launches (no programmatic dependent launch)");
   app.add_flag("--gemm", gemm, "projection microbenchmark (skinny kernel vs cuBLAS) instead");

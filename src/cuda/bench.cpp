@@ -142,6 +142,7 @@ nlohmann::json run_bench(const BenchOptions& opt) {
   out["results"] = nlohmann::json::array();
   CudaOptions co;
   co.max_batch_tokens = 64;
+  co.max_kv_tokens = opt.kv_tokens;
   co.skinny_gemm = opt.skinny_gemm;
   for (const std::string& name : opt.presets) {
     const auto& all = model_presets();

@@ -25,6 +25,7 @@ struct BenchOptions {
   bool progress = true;             // a line per configuration on stderr
   bool skinny_gemm = true;          // CudaOptions::skinny_gemm
   bool programmatic_launch = true;  // pdl.h switch
+  int64_t kv_tokens = 0;            // KV pool size in tokens; 0: all free GPU memory
 };
 
 /// Measured device-to-device copy bandwidth in bytes/s (bytes read + written over time).
