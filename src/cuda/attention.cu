@@ -88,21 +88,43 @@ __device__ __forceinline__ int32_t tile_page(const PartialArgs& a, const AttnIte
   return a.plan.pages[it.page_base + it.key_start / kKeys + tile];
 }
 
+// This thread's share of a K (or V) tile copy: 16-byte chunks c = threadIdx.x + i * kThreads of
+// the kKeys x HD tile (key c / (HD / 8), dims (c % (HD / 8)) * 8 ..), fixed for the whole kernel so
+// a tile's copy is kPer address additions per kind.
 template <int HD>
-__device__ void load_tile(Smem<HD>& sm, int stage, const PartialArgs& a, const AttnItem& it,
-                          int tile, int32_t page, int h) {
+struct TileCopy {
+  static constexpr int kPer = kKeys * HD / 8 / kThreads;  // chunks per thread (2 at HD 128)
+  static_assert(kPer >= 1 && kKeys * HD / 8 % kThreads == 0);
+  int smem[kPer];  // element offset in a stage's K part (V: + kKeys * kLd)
+  int key[kPer];   // key of the chunk within the tile
+  __device__ TileCopy() {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int c = threadIdx.x + i * kThreads;
+      key[i] = c / (HD / 8);
+      smem[i] = key[i] * Smem<HD>::kLd + (c % (HD / 8)) * 8;
+    }
+  }
+};
+
+// Copies tile `tile` of the item (page `page`, KV head h) into ring stage `stage`; keys at or past
+// the item's key_end are zero-filled (never NaN garbage). In global memory the chunk of thread
+// share i is at element (threadIdx.x + i * kThreads) * 8 of the tile.
+template <int HD>
+__device__ __forceinline__ void load_tile(Smem<HD>& sm, const TileCopy<HD>& tc, int stage,
+                                          const PartialArgs& a, const AttnItem& it, int tile,
+                                          int32_t page, int h) {
   constexpr int kLd = Smem<HD>::kLd;
-  constexpr int kChunks = kKeys * HD / 8;  // 16-byte pieces per K (or V) tile
-  const int key0 = it.key_start + tile * kKeys;
-  const bf16* ksrc = a.pool + a.layout.tile_offset(page, 0, h);
-  const bf16* vsrc = a.pool + a.layout.tile_offset(page, 1, h);
+  const int keys_left = it.key_end - (it.key_start + tile * kKeys);
+  const bf16* ksrc = a.pool + a.layout.tile_offset(page, 0, h) + threadIdx.x * 8;
+  const int64_t v_delta = int64_t(a.layout.num_key_value_heads) * a.layout.tile_elems();
   bf16* kdst = sm.u.kv + stage * 2 * kKeys * kLd;
-  bf16* vdst = kdst + kKeys * kLd;
-  for (int c = threadIdx.x; c < kChunks; c += kThreads) {
-    const int row = c / (HD / 8), col = (c % (HD / 8)) * 8;
-    const bool valid = key0 + row < it.key_end;  // keys past the end: zeros (never NaN garbage)
-    cp_async16(&kdst[row * kLd + col], ksrc + row * HD + col, valid);
-    cp_async16(&vdst[row * kLd + col], vsrc + row * HD + col, valid);
+#pragma unroll
+  for (int i = 0; i < TileCopy<HD>::kPer; ++i) {
+    const bool valid = tc.key[i] < keys_left;
+    const bf16* src = ksrc + i * kThreads * 8;
+    cp_async16(kdst + tc.smem[i], src, valid);
+    cp_async16(kdst + kKeys * kLd + tc.smem[i], src + v_delta, valid);
   }
 }
 
@@ -129,6 +151,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
   const int g = lane >> 2, t = lane & 3;
   const int rt = warp / 4, kq = warp % 4;
   const int n_tiles = (it.key_end - it.key_start + kKeys - 1) / kKeys;
+  const TileCopy<HD> tc;
 
   // Before pdl_wait: the plan (uploaded before the graph) and the K/V tiles no kernel of this
   // forward writes (they end before fresh_from), so their loads overlap the previous kernel.
@@ -147,7 +170,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
 #pragma unroll
   for (int p = 0; p < kStages - 1; ++p) {
     if (p == early) pdl_wait();
-    if (p < n_tiles) load_tile(sm, p, a, it, p, tile_page(a, it, p), h);
+    if (p < n_tiles) load_tile(sm, tc, p, a, it, p, tile_page(a, it, p), h);
     cp_async_commit();
   }
   if (early == kStages - 1) pdl_wait();
@@ -191,7 +214,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
     if (nt < n_tiles) {
       const int32_t page = next_page;
       next_page = nt + 1 < n_tiles ? tile_page(a, it, nt + 1) : 0;
-      load_tile(sm, nt % kStages, a, it, nt, page, h);
+      load_tile(sm, tc, nt % kStages, a, it, nt, page, h);
     }
     cp_async_commit();
     if (!active) continue;
@@ -216,33 +239,33 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
     }
 
     // Online softmax (base 2) per row; m is uniform over the row's 4 lanes, l stays lane-partial.
+    // exp2 of -inf is 0, so masked keys need no branch; a row with no visible key yet (m = -inf)
+    // subtracts 0 instead of its max.
     const int key_base = it.key_start + tile * kKeys + kq * 16;
+    const bool full = key_base + 15 <= min(min(lim[0], lim[1]), it.key_end - 1);
     uint32_t pa[4];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float v[4];
-      float mx = -INFINITY;
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int key = key_base + 8 * j + 2 * t + e;
-          const bool vis = key <= lim[r] && key < it.key_end;
-          v[2 * j + e] = vis ? s[j][2 * r + e] * scale_log2 : -INFINITY;
-          mx = fmaxf(mx, v[2 * j + e]);
+          const float x = s[j][2 * r + e] * scale_log2;
+          v[2 * j + e] = full || (key <= lim[r] && key < it.key_end) ? x : -INFINITY;
         }
+      float mx = fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       const float m_new = fmaxf(m[r], mx);
-      const float alpha = m[r] == -INFINITY ? 0.0f : exp2f(m[r] - m_new);
-      float p[4], sum = 0.0f;
+      const float m_sub = m_new == -INFINITY ? 0.0f : m_new;
+      const float alpha = exp2f(m[r] - m_sub);  // m[r] = -inf: 0
+      float p[4];
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        p[c] = v[c] == -INFINITY ? 0.0f : exp2f(v[c] - m_new);
-        sum += p[c];
-      }
+      for (int c = 0; c < 4; ++c) p[c] = exp2f(v[c] - m_sub);
       m[r] = m_new;
-      l[r] = l[r] * alpha + sum;
+      l[r] = l[r] * alpha + ((p[0] + p[1]) + (p[2] + p[3]));
       if (alpha != 1.0f) {
 #pragma unroll
         for (int j = 0; j < kNt; ++j) {
@@ -286,25 +309,41 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
         sm.u.o[rt][kq][g + 8 * (c >> 1)][8 * j + 2 * t + (c & 1)] = o[j][c];
   }
   __syncthreads();
+  // Per row: the max over its 4 key quarters, their weights 2^(m_q - max) (over m in place) and
+  // the denominator; then the weighted sum of the quarters' outputs, 4 dims per thread.
   const int nh = a.shape.num_attention_heads;
-  for (int idx = threadIdx.x; idx < n_rows * HD; idx += kThreads) {
-    const int r = idx / HD, d = idx % HD;
-    const int tr = r / 16, rr = r % 16;
+  if (threadIdx.x < n_rows) {
+    const int r = threadIdx.x, tr = r / 16, rr = r % 16;
     float mx = -INFINITY;
 #pragma unroll
     for (int q = 0; q < 4; ++q) mx = fmaxf(mx, sm.m[tr][q][rr]);
-    float acc = 0.0f, den = 0.0f;
+    const float m_sub = mx == -INFINITY ? 0.0f : mx;
+    float den = 0.0f;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      const float mq = sm.m[tr][q][rr];
-      const float w = mq == -INFINITY ? 0.0f : exp2f(mq - mx);
-      acc += w * sm.u.o[tr][q][rr][d];
+      const float w = exp2f(sm.m[tr][q][rr] - m_sub);  // an empty quarter (-inf): 0
+      sm.m[tr][q][rr] = w;
       den += w * sm.l[tr][q][rr];
+    }
+    a.plan.part_ml[(it.entry_start + r / G) * nh + h * G + r % G] = make_float2(mx, den);
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < n_rows * (HD / 4); idx += kThreads) {
+    const int r = idx / (HD / 4), d = (idx % (HD / 4)) * 4;
+    const int tr = r / 16, rr = r % 16;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float w = sm.m[tr][q][rr];
+      const float4 v = *reinterpret_cast<const float4*>(&sm.u.o[tr][q][rr][d]);
+      acc.x += w * v.x;
+      acc.y += w * v.y;
+      acc.z += w * v.z;
+      acc.w += w * v.w;
     }
     const int64_t e = it.entry_start + r / G;
     const int hq = h * G + r % G;
-    a.plan.part_o[(e * nh + hq) * HD + d] = acc;
-    if (d == 0) a.plan.part_ml[e * nh + hq] = make_float2(mx, den);
+    *reinterpret_cast<float4*>(&a.plan.part_o[(e * nh + hq) * HD + d]) = acc;
   }
 }
 
