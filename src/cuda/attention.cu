@@ -22,6 +22,7 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kRows = kAttnMaxRows;  // 64 query rows per CTA = 4 row tiles
 constexpr int kKeys = kPageTokens;   // 64 keys per tile = 4 key quarters
 constexpr int kStages = 4;           // K/V tiles in flight per CTA (1 CTA per SM)
+constexpr float kSlack = 8.0f;       // log2 headroom before the running max moves (softmax)
 
 template <int HD>
 struct Smem {
@@ -239,8 +240,10 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
     }
 
     // Online softmax (base 2) per row; m is uniform over the row's 4 lanes, l stays lane-partial.
-    // exp2 of -inf is 0, so masked keys need no branch; a row with no visible key yet (m = -inf)
-    // subtracts 0 instead of its max.
+    // m is the reference the row's p, l and o use: it moves only when a key exceeds it by more
+    // than kSlack (p <= 2^kSlack meanwhile, far inside fp32 and bf16 range), so O is rarely
+    // rescaled. exp2 of -inf is 0, so masked keys need no branch; a row with no visible key yet
+    // (m = -inf) subtracts 0.
     const int key_base = it.key_start + tile * kKeys + kq * 16;
     const bool full = key_base + 15 <= min(min(lim[0], lim[1]), it.key_end - 1);
     uint32_t pa[4];
@@ -258,21 +261,23 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
       float mx = fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m[r], mx);
-      const float m_sub = m_new == -INFINITY ? 0.0f : m_new;
-      const float alpha = exp2f(m[r] - m_sub);  // m[r] = -inf: 0
+      if (mx > m[r] + kSlack) {  // also the row's first visible key (m = -inf)
+        if (m[r] != -INFINITY) {  // before it, l and o are 0
+          const float alpha = exp2f(m[r] - mx);
+          l[r] *= alpha;
+#pragma unroll
+          for (int j = 0; j < kNt; ++j) {
+            o[j][2 * r] *= alpha;
+            o[j][2 * r + 1] *= alpha;
+          }
+        }
+        m[r] = mx;
+      }
+      const float m_sub = m[r] == -INFINITY ? 0.0f : m[r];
       float p[4];
 #pragma unroll
       for (int c = 0; c < 4; ++c) p[c] = exp2f(v[c] - m_sub);
-      m[r] = m_new;
-      l[r] = l[r] * alpha + ((p[0] + p[1]) + (p[2] + p[3]));
-      if (alpha != 1.0f) {
-#pragma unroll
-        for (int j = 0; j < kNt; ++j) {
-          o[j][2 * r] *= alpha;
-          o[j][2 * r + 1] *= alpha;
-        }
-      }
+      l[r] += (p[0] + p[1]) + (p[2] + p[3]);
       // A fragment of P: rows g / g + 8 (r), keys 2t.. (n-tile 0) and 8 + 2t.. (n-tile 1).
       pa[r] = pack_bf16(p[0], p[1]);
       pa[2 + r] = pack_bf16(p[2], p[3]);
