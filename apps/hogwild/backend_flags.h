@@ -26,12 +26,12 @@ struct DeviceFlags {
   int64_t max_kv_tokens = 0;  // CUDA KV pool in tokens; 0 = from free GPU memory
 };
 
-inline void add_device_flags(CLI::App* c, DeviceFlags& f) {
-  c->add_option("--device", f.device, "auto (default: cuda when a GPU is usable), cuda or cpu")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+/// --kv-tokens N into `tokens` (a whole number >= 0; 0 = the free GPU memory minus 1 GiB), with
+/// a message that says what is wrong with a bad value.
+inline void add_kv_tokens_flag(CLI::App* c, int64_t& tokens) {
   c->add_option_function<std::string>(
       "--kv-tokens",
-      [&f](const std::string& s) {
+      [&tokens](const std::string& s) {
         size_t used = 0;
         long long v = -1;
         try {
@@ -43,9 +43,15 @@ inline void add_device_flags(CLI::App* c, DeviceFlags& f) {
           throw CLI::ValidationError("--kv-tokens",
                                      "'" + s + "' is not a whole number of tokens >= 0 "
                                      "(0 = the free GPU memory minus 1 GiB)");
-        f.max_kv_tokens = v;
+        tokens = v;
       },
       "CUDA: KV cache size in tokens (default: the free GPU memory minus 1 GiB)");
+}
+
+inline void add_device_flags(CLI::App* c, DeviceFlags& f) {
+  c->add_option("--device", f.device, "auto (default: cuda when a GPU is usable), cuda or cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  add_kv_tokens_flag(c, f.max_kv_tokens);
 }
 
 /// "cuda" or "cpu" for the flag's value and a model of config c; throws hogwild::Error for

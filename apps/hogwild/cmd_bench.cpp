@@ -2,6 +2,7 @@
 // like llama-bench. Needs the CUDA backend and a GPU. --hf-baseline also runs HF transformers on
 // the same presets and shapes (tools/hf_baseline.py: W independent sequences, each with its own
 // copy of the context's KV) after hogwild's runs, and adds its tok/s to every row.
+#include "apps/hogwild/backend_flags.h"
 #include "apps/hogwild/commands.h"
 #include "core/error.h"
 
@@ -91,6 +92,7 @@ void register_bench(CLI::App& app) {
     std::string output = "table";
     std::string json_file;
     int repeat = 20;
+    int64_t kv_tokens = 0;  // 0: the free GPU memory
     std::string hf_script;
   };
   auto a = std::make_shared<Args>();
@@ -101,6 +103,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-w,--workers", a->workers, "worker counts (default: 1 2 4 8)");
   cmd->add_option("-c,--context", a->contexts, "shared context lengths (default: 1024 8192 16384)");
   cmd->add_option("-r,--repeat", a->repeat, "timed steps per configuration (median reported)");
+  add_kv_tokens_flag(cmd, a->kv_tokens);  // a small cache leaves room for a profiler
   cmd->add_option("-o,--output", a->output, "table or json (on stdout)")
       ->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--json-file", a->json_file, "also write the JSON results to this file");
@@ -125,6 +128,7 @@ void register_bench(CLI::App& app) {
     if (!a->workers.empty()) o.workers = a->workers;
     if (!a->contexts.empty()) o.contexts = a->contexts;
     o.repeat = a->repeat;
+    o.kv_tokens = a->kv_tokens;
     nlohmann::json j = cuda::run_bench(o);
     if (!a->hf_script.empty()) {
       if (o.presets.empty()) fail("--hf-baseline needs presets (-p); HF runs the preset shapes");

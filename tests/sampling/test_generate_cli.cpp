@@ -223,5 +223,19 @@ TEST(GenerateCli, TextPromptStreamsTextAndStopsAtStopStrings) {
   fs::remove_all(tdir);
 }
 
+// `hogwild bench --kv-tokens` takes the same values as `generate` / `run`, and a bad one stops the
+// command before it looks for a GPU.
+TEST(BenchCli, BadKvTokensIsAClearError) {
+  int rc = 0;
+  std::string err;
+  run_cli("bench -p qwen3-8b --kv-tokens -5", &rc, &err);
+  EXPECT_NE(err.find("--kv-tokens: '-5' is not a whole number of tokens >= 0"), std::string::npos)
+      << err;
+  EXPECT_NE(rc, 0);
+  run_cli("bench -p qwen3-8b --kv-tokens 2k", &rc, &err);
+  EXPECT_NE(err.find("'2k' is not a whole number of tokens"), std::string::npos) << err;
+  EXPECT_NE(rc, 0);
+}
+
 }  // namespace
 }  // namespace hogwild
