@@ -22,7 +22,8 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kRows = kAttnMaxRows;  // 64 query rows per CTA = 4 row tiles
 constexpr int kKeys = kPageTokens;   // 64 keys per tile = 4 key quarters
 constexpr int kStages = 4;           // K/V tiles in flight per CTA (1 CTA per SM)
-constexpr float kSlack = 8.0f;       // log2 headroom before the running max moves (softmax)
+static_assert(kAttnFreshTiles == kStages - 1, "the fused append's tiles are the prologue's");
+constexpr float kSlack = 8.0f;  // log2 headroom before the running max moves (softmax)
 
 template <int HD>
 struct Smem {
@@ -82,7 +83,24 @@ struct PartialArgs {
   KvLayout layout;
   RopeTableView rope;
   AttnPlanView plan;
+  AttnAppend append;
+  bool fused;  // append is in use
 };
+
+// Sum of squares of a head vector held by a warp, lane l holding dims l + 32 i (i < HD / 32), in
+// the order of qk_norm_kv_append_kernel (rope.cu): a butterfly per 32 dims, then the 32-dim sums
+// in order, so the fused path's 1 / RMS is bit-identical to the separate kernel's.
+template <int HD>
+__device__ __forceinline__ float head_sum_sq(const float (&v)[HD / 32]) {
+  float ss = 0.0f;
+#pragma unroll
+  for (int i = 0; i < HD / 32; ++i) {
+    float p = v[i] * v[i];
+    for (int o = 16; o > 0; o >>= 1) p += __shfl_xor_sync(0xffffffffu, p, o);
+    ss += p;
+  }
+  return ss;
+}
 
 // Page id of tile `tile` of the item (a global load: callers issue it a tile ahead).
 __device__ __forceinline__ int32_t tile_page(const PartialArgs& a, const AttnItem& it, int tile) {
@@ -111,6 +129,114 @@ struct TileCopy {
 // Copies tile `tile` of the item (page `page`, KV head h) into ring stage `stage`; keys at or past
 // the item's key_end are zero-filled (never NaN garbage). In global memory the chunk of thread
 // share i is at element (threadIdx.x + i * kThreads) * 8 of the tile.
+// Fused append (rotary_dim == HD): RMS-normalises a head vector held by a warp (lane l holds
+// dims l + 32 i) with weight w as qk_norm_kv_append_kernel does (bf16 result), then rotates it
+// by cos/sin cs[i] of dim (l + 32 i) mod HD / 2; the rotation partner of dim d = l + 32 i is
+// d +- HD / 2, held by the same lane at i ^ (HD / 64). Returns the rotated values (fp32, to be
+// rounded to bf16 by the caller).
+template <int HD>
+__device__ __forceinline__ void norm_rotate(float (&x)[HD / 32], const bf16* w, float eps,
+                                            const float2 (&cs)[HD / 64], float factor) {
+  constexpr int kPer = HD / 32;
+  const int lane = threadIdx.x & 31;
+  if (w) {
+    const float r = rsqrtf(head_sum_sq<HD>(x) / float(HD) + eps);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i)
+      x[i] = __bfloat162float(__float2bfloat16(x[i] * r * __bfloat162float(w[lane + 32 * i])));
+  }
+  float y[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const bool lo = i < kPer / 2;  // d < HD / 2
+    const float partner = x[i ^ (kPer / 2)];
+    const float2 c = cs[i % (kPer / 2)];
+    y[i] = (x[i] * c.x + (lo ? -partner : partner) * c.y) * factor;
+  }
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) x[i] = y[i];
+}
+
+// Fused append: keys [k0, k1) of the tile (tile-local) are this forward's; each warp computes some
+// of them from the qkv rows as qk_norm_kv_append_kernel / kv_append_kernel do (k-norm, RoPE at the
+// block-local key position times the attention factor, bf16) and stores K and V into the stage
+// and into the pool. Called after pdl_wait (the qkv projection is complete).
+template <int HD>
+__device__ __forceinline__ void compute_fresh(Smem<HD>& sm, int stage, const PartialArgs& a,
+                                              const AttnItem& it, int tile, int32_t page, int h,
+                                              int k0, int k1) {
+  constexpr int kLd = Smem<HD>::kLd;
+  constexpr int kPer = HD / 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int tile_start = it.key_start + tile * kKeys;
+  for (int kk = k0 + warp; kk < k1; kk += kWarps) {
+    const int j = tile_start + kk;  // block-local key = its RoPE position
+    const int64_t tok = it.fresh_row + (j - it.fresh_from);
+    const bf16* kin = a.q + tok * a.shape.q_token_stride + a.append.k_col + int64_t(h) * HD;
+    const bf16* vin = a.q + tok * a.shape.q_token_stride + a.append.v_col + int64_t(h) * HD;
+    float x[kPer];
+    bf16 vv[kPer];
+    float2 cs[kPer / 2];
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      x[i] = __bfloat162float(kin[lane + 32 * i]);
+      vv[i] = vin[lane + 32 * i];
+    }
+#pragma unroll
+    for (int i = 0; i < kPer / 2; ++i)
+      cs[i] = a.rope.cos_sin[int64_t(j) * (HD / 2) + lane + 32 * i];
+    norm_rotate<HD>(x, a.append.w_k, a.append.eps, cs, a.shape.attn_factor);
+    bf16* ks = sm.u.kv + stage * 2 * kKeys * kLd + kk * kLd;
+    bf16* vs = ks + kKeys * kLd;
+    bf16* kp = a.append.pool + a.layout.tile_offset(page, 0, h) + int64_t(kk) * HD;
+    bf16* vp = a.append.pool + a.layout.tile_offset(page, 1, h) + int64_t(kk) * HD;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int d = lane + 32 * i;
+      const bf16 kr = __float2bfloat16(x[i]);
+      ks[d] = kr;
+      vs[d] = vv[i];
+      kp[d] = kr;
+      vp[d] = vv[i];
+    }
+  }
+}
+
+// Fused append: the queries of the CTA's rows (a warp per row; every load of a warp's rows is
+// issued before any arithmetic) with q-norm, rotated by their limit, into sm.q; pad rows zero.
+template <int HD>
+__device__ __forceinline__ void fused_queries(Smem<HD>& sm, const PartialArgs& a, int h, int G,
+                                              int used_rows) {
+  constexpr int kLd = Smem<HD>::kLd;
+  constexpr int kPer = HD / 32;
+  constexpr int kRowsPerWarp = kRows / kWarps;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  float x[kRowsPerWarp][kPer];
+  float2 cs[kRowsPerWarp][kPer / 2];
+#pragma unroll
+  for (int k = 0; k < kRowsPerWarp; ++k) {
+    const int r = warp + kWarps * k;
+    const int tok = r < used_rows ? sm.row[r] : -1;
+    if (tok < 0) continue;
+    const bf16* qv = a.q + int64_t(tok) * a.shape.q_token_stride + int64_t(h * G + r % G) * HD;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) x[k][i] = __bfloat162float(qv[lane + 32 * i]);
+#pragma unroll
+    for (int i = 0; i < kPer / 2; ++i)
+      cs[k][i] = a.rope.cos_sin[int64_t(sm.limit[r]) * (HD / 2) + lane + 32 * i];
+  }
+#pragma unroll
+  for (int k = 0; k < kRowsPerWarp; ++k) {
+    const int r = warp + kWarps * k;
+    if (r >= used_rows) continue;
+    const bool live = sm.row[r] >= 0;
+    if (live) norm_rotate<HD>(x[k], a.append.w_q, a.append.eps, cs[k], a.shape.attn_factor);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i)
+      sm.q[r * kLd + lane + 32 * i] = __float2bfloat16(live ? x[k][i] : 0.0f);
+  }
+}
+
 template <int HD>
 __device__ __forceinline__ void load_tile(Smem<HD>& sm, const TileCopy<HD>& tc, int stage,
                                           const PartialArgs& a, const AttnItem& it, int tile,
@@ -127,6 +253,32 @@ __device__ __forceinline__ void load_tile(Smem<HD>& sm, const TileCopy<HD>& tc, 
     cp_async16(kdst + tc.smem[i], src, valid);
     cp_async16(kdst + kKeys * kLd + tc.smem[i], src + v_delta, valid);
   }
+}
+
+// load_tile with the fused append: keys [fresh, keys_left) of the tile are computed
+// (compute_fresh), not copied (no cp.async may write those rows); keys past keys_left are
+// zero-filled. Only the prologue's tiles (< kAttnFreshTiles) can hold such keys (build_plan), so
+// the main loop keeps the plain load_tile.
+template <int HD>
+__device__ __forceinline__ void load_tile_fused(Smem<HD>& sm, const TileCopy<HD>& tc, int stage,
+                                                const PartialArgs& a, const AttnItem& it, int tile,
+                                                int32_t page, int h) {
+  constexpr int kLd = Smem<HD>::kLd;
+  const int keys_left = it.key_end - (it.key_start + tile * kKeys);
+  const int fresh = max(it.fresh_from - (it.key_start + tile * kKeys), 0);
+  const bf16* ksrc = a.pool + a.layout.tile_offset(page, 0, h) + threadIdx.x * 8;
+  const int64_t v_delta = int64_t(a.layout.num_key_value_heads) * a.layout.tile_elems();
+  bf16* kdst = sm.u.kv + stage * 2 * kKeys * kLd;
+#pragma unroll
+  for (int i = 0; i < TileCopy<HD>::kPer; ++i) {
+    const bool valid = tc.key[i] < keys_left;
+    if (valid && tc.key[i] >= fresh) continue;
+    const bf16* src = ksrc + i * kThreads * 8;
+    cp_async16(kdst + tc.smem[i], src, valid);
+    cp_async16(kdst + kKeys * kLd + tc.smem[i], src + v_delta, valid);
+  }
+  if (fresh < min(keys_left, kKeys))
+    compute_fresh<HD>(sm, stage, a, it, tile, page, h, fresh, min(keys_left, kKeys));
 }
 
 // grid (num_key_value_heads, max_items), kThreads threads, dynamic smem sizeof(Smem<HD>). Items
@@ -171,7 +323,12 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
 #pragma unroll
   for (int p = 0; p < kStages - 1; ++p) {
     if (p == early) pdl_wait();
-    if (p < n_tiles) load_tile(sm, tc, p, a, it, p, tile_page(a, it, p), h);
+    if (p < n_tiles) {
+      if (a.fused)
+        load_tile_fused(sm, tc, p, a, it, p, tile_page(a, it, p), h);
+      else
+        load_tile(sm, tc, p, a, it, p, tile_page(a, it, p), h);
+    }
     cp_async_commit();
   }
   if (early == kStages - 1) pdl_wait();
@@ -183,21 +340,25 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
   // (the loads are independent, unrolled).
   const int half = a.rope.rotary_dim / 2;
   __syncthreads();
+  if (a.fused) {
+    fused_queries<HD>(sm, a, h, G, used_rows);
+  } else {
 #pragma unroll 4
-  for (int idx = threadIdx.x; idx < used_rows * HD; idx += kThreads) {
-    const int r = idx / HD, d = idx % HD;
-    const int tok = sm.row[r];
-    float val = 0.0f;
-    if (tok >= 0) {
-      const bf16* qv = a.q + int64_t(tok) * a.shape.q_token_stride + int64_t(h * G + r % G) * HD;
-      val = __bfloat162float(qv[d]);
-      if (d < a.rope.rotary_dim) {
-        const float2 cs = a.rope.cos_sin[int64_t(sm.limit[r]) * half + (d < half ? d : d - half)];
-        const float partner = __bfloat162float(qv[d < half ? d + half : d - half]);
-        val = (val * cs.x + (d < half ? -partner : partner) * cs.y) * a.shape.attn_factor;
+    for (int idx = threadIdx.x; idx < used_rows * HD; idx += kThreads) {
+      const int r = idx / HD, d = idx % HD;
+      const int tok = sm.row[r];
+      float val = 0.0f;
+      if (tok >= 0) {
+        const bf16* qv = a.q + int64_t(tok) * a.shape.q_token_stride + int64_t(h * G + r % G) * HD;
+        val = __bfloat162float(qv[d]);
+        if (d < a.rope.rotary_dim) {
+          const float2 cs = a.rope.cos_sin[int64_t(sm.limit[r]) * half + (d < half ? d : d - half)];
+          const float partner = __bfloat162float(qv[d < half ? d + half : d - half]);
+          val = (val * cs.x + (d < half ? -partner : partner) * cs.y) * a.shape.attn_factor;
+        }
       }
+      sm.q[r * kLd + d] = __float2bfloat16(val);
     }
-    sm.q[r * kLd + d] = __float2bfloat16(val);
   }
   const float scale_log2 = a.shape.scale * 1.4426950408889634f;
   const bool active = rt < n_r16;
@@ -261,7 +422,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
       float mx = fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      if (mx > m[r] + kSlack) {  // also the row's first visible key (m = -inf)
+      if (mx > m[r] + kSlack) {   // also the row's first visible key (m = -inf)
         if (m[r] != -INFINITY) {  // before it, l and o are 0
           const float alpha = exp2f(m[r] - mx);
           l[r] *= alpha;
@@ -430,7 +591,7 @@ void launch_partial(const PartialArgs& args, int kv_heads, cudaStream_t stream) 
 
 void hogwild_attention(const bf16* q, const AttnShape& shape, const bf16* layer_pool,
                        const KvLayout& layout, const RopeTableView& rope, const AttnPlanView& plan,
-                       bf16* out, cudaStream_t stream) {
+                       bf16* out, cudaStream_t stream, const AttnAppend* append) {
   HOGWILD_CUDA_REQUIRE(shape.head_dim == 64 || shape.head_dim == 128);
   HOGWILD_CUDA_REQUIRE(layout.head_dim == shape.head_dim);
   HOGWILD_CUDA_REQUIRE(shape.num_key_value_heads > 0 &&
@@ -440,7 +601,13 @@ void hogwild_attention(const bf16* q, const AttnShape& shape, const bf16* layer_
   HOGWILD_CUDA_REQUIRE(rope.rotary_dim <= shape.head_dim && rope.rotary_dim % 2 == 0);
   if (plan.n_rows == 0) return;
   if (plan.max_items > 0) {
-    const PartialArgs args{q, shape, layer_pool, layout, rope, plan};
+    PartialArgs args{q, shape, layer_pool, layout, rope, plan, AttnAppend{}, append != nullptr};
+    if (append) {
+      HOGWILD_CUDA_REQUIRE(append->pool == layer_pool &&
+                           (append->w_q == nullptr) == (append->w_k == nullptr) &&
+                           rope.rotary_dim == shape.head_dim);
+      args.append = *append;
+    }
     if (shape.head_dim == 64)
       launch_partial<64>(args, shape.num_key_value_heads, stream);
     else

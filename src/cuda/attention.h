@@ -32,6 +32,9 @@
 namespace hogwild::cuda {
 
 inline constexpr int kAttnMaxRows = 64;  // query rows (pairs x G) per item
+/// With the fused append (AttnAppend), an item's keys from fresh_from on must lie in its first
+/// kAttnFreshTiles tiles of kPageTokens keys (PlanInput::split_fresh arranges it).
+inline constexpr int kAttnFreshTiles = 3;
 
 struct AttnItem {
   int32_t page_base;    // index into pages[] of the block's page 0
@@ -43,6 +46,8 @@ struct AttnItem {
   int32_t fresh_from;   // first block-local key the kernels before this launch may still be
                         // writing (this forward's appends); tiles ending before it are loaded
                         // before the previous kernel completes (programmatic launch, pdl.h)
+  int32_t fresh_row;    // batch token whose key is block key fresh_from (key j: token
+                        // fresh_row + j - fresh_from); -1 when the block gains no key
 };
 inline constexpr int kAttnItemInts = static_cast<int>(sizeof(AttnItem) / 4);
 
@@ -76,13 +81,31 @@ struct AttnShape {
   float attn_factor = 1.0f;    // RoPE attention factor applied to rotated queries
 };
 
+/// The K/V append of this forward fused into the attention (decode steps): instead of reading
+/// this forward's keys from the pool (written by qk_norm_kv_append / kv_append, rope.h), every CTA
+/// whose tile holds one computes it from the fused qkv rows (k-norm, RoPE at its block-local
+/// position with the attention factor, bf16) and also writes it and its V into the pool; the
+/// queries get their q-norm as they are loaded. Same arithmetic as those kernels (Qwen3
+/// modeling_qwen3.py Qwen3Attention: norm before RoPE). Needs AttnItem::fresh_row on every item
+/// and a plan built with PlanInput::split_fresh (kAttnFreshTiles).
+struct AttnAppend {
+  __nv_bfloat16* pool = nullptr;       // the layer's KV region (same as layer_pool), written
+  const __nv_bfloat16* w_q = nullptr;  // q_norm weight (head_dim), null: no q/k norm (Qwen2)
+  const __nv_bfloat16* w_k = nullptr;  // k_norm weight (head_dim), null iff w_q is
+  float eps = 0.0f;                    // rms_norm_eps
+  int64_t k_col = 0;                   // column of K head 0 in a qkv row; V head 0 at v_col
+  int64_t v_col = 0;
+};
+
 /// out (n_rows, num_attention_heads * head_dim) bf16 = attention of q (heads at
 /// q[t * q_token_stride + hq * head_dim], bf16, un-rotated, after q-norm) over the plan's blocks
-/// in one layer's KV region `layer_pool`. Two launches: partials, then combine.
+/// in one layer's KV region `layer_pool`. Two launches: partials, then combine. With `append`,
+/// q is before q-norm and the keys from each item's fresh_from on are computed from q's rows
+/// (AttnAppend) instead of read.
 /// PRECONDITION: head_dim in {64, 128}; G = heads / kv_heads <= 64; layout.head_dim == head_dim.
 void hogwild_attention(const __nv_bfloat16* q, const AttnShape& shape,
                        const __nv_bfloat16* layer_pool, const KvLayout& layout,
                        const RopeTableView& rope, const AttnPlanView& plan, __nv_bfloat16* out,
-                       cudaStream_t stream);
+                       cudaStream_t stream, const AttnAppend* append = nullptr);
 
 }  // namespace hogwild::cuda

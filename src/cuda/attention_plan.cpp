@@ -1,6 +1,8 @@
 // Host-side attention planning (attention_plan.h).
 #include "cuda/attention_plan.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -16,14 +18,31 @@ int32_t choose_chunk(int64_t total_keys, int64_t n_rows, int32_t num_key_value_h
   return static_cast<int32_t>(std::min<int64_t>(c, int64_t(1) << 30));
 }
 
+namespace {
+
+// First key of the tile holding block b's first new key when chunks split there, else -1.
+int64_t fresh_split(const PlanInput& in, size_t b) {
+  const PlanBlock& blk = in.blocks[b];
+  if (!in.split_fresh || blk.fresh_from >= blk.len) return -1;
+  const int64_t at = blk.fresh_from / kPageTokens * kPageTokens;
+  return at % in.chunk == 0 ? -1 : at;  // already a chunk start
+}
+
+// Chunks of block b whose first key is <= last.
+int64_t chunks_through(const PlanInput& in, size_t b, int64_t last) {
+  const int64_t split = fresh_split(in, b);
+  return last / in.chunk + 1 + (split >= 0 && split <= last ? 1 : 0);
+}
+
+}  // namespace
+
 int64_t row_entry_count(const PlanInput& in, int64_t r) {
   int64_t n = 0;
   for (const PlanOccurrence& oc : in.views[in.row_worker[r]]) {
     const int64_t len = in.blocks[oc.block].len;
     const int64_t limit = in.row_pos[r] - oc.offset;
     if (len == 0 || limit < 0) continue;
-    const int64_t last = std::min(limit, len - 1);
-    n += last / in.chunk + 1;
+    n += chunks_through(in, oc.block, std::min(limit, len - 1));
   }
   return n;
 }
@@ -57,8 +76,13 @@ HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end) {
     // Larger limits first: a chunk's pairs are then a prefix, and items group similar rows.
     std::stable_sort(bp.begin(), bp.end(),
                      [](const AttnPair& x, const AttnPair& y) { return x.limit > y.limit; });
-    for (int64_t ks = 0; ks < len; ks += in.chunk) {
-      const int64_t ke = std::min<int64_t>(len, ks + in.chunk);
+    std::vector<int64_t> starts;
+    for (int64_t ks = 0; ks < len; ks += in.chunk) starts.push_back(ks);
+    if (const int64_t split = fresh_split(in, b); split >= 0)
+      starts.insert(std::upper_bound(starts.begin(), starts.end(), split), split);
+    for (size_t c = 0; c < starts.size(); ++c) {
+      const int64_t ks = starts[c];
+      const int64_t ke = c + 1 < starts.size() ? starts[c + 1] : len;
       size_t n_see = 0;
       while (n_see < bp.size() && bp[n_see].limit >= ks) ++n_see;
       for (size_t p0 = 0; p0 < n_see; p0 += pairs_per_item) {
@@ -71,6 +95,13 @@ HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end) {
         it.pair_count = static_cast<int32_t>(p1 - p0);
         it.entry_start = plan.n_entries;
         it.fresh_from = static_cast<int32_t>(std::min<int64_t>(in.blocks[b].fresh_from, len));
+        it.fresh_row = it.fresh_from < len ? static_cast<int32_t>(in.blocks[b].fresh_row) : -1;
+        if (in.split_fresh && it.fresh_from < it.key_end &&
+            (it.key_end - 1 - it.key_start) / kPageTokens >= kAttnFreshTiles)
+          throw Error(fmt::format(
+              "attention plan: block {} appends keys {}..{}, more than the fused append handles "
+              "(its new keys must lie in {} tiles of {}); build the plan without split_fresh",
+              b, it.fresh_from, len - 1, kAttnFreshTiles, kPageTokens));
         for (size_t k = p0; k < p1; ++k) {
           plan.pairs.push_back(bp[k]);
           row_entries[bp[k].row].push_back(plan.n_entries++);

@@ -21,6 +21,7 @@ struct PlanBlock {
   int64_t len = 0;  // tokens in the block (after this forward's appends)
   const std::vector<int32_t>* pages = nullptr;  // its pages, ceil(len / kPageTokens) of them
   int64_t fresh_from = INT64_MAX;  // first key this forward appends (AttnItem::fresh_from)
+  int64_t fresh_row = -1;          // batch token of key fresh_from (AttnItem::fresh_row)
 };
 
 struct PlanInput {
@@ -30,6 +31,10 @@ struct PlanInput {
   std::vector<int64_t> row_pos;                    // (n_rows) view position p of each row
   int32_t group = 1;                               // G = heads per KV head
   int32_t chunk = kPageTokens;                     // keys per chunk, multiple of kPageTokens
+  // For the fused append (AttnAppend): a chunk also starts at the tile holding each block's
+  // fresh_from, so an item's new keys lie in its first kAttnFreshTiles tiles (build_plan throws
+  // if a block appends more keys than fit there).
+  bool split_fresh = false;
 };
 
 /// The plan of rows [row_begin, row_end) as host arrays (row indices stay batch-global; rows

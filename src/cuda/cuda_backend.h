@@ -179,9 +179,12 @@ class CudaBackend : public Backend {
   std::unique_ptr<Staging> st_;
   int sm_count_ = 0;
   std::vector<AttnPlanView> plans_;  // device views of this forward's plans
+  // This forward's K/V append runs inside the attention partial kernel (AttnAppend): one plan,
+  // and each block's new tokens are consecutive in the batch (AttnItem::fresh_row).
+  bool fused_append_ = false;
 
-  // Decode graphs keyed by (tokens, logit rows, item bound).
-  std::map<std::tuple<int64_t, int64_t, int32_t>, cudaGraphExec_t> graphs_;
+  // Decode graphs keyed by (tokens, logit rows, item bound, fused append).
+  std::map<std::tuple<int64_t, int64_t, int32_t, bool>, cudaGraphExec_t> graphs_;
 };
 
 }  // namespace hogwild::cuda

@@ -64,10 +64,16 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
         want, logit_cap_);
 
   std::vector<int32_t> ids(T), pos(T), slot(T), logit_rows;
+  // First batch token appended to each block; the append can be fused into the attention when
+  // every block's new tokens are consecutive in the batch (key j <-> token first + j - len).
+  std::unordered_map<BlockId, int64_t> first_row;
+  bool consecutive = true;
   for (int64_t t = 0; t < T; ++t) {
     const TokenInput& in = batch.tokens[t];
     Block& blk = blocks_[in.block];
     const int64_t j = blk.len;
+    const auto [fr, first] = first_row.try_emplace(in.block, t);
+    if (!first && batch.tokens[t - 1].block != in.block) consecutive = false;
     grow_block(blk, j + 1);
     ids[t] = in.token_id;
     pos[t] = static_cast<int32_t>(j);
@@ -86,11 +92,13 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     for (BlockId b : batch.views[w]) {
       auto [it, fresh] = block_index.try_emplace(b, static_cast<int32_t>(pin.blocks.size()));
       if (fresh) {
-        // Keys this forward appends are written by the kernel before the attention.
+        // Keys this forward appends are written by the kernel before the attention, or by the
+        // attention itself (fused append: fresh_row names the batch token of key fresh_from).
         const auto ad = added.find(b);
         const int64_t appended = ad == added.end() ? 0 : ad->second;
-        pin.blocks.push_back(
-            PlanBlock{blocks_[b].len, &blocks_[b].pages, blocks_[b].len - appended});
+        const auto fr = first_row.find(b);
+        pin.blocks.push_back(PlanBlock{blocks_[b].len, &blocks_[b].pages, blocks_[b].len - appended,
+                                       fr == first_row.end() ? -1 : fr->second});
         total_keys += blocks_[b].len;
       }
       pin.views[w].push_back(PlanOccurrence{it->second, off});
@@ -120,6 +128,9 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     }
   }
   pin.group = static_cast<int32_t>(cfg_.num_attention_heads / cfg_.num_key_value_heads);
+  // Fused append (decode-size forwards, full-width RoPE): a block's new keys then lie in an
+  // item's first tiles.
+  pin.split_fresh = consecutive && T <= kGraphMaxTokens && rope_.rotary_dim == cfg_.head_dim;
   if (sm_count_ == 0)
     HOGWILD_CUDA_CHECK(
         cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, opt_.device));
@@ -145,6 +156,7 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     ranges.emplace_back(r0, r1);
     r0 = r1;
   }
+  fused_append_ = pin.split_fresh && ranges.size() == 1;
   if (static_cast<int>(ranges.size()) > st.n_slots) {
     st.alloc(static_cast<int>(ranges.size()));
     for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g);
@@ -240,14 +252,25 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
       skinny_linear(h_, L.qkv_proj, L.qkv_bias, qkv_, nullptr, T, H, qkv_dim_, stream_, norm_in());
     else
       gemm_->linear(h_, L.qkv_proj, qkv_, T, H, qkv_dim_, L.qkv_bias);
-    if (L.q_norm)
-      qk_norm_kv_append(qkv_, qkv_dim_, nh, T, L.q_norm, L.k_norm, eps, pos, slot, layer_pool,
-                        layout_, rope_, attn_factor_, stream_);
-    else
-      kv_append(qkv_, qkv_dim_, nh * hd, (nh + kvh) * hd, T, pos, slot, layer_pool, layout_, rope_,
-                attn_factor_, stream_);
-    for (int k = 0; k < n_plans; ++k)
-      hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[k], attn_, stream_);
+    if (fused_append_) {  // q/k norm + K/V append inside the attention (one launch less)
+      AttnAppend app;
+      app.pool = layer_pool;
+      app.w_q = L.q_norm;
+      app.w_k = L.k_norm;
+      app.eps = eps;
+      app.k_col = nh * hd;
+      app.v_col = (nh + kvh) * hd;
+      hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[0], attn_, stream_, &app);
+    } else {
+      if (L.q_norm)
+        qk_norm_kv_append(qkv_, qkv_dim_, nh, T, L.q_norm, L.k_norm, eps, pos, slot, layer_pool,
+                          layout_, rope_, attn_factor_, stream_);
+      else
+        kv_append(qkv_, qkv_dim_, nh * hd, (nh + kvh) * hd, T, pos, slot, layer_pool, layout_,
+                  rope_, attn_factor_, stream_);
+      for (int k = 0; k < n_plans; ++k)
+        hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[k], attn_, stream_);
+    }
     const bf16* next_norm = l + 1 < c.num_hidden_layers ? layers_[l + 1].input_layernorm : norm_;
     if (fused) {
       skinny_residual(attn_, L.o_proj, T, nh * hd, H, residual_out(L.post_attention_layernorm), h_,
@@ -288,7 +311,7 @@ void CudaBackend::execute(int64_t T, int64_t n_logits) {
   int32_t bound = 8;
   while (bound < plans_[0].max_items) bound *= 2;
   plans_[0].max_items = bound;
-  const auto key = std::make_tuple(T, n_logits, bound);
+  const auto key = std::make_tuple(T, n_logits, bound, fused_append_);
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     cudaGraph_t graph = nullptr;

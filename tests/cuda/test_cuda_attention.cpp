@@ -13,6 +13,7 @@
 #include "cpu/rope.h"
 #include "cuda/attention.h"
 #include "cuda/attention_plan.h"
+#include "cuda/rope.h"
 #include "tests/cpu/tiny_model.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -31,6 +32,9 @@ struct Scenario {
   float q_scale = 1.0f;
   int32_t chunk = 0;       // 0 = choose_chunk
   int64_t split_rows = 0;  // > 0: two launches [0, split) and [split, T)
+  // > 0: one row, G = 1, one block; the keys of tile k get k * steer_log2 added to their scores
+  // (in log2 units) so the running max jumps by more than the kernel's slack at every tile.
+  float steer_log2 = 0.0f;
 };
 
 // Runs the scenario on the GPU and the CPU reference; returns the worst per-row relative error.
@@ -59,7 +63,7 @@ double run_scenario(const Scenario& s, uint64_t seed) {
     for (int64_t i = 0; i < (s.block_len[b] + kPageTokens - 1) / kPageTokens; ++i)
       pages[b].push_back(perm[next++]);
   cuda::KvLayout L{n_pages, static_cast<int32_t>(kvh), static_cast<int32_t>(hd)};
-  const auto pool = round_bf16(rng.vec(L.layer_elems(), 1.0f));
+  auto pool = round_bf16(rng.vec(L.layer_elems(), 1.0f));
 
   // Rows: view position p = offset of the worker's last block + index.
   cuda::PlanInput pin;
@@ -88,11 +92,33 @@ double run_scenario(const Scenario& s, uint64_t seed) {
                             kvh, 264);
   const int64_t stride = (nh + 2 * kvh) * hd;
   const auto q = round_bf16(rng.vec(T * stride, s.q_scale));
+  rope.reserve(20000);
+  if (s.steer_log2 > 0) {
+    // Key j of tile k += c_k q_rot / |q_rot|^2 with c_k = k steer_log2 / (scale log2(e)): its score
+    // against the row's rotated query rises by k steer_log2 in log2 units. The rise is the same for
+    // every key of a tile, so the bf16 rounding of the kernel's rotated query moves a tile's scores
+    // together and the softmax within the last tile stays as accurate as in the other scenarios.
+    EXPECT_TRUE(T == 1 && G == 1 && s.block_len.size() == 1) << "steer_log2 needs one row";
+    const int64_t limit = pin.row_pos[0] - pin.views[pin.row_worker[0]][0].offset;
+    const double dot_per_log2 = std::sqrt(double(hd)) / 1.4426950408889634;
+    for (int64_t h = 0; h < kvh; ++h) {
+      std::vector<float> qr(q.begin() + h * hd, q.begin() + (h + 1) * hd);
+      rope.rotate(qr.data(), 1, limit, factor);
+      double norm2 = 0;
+      for (float v : qr) norm2 += double(v) * v;
+      for (int64_t j = 0; j < s.block_len[0]; ++j) {
+        const double c = double(j / kPageTokens) * s.steer_log2 * dot_per_log2;
+        const int64_t slot = int64_t(pages[0][j / kPageTokens]) * kPageTokens + j % kPageTokens;
+        float* k = &pool[L.slot_offset(slot, 0, h)];
+        for (int64_t d = 0; d < hd; ++d) k[d] += static_cast<float>(c * qr[d] / norm2);
+      }
+    }
+    pool = round_bf16(pool);
+  }
 
   // GPU.
   cuda::RopeTableView rv;
   std::vector<float2> cs;
-  rope.reserve(20000);
   for (int64_t p = 0; p < 20000; ++p)
     for (int64_t i = 0; i < rope.half(); ++i)
       cs.push_back(make_float2(rope.cos(p)[i], rope.sin(p)[i]));
@@ -216,6 +242,24 @@ TEST(CudaAttention, WorkerCountSweep) {
   }
 }
 
+// A row whose scores rise by 12 log2 units at every 64-key tile of one chunk: the running max moves
+// at every tile (past the kernel's slack of 8), so the state (l, O) is rescaled with a finite
+// previous max each time. A missing or wrong rescale weighs the earlier tiles 2^12 too much.
+TEST(CudaAttention, RunningMaxJumpsRescaleTheState) {
+  HOGWILD_REQUIRE_GPU();
+  uint64_t seed = 140;
+  for (int64_t hd : {64, 128}) {
+    Scenario s;
+    s.head_dim = hd, s.n_heads = 2, s.n_kv_heads = 2;
+    s.block_len = {300};  // 5 tiles, the last one partial
+    s.views = {{0}};
+    s.rows = {{0, 299}};
+    s.chunk = 320;  // one item: every tile through the same CTA's running max
+    s.steer_log2 = 12.0f;
+    EXPECT_LT(run_scenario(s, ++seed), kTol) << "hd " << hd;
+  }
+}
+
 TEST(CudaAttention, EmptyAndTinyBlocksAndPeakySoftmax) {
   HOGWILD_REQUIRE_GPU();
   Scenario s = combined(64, 5, 4, 1, {0});
@@ -281,6 +325,162 @@ TEST(CudaAttention, RepeatedSeparatorAndInvisibleOccurrences) {
   EXPECT_LT(run_scenario(s, 81), kTol);
 }
 
+// The K/V append fused into the attention (AttnAppend, decode steps) against the separate
+// kernels: qk_norm_kv_append (or kv_append without q/k norm) then the attention. Workers feed
+// n_new tokens each at the end of their steps, shared by the other workers' views. The fused path
+// must write the same bits into the pool (the new keys' slots start as NaN) and give the same
+// attention output bit for bit: same arithmetic in the same order (the unfused path itself is
+// checked against the CPU reference by the tests above).
+void check_fused_append(int64_t hd, int64_t G, int W, int n_new, bool qk_norm, uint64_t seed) {
+  TestRng rng(seed);
+  Scenario s = combined(hd, G, W, 300, {7, 0, 65}, n_new);
+  const int64_t nh = s.n_heads, kvh = s.n_kv_heads, T = static_cast<int64_t>(s.rows.size());
+  ModelConfig c;
+  c.head_dim = hd, c.num_attention_heads = nh, c.num_key_value_heads = kvh;
+  c.hidden_size = nh * hd, c.rope_theta = 1e6, c.max_position_embeddings = 40960;
+  c.rope_scaling.rope_type = "yarn", c.rope_scaling.factor = 4.0;  // attention factor != 1
+  c.rope_scaling.original_max_position_embeddings = 4096;
+  cpu::RopeTable rope(cpu::compute_rope_params(c));
+  const float factor = rope.params().attention_scaling;
+  rope.reserve(2048);
+  std::vector<float2> cs;
+  for (int64_t p = 0; p < 2048; ++p)
+    for (int64_t i = 0; i < rope.half(); ++i)
+      cs.push_back(make_float2(rope.cos(p)[i], rope.sin(p)[i]));
+  DeviceArray<float2> dcs(cs);
+  const cuda::RopeTableView rv{dcs.p, 2048, static_cast<int32_t>(rope.params().rotary_dim)};
+
+  int64_t n_pages = 0;
+  std::vector<std::vector<int32_t>> pages(s.block_len.size());
+  for (size_t b = 0; b < s.block_len.size(); ++b)
+    for (int64_t i = 0; i < (s.block_len[b] + kPageTokens - 1) / kPageTokens; ++i)
+      pages[b].push_back(static_cast<int32_t>(n_pages++));
+  cuda::KvLayout L{n_pages, static_cast<int32_t>(kvh), static_cast<int32_t>(hd)};
+  std::vector<bf16> pool = to_bf16(rng.vec(L.layer_elems(), 1.0f));
+  const int64_t stride = (nh + 2 * kvh) * hd;
+  const auto qkv = to_bf16(rng.vec(T * stride, 2.0f));
+  std::vector<float> wq(hd), wk(hd);
+  for (int64_t d = 0; d < hd; ++d) {
+    wq[d] = 1.0f + rng.uniform(0.5f);
+    wk[d] = 1.0f + rng.uniform(0.3f);
+  }
+  DeviceArray<bf16> dwq(to_bf16(wq)), dwk(to_bf16(wk));
+
+  // Rows (worker-major, n_new each) append to their worker's step block: key j <-> pos j.
+  cuda::PlanInput pin;
+  std::vector<int32_t> pos(T), slot(T);
+  pin.blocks.push_back({s.block_len[0], &pages[0]});
+  for (int w = 0; w < W; ++w) {
+    const int64_t len = s.block_len[1 + w];
+    pin.blocks.push_back({len, &pages[1 + w], len - n_new, int64_t(w) * n_new});
+    for (int k = 0; k < n_new; ++k) {
+      const int64_t t = int64_t(w) * n_new + k, j = len - n_new + k;
+      pos[t] = static_cast<int32_t>(j);
+      slot[t] = pages[1 + w][j / kPageTokens] * kPageTokens + static_cast<int32_t>(j % kPageTokens);
+      for (int kind = 0; kind < 2; ++kind)  // the new keys' slots hold NaN until written
+        for (int64_t h = 0; h < kvh; ++h)
+          for (int64_t d = 0; d < hd; ++d)
+            pool[L.slot_offset(slot[t], kind, h) + d] = __float2bfloat16(NAN);
+    }
+  }
+  pin.views.resize(W);
+  std::vector<int64_t> last_off(W);
+  for (int w = 0; w < W; ++w) {
+    int64_t off = 0;
+    for (int32_t b : s.views[w]) {
+      pin.views[w].push_back({b, off});
+      last_off[w] = off;
+      off += s.block_len[b];
+    }
+  }
+  for (auto [w, j] : s.rows) {
+    pin.row_worker.push_back(w);
+    pin.row_pos.push_back(last_off[w] + j);
+  }
+  pin.group = static_cast<int32_t>(G);
+  pin.chunk = 128;  // the shared block in 3 chunks
+  pin.split_fresh = true;
+  const cuda::HostPlan hp = cuda::build_plan(pin, 0, T);
+  std::vector<std::unique_ptr<DeviceArray<int32_t>>> keep;
+  auto dev_ints = [&](const void* p, size_t n_ints) {
+    std::vector<int32_t> v(n_ints);
+    if (n_ints) std::memcpy(v.data(), p, n_ints * 4);
+    keep.push_back(std::make_unique<DeviceArray<int32_t>>(v));
+    return keep.back()->p;
+  };
+  DeviceArray<float> part_o(hp.n_entries * nh * hd);
+  DeviceArray<float2> part_ml(hp.n_entries * nh);
+  const int32_t n_items = static_cast<int32_t>(hp.items.size());
+  cuda::AttnPlanView v;
+  v.items = reinterpret_cast<const cuda::AttnItem*>(
+      dev_ints(hp.items.data(), hp.items.size() * cuda::kAttnItemInts));
+  v.n_items = dev_ints(&n_items, 1);
+  v.max_items = n_items;
+  v.pages = dev_ints(hp.pages.data(), hp.pages.size());
+  v.pairs = reinterpret_cast<const cuda::AttnPair*>(dev_ints(hp.pairs.data(), hp.pairs.size() * 2));
+  v.row_entry_ptr = dev_ints(hp.row_entry_ptr.data(), hp.row_entry_ptr.size());
+  v.row_entries = dev_ints(hp.row_entries.data(), hp.row_entries.size());
+  v.n_rows = static_cast<int32_t>(T);
+  v.max_entries = hp.n_entries;
+  v.part_o = part_o.p;
+  v.part_ml = part_ml.p;
+  const cuda::AttnShape shape{static_cast<int32_t>(nh),    static_cast<int32_t>(kvh),
+                              static_cast<int32_t>(hd),    stride,
+                              1.0f / std::sqrt(float(hd)), factor};
+  const float eps = 1e-6f;
+
+  // Separate kernels.
+  DeviceArray<bf16> pool_a(pool), qkv_a(qkv), out_a(T * nh * hd);
+  DeviceArray<int32_t> dpos(pos), dslot(slot);
+  if (qk_norm)
+    cuda::qk_norm_kv_append(qkv_a.p, stride, nh, T, dwq.p, dwk.p, eps, dpos.p, dslot.p, pool_a.p, L,
+                            rv, factor, nullptr);
+  else
+    cuda::kv_append(qkv_a.p, stride, nh * hd, (nh + kvh) * hd, T, dpos.p, dslot.p, pool_a.p, L, rv,
+                    factor, nullptr);
+  cuda::hogwild_attention(qkv_a.p, shape, pool_a.p, L, rv, v, out_a.p, nullptr);
+  // Fused.
+  DeviceArray<bf16> pool_b(pool), qkv_b(qkv), out_b(T * nh * hd);
+  cuda::AttnAppend app;
+  app.pool = pool_b.p;
+  app.w_q = qk_norm ? dwq.p : nullptr;
+  app.w_k = qk_norm ? dwk.p : nullptr;
+  app.eps = eps;
+  app.k_col = nh * hd;
+  app.v_col = (nh + kvh) * hd;
+  cuda::hogwild_attention(qkv_b.p, shape, pool_b.p, L, rv, v, out_b.p, nullptr, &app);
+  HOGWILD_CUDA_CHECK(cudaDeviceSynchronize());
+
+  const auto pa = pool_a.download(), pb = pool_b.download();
+  int64_t pool_diff = 0;
+  for (size_t i = 0; i < pa.size(); ++i)
+    pool_diff += std::memcmp(&pa[i], &pb[i], sizeof(bf16)) != 0;
+  EXPECT_EQ(pool_diff, 0) << "pool elements that differ";
+  const auto oa = out_a.download(), ob = out_b.download();
+  int64_t out_diff = 0;
+  for (size_t i = 0; i < oa.size(); ++i) out_diff += std::memcmp(&oa[i], &ob[i], sizeof(bf16)) != 0;
+  EXPECT_EQ(out_diff, 0) << "attention outputs that differ";
+  // Sanity of the reference path itself: every output finite, the new keys' slots written.
+  for (size_t i = 0; i < ob.size(); ++i) ASSERT_TRUE(std::isfinite(__bfloat162float(ob[i]))) << i;
+  for (int64_t t = 0; t < T; ++t)
+    ASSERT_TRUE(std::isfinite(__bfloat162float(pb[L.slot_offset(slot[t], 0, 0)]))) << t;
+}
+
+TEST(CudaAttention, FusedAppendMatchesSeparateKernels) {
+  HOGWILD_REQUIRE_GPU();
+  uint64_t seed = 200;
+  for (int64_t hd : {64, 128})
+    for (int64_t G : {4, 5})
+      for (int n_new : {1, 3})
+        for (bool norm : {true, false}) {
+          SCOPED_TRACE(::testing::Message() << "hd " << hd << " G " << G << " n_new " << n_new
+                                            << (norm ? " q/k norm" : " no norm"));
+          check_fused_append(hd, G, 3, n_new, norm, ++seed);
+        }
+  SCOPED_TRACE("8 workers, 1 new token each");
+  check_fused_append(128, 4, 8, 1, true, 300);
+}
+
 // Host-only (runs without a GPU): each item carries its block's fresh_from, clamped to the block
 // length, so the kernel loads only tiles of keys older than this forward before pdl_wait.
 TEST(AttentionPlan, ItemsCarryTheirBlocksFreshFrom) {
@@ -307,6 +507,43 @@ TEST(AttentionPlan, ItemsCarryTheirBlocksFreshFrom) {
   }
   EXPECT_EQ(from_a, 4);
   EXPECT_EQ(from_b, 1);
+}
+
+// Host-only: with split_fresh a chunk also starts at the tile of the block's first new key, the
+// row entry counts follow, and a block whose new keys cannot fit the fused append's tiles is
+// refused.
+TEST(AttentionPlan, SplitFreshStartsAChunkAtTheNewKeysTile) {
+  const std::vector<int32_t> pages_a = {3, 1, 4, 0};
+  cuda::PlanInput pin;
+  pin.blocks.push_back({200, &pages_a, 198, 5});  // keys 198, 199 are batch tokens 5, 6
+  pin.views = {{{0, 0}}};
+  pin.row_worker = {0, 0};
+  pin.row_pos = {198, 199};
+  pin.group = 4;
+  pin.chunk = 128;
+  pin.split_fresh = true;
+  const cuda::HostPlan hp = cuda::build_plan(pin, 0, 2);
+  std::vector<std::pair<int32_t, int32_t>> chunks;
+  for (const cuda::AttnItem& it : hp.items) {
+    chunks.emplace_back(it.key_start, it.key_end);
+    EXPECT_EQ(it.fresh_from, 198);
+    EXPECT_EQ(it.fresh_row, 5);
+  }
+  std::sort(chunks.begin(), chunks.end());
+  const std::vector<std::pair<int32_t, int32_t>> want = {{0, 128}, {128, 192}, {192, 200}};
+  EXPECT_EQ(chunks, want);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(cuda::row_entry_count(pin, r), hp.row_entry_ptr[r + 1] - hp.row_entry_ptr[r]) << r;
+  pin.split_fresh = false;
+  EXPECT_EQ(cuda::build_plan(pin, 0, 2).items.size(), 2u);
+  EXPECT_EQ(cuda::row_entry_count(pin, 0), 2);
+
+  pin.split_fresh = true;
+  pin.chunk = 256;
+  pin.blocks[0].fresh_from = 10;  // 190 new keys in one 256-key chunk: tiles 0-3 of its item
+  pin.blocks[0].fresh_row = 0;
+  pin.row_pos = {150, 199};
+  EXPECT_THROW(cuda::build_plan(pin, 0, 2), Error);
 }
 
 }  // namespace
