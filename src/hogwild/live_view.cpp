@@ -162,8 +162,9 @@ void LiveView::finish(const SessionResult& r, const std::string& title) {
              total, per, r.prompt_tokens);
   fmt::print(out_,
              "speed: {:.1f} tok/s total, {:.1f} tok/s per worker   time: prefill {:.2f} s, "
-             "decode {:.2f} s, finisher {:.2f} s\n",
-             tps, n ? tps / n : 0.0, r.prefill_seconds, r.decode_seconds, r.finisher_seconds);
+             "decode {:.2f} s ({:.2f} s in forwards), finisher {:.2f} s\n",
+             tps, n ? tps / n : 0.0, r.prefill_seconds, r.decode_seconds,
+             r.decode_forward_seconds, r.finisher_seconds);
   for (auto& f : r.snapshots)
     fmt::print(out_, "snapshot @{}{}: {}\n", f.serial_step, f.reached ? "" : " (after the end)",
                f.answer ? *f.answer : "(none)");

@@ -311,7 +311,9 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
       for (size_t r = 0; r < rows.size(); ++r)
         on_device = picker_.device_row(rows[r], device_rows[r]) && on_device;
     }
+    const auto tf = std::chrono::steady_clock::now();
     forward(batch, fed, logits, on_device ? &device_rows : nullptr, &drawn);
+    result_.decode_forward_seconds += seconds_since(tf);
     for (int w : rows) workers_[w].feed.clear();
     if (obs_) {
       ForwardRecord rec{serial_, batch.views, fed, closing_steps_, rows,

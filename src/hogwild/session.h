@@ -136,6 +136,10 @@ struct SessionResult {
   int64_t prompt_tokens = 0;
   std::vector<int64_t> tokens_per_worker;  // generated (sampled) tokens
   double prefill_seconds = 0, decode_seconds = 0, finisher_seconds = 0;
+  // Of decode_seconds, the time inside the backend's forwards (Backend::forward / forward_sample:
+  // planning, uploads, the model, sampling on the device); the rest is the session's host work
+  // (scheduling, step ends, promotions, observers such as the live view).
+  double decode_forward_seconds = 0;
   std::optional<FinisherResult> finisher;  // when the finisher gave the answer
   std::vector<FinisherResult> snapshots;   // one per SessionOptions::snapshots entry, sorted
   std::string history_text;             // bytes of the history: prompt + finished steps (the last

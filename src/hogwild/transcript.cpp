@@ -78,6 +78,7 @@ nlohmann::json stats_json(const SessionResult& r) {
           {"total_tokens", total},
           {"prefill_seconds", r.prefill_seconds},
           {"decode_seconds", r.decode_seconds},
+          {"decode_forward_seconds", r.decode_forward_seconds},
           {"finisher_seconds", r.finisher_seconds},
           {"tokens_per_second", r.decode_seconds > 0 ? total / r.decode_seconds : 0.0},
           {"tokens_per_second_per_worker", per}};

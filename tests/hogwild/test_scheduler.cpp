@@ -183,6 +183,9 @@ TEST(Scheduler, StepWithAnswerStopsAllWorkers) {
   // The answering step was sampled in serial step (3 + answer tokens - 1): the first token comes
   // from the forward that fed the step prefix.
   EXPECT_EQ(res.serial_steps, static_cast<int64_t>(w1.size()));
+  // The backend's forwards are part of the decode time.
+  EXPECT_GT(res.decode_forward_seconds, 0.0);
+  EXPECT_LE(res.decode_forward_seconds, res.decode_seconds);
 }
 
 // A picker that checks the mask: EOS and forbidden texts have -inf logits.
