@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-skinny", no_skinny, "cuBLAS for every projection (no skinny kernel)");
   app.add_flag("--no-pdl", no_pdl, "ordinary launches (no programmatic dependent launch)");
   app.add_flag("--gemm", gemm, "projection microbenchmark (skinny kernel vs cuBLAS) instead");
+  app.add_flag("--session-layout", o.session_layout,
+               "views as hogwild run builds them: header, separators and own-header blocks "
+               "besides the steps");
   CLI11_PARSE(app, argc, argv);
   if (!presets.empty() || !dirs.empty()) o.presets = presets;
   o.model_dirs = dirs;

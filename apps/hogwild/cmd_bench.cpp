@@ -35,7 +35,8 @@ void add_hf_baseline(nlohmann::json& res, const std::string& script,
   if (!std::filesystem::is_regular_file(script, ec))
     fail("--hf-baseline: {} not found; give the path of tools/hf_baseline.py", script);
   const std::string out =
-      (std::filesystem::temp_directory_path() / fmt::format("hogwild_hf_{}.json", getpid())).string();
+      (std::filesystem::temp_directory_path() / fmt::format("hogwild_hf_{}.json", getpid()))
+          .string();
   std::string cmd = fmt::format("python3 '{}' --json '{}' --preset", script, out);
   for (const auto& p : presets) cmd += " " + p;
   cmd += " --workers";
@@ -46,8 +47,9 @@ void add_hf_baseline(nlohmann::json& res, const std::string& script,
   std::fprintf(stderr, "running the HF transformers baseline: %s\n", cmd.c_str());
   const int rc = std::system(cmd.c_str());
   if (rc != 0)
-    fail("--hf-baseline: '{}' failed (exit status {}); it needs python3 with torch and transformers",
-         cmd, rc);
+    fail(
+        "--hf-baseline: '{}' failed (exit status {}); it needs python3 with torch and transformers",
+        cmd, rc);
   nlohmann::json hf = nlohmann::json::parse(std::ifstream(out), nullptr, false);
   std::filesystem::remove(out, ec);
   if (hf.is_discarded() || !hf.contains("results"))
@@ -72,7 +74,8 @@ std::string hf_table(const nlohmann::json& res) {
       "|---|---|---|---|---|---|\n";
   for (const auto& r : res["results"]) {
     if (!r.contains("hf_tok_s_aggregate") || !r.contains("tok_s_aggregate")) continue;
-    const double ours = r["tok_s_aggregate"].get<double>(), hf = r["hf_tok_s_aggregate"].get<double>();
+    const double ours = r["tok_s_aggregate"].get<double>(),
+                 hf = r["hf_tok_s_aggregate"].get<double>();
     t += fmt::format("| {} | {} | {} | {:.1f} | {:.1f} | {:.1f} |\n", r.value("model", ""),
                      r.value("context", 0), r.value("workers", 0), ours, hf, ours / hf);
   }
@@ -93,6 +96,7 @@ void register_bench(CLI::App& app) {
     std::string json_file;
     int repeat = 20;
     int64_t kv_tokens = 0;  // 0: the free GPU memory
+    bool session_layout = false;
     std::string hf_script;
   };
   auto a = std::make_shared<Args>();
@@ -104,6 +108,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-c,--context", a->contexts, "shared context lengths (default: 1024 8192 16384)");
   cmd->add_option("-r,--repeat", a->repeat, "timed steps per configuration (median reported)");
   add_kv_tokens_flag(cmd, a->kv_tokens);  // a small cache leaves room for a profiler
+  cmd->add_flag("--session-layout", a->session_layout,
+                "views as hogwild run builds them (header, separator and own-header blocks "
+                "besides the workers' steps) instead of [context] [other steps] [own step]");
   cmd->add_option("-o,--output", a->output, "table or json (on stdout)")
       ->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--json-file", a->json_file, "also write the JSON results to this file");
@@ -129,6 +136,7 @@ void register_bench(CLI::App& app) {
     if (!a->contexts.empty()) o.contexts = a->contexts;
     o.repeat = a->repeat;
     o.kv_tokens = a->kv_tokens;
+    o.session_layout = a->session_layout;
     nlohmann::json j = cuda::run_bench(o);
     if (!a->hf_script.empty()) {
       if (o.presets.empty()) fail("--hf-baseline needs presets (-p); HF runs the preset shapes");

@@ -30,7 +30,7 @@ double median(std::vector<double> v) {
 nlohmann::json bench_point(CudaBackend& be, const std::string& model, int64_t ctx, int W,
                            const BenchOptions& opt) {
   const int64_t steps_total = opt.warmup + opt.repeat;
-  be.require_kv_tokens(ctx + W * (opt.step_tokens + steps_total) + 64 * (W + 1));
+  be.require_kv_tokens(ctx + W * (opt.step_tokens + steps_total) + 64 * (2 * W + 3));
   const BlockId shared = be.new_block();
   be.fill_block_random(shared, ctx, opt.seed + 1);
   std::vector<BlockId> step(W);
@@ -38,14 +38,35 @@ nlohmann::json bench_point(CudaBackend& be, const std::string& model, int64_t ct
     step[w] = be.new_block();
     be.fill_block_random(step[w], opt.step_tokens, opt.seed + 100 + w);
   }
+  // Session layout: header 8 tokens, separator 2, separator + own header 10 (Qwen3 tokens of
+  // the default formatting are of that order).
+  std::vector<BlockId> extra;
+  auto small_block = [&](int64_t len, uint64_t seed) {
+    extra.push_back(be.new_block());
+    be.fill_block_random(extra.back(), len, seed);
+    return extra.back();
+  };
+  const BlockId header = opt.session_layout ? small_block(8, opt.seed + 2) : -1;
+  const BlockId sep = opt.session_layout ? small_block(2, opt.seed + 3) : -1;
+  std::vector<BlockId> own_header(W, -1);
+  if (opt.session_layout)
+    for (int w = 0; w < W; ++w) own_header[w] = small_block(10, opt.seed + 200 + w);
   ForwardBatch b;
   for (int w = 0; w < W; ++w) {
     std::vector<BlockId> v = {shared};
+    if (opt.session_layout && W > 1) v.push_back(header);
+    std::vector<int> others;
     for (int o = 0; o < W; ++o)
-      if (o != w) v.push_back(step[o]);
+      if (o != w) others.push_back(o);
+    for (size_t i = 0; i < others.size(); ++i) {
+      v.push_back(step[others[i]]);
+      if (opt.session_layout && i + 1 < others.size()) v.push_back(sep);
+    }
+    if (opt.session_layout) v.push_back(own_header[w]);
     v.push_back(step[w]);
     b.views.push_back(v);
   }
+
   std::vector<double> ms;
   int64_t kv_tokens_read = 0;
   for (int64_t s = 0; s < steps_total; ++s) {
@@ -58,11 +79,14 @@ nlohmann::json bench_point(CudaBackend& be, const std::string& model, int64_t ct
     const auto t1 = std::chrono::steady_clock::now();
     if (s >= opt.warmup) {
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      kv_tokens_read += ctx + W * (opt.step_tokens + s + 1);
+      // every distinct block once: the small blocks hold 8 + 2 + 10 W tokens
+      kv_tokens_read +=
+          ctx + W * (opt.step_tokens + s + 1) + (opt.session_layout ? 10 + 10 * W : 0);
     }
   }
   be.free_block(shared);
   for (BlockId x : step) be.free_block(x);
+  for (BlockId x : extra) be.free_block(x);
 
   const double step_ms = median(ms);
   const double kv_bytes = double(kv_tokens_read) / opt.repeat * be.kv_bytes_per_token();
@@ -71,6 +95,7 @@ nlohmann::json bench_point(CudaBackend& be, const std::string& model, int64_t ct
   r["model"] = model;
   r["context"] = ctx;
   r["workers"] = W;
+  r["layout"] = opt.session_layout ? "session" : "bench";
   r["step_ms"] = step_ms;
   r["step_ms_min"] = *std::min_element(ms.begin(), ms.end());
   r["tok_s_per_worker"] = 1000.0 / step_ms;

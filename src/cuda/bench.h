@@ -26,6 +26,10 @@ struct BenchOptions {
   bool skinny_gemm = true;          // CudaOptions::skinny_gemm
   bool programmatic_launch = true;  // pdl.h switch
   int64_t kv_tokens = 0;            // KV pool size in tokens; 0: all free GPU memory
+  // The combined layout as `hogwild run` builds it (DESIGN.md §3): besides the steps, an
+  // "others' header" block after the shared context, a separator block after every other
+  // worker's step but the last, and a "separator + own header" block per worker.
+  bool session_layout = false;
 };
 
 /// Measured device-to-device copy bandwidth in bytes/s (bytes read + written over time).
