@@ -237,5 +237,17 @@ TEST(BenchCli, BadKvTokensIsAClearError) {
   EXPECT_NE(rc, 0);
 }
 
+// --session-layout is a flag of hogwild bench: with it, the argument checks still run first (the
+// bad worker count is reported, not the flag).
+TEST(BenchCli, SessionLayoutFlagIsParsed) {
+  int rc = 0;
+  std::string err;
+  run_cli("bench -p qwen3-8b --session-layout -w 0", &rc, &err);
+  EXPECT_NE(err.find("-w 0: worker counts must be >= 1"), std::string::npos) << err;
+  EXPECT_NE(rc, 0);
+  run_cli("bench -p qwen3-8b --session-layout=maybe", &rc, &err);
+  EXPECT_NE(rc, 0) << "a flag takes no value: " << err;
+}
+
 }  // namespace
 }  // namespace hogwild
