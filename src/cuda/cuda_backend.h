@@ -130,6 +130,9 @@ class CudaBackend : public Backend {
   void run_layers(int64_t n_tokens, int64_t n_logits, int n_plans);
   int64_t prepare(const ForwardBatch& batch);  // validates, appends, plans, uploads; -> logit rows
   void execute(int64_t n_tokens, int64_t n_logits);
+  // prepare + execute without the final synchronisation (forward_sample queues its sampling
+  // behind it and synchronises once); -> logit rows.
+  int64_t enqueue_forward(const ForwardBatch& batch);
 
   ModelConfig cfg_;
   CudaOptions opt_;

@@ -326,11 +326,16 @@ void CudaBackend::execute(int64_t T, int64_t n_logits) {
   HOGWILD_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
 }
 
-int64_t CudaBackend::forward_device(const ForwardBatch& batch) {
+int64_t CudaBackend::enqueue_forward(const ForwardBatch& batch) {
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   if (T == 0) return 0;
   const int64_t n_logits = prepare(batch);
   execute(T, n_logits);
+  return n_logits;
+}
+
+int64_t CudaBackend::forward_device(const ForwardBatch& batch) {
+  const int64_t n_logits = enqueue_forward(batch);
   // The next forward rewrites the pinned staging buffer that this one's copies read from.
   HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
   return n_logits;

@@ -43,10 +43,15 @@ void CudaBackend::forward_sample(const ForwardBatch& batch, const std::vector<in
     HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
     banned_host_ = banned;
   }
-  const int64_t n = forward_device(batch);
+  // One synchronisation per step: the sampling queues behind the forward (whose staging buffer
+  // stays untouched until the next forward, after the sync below).
+  const int64_t n = enqueue_forward(batch);
   HOGWILD_CHECK(n == want);
   tokens.assign(static_cast<size_t>(n), -1);
-  if (n == 0) return;
+  if (n == 0) {
+    HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return;
+  }
   std::vector<SampleParams> params(static_cast<size_t>(n));
   for (int64_t r = 0; r < n; ++r) {
     const RowSampling& s = rows[static_cast<size_t>(r)];

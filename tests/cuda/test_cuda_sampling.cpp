@@ -1,5 +1,6 @@
-// GPU sampling against the CPU sampler (src/sampling/sampler.h): for random logits rows and
-// temperature / top-k / top-p / min-p settings, the GPU's draw for uniform u must be the token the
+// GPU sampling against the CPU sampler (src/sampling/sampler.h): for random logits rows (some
+// banned: -inf) and temperature / top-k / top-p / min-p settings (top-k survivors that fit the
+// kernel's shared memory and more that do not), the GPU's draw for uniform u must be the token the
 // CPU's processed probabilities give by inverse CDF in vocabulary order (u near a CDF boundary,
 // within float rounding, is skipped). Greedy picks the first maximal index.
 #include "cuda/sampling.h"
@@ -20,15 +21,16 @@ struct Setting {
 TEST(CudaSampling, DrawsMatchCpuSamplerProbabilities) {
   HOGWILD_REQUIRE_GPU();
   TestRng rng(3);
-  const std::vector<Setting> settings = {{1.0f, 0, 1.0f, 0.0f},   {0.7f, 50, 1.0f, 0.0f},
-                                         {0.6f, 20, 0.95f, 0.0f}, {1.3f, 0, 0.8f, 0.0f},
-                                         {1.0f, 0, 1.0f, 0.05f},  {0.8f, 40, 0.9f, 0.1f},
-                                         {1.0f, 1, 1.0f, 0.0f}};
+  const std::vector<Setting> settings = {
+      {1.0f, 0, 1.0f, 0.0f}, {0.7f, 50, 1.0f, 0.0f},   {0.6f, 20, 0.95f, 0.0f},
+      {1.3f, 0, 0.8f, 0.0f}, {1.0f, 0, 1.0f, 0.05f},   {0.8f, 40, 0.9f, 0.1f},
+      {1.0f, 1, 1.0f, 0.0f}, {0.9f, 5000, 0.9f, 0.0f}, {1.0f, 1500, 1.0f, 0.02f}};
   for (int64_t V : {7, 1000, 151936}) {
     for (const Setting& st : settings) {
       const int n_u = 64;
       std::vector<float> logits = rng.vec(V, 6.0f);
-      logits[V / 3] = logits[V / 2];  // a tie
+      logits[V / 3] = logits[V / 2];                              // a tie
+      for (int64_t i = 5; i < V; i += 13) logits[i] = -INFINITY;  // banned ids
       std::vector<float> rows;
       std::vector<cuda::SampleParams> params;
       for (int k = 0; k < n_u; ++k) {
