@@ -126,9 +126,6 @@ struct TileCopy {
   }
 };
 
-// Copies tile `tile` of the item (page `page`, KV head h) into ring stage `stage`; keys at or past
-// the item's key_end are zero-filled (never NaN garbage). In global memory the chunk of thread
-// share i is at element (threadIdx.x + i * kThreads) * 8 of the tile.
 // Fused append (rotary_dim == HD): RMS-normalises a head vector held by a warp (lane l holds
 // dims l + 32 i) with weight w as qk_norm_kv_append_kernel does (bf16 result), then rotates it
 // by cos/sin cs[i] of dim (l + 32 i) mod HD / 2; the rotation partner of dim d = l + 32 i is
@@ -237,47 +234,31 @@ __device__ __forceinline__ void fused_queries(Smem<HD>& sm, const PartialArgs& a
   }
 }
 
-template <int HD>
+// Copies tile `tile` of the item (page `page`, KV head h) into ring stage `stage`; keys at or past
+// the item's key_end are zero-filled (never NaN garbage). In global memory the chunk of thread
+// share i is at element (threadIdx.x + i * kThreads) * 8 of the tile. kFused (the fused append):
+// keys [fresh_from, key_end) of the tile are computed (compute_fresh), not copied, so no cp.async
+// may write those rows. Only the prologue's tiles (< kAttnFreshTiles) can hold such keys
+// (build_plan), so the main loop keeps the plain copy.
+template <int HD, bool kFused>
 __device__ __forceinline__ void load_tile(Smem<HD>& sm, const TileCopy<HD>& tc, int stage,
                                           const PartialArgs& a, const AttnItem& it, int tile,
                                           int32_t page, int h) {
   constexpr int kLd = Smem<HD>::kLd;
   const int keys_left = it.key_end - (it.key_start + tile * kKeys);
+  const int fresh = kFused ? max(it.fresh_from - (it.key_start + tile * kKeys), 0) : kKeys;
   const bf16* ksrc = a.pool + a.layout.tile_offset(page, 0, h) + threadIdx.x * 8;
   const int64_t v_delta = int64_t(a.layout.num_key_value_heads) * a.layout.tile_elems();
   bf16* kdst = sm.u.kv + stage * 2 * kKeys * kLd;
 #pragma unroll
   for (int i = 0; i < TileCopy<HD>::kPer; ++i) {
     const bool valid = tc.key[i] < keys_left;
+    if (kFused && valid && tc.key[i] >= fresh) continue;
     const bf16* src = ksrc + i * kThreads * 8;
     cp_async16(kdst + tc.smem[i], src, valid);
     cp_async16(kdst + kKeys * kLd + tc.smem[i], src + v_delta, valid);
   }
-}
-
-// load_tile with the fused append: keys [fresh, keys_left) of the tile are computed
-// (compute_fresh), not copied (no cp.async may write those rows); keys past keys_left are
-// zero-filled. Only the prologue's tiles (< kAttnFreshTiles) can hold such keys (build_plan), so
-// the main loop keeps the plain load_tile.
-template <int HD>
-__device__ __forceinline__ void load_tile_fused(Smem<HD>& sm, const TileCopy<HD>& tc, int stage,
-                                                const PartialArgs& a, const AttnItem& it, int tile,
-                                                int32_t page, int h) {
-  constexpr int kLd = Smem<HD>::kLd;
-  const int keys_left = it.key_end - (it.key_start + tile * kKeys);
-  const int fresh = max(it.fresh_from - (it.key_start + tile * kKeys), 0);
-  const bf16* ksrc = a.pool + a.layout.tile_offset(page, 0, h) + threadIdx.x * 8;
-  const int64_t v_delta = int64_t(a.layout.num_key_value_heads) * a.layout.tile_elems();
-  bf16* kdst = sm.u.kv + stage * 2 * kKeys * kLd;
-#pragma unroll
-  for (int i = 0; i < TileCopy<HD>::kPer; ++i) {
-    const bool valid = tc.key[i] < keys_left;
-    if (valid && tc.key[i] >= fresh) continue;
-    const bf16* src = ksrc + i * kThreads * 8;
-    cp_async16(kdst + tc.smem[i], src, valid);
-    cp_async16(kdst + kKeys * kLd + tc.smem[i], src + v_delta, valid);
-  }
-  if (fresh < min(keys_left, kKeys))
+  if (kFused && fresh < min(keys_left, kKeys))
     compute_fresh<HD>(sm, stage, a, it, tile, page, h, fresh, min(keys_left, kKeys));
 }
 
@@ -325,9 +306,9 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
     if (p == early) pdl_wait();
     if (p < n_tiles) {
       if (a.fused)
-        load_tile_fused(sm, tc, p, a, it, p, tile_page(a, it, p), h);
+        load_tile<HD, true>(sm, tc, p, a, it, p, tile_page(a, it, p), h);
       else
-        load_tile(sm, tc, p, a, it, p, tile_page(a, it, p), h);
+        load_tile<HD, false>(sm, tc, p, a, it, p, tile_page(a, it, p), h);
     }
     cp_async_commit();
   }
@@ -376,7 +357,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
     if (nt < n_tiles) {
       const int32_t page = next_page;
       next_page = nt + 1 < n_tiles ? tile_page(a, it, nt + 1) : 0;
-      load_tile(sm, tc, nt % kStages, a, it, nt, page, h);
+      load_tile<HD, false>(sm, tc, nt % kStages, a, it, nt, page, h);
     }
     cp_async_commit();
     if (!active) continue;

@@ -37,6 +37,57 @@ struct Scenario {
   float steer_log2 = 0.0f;
 };
 
+// The cos/sin table of positions [0, n) on the device, as the backend uploads it.
+struct DeviceRope {
+  std::unique_ptr<DeviceArray<float2>> cs;
+  cuda::RopeTableView view;
+  DeviceRope(cpu::RopeTable& rope, int32_t n) {
+    rope.reserve(n);
+    std::vector<float2> h;
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t i = 0; i < rope.half(); ++i)
+        h.push_back(make_float2(rope.cos(p)[i], rope.sin(p)[i]));
+    cs = std::make_unique<DeviceArray<float2>>(h);
+    view = {cs->p, n, static_cast<int32_t>(rope.params().rotary_dim)};
+  }
+};
+
+// A HostPlan of rows [r0, r1) on the device with its partial-state buffers; the view's grid is
+// extra_items larger than the item count.
+struct DevicePlan {
+  std::vector<std::unique_ptr<DeviceArray<int32_t>>> keep;
+  std::unique_ptr<DeviceArray<float>> part_o;
+  std::unique_ptr<DeviceArray<float2>> part_ml;
+  cuda::AttnPlanView view;
+  DevicePlan(const cuda::HostPlan& hp, int64_t r0, int64_t r1, int64_t nh, int64_t hd,
+             int32_t extra_items) {
+    auto ints = [&](const void* p, size_t n_ints) {
+      std::vector<int32_t> v(n_ints);
+      if (n_ints) std::memcpy(v.data(), p, n_ints * 4);
+      keep.push_back(std::make_unique<DeviceArray<int32_t>>(v));
+      return keep.back()->p;
+    };
+    const int64_t entries = std::max<int64_t>(hp.n_entries, 1);
+    part_o = std::make_unique<DeviceArray<float>>(entries * nh * hd);
+    part_ml = std::make_unique<DeviceArray<float2>>(entries * nh);
+    const int32_t n_items = static_cast<int32_t>(hp.items.size());
+    view.items = reinterpret_cast<const cuda::AttnItem*>(
+        ints(hp.items.data(), hp.items.size() * cuda::kAttnItemInts));
+    view.n_items = ints(&n_items, 1);
+    view.max_items = n_items + extra_items;
+    view.pages = ints(hp.pages.data(), hp.pages.size());
+    view.pairs =
+        reinterpret_cast<const cuda::AttnPair*>(ints(hp.pairs.data(), hp.pairs.size() * 2));
+    view.row_entry_ptr = ints(hp.row_entry_ptr.data(), hp.row_entry_ptr.size());
+    view.row_entries = ints(hp.row_entries.data(), hp.row_entries.size());
+    view.row_begin = static_cast<int32_t>(r0);
+    view.n_rows = static_cast<int32_t>(r1 - r0);
+    view.max_entries = hp.n_entries;
+    view.part_o = part_o->p;
+    view.part_ml = part_ml->p;
+  }
+};
+
 // Runs the scenario on the GPU and the CPU reference; returns the worst per-row relative error.
 double run_scenario(const Scenario& s, uint64_t seed) {
   TestRng rng(seed);
@@ -117,13 +168,8 @@ double run_scenario(const Scenario& s, uint64_t seed) {
   }
 
   // GPU.
-  cuda::RopeTableView rv;
-  std::vector<float2> cs;
-  for (int64_t p = 0; p < 20000; ++p)
-    for (int64_t i = 0; i < rope.half(); ++i)
-      cs.push_back(make_float2(rope.cos(p)[i], rope.sin(p)[i]));
-  DeviceArray<float2> dcs(cs);
-  rv = {dcs.p, 20000, static_cast<int32_t>(rope.params().rotary_dim)};
+  const DeviceRope drope(rope, 20000);
+  const cuda::RopeTableView rv = drope.view;
   DeviceArray<bf16> dpool(to_bf16(pool)), dq(to_bf16(q)), dout(T * nh * hd);
   HOGWILD_CUDA_CHECK(cudaMemset(dout.p, 0xff, T * nh * hd * 2));  // poison (NaN)
   std::vector<std::pair<int64_t, int64_t>> ranges = {{0, T}};
@@ -131,34 +177,10 @@ double run_scenario(const Scenario& s, uint64_t seed) {
   cuda::AttnShape shape{static_cast<int32_t>(nh),    static_cast<int32_t>(kvh),
                         static_cast<int32_t>(hd),    stride,
                         1.0f / std::sqrt(float(hd)), factor};
-  std::vector<std::unique_ptr<DeviceArray<int32_t>>> keep;
-  auto dev_ints = [&](const void* p, size_t n_ints) {
-    std::vector<int32_t> v(n_ints);
-    if (n_ints) std::memcpy(v.data(), p, n_ints * 4);
-    keep.push_back(std::make_unique<DeviceArray<int32_t>>(v));
-    return keep.back()->p;
-  };
   for (auto [r0, r1] : ranges) {
-    const cuda::HostPlan hp = cuda::build_plan(pin, r0, r1);
-    DeviceArray<float> part_o(std::max<int64_t>(hp.n_entries, 1) * nh * hd);
-    DeviceArray<float2> part_ml(std::max<int64_t>(hp.n_entries, 1) * nh);
-    const int32_t n_items = static_cast<int32_t>(hp.items.size());
-    cuda::AttnPlanView v;
-    v.items = reinterpret_cast<const cuda::AttnItem*>(
-        dev_ints(hp.items.data(), hp.items.size() * cuda::kAttnItemInts));
-    v.n_items = dev_ints(&n_items, 1);
-    v.max_items = n_items + 3;  // grid larger than the count: extra CTAs must exit
-    v.pages = dev_ints(hp.pages.data(), hp.pages.size());
-    v.pairs =
-        reinterpret_cast<const cuda::AttnPair*>(dev_ints(hp.pairs.data(), hp.pairs.size() * 2));
-    v.row_entry_ptr = dev_ints(hp.row_entry_ptr.data(), hp.row_entry_ptr.size());
-    v.row_entries = dev_ints(hp.row_entries.data(), hp.row_entries.size());
-    v.row_begin = static_cast<int32_t>(r0);
-    v.n_rows = static_cast<int32_t>(r1 - r0);
-    v.max_entries = hp.n_entries;
-    v.part_o = part_o.p;
-    v.part_ml = part_ml.p;
-    cuda::hogwild_attention(dq.p, shape, dpool.p, L, rv, v, dout.p, nullptr);
+    // grid larger than the count: extra CTAs must exit
+    const DevicePlan dp(cuda::build_plan(pin, r0, r1), r0, r1, nh, hd, 3);
+    cuda::hogwild_attention(dq.p, shape, dpool.p, L, rv, dp.view, dout.p, nullptr);
     HOGWILD_CUDA_CHECK(cudaDeviceSynchronize());
   }
   const auto got = to_f32(dout.download());
@@ -342,13 +364,8 @@ void check_fused_append(int64_t hd, int64_t G, int W, int n_new, bool qk_norm, u
   c.rope_scaling.original_max_position_embeddings = 4096;
   cpu::RopeTable rope(cpu::compute_rope_params(c));
   const float factor = rope.params().attention_scaling;
-  rope.reserve(2048);
-  std::vector<float2> cs;
-  for (int64_t p = 0; p < 2048; ++p)
-    for (int64_t i = 0; i < rope.half(); ++i)
-      cs.push_back(make_float2(rope.cos(p)[i], rope.sin(p)[i]));
-  DeviceArray<float2> dcs(cs);
-  const cuda::RopeTableView rv{dcs.p, 2048, static_cast<int32_t>(rope.params().rotary_dim)};
+  const DeviceRope drope(rope, 2048);
+  const cuda::RopeTableView rv = drope.view;
 
   int64_t n_pages = 0;
   std::vector<std::vector<int32_t>> pages(s.block_len.size());
@@ -400,30 +417,8 @@ void check_fused_append(int64_t hd, int64_t G, int W, int n_new, bool qk_norm, u
   pin.group = static_cast<int32_t>(G);
   pin.chunk = 128;  // the shared block in 3 chunks
   pin.split_fresh = true;
-  const cuda::HostPlan hp = cuda::build_plan(pin, 0, T);
-  std::vector<std::unique_ptr<DeviceArray<int32_t>>> keep;
-  auto dev_ints = [&](const void* p, size_t n_ints) {
-    std::vector<int32_t> v(n_ints);
-    if (n_ints) std::memcpy(v.data(), p, n_ints * 4);
-    keep.push_back(std::make_unique<DeviceArray<int32_t>>(v));
-    return keep.back()->p;
-  };
-  DeviceArray<float> part_o(hp.n_entries * nh * hd);
-  DeviceArray<float2> part_ml(hp.n_entries * nh);
-  const int32_t n_items = static_cast<int32_t>(hp.items.size());
-  cuda::AttnPlanView v;
-  v.items = reinterpret_cast<const cuda::AttnItem*>(
-      dev_ints(hp.items.data(), hp.items.size() * cuda::kAttnItemInts));
-  v.n_items = dev_ints(&n_items, 1);
-  v.max_items = n_items;
-  v.pages = dev_ints(hp.pages.data(), hp.pages.size());
-  v.pairs = reinterpret_cast<const cuda::AttnPair*>(dev_ints(hp.pairs.data(), hp.pairs.size() * 2));
-  v.row_entry_ptr = dev_ints(hp.row_entry_ptr.data(), hp.row_entry_ptr.size());
-  v.row_entries = dev_ints(hp.row_entries.data(), hp.row_entries.size());
-  v.n_rows = static_cast<int32_t>(T);
-  v.max_entries = hp.n_entries;
-  v.part_o = part_o.p;
-  v.part_ml = part_ml.p;
+  const DevicePlan dp(cuda::build_plan(pin, 0, T), 0, T, nh, hd, 0);
+  const cuda::AttnPlanView& v = dp.view;
   const cuda::AttnShape shape{static_cast<int32_t>(nh),    static_cast<int32_t>(kvh),
                               static_cast<int32_t>(hd),    stride,
                               1.0f / std::sqrt(float(hd)), factor};
