@@ -14,6 +14,7 @@
 #include "cuda/elementwise.h"
 #include "cuda/gemm.h"
 #include "cuda/pdl.h"
+#include "cuda/skinny_gemm.h"
 #include "model/make_model.h"
 #include "model/weights.h"
 
@@ -162,7 +163,9 @@ nlohmann::json run_bench(const BenchOptions& opt) {
   out["device"] = prop.name;
   out["skinny_gemm"] = opt.skinny_gemm;
   out["programmatic_launch"] = opt.programmatic_launch;
+  out["cluster_split"] = opt.cluster_split;
   set_programmatic_launch(opt.programmatic_launch);
+  set_skinny_cluster_split(opt.cluster_split);
   out["copy_bandwidth_GBps"] = bw / 1e9;
   out["results"] = nlohmann::json::array();
   CudaOptions co;
@@ -187,6 +190,7 @@ nlohmann::json run_bench(const BenchOptions& opt) {
 nlohmann::json run_gemm_bench(const BenchOptions& opt) {
   if (!cuda_device_available()) fail("bench: needs a CUDA GPU and none is usable");
   set_programmatic_launch(opt.programmatic_launch);
+  set_skinny_cluster_split(opt.cluster_split);
   nlohmann::json out;
   out["copy_bandwidth_GBps"] = measure_copy_bandwidth() / 1e9;
   out["results"] = nlohmann::json::array();

@@ -25,6 +25,7 @@ struct BenchOptions {
   bool progress = true;             // a line per configuration on stderr
   bool skinny_gemm = true;          // CudaOptions::skinny_gemm
   bool programmatic_launch = true;  // pdl.h switch
+  bool cluster_split = true;        // skinny_gemm.h set_skinny_cluster_split
   int64_t kv_tokens = 0;            // KV pool size in tokens; 0: all free GPU memory
   // The combined layout as `hogwild run` builds it (DESIGN.md §3): besides the steps, an
   // "others' header" block after the shared context, a separator block after every other

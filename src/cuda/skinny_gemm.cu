@@ -8,6 +8,8 @@
 // as logical k {2t, 2t+1, 2t+8, 2t+9} of the first mma, elements 4-7 of the second), the same
 // permutation for A (W) and B (x), so the dot products are unchanged. The warps' partial sums are
 // added in shared memory.
+#include <atomic>
+
 #include "cuda/pdl.cuh"
 #include "cuda/skinny_gemm.h"
 
@@ -19,10 +21,12 @@ constexpr int kWarps = 4;        // per CTA, splitting K
 constexpr int kU = 4;            // 16-byte W loads per row per lane per step
 constexpr int kStepK = 32 * kU;  // k per warp step
 
-// Split-K (grid.y > 1): the K steps of a tile are cut into gridDim.y CTAs; each writes its sums
-// here, and the CTA that finishes last (a counter per tile) adds them in split order
-// (deterministic), resets the counter and runs the epilogue. Global scratch: launches using it
-// must not run concurrently on two streams (the backend has one stream).
+// Split-K (grid.y > 1): the K steps of a tile are cut into gridDim.y CTAs. On compute capability
+// >= 9.0 they form a cluster and split 0 adds the others' sums from its shared memory
+// (skinny_cluster_split). Otherwise each writes its sums here, and the CTA that finishes last (a
+// counter per tile) adds them, resets the counter and runs the epilogue. Either way the sums are
+// added in split order (deterministic, the same bits). Global scratch: launches using it must not
+// run concurrently on two streams (the backend has one stream).
 constexpr int kMaxSplits = 8;
 constexpr int kMaxSplitTiles = 1024;
 __device__ float g_split_part[kMaxSplitTiles * kMaxSplits * 128];
@@ -39,6 +43,7 @@ struct SkinnyArgs {
   int n_rows, in, out, mode;
   SkinnyNormIn norm;      // ss == null: no scaling
   SkinnyResidualOut res;  // kResidual
+  bool cluster_split;     // split-K CTAs of a tile form a cluster (grid.y = cluster size)
 };
 
 __device__ __forceinline__ uint4 ld_stream(const bf16* p) {  // read once: keep out of L1
@@ -147,12 +152,45 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) red[warp][lane][i] = c[i];
   __syncthreads();
-  if (warp != 0) return;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (a.cluster_split) {
+    // The tile's splits are one cluster: each sends its sums to split 0's shared memory
+    // (distributed shared memory) and arrives at the cluster barrier; split 0 waits, then adds
+    // them in split order. No global round trip, fence or counter (those cost ~0.1 ms per
+    // Qwen3-8B step at 1 row, docs/CUDA.md).
+    __shared__ float4 xsplit[kMaxSplits][32];
+    if (warp == 0) {
 #pragma unroll
-  for (int w = 1; w < kWarps; ++w)
+      for (int w = 1; w < kWarps; ++w)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) c[i] += red[w][lane][i];
-  if (gridDim.y > 1) {
+        for (int i = 0; i < 4; ++i) c[i] += red[w][lane][i];
+      if (blockIdx.y != 0) {
+        const unsigned local = unsigned(__cvta_generic_to_shared(&xsplit[blockIdx.y][lane]));
+        unsigned remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(0));
+        asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(remote),
+                     "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3])
+                     : "memory");
+      }
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    if (blockIdx.y != 0) return;
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (warp != 0) return;
+    for (unsigned sp = 1; sp < gridDim.y; ++sp) {
+      const float4 v = xsplit[sp][lane];
+      c[0] += v.x, c[1] += v.y, c[2] += v.z, c[3] += v.w;
+    }
+  } else
+#endif
+  {
+    if (warp != 0) return;
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) c[i] += red[w][lane][i];
+  }
+  if (gridDim.y > 1 && !a.cluster_split) {
     float* part = g_split_part + (int64_t(blockIdx.x) * kMaxSplits + blockIdx.y) * 128 + lane * 4;
 #pragma unroll
     for (int i = 0; i < 4; ++i) part[i] = c[i];
@@ -262,11 +300,32 @@ int choose_splits(int64_t tiles, int64_t in) {
   return best;
 }
 
-void launch(const SkinnyArgs& a, int64_t tiles, cudaStream_t stream) {
+void launch(SkinnyArgs a, int64_t tiles, cudaStream_t stream) {
   const int splits = choose_splits(tiles, a.in);
+  if (splits > 1 && skinny_cluster_split()) {
+    // the splits of a tile form a cluster of `splits` (<= kMaxSplits = 8, the portable size)
+    a.cluster_split = true;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(tiles), splits);
+    cfg.blockDim = dim3(kWarps * 32);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = static_cast<unsigned>(splits);
+    attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = (programmatic_launch() && stream != nullptr) ? 2 : 1;
+    HOGWILD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, skinny_mma_kernel, a));
+    return;
+  }
   launch_pdl(skinny_mma_kernel, dim3(static_cast<unsigned>(tiles), splits), dim3(kWarps * 32), 0,
              stream, a);
 }
+
+std::atomic<bool> g_cluster_split{true};
 
 void check(const bf16* x, const bf16* W, int64_t n_rows, int64_t in, int64_t out) {
   HOGWILD_CUDA_REQUIRE(skinny_supported(n_rows, in) && out > 0 && out < (int64_t(1) << 31));
@@ -275,6 +334,19 @@ void check(const bf16* x, const bf16* W, int64_t n_rows, int64_t in, int64_t out
 }
 
 }  // namespace
+
+void set_skinny_cluster_split(bool on) { g_cluster_split.store(on); }
+
+bool skinny_cluster_split() {
+  // Clusters and distributed shared memory are compute capability 9.0 features.
+  static const bool supported = [] {
+    int dev = 0, major = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+           major >= 9;
+  }();
+  return supported && g_cluster_split.load();
+}
 
 bool skinny_supported(int64_t n_rows, int64_t in) {
   return n_rows >= 1 && n_rows <= kSkinnyMaxRows && in % 8 == 0 && in > 0 &&

@@ -35,6 +35,13 @@ struct SkinnyResidualOut {
   float* ss_zero = nullptr;  // (n_rows) set to 0 (for the next producer); != ss
 };
 
+/// Split-K (a projection whose tiles cannot fill the GPU once is cut along K) merges the splits'
+/// sums inside a thread-block cluster through distributed shared memory (compute capability >=
+/// 9.0; on by default) instead of through global memory and a per-tile counter. Both add the
+/// splits in split order, so the outputs are the same bits. Off: for A/B and tests.
+void set_skinny_cluster_split(bool on);
+bool skinny_cluster_split();
+
 /// True when the skinny kernels support the shape: 1 <= n_rows <= 8, in_features % 8 == 0,
 /// in_features and out_features < 2^31.
 bool skinny_supported(int64_t n_rows, int64_t in);

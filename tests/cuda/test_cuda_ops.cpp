@@ -196,15 +196,25 @@ TEST(CudaOps, SkinnyLinearMatchesCpuMatmul) {
       DeviceArray<bf16> dx(to_bf16(x)), dW(to_bf16(W)), db(to_bf16(bias)), dy(rows * out),
           dyb(rows * out);
       DeviceArray<float> dyf(rows * out);
-      HOGWILD_CUDA_CHECK(cudaMemset(dyf.p, 0xff, rows * out * 4));  // poison (NaN)
-      HOGWILD_CUDA_CHECK(cudaMemset(dy.p, 0xff, rows * out * 2));
-      cuda::skinny_linear(dx.p, dW.p, nullptr, dy.p, nullptr, rows, in, out, nullptr);
-      cuda::skinny_linear(dx.p, dW.p, nullptr, nullptr, dyf.p, rows, in, out, nullptr);
-      cuda::skinny_linear(dx.p, dW.p, db.p, dyb.p, nullptr, rows, in, out, nullptr);
-      EXPECT_LT(rel_error(to_f32(dy.download()), want), 4e-3) << rows << "x" << in << "x" << out;
-      EXPECT_LT(rel_error(dyf.download(), want), 1e-5) << rows << "x" << in << "x" << out;
-      EXPECT_LT(rel_error(to_f32(dyb.download()), want_b), 4e-3)
-          << "bias " << rows << "x" << in << "x" << out;
+      // split-K sums merged in a cluster (default on Hopper) and through global memory: the
+      // same additions in the same order, so the same bits
+      std::vector<float> f32_by_path[2];
+      for (bool cluster : {true, false}) {
+        cuda::set_skinny_cluster_split(cluster);
+        const std::string what = std::to_string(rows) + "x" + std::to_string(in) + "x" +
+                                 std::to_string(out) + (cluster ? " cluster" : " global");
+        HOGWILD_CUDA_CHECK(cudaMemset(dyf.p, 0xff, rows * out * 4));  // poison (NaN)
+        HOGWILD_CUDA_CHECK(cudaMemset(dy.p, 0xff, rows * out * 2));
+        cuda::skinny_linear(dx.p, dW.p, nullptr, dy.p, nullptr, rows, in, out, nullptr);
+        cuda::skinny_linear(dx.p, dW.p, nullptr, nullptr, dyf.p, rows, in, out, nullptr);
+        cuda::skinny_linear(dx.p, dW.p, db.p, dyb.p, nullptr, rows, in, out, nullptr);
+        EXPECT_LT(rel_error(to_f32(dy.download()), want), 4e-3) << what;
+        f32_by_path[cluster ? 0 : 1] = dyf.download();
+        EXPECT_LT(rel_error(f32_by_path[cluster ? 0 : 1], want), 1e-5) << what;
+        EXPECT_LT(rel_error(to_f32(dyb.download()), want_b), 4e-3) << "bias " << what;
+      }
+      cuda::set_skinny_cluster_split(true);
+      EXPECT_EQ(f32_by_path[0], f32_by_path[1]) << rows << "x" << in << "x" << out;
     }
 }
 
