@@ -108,6 +108,25 @@ __device__ __forceinline__ void mma_step(const uint4 (&lo)[kU], const uint4 (&hi
   }
 }
 
+__device__ __forceinline__ void prefetch_l1(const void* p) {
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+}
+
+// Lines the epilogue of this CTA's tile reads: constants (the next norm's weight, the bias) or,
+// written_before (after pdl_wait), what earlier kernels wrote (the residual rows, the sums of
+// squares). One line per lane.
+__device__ __forceinline__ void prefetch_epilogue(const SkinnyArgs& a, int lane,
+                                                  bool written_before) {
+  const int row0 = blockIdx.x * 16;
+  if (!written_before) {
+    if (a.mode == kResidual && lane == 8) prefetch_l1(a.res.w_norm + row0);
+    if (a.bias && lane == 9) prefetch_l1(a.bias + row0);
+    return;
+  }
+  if (a.mode == kResidual && lane < a.n_rows) prefetch_l1(a.res.x + int64_t(lane) * a.out + row0);
+  if (a.norm.ss && lane == 8) prefetch_l1(a.norm.ss);
+}
+
 // grid ceil(out / 16) (kSwiglu: ceil(out / 2 / 8)), kWarps * 32 threads.
 __global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
   __shared__ float red[kWarps][32][4];
@@ -130,8 +149,13 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
   int s = s_begin + warp;
   if (s < n_steps) load_step(a, w_lo, w_hi, s, t, lo0, hi0);
   if (s + kWarps < n_steps) load_step(a, w_lo, w_hi, s + kWarps, t, lo1, hi1);
+  // The epilogue's few reads (the norm weight or bias, after the wait the residual rows and the
+  // sums of squares) are prefetched to L1 now, so that the tile's end does not wait on an HBM or
+  // L2 round trip.
+  if (warp == 0) prefetch_epilogue(a, lane, false);
   pdl_wait();
   pdl_launch_dependents();
+  if (warp == 0) prefetch_epilogue(a, lane, true);
   if (s < n_steps) load_x(a, xr, x_live, s, t, x0);
   if (s + kWarps < n_steps) load_x(a, xr, x_live, s + kWarps, t, x1);
 
