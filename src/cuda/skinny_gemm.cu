@@ -176,6 +176,10 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) red[warp][lane][i] = c[i];
   __syncthreads();
+  // Set where the cluster merged the splits. Code compiled for an older architecture (the
+  // compute_80 PTX, JIT-compiled on a GPU the sm_90a code does not run on) has no cluster path
+  // and merges through global memory even when launched as a cluster.
+  bool merged = false;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (a.cluster_split) {
     // The tile's splits are one cluster: each sends its sums to split 0's shared memory
@@ -205,6 +209,7 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
       const float4 v = xsplit[sp][lane];
       c[0] += v.x, c[1] += v.y, c[2] += v.z, c[3] += v.w;
     }
+    merged = true;
   } else
 #endif
   {
@@ -214,7 +219,7 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) c[i] += red[w][lane][i];
   }
-  if (gridDim.y > 1 && !a.cluster_split) {
+  if (gridDim.y > 1 && !merged) {
     float* part = g_split_part + (int64_t(blockIdx.x) * kMaxSplits + blockIdx.y) * 128 + lane * 4;
 #pragma unroll
     for (int i = 0; i < 4; ++i) part[i] = c[i];
