@@ -29,22 +29,42 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
-/// kernel<<<grid, block, smem, stream>>>(args...), with programmatic stream serialization when
-/// enabled (and never on the legacy default stream). Checks the launch.
+/// kernel<<<grid, block, smem, stream>>>(args...) in thread-block clusters of `cluster` CTAs
+/// (cluster {1, 1, 1}: none; else compute capability >= 9.0, grid divisible by it, <= 8 CTAs),
+/// with programmatic stream serialization when enabled (and never on the legacy default stream).
+/// Checks the launch.
 template <typename... Params, typename... Args>
-void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                Args&&... args) {
+void launch_pdl_clusters(void (*kernel)(Params...), dim3 grid, dim3 block, dim3 cluster,
+                         size_t smem, cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (programmatic_launch() && stream != nullptr) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster.x * cluster.y * cluster.z > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = cluster.x;
+    attr[n].val.clusterDim.y = cluster.y;
+    attr[n++].val.clusterDim.z = cluster.z;
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = (programmatic_launch() && stream != nullptr) ? 1 : 0;
+  cfg.numAttrs = n;
   HOGWILD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+/// kernel<<<grid, block, smem, stream>>>(args...), with programmatic stream serialization when
+/// enabled (and never on the legacy default stream). Checks the launch.
+template <typename... Params, typename... Args>
+void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                Args&&... args) {
+  launch_pdl_clusters(kernel, grid, block, dim3(1, 1, 1), smem, stream,
+                      std::forward<Args>(args)...);
 }
 
 }  // namespace hogwild::cuda

@@ -6,6 +6,10 @@
 
 namespace hogwild::cuda {
 
+/// True when the current device has compute capability >= 9.0 (Hopper and later: programmatic
+/// dependent launch, thread-block clusters, distributed shared memory). Read once.
+bool hopper_or_later();
+
 /// On by default (on devices of compute capability >= 9.0; older ones always get ordinary
 /// launches). Off: every launch is an ordinary stream-ordered launch (for A/B measurements).
 void set_programmatic_launch(bool on);

@@ -331,27 +331,10 @@ int choose_splits(int64_t tiles, int64_t in) {
 
 void launch(SkinnyArgs a, int64_t tiles, cudaStream_t stream) {
   const int splits = choose_splits(tiles, a.in);
-  if (splits > 1 && skinny_cluster_split()) {
-    // the splits of a tile form a cluster of `splits` (<= kMaxSplits = 8, the portable size)
-    a.cluster_split = true;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(tiles), splits);
-    cfg.blockDim = dim3(kWarps * 32);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = static_cast<unsigned>(splits);
-    attr[0].val.clusterDim.z = 1;
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = (programmatic_launch() && stream != nullptr) ? 2 : 1;
-    HOGWILD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, skinny_mma_kernel, a));
-    return;
-  }
-  launch_pdl(skinny_mma_kernel, dim3(static_cast<unsigned>(tiles), splits), dim3(kWarps * 32), 0,
-             stream, a);
+  // the splits of a tile form a cluster (splits <= kMaxSplits = 8, the portable cluster size)
+  a.cluster_split = splits > 1 && skinny_cluster_split();
+  launch_pdl_clusters(skinny_mma_kernel, dim3(static_cast<unsigned>(tiles), splits),
+                      dim3(kWarps * 32), dim3(1, a.cluster_split ? splits : 1, 1), 0, stream, a);
 }
 
 std::atomic<bool> g_cluster_split{true};
@@ -368,13 +351,7 @@ void set_skinny_cluster_split(bool on) { g_cluster_split.store(on); }
 
 bool skinny_cluster_split() {
   // Clusters and distributed shared memory are compute capability 9.0 features.
-  static const bool supported = [] {
-    int dev = 0, major = 0;
-    return cudaGetDevice(&dev) == cudaSuccess &&
-           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-           major >= 9;
-  }();
-  return supported && g_cluster_split.load();
+  return hopper_or_later() && g_cluster_split.load();
 }
 
 bool skinny_supported(int64_t n_rows, int64_t in) {
