@@ -17,6 +17,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/hogwild/engine_checker.h"
 #include "tests/hogwild/session_checker.h"
 #include "tests/hogwild/test_support.h"
 
@@ -122,6 +123,20 @@ class BlindToOthers : public Backend {
  private:
   Backend& be_;
 };
+
+// Several sessions (mixed layouts and worker counts, chunked prefill, joining, leaving, cancelled)
+// in every forward of the CUDA backend: each matches the naive reference of that session alone,
+// at bf16 tolerance.
+TEST(CudaEngineVsReference, SessionsSharingForwardsMatchTheirReferenceAlone) {
+  HOGWILD_REQUIRE_GPU();
+  for (int spec_index : {1, 2}) {
+    const test::TinySpec spec = session_specs().at(spec_index);
+    SCOPED_TRACE(spec.name);
+    const ModelWeights w = cuda_session_model(spec);
+    cuda::CudaBackend gpu(w, options());
+    expect_sessions_match_reference(gpu, w, kLogitsTol, kKeyTol);
+  }
+}
 
 TEST(CudaSessionBreakage, WorkersBlindToEachOtherFailTheCheck) {
   HOGWILD_REQUIRE_GPU();
