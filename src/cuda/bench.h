@@ -28,7 +28,7 @@ struct BenchOptions {
   bool programmatic_launch = true;  // pdl.h switch
   bool cluster_split = true;        // skinny_gemm.h set_skinny_cluster_split
   int64_t kv_tokens = 0;            // KV pool size in tokens; 0: all free GPU memory
-  // The combined layout as `hogwild run` builds it (DESIGN.md §3): besides the steps, an
+  // The combined layout as `hogwild run` builds it (docs/ARCHITECTURE.md §3): besides the steps, an
   // "others' header" block after the shared context, a separator block after every other
   // worker's step but the last, and a "separator + own header" block per worker.
   bool session_layout = false;

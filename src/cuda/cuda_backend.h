@@ -1,7 +1,7 @@
 // CUDA backend: bf16 weights and activations, fp32 accumulation and fp32 residual stream, cuBLAS
 // projections, the hogwild attention kernel over a paged KV pool (kv_layout.h), decode steps
 // replayed as CUDA graphs. Implements hogwild::Backend (src/model/backend.h); semantics as
-// docs/DESIGN.md §2, checked against the CPU reference (tests/cuda/test_cuda_backend.cpp).
+// docs/ARCHITECTURE.md §2, checked against the CPU reference (tests/cuda/test_cuda_backend.cpp).
 #pragma once
 
 #include <cuda_bf16.h>

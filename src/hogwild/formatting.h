@@ -1,4 +1,4 @@
-// The formatting file: every text that shapes collaboration (../shared/docs/DESIGN.md §3, §4, §6).
+// The formatting file: every text that shapes collaboration (docs/ARCHITECTURE.md §3, §4; docs/FORMATTING.md).
 //
 // A Formatting holds the rules prompt, the optional few-shot example, worker names, the step
 // prefix, the step separator, the combined-layout headers/separators, the collaboration-check
@@ -65,7 +65,7 @@ struct ChatFormat {
   std::string assistant_prefix;
 };
 
-/// Texts of the layouts (JSON object "layout"; DESIGN.md §3). Combined layout view of worker w:
+/// Texts of the layouts (JSON object "layout"; docs/ARCHITECTURE.md §3). Combined layout view of worker w:
 ///   [prompt + history_header + finished steps] [others_header]
 ///   [other_1 current step] [other_separator] ... [other_k current step]
 ///   [other_separator + own_header] [own current step]
@@ -80,7 +80,7 @@ struct LayoutTexts {
   std::string own_header;  ///< {name} = the viewing worker; after the last other_separator
 };
 
-/// The collaboration check (paper's s1-like intervention; DESIGN.md §4; JSON object
+/// The collaboration check (paper's s1-like intervention; docs/ARCHITECTURE.md §4; JSON object
 /// "collab_check").
 struct CollabCheck {
   /// Period in generated tokens, all workers counted; 0 disables the check. Default 1024.
@@ -89,7 +89,7 @@ struct CollabCheck {
   std::string text;
 };
 
-/// The finisher (DESIGN.md §4; JSON object "finisher").
+/// The finisher (docs/ARCHITECTURE.md §4; JSON object "finisher").
 struct FinisherText {
   /// Appended to the linearised text when the budget ends without an answer. For math it ends with
   /// an opened "\boxed{"; for code with an opened "```python\n" fence.
@@ -99,7 +99,7 @@ struct FinisherText {
   int64_t max_tokens = 32;
 };
 
-/// Forbidden tokens during collaborative reasoning (DESIGN.md §4; JSON object "forbidden").
+/// Forbidden tokens during collaborative reasoning (docs/ARCHITECTURE.md §4; JSON object "forbidden").
 struct ForbiddenTokens {
   /// Forbid the model's EOS token ids (generation_config.json eos_token_id and tokenizer eos).
   bool eos = true;

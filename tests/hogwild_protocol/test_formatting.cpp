@@ -1,4 +1,4 @@
-// The formatting file (src/hogwild/formatting.h; DESIGN.md §6; docs/FORMATTING.md): built-in
+// The formatting file (src/hogwild/formatting.h; docs/FORMATTING.md; docs/FORMATTING.md): built-in
 // defaults rendered for 1..8 workers, placeholders, overrides, and the error messages for bad
 // files.
 #include <gtest/gtest.h>
