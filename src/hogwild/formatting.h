@@ -128,6 +128,9 @@ struct Formatting {
   std::vector<std::string> worker_names;  ///< >= 1 distinct non-empty names; n_workers <= size()
   std::string step_prefix = "**{name} [{step}]:** ";  ///< {name} {step}
   std::string step_separator = "\n\n";                ///< ends a step (steps.h); non-empty
+  /// Opens a note a person inserts into a running session's history ({name} = its author);
+  /// the note then reads as a finished step (docs/ARCHITECTURE.md §4, "Notes").
+  std::string note_prefix = "**Note from {name}:** ";
   LayoutTexts layout;
   CollabCheck collab_check;
   FinisherText finisher;
@@ -155,6 +158,10 @@ struct Formatting {
   /// Text that opens a new step: the step prefix, plus the collaboration-check question when
   /// `with_collab_check` (and collab_check.text is non-empty).
   std::string step_start(int w, int step, bool with_collab_check) const;
+  /// The whole text of a note by `author` (docs/ARCHITECTURE.md §4, "Notes"): note_prefix with
+  /// {name} = author, the note, then step_separator (unless the note already ends with it), so
+  /// that it reads as a finished step.
+  std::string note_text(std::string_view author, std::string_view note) const;
   /// Layout texts with {name} = the viewing worker w.
   std::string others_header(int w) const;
   std::string own_header(int w) const;

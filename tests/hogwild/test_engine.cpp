@@ -240,5 +240,69 @@ TEST(Engine, ThousandSessionsWithCancellationsLeaveThePoolEmpty) {
   EXPECT_GT(engine.stats().steps, 0);
 }
 
+// Records the views and fed tokens of every forward, and the notes.
+struct ViewLog : SessionObserver {
+  std::vector<ForwardRecord> forwards;
+  std::vector<std::tuple<std::string, std::string, int64_t>> notes;
+  void on_forward(const ForwardRecord& r) override {
+    forwards.push_back(r);
+    forwards.back().logits = nullptr;
+  }
+  void on_note(const std::string& a, const std::string& t, int64_t s) override {
+    notes.emplace_back(a, t, s);
+  }
+};
+
+TEST(Engine, NoteEntersTheHistoryAndEveryWorkerSeesItFromTheNextStep) {
+  const test::TinySpec spec = session_specs()[2];
+  ByteCodec codec;
+  cpu::CpuBackend be(session_model(spec));
+  Engine engine(be, codec);
+  Planned p{Layout::combined, 3, 20, "Task: add 2 and 3, then double it.\n\n"};
+  SessionRequest r = scripted_request(p, codec);
+  const Formatting f = r.formatting;
+  ViewLog log;
+  r.observer = &log;
+  const SessionId id = engine.submit(std::move(r));
+  while (log.forwards.empty() || log.forwards.back().serial_step < 6) engine.step();
+  engine.add_note(id, "Dana", "Check the sum twice.");
+  engine.step();  // serial step 7 feeds the note
+  engine.run_until_idle();
+  const SessionResult res = engine.take(id);
+  ASSERT_EQ(log.notes.size(), 1u);
+  const std::string text = f.note_text("Dana", "Check the sum twice.");
+  EXPECT_EQ(text, "**Note from Dana:** Check the sum twice.\n\n");
+  EXPECT_EQ(std::get<1>(log.notes[0]), text);
+  EXPECT_EQ(std::get<2>(log.notes[0]), 7);
+  // The forward of serial step 7 fed the note into a block no worker reads yet, by a writer whose
+  // view is the history (+ that forward's closing steps) and the note block.
+  const ForwardRecord* f7 = nullptr;
+  for (const ForwardRecord& fr : log.forwards)
+    if (fr.serial_step == 7) f7 = &fr;
+  ASSERT_NE(f7, nullptr);
+  std::vector<int32_t> note_ids;
+  BlockId note_block = -1;
+  for (const FedToken& t : f7->tokens)
+    if (t.role == FeedRole::note) {
+      note_ids.push_back(t.token);
+      note_block = t.block;
+      EXPECT_EQ(t.worker, -1);
+    }
+  EXPECT_EQ(note_ids, codec.encode(text));
+  ASSERT_EQ(f7->views.size(), 4u);  // three workers + the note's writer
+  EXPECT_EQ(f7->views[3].front(), f7->views[0].front());  // it reads the history
+  EXPECT_EQ(f7->views[3].back(), note_block);
+  for (int w = 0; w < 3; ++w)
+    EXPECT_EQ(std::count(f7->views[w].begin(), f7->views[w].end(), note_block), 0);
+  // From serial step 8 on the note is in the history every worker reads: the history text holds
+  // it right after the steps that closed in step 7.
+  const size_t at = res.history_text.find(text);
+  ASSERT_NE(at, std::string::npos) << res.history_text;
+  EXPECT_EQ(res.history_text.find(text, at + 1), std::string::npos);
+  EXPECT_EQ(res.stop_reason, "budget");
+  EXPECT_EQ(be.live_blocks(), 0);
+  EXPECT_THROW(engine.add_note(id, "Dana", "too late"), Error);
+}
+
 }  // namespace
 }  // namespace hogwild::testing
