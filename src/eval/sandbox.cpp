@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -94,6 +95,45 @@ void set_limit(int resource, rlim_t soft, rlim_t hard) {
   setrlimit(resource, &r);
 }
 
+/// Reaps this process's exited children that ran as kNobody (the sandbox's own processes, which
+/// reach us as orphans through PR_SET_CHILD_SUBREAPER), waiting up to `seconds` for the killed ones
+/// to exit. Without this, orphans go to pid 1, which does not reap them on every system, and the
+/// zombies would count against the process limit of later runs.
+void reap_orphans(double seconds) {
+  const std::string self = std::to_string(getpid());
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    int alive = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream st(e.path() / "status");
+      std::string line, state, ppid, uid;
+      while (std::getline(st, line)) {
+        if (line.rfind("State:", 0) == 0) state = line.substr(6);
+        if (line.rfind("PPid:", 0) == 0) ppid = line.substr(5);
+        if (line.rfind("Uid:", 0) == 0) uid = line.substr(4);
+      }
+      auto field = [](const std::string& v) {
+        size_t b = v.find_first_not_of(" \t");
+        return b == std::string::npos ? "" : v.substr(b, v.find_first_of(" \t", b) - b);
+      };
+      if (field(ppid) != self || field(uid) != std::to_string(kNobody)) continue;
+      if (field(state) == "Z") {
+        waitpid(std::stoi(name), nullptr, WNOHANG);
+      } else {
+        ++alive;
+      }
+    }
+    if (alive == 0) return;
+    auto left =
+        seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (left <= 0) return;
+    usleep(5000);
+  }
+}
+
 double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -115,6 +155,8 @@ Sandbox::Sandbox(SandboxLimits limits, std::string python, const std::string& us
   if (access(python_.c_str(), X_OK) != 0)
     fail("sandbox: python interpreter '{}' not found; install python3 (Debian) or pass --python",
          python_);
+  // Orphans of the sandboxed programs come back to this process to be reaped (reap_orphans).
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   if (use_bwrap == "no") return;
   for (const char* p : {"/usr/bin/bwrap", "/bin/bwrap"})
     if (access(p, X_OK) == 0) {
@@ -240,6 +282,7 @@ SandboxResult Sandbox::run_python(const std::string& code, const std::string& in
     usleep(2000);
   }
   kill(-pid, SIGKILL);  // anything the program left behind in its group
+  reap_orphans(2.0);
   close(out_pipe[0]);
   close(err_pipe[0]);
   res.wall_seconds = since(t0);
