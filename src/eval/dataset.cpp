@@ -181,7 +181,8 @@ Dataset load_olympiad_math(const fs::path& dir) {
   for (const Record& r : read_jsonl(p)) {
     Problem q;
     q.id = as_text(field(r, p, "id", nullptr));
-    std::string ctx = r.value.value("context", std::string("None"));
+    const auto c = r.value.find("context");
+    const std::string ctx = c != r.value.end() && c->is_string() ? c->get<std::string>() : "";
     q.text = field(r, p, "question", nullptr).get<std::string>();
     if (!ctx.empty() && ctx != "None") q.text = ctx + "\n\n" + q.text;
     q.gold = olympiad_gold(field(r, p, "final_answer", nullptr));
@@ -190,13 +191,17 @@ Dataset load_olympiad_math(const fs::path& dir) {
   return d;
 }
 
-/// Splits "1e-1,1e2" (one tolerance per answer part).
+/// Splits "1e-1,1e2" (one tolerance per answer part; an empty part is 0, exact).
 std::vector<double> parse_tolerances(const std::string& s, size_t parts, const fs::path& p,
                                      size_t line) {
   std::vector<double> out;
   std::stringstream ss(s);
   std::string t;
   while (std::getline(ss, t, ',')) {
+    if (t.find_first_not_of(" ") == std::string::npos) {  // ",1e0": that part is exact
+      out.push_back(0);
+      continue;
+    }
     char* end = nullptr;
     double v = std::strtod(t.c_str(), &end);
     if (end == t.c_str())
