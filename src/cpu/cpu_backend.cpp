@@ -1,5 +1,7 @@
 #include "cpu/cpu_backend.h"
 
+#include "sampling/row_draw.h"
+
 #include "core/error.h"
 #include "cpu/ops.h"
 #include "cpu/parallel.h"
@@ -92,6 +94,17 @@ void CpuBackend::free_block(BlockId b) {
 
 int64_t CpuBackend::block_len(BlockId b) const { return block_ref(b, "block_len").len; }
 
+void CpuBackend::forward_sample(const ForwardBatch& batch,
+                                const std::vector<std::vector<int32_t>>& banned_sets,
+                                const std::vector<RowSampling>& rows,
+                                std::vector<int32_t>& tokens) {
+  forward_sample_on_host(*this, batch, banned_sets, rows, tokens);
+}
+
+int64_t CpuBackend::live_blocks() const {
+  return std::count_if(blocks_.begin(), blocks_.end(), [](const Block& b) { return b.live; });
+}
+
 int64_t CpuBackend::cached_tokens() const {
   int64_t n = 0;
   for (const Block& b : blocks_) n += b.live ? b.len : 0;
@@ -109,6 +122,7 @@ void CpuBackend::truncate_block(BlockId b, int64_t new_len) {
 }
 
 void CpuBackend::append_block(BlockId dst, BlockId src) {
+  if (dst == src) fail("append_block: a block cannot be appended to itself (block {})", dst);
   Block& d = block_ref(dst, "append_block (dst)");
   const Block& s = block_ref(src, "append_block (src)");
   if (max_tokens_ > 0 && cached_tokens() + s.len > max_tokens_)

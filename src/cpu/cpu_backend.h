@@ -37,6 +37,13 @@ class CpuBackend : public Backend {
   void read_block(BlockId b, int64_t layer, std::vector<float>& k,
                   std::vector<float>& v) const override;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+  /// forward, then the host draw of sampling/row_draw.h for every row.
+  void forward_sample(const ForwardBatch& batch,
+                      const std::vector<std::vector<int32_t>>& banned_sets,
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override;
+  int64_t kv_capacity_tokens() const override { return max_tokens_; }
+  int64_t kv_used_tokens() const override { return cached_tokens(); }
+  int64_t live_blocks() const override;
 
   /// Tokens held over all live blocks.
   int64_t cached_tokens() const;

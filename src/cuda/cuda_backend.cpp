@@ -191,6 +191,10 @@ void CudaBackend::free_block(BlockId b) {
 
 int64_t CudaBackend::block_len(BlockId b) const { return block_ref(b, "block_len").len; }
 
+int64_t CudaBackend::live_blocks() const {
+  return std::count_if(blocks_.begin(), blocks_.end(), [](const Block& b) { return b.live; });
+}
+
 void CudaBackend::grow_block(Block& blk, int64_t new_len) {
   const size_t want = static_cast<size_t>((new_len + kPageTokens - 1) / kPageTokens);
   if (want > blk.pages.size() + free_pages_.size())

@@ -84,11 +84,15 @@ class CudaBackend : public Backend {
   /// Backend::forward_sample on the GPU: banned ids, then sampling.h sample_rows; only the token
   /// ids come back to the host.
   bool samples_on_device() const override { return true; }
-  void forward_sample(const ForwardBatch& batch, const std::vector<int32_t>& banned,
+  void forward_sample(const ForwardBatch& batch,
+                      const std::vector<std::vector<int32_t>>& banned_sets,
                       const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override;
 
-  /// KV pool capacity and free space, in tokens (page granularity).
-  int64_t kv_capacity_tokens() const { return layout_.num_pages * kPageTokens; }
+  /// KV pool capacity, use and free space, in tokens (page granularity: a block holds whole
+  /// pages of kPageTokens).
+  int64_t kv_capacity_tokens() const override { return layout_.num_pages * kPageTokens; }
+  int64_t kv_used_tokens() const override { return kv_capacity_tokens() - kv_free_tokens(); }
+  int64_t live_blocks() const override;
   int64_t kv_free_tokens() const { return static_cast<int64_t>(free_pages_.size()) * kPageTokens; }
   /// Throws hogwild::Error (with sizes and what to do) when `tokens` more tokens cannot be cached.
   /// `advice` ends the message (what the caller's user can change).

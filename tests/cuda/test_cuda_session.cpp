@@ -9,6 +9,8 @@
 // check, so the bf16 tolerance still separates right from wrong semantics.
 #include <gtest/gtest.h>
 
+#include "sampling/row_draw.h"
+
 #include <cstdio>
 #include <set>
 #include <tuple>
@@ -110,6 +112,12 @@ class BlindToOthers : public Backend {
     }
     be_.forward(b, logits);
   }
+  void forward_sample(const ForwardBatch& b, const std::vector<std::vector<int32_t>>& sets,
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& t) override {
+    forward_sample_on_host(*this, b, sets, rows, t);
+  }
+  int64_t kv_used_tokens() const override { return be_.kv_used_tokens(); }
+  int64_t live_blocks() const override { return be_.live_blocks(); }
 
  private:
   Backend& be_;
