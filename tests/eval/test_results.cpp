@@ -27,7 +27,8 @@ class ResultDir : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   std::vector<json> lines_of(const std::string& id, int sample, std::vector<int> budgets) {
     std::vector<json> v;
-    for (int b : budgets) v.push_back({{"id", id}, {"sample", sample}, {"budget", b}, {"correct", true}});
+    for (int b : budgets)
+      v.push_back({{"id", id}, {"sample", sample}, {"budget", b}, {"correct", true}});
     return v;
   }
   fs::path dir_;
@@ -43,7 +44,8 @@ TEST_F(ResultDir, ResumesCompletePairsAndCutsATornTail) {
   // A run killed mid-write: p3 with one of its two lines, then half a line.
   {
     std::ofstream f(dir_ / "results.jsonl", std::ios::app);
-    f << lines_of("p3", 0, {4})[0].dump() << "\n" << "{\"id\": \"p4\", \"sam";
+    f << lines_of("p3", 0, {4})[0].dump() << "\n"
+      << "{\"id\": \"p4\", \"sam";
   }
   ResultStore s(dir_, config_, 2);
   EXPECT_TRUE(s.done("p1", 0));
@@ -110,7 +112,8 @@ TEST(Summary, WilsonIntervalOfOneSample) {
   std::vector<json> lines;
   for (int i = 0; i < 3; ++i)
     lines.push_back({{"id", std::to_string(i)}, {"sample", 0}, {"budget", 8}, {"correct", i == 0}});
-  SeriesSummary s = summarize({{"method", "hogwild"}, {"workers", 2}, {"layout", "combined"}}, lines, "d");
+  SeriesSummary s =
+      summarize({{"method", "hogwild"}, {"workers", 2}, {"layout", "combined"}}, lines, "d");
   EXPECT_NEAR(s.budgets[0].ci_low, 0.0615, 1e-4);
   EXPECT_NEAR(s.budgets[0].ci_high, 0.7923, 1e-4);
   EXPECT_EQ(s.label, "hogwild 2w combined");
