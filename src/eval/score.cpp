@@ -9,6 +9,7 @@ namespace hogwild::eval {
 Score score_answer(const Problem& p, ProblemKind kind, const std::optional<std::string>& answer,
                    const ScoreOptions& o) {
   Score s;
+  s.tests = static_cast<int>(p.tests.size());
   if (!answer || answer->find_first_not_of(" \t\r\n") == std::string::npos) return s;
   if (kind == ProblemKind::code) {
     if (!o.sandbox) fail("scoring code needs a sandbox");
