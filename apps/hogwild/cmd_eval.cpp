@@ -131,9 +131,10 @@ void run_eval(EvalArgs a) {
   if (a.method != "hogwild" && a.method != "single" && a.method != "self-consistency" &&
       a.method != "sot")
     fail("--method '{}' is unknown; use hogwild, single, self-consistency or sot", a.method);
-  if (a.method == "self-consistency" || a.method == "sot")
-    fail("--method {} is not built yet (docs/EVAL.md says what it needs); use hogwild or single",
-         a.method);
+  if (a.method == "sot")
+    fail(
+        "--method sot is not built yet (docs/EVAL.md says what it needs); use hogwild, single or "
+        "self-consistency");
   if (a.method == "single" && a.workers && *a.workers != 1)
     fail("--method single runs one worker; drop -w {} or use --method hogwild", *a.workers);
   const int workers = a.method == "single" ? 1 : a.workers.value_or(2);
@@ -182,7 +183,11 @@ void run_eval(EvalArgs a) {
                         ? a.format
                         : default_formatting_name(tmpl ? tmpl->source() : "", answer_kind);
   spec.formatting = resolve_formatting(spec.format_ref);
-  spec.formatting.check_workers(workers);
+  const bool vote = a.method == "self-consistency";
+  if (vote && (workers < 1 || workers > 64))
+    fail("-w {}: self-consistency votes over 1..64 samples", workers);
+  spec.formatting.check_workers(vote ? 1 : workers);
+  spec.kind = data.kind;
   if (spec.formatting.answer.kind != answer_kind)
     fail("--format '{}' answers with {} but dataset '{}' needs {}", spec.format_ref,
          answer_kind_name(spec.formatting.answer.kind), data.name, answer_kind_name(answer_kind));
@@ -315,8 +320,9 @@ void register_eval(CLI::App& app) {
   c->add_option("--question-field", a->fields.question, "JSONL path: the problem's field");
   c->add_option("--answer-field", a->fields.answer, "JSONL path: the gold answer's field");
   c->add_option("--id-field", a->fields.id, "JSONL path: the id field (default: line number)");
-  c->add_option("--method", a->method, "hogwild (default) or single");
-  c->add_option("-w,--workers", a->workers, "workers (hogwild: 1..8, default 2)");
+  c->add_option("--method", a->method, "hogwild (default), single or self-consistency");
+  c->add_option("-w,--workers", a->workers,
+                "workers (hogwild: 1..8, default 2); self-consistency: samples voting (default 2)");
   c->add_option("--layout", a->layout, "combined (default), interleaved, contiguous");
   c->add_option("--budgets", a->budgets,
                 "increasing serial-step budgets, one curve point each (default 1024)");

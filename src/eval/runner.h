@@ -33,8 +33,12 @@ namespace hogwild::eval {
 
 /// How problems are generated (everything but the problem and the seed).
 struct RunSpec {
-  std::string method = "hogwild";  ///< "hogwild" or "single" (1 worker, same prompt machinery)
+  /// "hogwild"; "single" (1 worker, same prompt machinery); "self-consistency" (`workers`
+  /// independent one-worker sessions of the problem, seeds seed..seed+workers-1, in the same
+  /// forwards; each budget point is the majority vote of their answers, majority_vote()).
+  std::string method = "hogwild";
   int workers = 2;
+  ProblemKind kind = ProblemKind::math;  ///< how self-consistency compares answers
   Layout layout = Layout::combined;
   std::vector<int64_t> budgets;  ///< serial steps, strictly increasing, >= 1
   bool compat_paper = false;
@@ -74,6 +78,12 @@ struct Job {
   uint64_t seed = 0;
 };
 
+/// Self-consistency's vote: answers fall into classes of equivalent answers (math_equal; code:
+/// identical text) in sample order; the largest class wins, a tie goes to the class seen first;
+/// its first answer is returned. nullopt when no sample has an answer.
+std::optional<std::string> majority_vote(const std::vector<std::optional<std::string>>& answers,
+                                         ProblemKind kind);
+
 /// The finisher length --compat paper uses for a dataset name (0 = the formatting's own).
 int64_t compat_finisher_tokens(const std::string& dataset);
 
@@ -82,10 +92,11 @@ int64_t compat_finisher_tokens(const std::string& dataset);
 std::vector<int64_t> snapshot_steps(const RunSpec& spec);
 
 /// Runs every job on an Engine over model's backend with at most `concurrency` sessions at once
-/// (they share each forward). `done` is called on this thread as each job finishes, in finishing
-/// order; `progress` after every engine step with the tokens sampled in it. A session the engine
-/// refuses or that fails gives a Generation with stop_reason "error" and the message.
-/// Throws hogwild::Error for a bad spec (method, workers, budgets).
+/// (they share each forward; a self-consistency job is `workers` sessions, all submitted together).
+/// `done` is called on this thread as each job finishes, in finishing order; `progress` after every
+/// engine step with the tokens sampled in it. A session the engine refuses or that fails gives a
+/// Generation with stop_reason "error" and the message. Throws hogwild::Error for a bad spec
+/// (method, workers, budgets).
 void run_jobs(Model& model, const RunSpec& spec, const std::vector<Problem>& problems,
               const std::vector<Job>& jobs, int concurrency,
               const std::function<void(const Job&, Generation&&)>& done,

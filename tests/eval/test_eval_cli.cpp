@@ -159,6 +159,31 @@ TEST_F(EvalCli, SingleAndConcurrencyGiveTheSameResults) {
   EXPECT_TRUE(fs::exists(rep / "accuracy.svg"));
 }
 
+TEST_F(EvalCli, SelfConsistencyVotesOverIndependentSamples) {
+  const fs::path out = root_ / "sc";
+  std::string err;
+  ASSERT_EQ(eval("--method self-consistency -w 3 --budgets 4,8 --limit 2 --temperature 0.7 --out " +
+                     out.string(),
+                 &err),
+            0)
+      << err;
+  const auto lines = results(out);
+  ASSERT_EQ(lines.size(), 4u);
+  for (const json& j : lines) {
+    EXPECT_EQ(j["method"], "self-consistency");
+    EXPECT_EQ(j["workers"], 3);
+    EXPECT_EQ(j["tokens_per_worker"].size(), 3u);  // one entry per sample
+  }
+  // The transcript holds the three samples and the vote at each budget.
+  const fs::path t = fs::directory_iterator(out / "transcripts")->path();
+  const json tr = json::parse(slurp(t));
+  EXPECT_EQ(tr["samples"].size(), 3u);
+  ASSERT_EQ(tr["votes"].size(), 2u);
+  EXPECT_EQ(tr["votes"][0]["answers"].size(), 3u);
+  // Each sample is a one-worker session with the single-worker rules and its own seed.
+  EXPECT_EQ(tr["samples"][0]["stats"]["tokens_per_worker"].size(), 1u);
+}
+
 TEST_F(EvalCli, SamplesGivePassAtK) {
   const fs::path out = root_ / "samples";
   std::string err;
@@ -270,6 +295,7 @@ TEST_F(EvalCli, BadInputStopsWithItsMessage) {
       {"--budgets 512,256" + out, "--budgets must increase: 256 comes after 512"},
       {"--budgets 0" + out, "--budgets: '0' is not a positive serial-step count"},
       {"--method sot" + out, "--method sot is not built yet"},
+      {"--method self-consistency -w 65" + out, "self-consistency votes over 1..64 samples"},
       {"--method beam" + out, "--method 'beam' is unknown"},
       {"--method single -w 2" + out, "--method single runs one worker"},
       {"--budgets 4", "--out DIR is required"},

@@ -119,6 +119,20 @@ TEST(Summary, WilsonIntervalOfOneSample) {
   EXPECT_EQ(s.label, "hogwild 2w combined");
 }
 
+TEST(SelfConsistency, MajorityVoteOverEquivalentAnswers) {
+  using A = std::optional<std::string>;
+  // 0.5 and \frac12 are one class (2 votes) against 3 (1 vote).
+  EXPECT_EQ(majority_vote({A("3"), A("0.5"), A("\\frac{1}{2}")}, ProblemKind::math), "0.5");
+  // A tie goes to the class seen first.
+  EXPECT_EQ(majority_vote({A("7"), A("8"), A("8"), A("7.0")}, ProblemKind::math), "7");
+  // Missing answers do not vote; none at all gives none.
+  EXPECT_EQ(majority_vote({A(), A("4"), A()}, ProblemKind::math), "4");
+  EXPECT_EQ(majority_vote({A(), A()}, ProblemKind::math), std::nullopt);
+  // Code: identical text only.
+  EXPECT_EQ(majority_vote({A("print(1)"), A("print( 1)"), A("print( 1)")}, ProblemKind::code),
+            "print( 1)");
+}
+
 TEST(CompatPaper, SnapshotArithmetic) {
   RunSpec spec;
   spec.budgets = {4, 8, 16};
