@@ -191,6 +191,9 @@ Normalized normalize_answer(std::string_view answer) {
        {"\\mathrm", "\\mathbf", "\\mathit", "\\boldsymbol", "\\operatorname", "\\mathsf"})
     unwrap(s, w, false);
   s = trim(s);
+  // "x \in [-2,7]": the set is the answer.
+  static const std::regex member(R"(^[A-Za-z]\s*\\in\s+)");
+  s = std::regex_replace(s, member, "");
   while (!s.empty() && (s.back() == '.' || s.back() == ' ')) s.pop_back();
   s = drop_thousands_commas(trim(s));
   r.text = s;

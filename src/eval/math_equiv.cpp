@@ -152,8 +152,9 @@ Answer parse_item(const std::vector<Token>& t, size_t b, size_t e) {
   size_t end = e;
   while (end > b && t[end - 1].kind == Token::word) --end;
   if (end == b) return make_text(t, b, e);
-  for (size_t k = b + 1; k < end; ++k)  // "12 cm^2": a unit word with an exponent
-    if (t[k].kind == Token::word && std::all_of(t.begin() + k, t.begin() + end, unit_material)) {
+  // "12 cm^2": a unit word with an exponent, at the top level (not a subscript such as q_{eff}).
+  for (size_t k : top_level(t, b + 1, end, [](const Token& k) { return k.kind == Token::word; }))
+    if (std::all_of(t.begin() + k, t.begin() + end, unit_material)) {
       end = k;
       break;
     }

@@ -229,6 +229,7 @@ class Parser {
         if (k.text == "(" || k.text == "[" || k.text == "{") {
           Expr e = sum();
           expect(k.text == "(" ? ")" : k.text == "[" ? "]" : "}");
+          last_was_number_ = false;  // "(n-2) 2^n" multiplies
           return e;
         }
         if (k.text == "|") {

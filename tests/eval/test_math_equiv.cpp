@@ -210,6 +210,12 @@ const Pair kPairs[] = {
     {"\\mu = \\frac{qcR}{3}", "\\mu=q c R / 3", true},
     {"\\frac{h}{\\sqrt{2 m e_{0} V_{0}}}", "\\frac{h}{\\sqrt{2 m e_0 V_0}}", true},
     {"\\frac{h}{\\sqrt{m e_{0} V_{0}}}", "\\frac{h}{\\sqrt{2 m e_{0} V_{0}}}", false},
+    {"(n-2) 2^{n}+1", "n 2^n - 2^{n+1} + 1", true},
+    {"x \\in [-2,7]", "[-2, 7]", true},
+    {"x \\in [-2,7]", "(-2, 7]", false},
+    {"$q_{\\mathrm{eff}}=C V_{0}$", "C V_0", true},
+    {"$\\tau_{\\text {crit }}=9.36 \\cdot 10^{-7}$", "9.36 \\times 10^{-7}", true},
+    {"$v=\\sqrt{2gh\\frac{\\Delta T}{T_{Air}}}$", "\\sqrt{\\frac{2 g h \\Delta T}{T_{Air}}}", true},
     // delimiters and boxes
     {"$18$", "18", true},
     {"\\(18\\)", "18", true},
