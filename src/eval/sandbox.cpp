@@ -26,8 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uid_t kNobody = 65534;  // the unprivileged uid/gid the program runs as when we are root
-
 /// A fresh private directory for one run; removed (with whatever the program left) on scope exit.
 struct RunDir {
   std::string path;
@@ -95,11 +93,11 @@ void set_limit(int resource, rlim_t soft, rlim_t hard) {
   setrlimit(resource, &r);
 }
 
-/// Reaps this process's exited children that ran as kNobody (the sandbox's own processes, which
+/// Reaps this process's exited children that ran as `uid` (the sandbox's own processes, which
 /// reach us as orphans through PR_SET_CHILD_SUBREAPER), waiting up to `seconds` for the killed ones
 /// to exit. Without this, orphans go to pid 1, which does not reap them on every system, and the
 /// zombies would count against the process limit of later runs.
-void reap_orphans(double seconds) {
+void reap_orphans(uid_t run_uid, double seconds) {
   const std::string self = std::to_string(getpid());
   auto t0 = std::chrono::steady_clock::now();
   for (;;) {
@@ -119,7 +117,7 @@ void reap_orphans(double seconds) {
         size_t b = v.find_first_not_of(" \t");
         return b == std::string::npos ? "" : v.substr(b, v.find_first_of(" \t", b) - b);
       };
-      if (field(ppid) != self || field(uid) != std::to_string(kNobody)) continue;
+      if (field(ppid) != self || field(uid) != std::to_string(run_uid)) continue;
       if (field(state) == "Z") {
         waitpid(std::stoi(name), nullptr, WNOHANG);
       } else {
@@ -150,6 +148,9 @@ std::string SandboxResult::status() const {
 
 Sandbox::Sandbox(SandboxLimits limits, std::string python, const std::string& use_bwrap)
     : limits_(limits), python_(std::move(python)) {
+  // A uid of this harness process's own: the process limit counts per uid, so programs of
+  // another eval (or test) on the machine neither use up nor free this one's.
+  uid_ = geteuid() == 0 ? static_cast<uid_t>(kSandboxUidBase + getpid() % 100000) : geteuid();
   if (use_bwrap != "auto" && use_bwrap != "yes" && use_bwrap != "no")
     fail("sandbox: bubblewrap use '{}' must be auto, yes or no", use_bwrap);
   if (access(python_.c_str(), X_OK) != 0)
@@ -184,9 +185,9 @@ SandboxResult Sandbox::run_python(const std::string& code, const std::string& in
   dir.write("input.txt", input);
   const bool root = geteuid() == 0;
   if (root) {
-    if (chown(dir.path.c_str(), kNobody, kNobody) != 0 ||
-        chown((dir.path + "/prog.py").c_str(), kNobody, kNobody) != 0)
-      fail("sandbox: cannot hand {} to uid {}: {}", dir.path, kNobody, std::strerror(errno));
+    if (chown(dir.path.c_str(), uid_, uid_) != 0 ||
+        chown((dir.path + "/prog.py").c_str(), uid_, uid_) != 0)
+      fail("sandbox: cannot hand {} to uid {}: {}", dir.path, uid_, std::strerror(errno));
   }
   // Everything the child needs is prepared before fork (the child only makes system calls).
   std::vector<std::string> args = bwrap_.empty()
@@ -222,7 +223,7 @@ SandboxResult Sandbox::run_python(const std::string& code, const std::string& in
     set_limit(RLIMIT_NPROC, limits_.processes, limits_.processes);
     set_limit(RLIMIT_CORE, 0, 0);
     if (root) {
-      if (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(126);
+      if (setgroups(0, nullptr) != 0 || setgid(uid_) != 0 || setuid(uid_) != 0) _exit(126);
     }
     execve(argv[0], argv.data(), envp);
     _exit(127);
@@ -282,7 +283,7 @@ SandboxResult Sandbox::run_python(const std::string& code, const std::string& in
     usleep(2000);
   }
   kill(-pid, SIGKILL);  // anything the program left behind in its group
-  reap_orphans(2.0);
+  reap_orphans(uid_, 2.0);
   close(out_pipe[0]);
   close(err_pipe[0]);
   res.wall_seconds = since(t0);

@@ -1,8 +1,9 @@
 // A sandbox for untrusted Python programs (LiveCodeBench candidates): one separate process per run
 // in a fresh temporary directory, with
 //   - rlimits as the floor, always: CPU seconds, address space, file size, open files, processes
-//     (as root the child first drops to the unprivileged uid/gid 65534, since root ignores the
-//     process limit), no core files;
+//     (as root the child first drops to an unprivileged uid/gid of this harness process's own,
+//     kSandboxUidBase + pid % 100000, since root ignores the process limit and the limit counts
+//     per uid), no core files;
 //   - bubblewrap (Debian package bubblewrap, `bwrap`) when it works here: new user, pid, network,
 //     IPC, UTS and cgroup namespaces, read-only /usr (and the /bin, /lib symlinks), a private
 //     /proc, /dev and /tmp, and the run directory as the only writable path outside the private
@@ -15,10 +16,15 @@
 // poll(), and every exit path kills and reaps the child and removes the directory.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 
 namespace hogwild::eval {
+
+/// First uid of the sandboxes' unprivileged users (no passwd entry needed).
+inline constexpr uid_t kSandboxUidBase = 200000;
 
 struct SandboxLimits {
   double cpu_seconds = 10;              ///< RLIMIT_CPU (rounded up to whole seconds)
@@ -56,11 +62,14 @@ class Sandbox {
   /// "bubblewrap" or "rlimits" (what run_python uses).
   const char* isolation() const { return bwrap_.empty() ? "rlimits" : "bubblewrap"; }
   const SandboxLimits& limits() const { return limits_; }
+  /// The uid the programs run as (this process's own uid when not root).
+  uid_t uid() const { return uid_; }
 
  private:
   SandboxLimits limits_;
   std::string python_;
   std::string bwrap_;  // path of bwrap, "" = not used
+  uid_t uid_ = 0;
 };
 
 }  // namespace hogwild::eval

@@ -30,8 +30,8 @@ SandboxLimits small_limits() {
   return l;
 }
 
-/// Processes of uid 65534 (the sandbox's user) alive now.
-int sandbox_processes() {
+/// Processes of `uid` (the sandbox's user) alive now.
+int sandbox_processes(uid_t uid) {
   int n = 0;
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename();
@@ -43,7 +43,7 @@ int sandbox_processes() {
         std::istringstream ss(line.substr(4));
         int real = -1;
         ss >> real;
-        n += real == 65534;
+        n += real == static_cast<int>(uid);
         break;
       }
   }
@@ -54,8 +54,8 @@ class SandboxTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
-    before_ = sandbox_processes();
     box_ = std::make_unique<Sandbox>(small_limits(), "/usr/bin/python3", GetParam());
+    before_ = sandbox_processes(box_->uid());
     if (std::string(GetParam()) == "auto" && std::string(box_->isolation()) != "bubblewrap")
       GTEST_SKIP() << "bubblewrap does not work here (apt-get install bubblewrap)";
   }
@@ -66,7 +66,8 @@ class SandboxTest : public ::testing::TestWithParam<const char*> {
         box_->run_python("import sys\nprint(sum(map(int, sys.stdin.read().split())))", "2 3 4");
     EXPECT_EQ(r.status(), "ok") << r.err;
     EXPECT_EQ(r.out, "9\n");
-    if (geteuid() == 0) EXPECT_LE(sandbox_processes(), before_) << "processes outlived the run";
+    if (geteuid() == 0)
+      EXPECT_LE(sandbox_processes(box_->uid()), before_) << "processes outlived the run";
   }
   std::unique_ptr<Sandbox> box_;
   int before_ = 0;
