@@ -201,7 +201,7 @@ class Parser {
   Expr variable(std::string name) {
     if (sym("_")) {
       ++p_;
-      name += "_" + raw_group();
+      name.append("_").append(raw_group());
     }
     while (sym("'")) {
       ++p_;

@@ -57,7 +57,7 @@ std::string label_of(const json& c) {
   std::string l = c.value("method", "?");
   const int w = c.value("workers", 1);
   l += fmt::format(" {}w", w);
-  if (w > 1) l += " " + c.value("layout", "");
+  if (w > 1) l.append(" ").append(c.value("layout", ""));
   if (c.value("compat", "") == "paper") l += " (paper)";
   return l;
 }
