@@ -88,6 +88,15 @@ void Engine::cancel(SessionId id) {
     }
 }
 
+void Engine::add_note(SessionId id, const std::string& author, const std::string& text) {
+  for (auto& e : active_)
+    if (e->id == id) return e->session->add_note(author, text);
+  for (auto& e : queue_)
+    if (e->id == id) return e->session->add_note(author, text);
+  if (done_.count(id)) fail("session {} has finished; a note can no longer reach it", id);
+  fail("no session {} in this engine", id);
+}
+
 std::vector<SessionEvent> Engine::step() {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<SessionEvent> events;

@@ -77,6 +77,10 @@ class Engine {
   /// Stops a session between steps (no finisher; stop_reason "cancelled") and frees its blocks;
   /// a queued one leaves the queue. Unknown or finished ids are ignored.
   void cancel(SessionId id);
+  /// Live steering: queues a person's note for the session's shared history (Session::add_note);
+  /// every worker reads it from the serial step after the next. Throws hogwild::Error for an
+  /// unknown or finished session or an empty note.
+  void add_note(SessionId id, const std::string& author, const std::string& text);
   /// One forward over every active session (admitting waiting ones first). Returns the events of
   /// this step (empty when there was nothing to run). A session whose step throws (e.g. the
   /// cache is full) ends with stop_reason "error" and error(id) set; the others go on.

@@ -81,6 +81,13 @@ BlockId Session::new_block() {
   return b;
 }
 
+void Session::add_note(const std::string& author, const std::string& text) {
+  if (phase_ == Phase::done) fail("the session has finished; a note can no longer reach it");
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    fail("the note is empty; give the text the workers should read");
+  notes_.emplace_back(author.empty() ? std::string("a person") : author, text);
+}
+
 void Session::release() {
   for (BlockId b : owned_) be_.free_block(b);
   owned_.clear();
@@ -249,6 +256,24 @@ bool Session::plan_decode(SessionStep& step) {
   }
   if (step.rows.empty()) return end(result_.stop_reason.empty() ? "eos" : nullptr);
   batch.views = build_views(layout_state());
+  // Notes: each in its own block, written by a pseudo-writer reading the history as it will be.
+  feeding_notes_.clear();
+  for (auto& [author, note] : notes_) {
+    const BlockId nb = new_block();
+    std::vector<BlockId> view = {history_};
+    view.insert(view.end(), closing_.begin(), closing_.end());
+    for (auto& [b, text] : feeding_notes_) view.push_back(b);
+    view.push_back(nb);
+    const int32_t writer = static_cast<int32_t>(batch.views.size());
+    batch.views.push_back(view);
+    const std::string text = fmt_.note_text(author, note);
+    for (int32_t t : codec_.encode(text)) {
+      batch.tokens.push_back({t, writer, nb, false});
+      step.fed.push_back({t, -1, 0, nb, 0, FeedRole::note});
+    }
+    feeding_notes_.emplace_back(nb, author);
+  }
+  notes_.clear();
   // The longest view after this forward must fit the context.
   int64_t longest = 0;
   for (auto& v : batch.views) {
@@ -363,6 +388,17 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
   }
   closing_.clear();
   closing_steps_.clear();
+  for (auto& [b, author] : feeding_notes_) {  // notes follow the closing steps in the history
+    be_.append_block(history_, b);
+    auto& h = block_tokens_[history_];
+    h.insert(h.end(), block_tokens_[b].begin(), block_tokens_[b].end());
+    const std::string text = codec_.bytes(block_tokens_[b]);
+    block_tokens_[b].clear();
+    be_.free_block(b);
+    owned_.erase(std::find(owned_.begin(), owned_.end(), b));
+    if (obs_) obs_->on_note(author, text, serial_);
+  }
+  feeding_notes_.clear();
   bool stop = false;
   for (size_t r = 0; r < step.rows.size() && !stop; ++r) {
     int32_t t;

@@ -83,7 +83,7 @@ struct SessionOptions {
 };
 
 /// Where a fed token came from.
-enum class FeedRole { prompt, constant, step_start, generated };
+enum class FeedRole { prompt, constant, step_start, generated, note };
 
 /// One token fed in a forward (for observers, --dump-views and the reference test).
 struct FedToken {
@@ -167,6 +167,9 @@ class SessionObserver {
   virtual void on_step_end(int worker, int step, const std::string& text,
                            const std::optional<std::string>& answer) {}
   virtual void on_snapshot(const FinisherResult&) {}
+  /// A person's note entered the shared history (text = its bytes as fed, prefix and separator
+  /// included), in the forward of serial step `serial_step`; workers read it from the next one.
+  virtual void on_note(const std::string& author, const std::string& text, int64_t serial_step) {}
 };
 
 struct SessionResult {
@@ -216,6 +219,14 @@ class Session {
   /// Consumes the forward's results for `step` (the last plan()): records the tokens, promotes
   /// closed steps, samples, runs the stopping rules and observers. Returns what happened.
   StepReport complete(SessionStep& step);
+  /// Queues a note by `author` (a person, not a worker) for the shared history: at the next
+  /// decode forward its tokens (formatting note_text) are written into a block of their own by a
+  /// pseudo-writer whose view is [history][closing steps...][note], i.e. computed once as the
+  /// next finished step of the history; right after that forward the block is appended to the
+  /// history (after that forward's closing steps), so every worker reads it from the following
+  /// serial step on (docs/ARCHITECTURE.md §4, "Notes"). Throws hogwild::Error for an empty note
+  /// or a finished session.
+  void add_note(const std::string& author, const std::string& text);
   /// Stops the session between steps: no finisher; stop_reason = reason ("cancelled", or
   /// "error" when a scheduler ends it after a failure); frees its blocks.
   void cancel(const std::string& reason = "cancelled");
@@ -320,6 +331,8 @@ class Session {
   int64_t collab_every_ = 0;
   int64_t max_context_ = 0;
   size_t next_snapshot_ = 0;
+  std::vector<std::pair<std::string, std::string>> notes_;  // (author, note text) not yet fed
+  std::vector<std::pair<BlockId, std::string>> feeding_notes_;  // fed in the planned forward
   std::optional<Finisher> finisher_;
   std::chrono::steady_clock::time_point decode_start_;
   SessionResult result_;

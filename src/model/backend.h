@@ -1,7 +1,7 @@
 // The interface between the scheduler (plain generation, hogwild sessions) and a compute backend
 // (CPU reference in src/cpu, CUDA in src/cuda). The backend owns the weights and the KV cache.
 //
-// KV cache = a set of cache blocks (docs/DESIGN.md §2). A block holds K and V of every layer for a
+// KV cache = a set of cache blocks (docs/ARCHITECTURE.md §2). A block holds K and V of every layer for a
 // run of tokens; keys are stored rotated by RoPE at *block-local* positions 0..len-1. A worker's
 // view is an ordered list of block ids (a block may occur more than once); the offset of an
 // occurrence is the sum of the lengths of the blocks before it in the view.
@@ -33,7 +33,7 @@ struct TokenInput {
 /// A new token's view position p = (offset of the LAST occurrence of its target block in its
 /// writer's view) + its block index. At every layer it attends to every key of every block
 /// occurrence in its writer's view whose view position (offset + block index) is <= p, with the
-/// query rotated by (p - offset) for that occurrence (DESIGN.md §2). Precondition: the target block
+/// query rotated by (p - offset) for that occurrence (docs/ARCHITECTURE.md §2). Precondition: the target block
 /// occurs in the writer's view.
 struct ForwardBatch {
   std::vector<TokenInput> tokens;
@@ -66,7 +66,7 @@ class Backend {
   virtual int64_t block_len(BlockId b) const = 0;
   /// Drops the last n tokens of block b (n <= len).
   virtual void truncate_block(BlockId b, int64_t new_len) = 0;
-  /// Step promotion (DESIGN.md §4): appends all of src's tokens to the end of dst. Values are
+  /// Step promotion (docs/ARCHITECTURE.md §4): appends all of src's tokens to the end of dst. Values are
   /// copied; keys are rotated once by len(dst) (a pure rotation, no attention factor). No forward.
   virtual void append_block(BlockId dst, BlockId src) = 0;
 

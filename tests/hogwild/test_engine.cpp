@@ -15,105 +15,19 @@
 #include "cpu/cpu_backend.h"
 #include "engine/engine.h"
 #include "hogwild/picker.h"
+#include "tests/hogwild/engine_checker.h"
 #include "tests/hogwild/session_checker.h"
 #include "tests/hogwild/test_support.h"
 
 namespace hogwild::testing {
 namespace {
 
-// A session the reference tests run: scripted workers (worker_script), test formatting with a
-// collaboration check every 7 tokens.
-struct Planned {
-  Layout layout;
-  int workers;
-  int64_t budget;
-  std::string prompt;
-};
-
-SessionRequest scripted_request(const Planned& p, const ByteCodec& codec) {
-  SessionRequest r;
-  r.formatting = test_formatting(7);
-  r.options.n_workers = p.workers;
-  r.options.layout = p.layout;
-  r.options.budget = p.budget;
-  r.prompt = codec.encode(p.prompt);
-  std::vector<std::vector<int32_t>> scripts;
-  for (int k = 0; k < p.workers; ++k) scripts.push_back(worker_script(k));
-  r.picker = std::make_unique<ScriptPicker>(scripts);
-  return r;
-}
-
 TEST(EngineVsReference, SessionsSharingForwardsMatchTheirReferenceAlone) {
   for (int spec_index : {1, 2}) {  // qwen2 (bias, GQA), qwen3 (q/k norm, tied)
     const test::TinySpec spec = session_specs()[spec_index];
     SCOPED_TRACE(spec.name);
     cpu::CpuBackend be(session_model(spec));
-    ByteCodec codec;
-    EngineOptions eo;
-    eo.prefill_chunk = 16;  // prompts of ~40 tokens take 3 steps
-    Engine engine(be, codec, eo);
-    const std::vector<Planned> plan = {
-        {Layout::combined, 8, 30, "Task: add 2 and 3, then double it.\n\n"},
-        {Layout::interleaved, 2, 30, "Task: multiply 4 by 5 and subtract 1.\n\n"},
-        {Layout::contiguous, 5, 30, "Task: how many legs do 3 spiders have?\n\n"},
-        {Layout::combined, 1, 12, "Task: 7 + 8 = ?\n\n"},
-        {Layout::interleaved, 5, 30, "Task: list the primes below 20.\n\n"},
-    };
-    const std::map<int, int> join_at = {{0, 0}, {1, 0}, {2, 2}, {3, 4}, {4, 6}};  // engine step
-    const int cancel_index = 4, cancel_at = 15;
-    const Formatting f = test_formatting(7);
-    std::vector<std::unique_ptr<Checker>> checkers;
-    for (const Planned& p : plan)
-      checkers.push_back(std::make_unique<Checker>(be.weights(), be, f, p.layout, p.workers,
-                                                   codec.encode(p.prompt)));
-    std::vector<SessionId> ids(plan.size(), -1);
-    int most_sessions = 0;
-    bool prefill_beside_decode = false;
-    for (int step = 0; step < 400 && (step < 7 || !engine.idle()); ++step) {
-      for (auto [i, at] : join_at)
-        if (at == step) {
-          SessionRequest r = scripted_request(plan[i], codec);
-          r.observer = checkers[i].get();
-          ids[i] = engine.submit(std::move(r));
-        }
-      if (step == cancel_at) engine.cancel(ids[cancel_index]);
-      const auto events = engine.step();
-      int prefill = 0, decode = 0;
-      for (const SessionEvent& e : events) {
-        prefill += e.report.phase == StepReport::Phase::prefill;
-        decode += e.report.phase == StepReport::Phase::decode;
-      }
-      most_sessions = std::max(most_sessions, static_cast<int>(events.size()));
-      prefill_beside_decode = prefill_beside_decode || (prefill > 0 && decode > 0);
-    }
-    ASSERT_TRUE(engine.idle());
-    EXPECT_GE(most_sessions, 4) << "sessions must share forwards";
-    EXPECT_TRUE(prefill_beside_decode) << "a prompt chunk must share a forward with decode rows";
-    for (size_t i = 0; i < plan.size(); ++i) {
-      SCOPED_TRACE("session " + std::to_string(i));
-      Checker& c = *checkers[i];
-      c.finish();
-      const SessionResult res = engine.take(ids[i]);
-      EXPECT_LE(c.worst, 1e-4);
-      EXPECT_EQ(c.prefill_checked, 1);
-      if (static_cast<int>(i) == cancel_index) {
-        EXPECT_EQ(res.stop_reason, "cancelled");
-        EXPECT_GT(c.forwards, 0);
-        EXPECT_LT(c.forwards, 30);
-        continue;
-      }
-      EXPECT_EQ(res.stop_reason, "budget");
-      EXPECT_EQ(c.forwards, plan[i].budget);
-      if (plan[i].workers > 1) {
-        EXPECT_GT(c.collab_checks, 0);
-        if (plan[i].layout != Layout::contiguous) {
-          EXPECT_GT(c.closed_steps, 0);
-          EXPECT_EQ(c.promotion().checked, c.closed_steps);
-          EXPECT_LE(c.promotion().worst_key, 1e-4);
-        }
-      }
-    }
-    EXPECT_EQ(be.live_blocks(), 0);
+    expect_sessions_match_reference(be, be.weights(), 1e-4, 1e-4);
     EXPECT_EQ(be.cached_tokens(), 0);
   }
 }
@@ -324,6 +238,70 @@ TEST(Engine, ThousandSessionsWithCancellationsLeaveThePoolEmpty) {
   EXPECT_EQ(be.cached_tokens(), 0);
   EXPECT_EQ(engine.kv_reserved(), 0);
   EXPECT_GT(engine.stats().steps, 0);
+}
+
+// Records the views and fed tokens of every forward, and the notes.
+struct ViewLog : SessionObserver {
+  std::vector<ForwardRecord> forwards;
+  std::vector<std::tuple<std::string, std::string, int64_t>> notes;
+  void on_forward(const ForwardRecord& r) override {
+    forwards.push_back(r);
+    forwards.back().logits = nullptr;
+  }
+  void on_note(const std::string& a, const std::string& t, int64_t s) override {
+    notes.emplace_back(a, t, s);
+  }
+};
+
+TEST(Engine, NoteEntersTheHistoryAndEveryWorkerSeesItFromTheNextStep) {
+  const test::TinySpec spec = session_specs()[2];
+  ByteCodec codec;
+  cpu::CpuBackend be(session_model(spec));
+  Engine engine(be, codec);
+  Planned p{Layout::combined, 3, 20, "Task: add 2 and 3, then double it.\n\n"};
+  SessionRequest r = scripted_request(p, codec);
+  const Formatting f = r.formatting;
+  ViewLog log;
+  r.observer = &log;
+  const SessionId id = engine.submit(std::move(r));
+  while (log.forwards.empty() || log.forwards.back().serial_step < 6) engine.step();
+  engine.add_note(id, "Dana", "Check the sum twice.");
+  engine.step();  // serial step 7 feeds the note
+  engine.run_until_idle();
+  const SessionResult res = engine.take(id);
+  ASSERT_EQ(log.notes.size(), 1u);
+  const std::string text = f.note_text("Dana", "Check the sum twice.");
+  EXPECT_EQ(text, "**Note from Dana:** Check the sum twice.\n\n");
+  EXPECT_EQ(std::get<1>(log.notes[0]), text);
+  EXPECT_EQ(std::get<2>(log.notes[0]), 7);
+  // The forward of serial step 7 fed the note into a block no worker reads yet, by a writer whose
+  // view is the history (+ that forward's closing steps) and the note block.
+  const ForwardRecord* f7 = nullptr;
+  for (const ForwardRecord& fr : log.forwards)
+    if (fr.serial_step == 7) f7 = &fr;
+  ASSERT_NE(f7, nullptr);
+  std::vector<int32_t> note_ids;
+  BlockId note_block = -1;
+  for (const FedToken& t : f7->tokens)
+    if (t.role == FeedRole::note) {
+      note_ids.push_back(t.token);
+      note_block = t.block;
+      EXPECT_EQ(t.worker, -1);
+    }
+  EXPECT_EQ(note_ids, codec.encode(text));
+  ASSERT_EQ(f7->views.size(), 4u);  // three workers + the note's writer
+  EXPECT_EQ(f7->views[3].front(), f7->views[0].front());  // it reads the history
+  EXPECT_EQ(f7->views[3].back(), note_block);
+  for (int w = 0; w < 3; ++w)
+    EXPECT_EQ(std::count(f7->views[w].begin(), f7->views[w].end(), note_block), 0);
+  // From serial step 8 on the note is in the history every worker reads: the history text holds
+  // it right after the steps that closed in step 7.
+  const size_t at = res.history_text.find(text);
+  ASSERT_NE(at, std::string::npos) << res.history_text;
+  EXPECT_EQ(res.history_text.find(text, at + 1), std::string::npos);
+  EXPECT_EQ(res.stop_reason, "budget");
+  EXPECT_EQ(be.live_blocks(), 0);
+  EXPECT_THROW(engine.add_note(id, "Dana", "too late"), Error);
 }
 
 }  // namespace
