@@ -261,9 +261,10 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
     auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
     // ---- norm, q/k/v projections (+ bias: Qwen2)
     rmsnorm(x.data(), L.input_layernorm.data(), h.data(), T, H, eps);
-    matmul(h.data(), L.q_proj.data(), bias(L.q_bias), q.data(), T, H, qd);
-    matmul(h.data(), L.k_proj.data(), bias(L.k_bias), k.data(), T, H, kvd);
-    matmul(h.data(), L.v_proj.data(), bias(L.v_bias), v.data(), T, H, kvd);
+    matmul_shared(h.data(), T, H,
+                  {{L.q_proj.data(), bias(L.q_bias), q.data(), qd},
+                   {L.k_proj.data(), bias(L.k_bias), k.data(), kvd},
+                   {L.v_proj.data(), bias(L.v_bias), v.data(), kvd}});
     // ---- per-head RMSNorm of q and k (Qwen3), before RoPE
     if (c.qk_norm) {
       rmsnorm(q.data(), L.q_norm.data(), q.data(), T * nh, hd, eps);
@@ -284,8 +285,9 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
     add_inplace(x.data(), tmp.data(), T * H);
     // ---- post-attention norm, SwiGLU MLP, residual
     rmsnorm(x.data(), L.post_attention_layernorm.data(), h.data(), T, H, eps);
-    matmul(h.data(), L.gate_proj.data(), nullptr, gate.data(), T, H, I);
-    matmul(h.data(), L.up_proj.data(), nullptr, up.data(), T, H, I);
+    matmul_shared(h.data(), T, H,
+                  {{L.gate_proj.data(), nullptr, gate.data(), I},
+                   {L.up_proj.data(), nullptr, up.data(), I}});
     swiglu(gate.data(), up.data(), gate.data(), T * I);
     matmul(gate.data(), L.down_proj.data(), nullptr, tmp.data(), T, I, H);
     add_inplace(x.data(), tmp.data(), T * H);

@@ -1,0 +1,109 @@
+// Body of the skinny projection kernel (cpu/skinny.h), written once against a small SIMD
+// interface and compiled once per instruction set: skinny_avx512.cpp, skinny_avx2.cpp and
+// skinny_generic.cpp each define an `Isa` struct in an anonymous namespace and instantiate
+// skinny_tile<Isa>. Every instantiation therefore has internal linkage, so code built with
+// AVX-512 flags can never be picked by the linker for a caller on an older CPU. Include only
+// from those files; use no std:: inline helpers here for the same reason.
+//
+// Isa provides:
+//   V                         a vector of kLanes fp32 lanes
+//   kLanes, kRows, kCols      lanes per vector; register block = kRows token rows x kCols weight
+//                             rows (kRows * kCols accumulators + kCols weight vectors + 1)
+//   zero(), load(p), fma(a, b, c) = a * b + c (fused, one rounding), sum(v) (fixed tree, below)
+//   fma1(a, b, c)             the scalar twin of fma (fused where the vector one is)
+//   prefetch(p)               hint that p is read soon (may be a no-op)
+//
+// ORDER OF REDUCTION (what makes a row's result independent of the batch): the output y[r][o] of
+// token row r and output feature o is
+//   P[l]   = fma chain over k = l, l + kLanes, l + 2 kLanes, ... < in16 in increasing k, from 0
+//            (in16 = in rounded down to a multiple of kLanes; l in [0, kLanes));
+//   s      = sum(P) by the fixed halving tree: P[i] += P[i + n/2] for n = kLanes, ..., 2;
+//   s      = fma1(W[o][k], x[r][k], s) for k = in16 .. in - 1 in increasing k (tail);
+//   y[r][o] = s (+ bias[o] when given: one addition).
+// It reads only x row r and W row o. How rows and features are grouped in registers, how tiles
+// are split over threads and how many rows the batch has change which chains run side by side,
+// never the operations of one chain.
+#pragma once
+
+#include <cstdint>
+
+namespace hogwild::cpu {
+namespace {
+
+// Dot products of R token rows (x, (R, in) row-major) with kCols weight rows w[c] (in values
+// each), written to out[r * kCols + c]. next: the first weight row of the next group, prefetched
+// while this group streams (nullptr: no prefetch, e.g. when the group is re-read from cache).
+template <class Isa, int R>
+inline void skinny_dots(const float* x, int64_t in, const float* const* w, const float* next,
+                        float* out) {
+  constexpr int C = Isa::kCols, L = Isa::kLanes;
+  using V = typename Isa::V;
+  V acc[R][C];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc[r][c] = Isa::zero();
+  int64_t k = 0;
+  for (; k + L <= in; k += L) {
+    V wv[C];
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) wv[c] = Isa::load(w[c] + k);
+    if (next) {
+      // One cache line of the next group's rows per line of this group's: C rows ahead.
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c) Isa::prefetch(next + c * in + k);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const V xv = Isa::load(x + r * in + k);
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c) acc[r][c] = Isa::fma(wv[c], xv, acc[r][c]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) {
+      float s = Isa::sum(acc[r][c]);
+      for (int64_t t = k; t < in; ++t) s = Isa::fma1(w[c][t], x[r * in + t], s);
+      out[r * C + c] = s;
+    }
+}
+
+// Rows [r0, r0 + nr) against one weight group, nr in [1, kRows]: the register block of nr rows.
+template <class Isa, int R = Isa::kRows>
+inline void skinny_rows(int nr, const float* x, int64_t in, const float* const* w,
+                        const float* next, float* out) {
+  if constexpr (R > 1) {
+    if (nr < R) return skinny_rows<Isa, R - 1>(nr, x, in, w, next, out);
+  }
+  skinny_dots<Isa, R>(x, in, w, next, out);
+}
+
+// y[r][o] = x[r] . W[o] (+ bias[o]) for every row r < n_rows and o in [o0, o1): x (n_rows, in),
+// W (out, in), y (n_rows, out) row-major fp32; bias (out) or nullptr. Weight rows are taken kCols
+// at a time and streamed from memory once; each group is dotted with all n_rows token rows (kRows
+// per pass; passes after the first read the group from L1/L2).
+template <class Isa>
+void skinny_tile(const float* x, const float* W, const float* bias, float* y, int64_t n_rows,
+                 int64_t in, int64_t out, int64_t o0, int64_t o1) {
+  constexpr int C = Isa::kCols, RM = Isa::kRows;
+  float res[RM * C];
+  for (int64_t o = o0; o < o1; o += C) {
+    const int nc = o1 - o < C ? static_cast<int>(o1 - o) : C;
+    const float* w[C];
+    // A short last group repeats its last row (read from cache, results dropped).
+    for (int c = 0; c < C; ++c) w[c] = W + (o + (c < nc ? c : nc - 1)) * in;
+    const float* next = o + C < o1 ? W + (o + C) * in : nullptr;
+    for (int64_t r0 = 0; r0 < n_rows; r0 += RM) {
+      const int nr = n_rows - r0 < RM ? static_cast<int>(n_rows - r0) : RM;
+      skinny_rows<Isa>(nr, x + r0 * in, in, w, r0 == 0 ? next : nullptr, res);
+      for (int r = 0; r < nr; ++r)
+        for (int c = 0; c < nc; ++c)
+          y[(r0 + r) * out + o + c] = bias ? res[r * C + c] + bias[o + c] : res[r * C + c];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hogwild::cpu
