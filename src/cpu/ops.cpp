@@ -92,60 +92,41 @@ void attn_state_normalize(const AttnState& s, float* out, int64_t head_dim) {
   for (int64_t i = 0; i < head_dim; ++i) out[i] = s.o[i] * inv;
 }
 
-namespace {
-
-// q . k in 16 lanes (lane l: elements l, l + 16, ...; the tail of head_dim % 16 elements joins
-// lanes 0..), then the halving tree. Written with plain arrays so that each compiled clone
-// vectorises it at its own width; the order of additions is the same in every clone.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void attn_scores(
-    const float* q, const float* k, int64_t n_keys, int64_t stride, int64_t head_dim, float scale,
-    float* scores) {
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const float* kj = k + j * stride;
-    float lane[16] = {};
-    int64_t i = 0;
-    for (; i + 16 <= head_dim; i += 16)
-      for (int l = 0; l < 16; ++l) lane[l] += q[i + l] * kj[i + l];
-    for (int l = 0; i + l < head_dim; ++l) lane[l] += q[i + l] * kj[i + l];
-    for (int n = 8; n >= 1; n /= 2)
-      for (int l = 0; l < n; ++l) lane[l] += lane[l + n];
-    scores[j] = lane[0] * scale;
-  }
-}
-
-// o = o * c + sum_j w_j v_j over n keys, in key order (each element its own chain).
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void attn_values(
-    const float* v, int64_t n_keys, int64_t stride, int64_t head_dim, const float* w, float c,
-    float* o) {
-  for (int64_t i = 0; i < head_dim; ++i) o[i] *= c;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const float* vj = v + j * stride;
-    const float wj = w[j];
-    for (int64_t i = 0; i < head_dim; ++i) o[i] += wj * vj[i];
-  }
-}
-
-}  // namespace
-
 void attn_partial(const float* q, const float* k, const float* v, int64_t n_keys, int64_t stride,
                   int64_t head_dim, float scale, AttnState& s) {
+  attn_partial(q, 1, k, v, n_keys, stride, head_dim, scale, &s);
+}
+
+void attn_partial(const float* q, int64_t n_q, const float* k, const float* v, int64_t n_keys,
+                  int64_t stride, int64_t head_dim, float scale, AttnState* s) {
   constexpr int64_t kChunk = 64;
-  float w[kChunk];
+  constexpr int64_t kMaxHeads = 16;  // query heads per call; larger groups go in several calls
+  if (n_q > kMaxHeads) {
+    for (int64_t h = 0; h < n_q; h += kMaxHeads)
+      attn_partial(q + h * head_dim, std::min(kMaxHeads, n_q - h), k, v, n_keys, stride, head_dim,
+                   scale, s + h);
+    return;
+  }
+  float w[kMaxHeads * kChunk];
   for (int64_t j0 = 0; j0 < n_keys; j0 += kChunk) {
     const int64_t n = std::min(kChunk, n_keys - j0);
-    attn_scores(q, k + j0 * stride, n, stride, head_dim, scale, w);
-    float m = s.m;
-    for (int64_t j = 0; j < n; ++j) m = std::max(m, w[j]);
-    // New max: rescale what we have (exp(-inf) = 0 handles the empty state).
-    const float c = m > s.m ? std::exp(s.m - m) : 1.0f;
-    float d = s.d * c;
-    for (int64_t j = 0; j < n; ++j) {
-      w[j] = std::exp(w[j] - m);
-      d += w[j];
+    skinny_dots({q, n_q, head_dim, k + j0 * stride, stride, nullptr, w, kChunk}, n);
+    for (int64_t h = 0; h < n_q; ++h) {
+      float* wh = w + h * kChunk;
+      AttnState& sh = s[h];
+      float m = sh.m;
+      for (int64_t j = 0; j < n; ++j) m = std::max(m, wh[j] *= scale);
+      // New max: rescale what we have (exp(-inf) = 0 handles the empty state).
+      const float c = m > sh.m ? std::exp(sh.m - m) : 1.0f;
+      float d = sh.d * c;
+      for (int64_t j = 0; j < n; ++j) {
+        wh[j] = std::exp(wh[j] - m);
+        d += wh[j];
+      }
+      weighted_sum(v + j0 * stride, n, stride, head_dim, wh, c, sh.o);
+      sh.m = m;
+      sh.d = d;
     }
-    attn_values(v + j0 * stride, n, stride, head_dim, w, c, s.o);
-    s.m = m;
-    s.d = d;
   }
 }
 

@@ -61,11 +61,14 @@ void attn_state_normalize(const AttnState& s, float* out, int64_t head_dim);
 /// Partial attention of one query head q (head_dim) over n_keys keys/values laid out with a row
 /// stride: key j is k[j * stride .. + head_dim), value j is v[j * stride ..]. scale = 1/sqrt(head_dim)
 /// usually. Accumulates into s (which may already hold other keys: online softmax), keys taken in
-/// chunks of 64: a chunk's scores, its max, one rescale of s, then its values in key order.
-/// Each q.k is summed in 16 lanes (lane l takes the elements i = l mod 16, in order) and the lanes
-/// by a fixed halving tree, so the result depends only on q, the keys and s, never on other heads
-/// or rows of the batch.
+/// chunks of 64: the chunk's scores q.k_j * scale (cpu/skinny.h skinny_dots: a fixed order of
+/// reduction), its max, one rescale of s, then exp(score - max) and the values in key order.
+/// The result depends only on q, the keys, the values and s: never on other heads or rows.
 void attn_partial(const float* q, const float* k, const float* v, int64_t n_keys, int64_t stride,
                   int64_t head_dim, float scale, AttnState& s);
+/// The same for n_q query heads that share one key/value head (a GQA group): q (n_q, head_dim),
+/// s[0..n_q); each head's result is bit for bit what attn_partial gives it alone.
+void attn_partial(const float* q, int64_t n_q, const float* k, const float* v, int64_t n_keys,
+                  int64_t stride, int64_t head_dim, float scale, AttnState* s);
 
 }  // namespace hogwild::cpu

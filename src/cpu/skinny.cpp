@@ -9,21 +9,26 @@
 namespace hogwild::cpu {
 
 // Defined in skinny_<isa>.cpp (the x86 ones only on x86-64).
-void skinny_tile_avx512(const float* x, const float* W, const float* bias, float* y, int64_t n_rows,
-                        int64_t in, int64_t out, int64_t o0, int64_t o1);
-void skinny_tile_avx2(const float* x, const float* W, const float* bias, float* y, int64_t n_rows,
-                      int64_t in, int64_t out, int64_t o0, int64_t o1);
-void skinny_tile_generic(const float* x, const float* W, const float* bias, float* y,
-                         int64_t n_rows, int64_t in, int64_t out, int64_t o0, int64_t o1);
+void skinny_tile_avx512(const SkinnyArgs& a, int64_t o0, int64_t o1);
+void skinny_tile_avx2(const SkinnyArgs& a, int64_t o0, int64_t o1);
+void skinny_tile_generic(const SkinnyArgs& a, int64_t o0, int64_t o1);
+void weighted_sum_avx512(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                         float c, float* o);
+void weighted_sum_avx2(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                       float c, float* o);
+void weighted_sum_generic(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                          float c, float* o);
 
 namespace {
 
-using TileFn = void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t,
-                        int64_t, int64_t);
+using TileFn = void (*)(const SkinnyArgs&, int64_t, int64_t);
+using WeightedSumFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, float,
+                               float*);
 
 struct Isa {
   const char* name;
   TileFn tile;
+  WeightedSumFn weighted_sum;
 };
 
 bool cpu_has(const char* name) {
@@ -40,10 +45,10 @@ bool cpu_has(const char* name) {
 const std::vector<Isa>& isas() {
   static const std::vector<Isa> v = {
 #if defined(__x86_64__)
-    {"avx512", skinny_tile_avx512},
-    {"avx2", skinny_tile_avx2},
+    {"avx512", skinny_tile_avx512, weighted_sum_avx512},
+    {"avx2", skinny_tile_avx2, weighted_sum_avx2},
 #endif
-    {"generic", skinny_tile_generic}
+    {"generic", skinny_tile_generic, weighted_sum_generic}
   };
   return v;
 }
@@ -75,6 +80,15 @@ bool select_skinny_isa(const char* name) {
   return false;
 }
 
+void skinny_dots(const SkinnyArgs& a, int64_t out) {
+  if (a.n_rows > 0 && out > 0) current()->tile(a, 0, out);
+}
+
+void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w, float c,
+                  float* o) {
+  current()->weighted_sum(v, n, stride, dim, w, c, o);
+}
+
 void skinny_matmul(const float* x, int64_t n_rows, int64_t in,
                    std::initializer_list<SkinnyProjection> projections) {
   if (n_rows <= 0) return;
@@ -96,7 +110,7 @@ void skinny_matmul(const float* x, int64_t n_rows, int64_t in,
     const SkinnyProjection& P = proj[p];
     const int64_t o0 = (item - first[p]) * kTileOut;
     const int64_t o1 = o0 + kTileOut < P.out ? o0 + kTileOut : P.out;
-    tile(x, P.W, P.bias, P.y, n_rows, in, P.out, o0, o1);
+    tile({x, n_rows, in, P.W, in, P.bias, P.y, P.out}, o0, o1);
   });
 }
 

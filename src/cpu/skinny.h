@@ -22,6 +22,28 @@ struct SkinnyProjection {
   int64_t out;
 };
 
+/// One dot-product problem for the kernel (cpu/skinny_kernel.h): y[r * ldy + o] = x[r] . W[o]
+/// (+ bias[o]) for r < n_rows, where x[r] = x + r * in (in values) and W[o] = W + o * ldw.
+struct SkinnyArgs {
+  const float* x;
+  int64_t n_rows, in;
+  const float* W;
+  int64_t ldw;
+  const float* bias;  // or nullptr
+  float* y;
+  int64_t ldy;
+};
+
+/// Single-threaded form for small problems inside a parallel loop (attention scores: a query
+/// head's keys are the weight rows, ldw = the cache row stride): outputs o in [0, out).
+void skinny_dots(const SkinnyArgs& a, int64_t out);
+
+/// o[i] = o[i] * c + sum_j w[j] * v[j * stride + i] for i < dim, j < n (attention values: v the
+/// value rows, w their softmax weights, c the rescale of o). Each element is one chain in
+/// increasing j (cpu/skinny_kernel.h), so its bits do not depend on dim or on the other elements.
+void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w, float c,
+                  float* o);
+
 /// y_p = x W_p^T (+ bias_p) for every projection p sharing the input x (n_rows, in) fp32 row-major,
 /// e.g. q/k/v or gate/up: one parallel_for over the output features of all of them.
 /// PRECONDITION: y buffers do not alias x or each other.

@@ -12,7 +12,10 @@ struct Avx2 {
   using V = __m256;
   static constexpr int kLanes = 8, kRows = 4, kCols = 3;
   static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static float fma1(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
   static void prefetch(const float* p) {
@@ -29,9 +32,11 @@ struct Avx2 {
 
 }  // namespace
 
-void skinny_tile_avx2(const float* x, const float* W, const float* bias, float* y, int64_t n_rows,
-                      int64_t in, int64_t out, int64_t o0, int64_t o1) {
-  skinny_tile<Avx2>(x, W, bias, y, n_rows, in, out, o0, o1);
+void skinny_tile_avx2(const SkinnyArgs& a, int64_t o0, int64_t o1) { skinny_tile<Avx2>(a, o0, o1); }
+
+void weighted_sum_avx2(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                       float c, float* o) {
+  weighted_sum<Avx2>(v, n, stride, dim, w, c, o);
 }
 
 }  // namespace hogwild::cpu

@@ -12,7 +12,10 @@ struct Avx512 {
   using V = __m512;
   static constexpr int kLanes = 16, kRows = 4, kCols = 6;
   static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static float fma1(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
   static void prefetch(const float* p) {
@@ -33,9 +36,13 @@ struct Avx512 {
 
 }  // namespace
 
-void skinny_tile_avx512(const float* x, const float* W, const float* bias, float* y, int64_t n_rows,
-                        int64_t in, int64_t out, int64_t o0, int64_t o1) {
-  skinny_tile<Avx512>(x, W, bias, y, n_rows, in, out, o0, o1);
+void skinny_tile_avx512(const SkinnyArgs& a, int64_t o0, int64_t o1) {
+  skinny_tile<Avx512>(a, o0, o1);
+}
+
+void weighted_sum_avx512(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                         float c, float* o) {
+  weighted_sum<Avx512>(v, n, stride, dim, w, c, o);
 }
 
 }  // namespace hogwild::cpu

@@ -12,10 +12,22 @@ struct Generic {
   };
   static constexpr int kLanes = 8, kRows = 2, kCols = 4;
   static V zero() { return V{}; }
+  static V set1(float x) {
+    V v;
+    for (int i = 0; i < 8; ++i) v.l[i] = x;
+    return v;
+  }
   static V load(const float* p) {
     V v;
     for (int i = 0; i < 8; ++i) v.l[i] = p[i];
     return v;
+  }
+  static void store(float* p, V v) {
+    for (int i = 0; i < 8; ++i) p[i] = v.l[i];
+  }
+  static V mul(V a, V b) {
+    for (int i = 0; i < 8; ++i) a.l[i] *= b.l[i];
+    return a;
   }
   static V fma(V a, V b, V c) {
     for (int i = 0; i < 8; ++i) c.l[i] = a.l[i] * b.l[i] + c.l[i];
@@ -33,9 +45,13 @@ struct Generic {
 
 }  // namespace
 
-void skinny_tile_generic(const float* x, const float* W, const float* bias, float* y,
-                         int64_t n_rows, int64_t in, int64_t out, int64_t o0, int64_t o1) {
-  skinny_tile<Generic>(x, W, bias, y, n_rows, in, out, o0, o1);
+void skinny_tile_generic(const SkinnyArgs& a, int64_t o0, int64_t o1) {
+  skinny_tile<Generic>(a, o0, o1);
+}
+
+void weighted_sum_generic(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                          float c, float* o) {
+  weighted_sum<Generic>(v, n, stride, dim, w, c, o);
 }
 
 }  // namespace hogwild::cpu

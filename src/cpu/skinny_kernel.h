@@ -9,7 +9,8 @@
 //   V                         a vector of kLanes fp32 lanes
 //   kLanes, kRows, kCols      lanes per vector; register block = kRows token rows x kCols weight
 //                             rows (kRows * kCols accumulators + kCols weight vectors + 1)
-//   zero(), load(p), fma(a, b, c) = a * b + c (fused, one rounding), sum(v) (fixed tree, below)
+//   zero(), set1(x), load(p), store(p, v), mul(a, b), fma(a, b, c) = a * b + c (fused, one
+//   rounding, where the instruction set has it), sum(v) (fixed tree, below)
 //   fma1(a, b, c)             the scalar twin of fma (fused where the vector one is)
 //   prefetch(p)               hint that p is read soon (may be a no-op)
 //
@@ -27,15 +28,18 @@
 
 #include <cstdint>
 
+#include "cpu/skinny.h"
+
 namespace hogwild::cpu {
 namespace {
 
-// Dot products of R token rows (x, (R, in) row-major) with kCols weight rows w[c] (in values
-// each), written to out[r * kCols + c]. next: the first weight row of the next group, prefetched
-// while this group streams (nullptr: no prefetch, e.g. when the group is re-read from cache).
+// Dot products of R token rows (x, (R, in) with row stride in) with kCols weight rows w[c] (in
+// values each), written to out[r * kCols + c]. next, ldw: the first weight row of the next group
+// and the weight row stride, for prefetching the next group while this one streams (nullptr: no
+// prefetch, e.g. when the group is re-read from cache).
 template <class Isa, int R>
 inline void skinny_dots(const float* x, int64_t in, const float* const* w, const float* next,
-                        float* out) {
+                        int64_t ldw, float* out) {
   constexpr int C = Isa::kCols, L = Isa::kLanes;
   using V = typename Isa::V;
   V acc[R][C];
@@ -51,7 +55,7 @@ inline void skinny_dots(const float* x, int64_t in, const float* const* w, const
     if (next) {
       // One cache line of the next group's rows per line of this group's: C rows ahead.
 #pragma GCC unroll 16
-      for (int c = 0; c < C; ++c) Isa::prefetch(next + c * in + k);
+      for (int c = 0; c < C; ++c) Isa::prefetch(next + c * ldw + k);
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
@@ -73,35 +77,72 @@ inline void skinny_dots(const float* x, int64_t in, const float* const* w, const
 // Rows [r0, r0 + nr) against one weight group, nr in [1, kRows]: the register block of nr rows.
 template <class Isa, int R = Isa::kRows>
 inline void skinny_rows(int nr, const float* x, int64_t in, const float* const* w,
-                        const float* next, float* out) {
+                        const float* next, int64_t ldw, float* out) {
   if constexpr (R > 1) {
-    if (nr < R) return skinny_rows<Isa, R - 1>(nr, x, in, w, next, out);
+    if (nr < R) return skinny_rows<Isa, R - 1>(nr, x, in, w, next, ldw, out);
   }
-  skinny_dots<Isa, R>(x, in, w, next, out);
+  skinny_dots<Isa, R>(x, in, w, next, ldw, out);
 }
 
-// y[r][o] = x[r] . W[o] (+ bias[o]) for every row r < n_rows and o in [o0, o1): x (n_rows, in),
-// W (out, in), y (n_rows, out) row-major fp32; bias (out) or nullptr. Weight rows are taken kCols
-// at a time and streamed from memory once; each group is dotted with all n_rows token rows (kRows
-// per pass; passes after the first read the group from L1/L2).
+// y[r * ldy + o] = x[r] . W[o] (+ bias[o]) for every row r < n_rows and o in [o0, o1) (see
+// SkinnyArgs, cpu/skinny.h). Weight rows are taken kCols at a time and streamed from memory once;
+// each group is dotted with all n_rows token rows (kRows per pass; passes after the first read
+// the group from L1/L2).
 template <class Isa>
-void skinny_tile(const float* x, const float* W, const float* bias, float* y, int64_t n_rows,
-                 int64_t in, int64_t out, int64_t o0, int64_t o1) {
+void skinny_tile(const SkinnyArgs& a, int64_t o0, int64_t o1) {
   constexpr int C = Isa::kCols, RM = Isa::kRows;
   float res[RM * C];
   for (int64_t o = o0; o < o1; o += C) {
     const int nc = o1 - o < C ? static_cast<int>(o1 - o) : C;
     const float* w[C];
     // A short last group repeats its last row (read from cache, results dropped).
-    for (int c = 0; c < C; ++c) w[c] = W + (o + (c < nc ? c : nc - 1)) * in;
-    const float* next = o + C < o1 ? W + (o + C) * in : nullptr;
-    for (int64_t r0 = 0; r0 < n_rows; r0 += RM) {
-      const int nr = n_rows - r0 < RM ? static_cast<int>(n_rows - r0) : RM;
-      skinny_rows<Isa>(nr, x + r0 * in, in, w, r0 == 0 ? next : nullptr, res);
-      for (int r = 0; r < nr; ++r)
+    for (int c = 0; c < C; ++c) w[c] = a.W + (o + (c < nc ? c : nc - 1)) * a.ldw;
+    const float* next = o + C < o1 ? a.W + (o + C) * a.ldw : nullptr;
+    for (int64_t r0 = 0; r0 < a.n_rows; r0 += RM) {
+      const int nr = a.n_rows - r0 < RM ? static_cast<int>(a.n_rows - r0) : RM;
+      skinny_rows<Isa>(nr, a.x + r0 * a.in, a.in, w, r0 == 0 ? next : nullptr, a.ldw, res);
+      for (int r = 0; r < nr; ++r) {
+        float* y = a.y + (r0 + r) * a.ldy + o;
         for (int c = 0; c < nc; ++c)
-          y[(r0 + r) * out + o + c] = bias ? res[r * C + c] + bias[o + c] : res[r * C + c];
+          y[c] = a.bias ? res[r * C + c] + a.bias[o + c] : res[r * C + c];
+      }
     }
+  }
+}
+
+// o[i] = o[i] * c + sum_j w[j] * v[j * stride + i] for i < dim and j < n: every element is one
+// chain, o[i] * c first, then fma(w[j], v[j][i], .) in increasing j, whatever the lane it sits in.
+// 4 vectors of o stay in registers while the n value rows stream.
+template <class Isa>
+void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w, float c,
+                  float* o) {
+  constexpr int L = Isa::kLanes, B = 4;
+  using V = typename Isa::V;
+  const V cv = Isa::set1(c);
+  int64_t i0 = 0;
+  for (; i0 + B * L <= dim; i0 += B * L) {
+    V acc[B];
+#pragma GCC unroll 4
+    for (int b = 0; b < B; ++b) acc[b] = Isa::mul(Isa::load(o + i0 + b * L), cv);
+    for (int64_t j = 0; j < n; ++j) {
+      const V wj = Isa::set1(w[j]);
+#pragma GCC unroll 4
+      for (int b = 0; b < B; ++b)
+        acc[b] = Isa::fma(wj, Isa::load(v + j * stride + i0 + b * L), acc[b]);
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < B; ++b) Isa::store(o + i0 + b * L, acc[b]);
+  }
+  for (; i0 + L <= dim; i0 += L) {
+    V acc = Isa::mul(Isa::load(o + i0), cv);
+    for (int64_t j = 0; j < n; ++j)
+      acc = Isa::fma(Isa::set1(w[j]), Isa::load(v + j * stride + i0), acc);
+    Isa::store(o + i0, acc);
+  }
+  for (int64_t i = i0; i < dim; ++i) {
+    float a = o[i] * c;
+    for (int64_t j = 0; j < n; ++j) a = Isa::fma1(w[j], v[j * stride + i], a);
+    o[i] = a;
   }
 }
 

@@ -141,9 +141,10 @@ TEST(CpuOps, AttentionPartialsMergeByLogSumExp) {
   EXPECT_NEAR(out[1], 4.841024969440048, 1e-5);
 }
 
-// More keys than one 64-key chunk, head_dim with a tail past the 16 lanes, a row stride, and a
-// state that already holds keys: softmax attention in double as the reference.
-TEST(CpuOps, AttentionPartialOverChunksMatchesDoubleSoftmax) {
+// More keys than one 64-key chunk, head_dim with a tail past the vector lanes (and one shorter
+// than a vector), a row stride, a state that already holds keys, two query heads of one group:
+// softmax attention in double as the reference; each head alone gives the same bits.
+void attention_partial_matches_double_softmax(const char* isa) {
   for (int64_t hd : {8, 37, 128})
     for (int64_t n : {1, 64, 65, 200}) {
       const int64_t stride = hd + 3;
@@ -174,8 +175,30 @@ TEST(CpuOps, AttentionPartialOverChunksMatchesDoubleSoftmax) {
       }
       EXPECT_NEAR(s.m, m, 1e-5) << hd << " " << n;
       for (int64_t i = 0; i < hd; ++i)
-        EXPECT_NEAR(out[i], ref[i] / d, 1e-5) << "head_dim " << hd << " keys " << n << " i " << i;
+        EXPECT_NEAR(out[i], ref[i] / d, 1e-5)
+            << isa << " head_dim " << hd << " keys " << n << " i " << i;
+      // The same head as the second of a group of two (the first: another query).
+      std::vector<float> q2(2 * hd), o2(2 * hd);
+      for (int64_t i = 0; i < hd; ++i) q2[i] = std::cos(0.3 * double(i)), q2[hd + i] = q[i];
+      AttnState s2[2] = {{0, 0, o2.data()}, {0, 0, o2.data() + hd}};
+      attn_state_init(s2[0], hd);
+      attn_state_init(s2[1], hd);
+      attn_partial(q2.data(), 2, k.data(), v.data(), split, stride, hd, scale, s2);
+      attn_partial(q2.data(), 2, k.data() + split * stride, v.data() + split * stride, n - split,
+                   stride, hd, scale, s2);
+      EXPECT_EQ(s2[1].m, s.m);
+      EXPECT_EQ(s2[1].d, s.d);
+      EXPECT_EQ(std::vector<float>(o2.begin() + hd, o2.end()), o) << isa << " " << hd << " " << n;
     }
+}
+
+TEST(CpuOps, AttentionPartialOverChunksMatchesDoubleSoftmax) {
+  for (const char* isa : {"avx512", "avx2", "generic"}) {
+    if (!select_skinny_isa(isa)) continue;
+    attention_partial_matches_double_softmax(isa);
+  }
+  for (const char* isa : {"avx512", "avx2", "generic"})
+    if (select_skinny_isa(isa)) break;  // back to the best one
 }
 
 }  // namespace
