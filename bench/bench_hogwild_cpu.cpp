@@ -7,6 +7,7 @@
 //
 // 1. Host read bandwidth: reads of a 1 GiB buffer by all pool threads (bench/read_bandwidth.h),
 //    7 at the start and 3 before every round of step timings; best and median.
+//    Pool cost: 2000 parallel_for calls of one 5 us item per thread, time over 5 us (min, median).
 // 2. Decode step by row count: M workers over a shared --prompt history, combined-layout views
 //    (worker w sees [history][the other workers' step blocks][its own]); one step = one
 //    Backend::forward of M rows (one token each, all with logits). --repeats rounds; a round
@@ -203,7 +204,7 @@ void measure_steps(cpu::CpuBackend& be, BlockId hist, int64_t n_steps, double we
     fb.views.push_back(view);
   }
   std::vector<int32_t> tok(rows);
-  for (int w = 0; w < rows; ++w) tok[w] = 1000 + 17 * w;
+  for (int w = 0; w < rows; ++w) tok[w] = static_cast<int32_t>((1000 + 17 * w) % c.vocab_size);
   std::vector<float> logits;
   for (int64_t s = 0; s < n_steps; ++s) {
     fb.tokens.clear();
@@ -297,6 +298,21 @@ int run(int argc, char** argv) {
 
   // ---- 1. host read bandwidth (all pool threads), again before every round of step timings
   std::vector<double> probes = bench::measure_read_bandwidth().gbs;
+  // Pool round trip: parallel_for of one 5 us item per thread (busy, as a projection's slice
+  // would be): all threads must take part, so the time over 5 us is the pool's cost (waking the
+  // other threads, handing out items, waiting for the last), 2000 times.
+  std::vector<double> trips;
+  for (int i = 0; i < 2000; ++i) {
+    const auto t = clk::now();
+    cpu::parallel_for(cpu::num_threads(), [](int64_t, int) {
+      const auto t0 = clk::now();
+      while (seconds_since(t0) < 5e-6) {
+      }
+    });
+    trips.push_back(seconds_since(t) * 1e6 - 5.0);
+  }
+  const double trip_min_us = *std::min_element(trips.begin(), trips.end());
+  const double trip_med_us = median(trips);
 
   // ---- 2. decode step by row count: rounds of (every thread count x every row count) so that
   // each row count sees the machine's load over the whole run
@@ -336,6 +352,8 @@ int run(int argc, char** argv) {
       "host read bandwidth (%d threads, 1 GiB; %zu probes between the rounds): best %.1f "
       "GB/s, median %.1f\n",
       default_threads, probes.size(), bw.best_gbs, bw.median_gbs);
+  std::printf("pool cost of a parallel_for of %d items of 5 us: min %.1f us, median %.1f us\n",
+              default_threads, trip_min_us, trip_med_us);
   std::printf("\n%4s %7s %8s %8s %6s %6s %9s %9s %6s %5s %7s | %s\n", "rows", "threads", "min_ms",
               "med_ms", "x_min", "x_med", "agg_tok/s", "wrk_tok/s", "GB/s", "%bw", "runq_ms",
               "fastest step (ms): qkv attn o_proj mlp lm_head other");
@@ -434,6 +452,7 @@ int run(int argc, char** argv) {
                       {"load_average_start", load_start},
                       {"load_average_end", load_end},
                       {"read_bandwidth_gbs", {{"best", bw.best_gbs}, {"median", bw.median_gbs}}},
+                      {"pool_cost_us", {{"min", trip_min_us}, {"median", trip_med_us}}},
                       {"decode_steps", steps},
                       {"sessions",
                        {{"layout", "combined"},

@@ -1,6 +1,7 @@
 // Skinny fp32 projections for few token rows (decode of 1..64 workers, small prefill chunks):
 // y = x W^T (+ bias) with every weight row streamed from memory ONCE per forward and dotted with
-// all token rows, both threads of the pool working on disjoint output features.
+// all token rows, both threads of the pool working on disjoint output features. The same kernel
+// gives attention its q.k scores (skinny_dots), next to the attention value sum (weighted_sum).
 //
 // Batch invariance: the bits of y[r][o] depend only on x row r, W row o and bias[o] — not on the
 // number of rows, the other rows, the thread count or how the work is split (the fixed order of

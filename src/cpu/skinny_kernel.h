@@ -1,7 +1,7 @@
-// Body of the skinny projection kernel (cpu/skinny.h), written once against a small SIMD
-// interface and compiled once per instruction set: skinny_avx512.cpp, skinny_avx2.cpp and
-// skinny_generic.cpp each define an `Isa` struct in an anonymous namespace and instantiate
-// skinny_tile<Isa>. Every instantiation therefore has internal linkage, so code built with
+// Bodies of the skinny projection kernel and of the attention value sum (cpu/skinny.h), written
+// once against a small SIMD interface and compiled once per instruction set: skinny_avx512.cpp,
+// skinny_avx2.cpp and skinny_generic.cpp each define an `Isa` struct in an anonymous namespace
+// and instantiate skinny_tile<Isa> and weighted_sum<Isa>. Every instantiation therefore has internal linkage, so code built with
 // AVX-512 flags can never be picked by the linker for a caller on an older CPU. Include only
 // from those files; use no std:: inline helpers here for the same reason.
 //
@@ -16,10 +16,10 @@
 //
 // ORDER OF REDUCTION (what makes a row's result independent of the batch): the output y[r][o] of
 // token row r and output feature o is
-//   P[l]   = fma chain over k = l, l + kLanes, l + 2 kLanes, ... < in16 in increasing k, from 0
-//            (in16 = in rounded down to a multiple of kLanes; l in [0, kLanes));
+//   P[l]   = fma chain over k = l, l + kLanes, l + 2 kLanes, ... < inL in increasing k, from 0
+//            (inL = in rounded down to a multiple of kLanes; l in [0, kLanes));
 //   s      = sum(P) by the fixed halving tree: P[i] += P[i + n/2] for n = kLanes, ..., 2;
-//   s      = fma1(W[o][k], x[r][k], s) for k = in16 .. in - 1 in increasing k (tail);
+//   s      = fma1(W[o][k], x[r][k], s) for k = inL .. in - 1 in increasing k (tail);
 //   y[r][o] = s (+ bias[o] when given: one addition).
 // It reads only x row r and W row o. How rows and features are grouped in registers, how tiles
 // are split over threads and how many rows the batch has change which chains run side by side,
