@@ -5,8 +5,9 @@
 //       [--rows 1,2,3,4,6,8,16] [--threads 2,1] [--steps N (4)] [--repeats N (5)]
 //       [--session-workers 1,2,4,8] [--session-steps N (16)] [--step-len N (24)]
 //
-// 1. Host read bandwidth: reads of a 1 GiB buffer by all pool threads (bench/read_bandwidth.h),
-//    7 at the start and 3 before every round of step timings; best and median.
+// 1. Host read bandwidth: reads of a 1 GiB buffer by all pool threads, plain and with prefetch
+//    (bench/read_bandwidth.h), 4 + 4 at the start and 1 + 1 before every round of step timings;
+//    best and median.
 //    Pool cost: 2000 parallel_for calls of one 5 us item per thread, time over 5 us (min, median).
 // 2. Decode step by row count: M workers over a shared --prompt history, combined-layout views
 //    (worker w sees [history][the other workers' step blocks][its own]); one step = one
@@ -297,7 +298,7 @@ int run(int argc, char** argv) {
       cpu::num_threads(), (long long)n_prompt, load_start.c_str());
 
   // ---- 1. host read bandwidth (all pool threads), again before every round of step timings
-  std::vector<double> probes = bench::measure_read_bandwidth().gbs;
+  std::vector<bench::ReadBandwidth> probes = {bench::measure_read_bandwidth()};
   // Pool round trip: parallel_for of one 5 us item per thread (busy, as a projection's slice
   // would be): all threads must take part, so the time over 5 us is the pool's cost (waking the
   // other threads, handing out items, waiting for the last), 2000 times.
@@ -336,8 +337,7 @@ int run(int argc, char** argv) {
     be.forward(fb, logits);
     for (int64_t rep = 0; rep < repeats; ++rep) {
       cpu::set_num_threads(default_threads);
-      const std::vector<double> b = bench::measure_read_bandwidth(size_t{1} << 30, 3).gbs;
-      probes.insert(probes.end(), b.begin(), b.end());
+      probes.push_back(bench::measure_read_bandwidth(size_t{1} << 30, 1));
       for (StepStats& st : stats) {
         cpu::set_num_threads(st.threads);
         measure_steps(be, hist, n_steps, wbytes, st);
@@ -346,12 +346,18 @@ int run(int argc, char** argv) {
     cpu::set_num_threads(default_threads);
   }
   bench::ReadBandwidth bw;
-  bw.best_gbs = *std::max_element(probes.begin(), probes.end());
-  bw.median_gbs = median(probes);
+  for (const bench::ReadBandwidth& b : probes) {
+    bw.gbs.insert(bw.gbs.end(), b.gbs.begin(), b.gbs.end());
+    bw.best_plain_gbs = std::max(bw.best_plain_gbs, b.best_plain_gbs);
+    bw.best_prefetch_gbs = std::max(bw.best_prefetch_gbs, b.best_prefetch_gbs);
+  }
+  bw.best_gbs = *std::max_element(bw.gbs.begin(), bw.gbs.end());
+  bw.median_gbs = median(bw.gbs);
   std::printf(
-      "host read bandwidth (%d threads, 1 GiB; %zu probes between the rounds): best %.1f "
-      "GB/s, median %.1f\n",
-      default_threads, probes.size(), bw.best_gbs, bw.median_gbs);
+      "host read bandwidth (%d threads, 1 GiB; %zu probes, some between the rounds): best %.1f "
+      "GB/s (plain read %.1f, with prefetch %.1f), median %.1f\n",
+      default_threads, bw.gbs.size(), bw.best_gbs, bw.best_plain_gbs, bw.best_prefetch_gbs,
+      bw.median_gbs);
   std::printf("pool cost of a parallel_for of %d items of 5 us: min %.1f us, median %.1f us\n",
               default_threads, trip_min_us, trip_med_us);
   std::printf("\n%4s %7s %8s %8s %6s %6s %9s %9s %6s %5s %7s | %s\n", "rows", "threads", "min_ms",
@@ -451,7 +457,12 @@ int run(int argc, char** argv) {
                       {"repeats", repeats},
                       {"load_average_start", load_start},
                       {"load_average_end", load_end},
-                      {"read_bandwidth_gbs", {{"best", bw.best_gbs}, {"median", bw.median_gbs}}},
+                      {"read_bandwidth_gbs",
+                       {{"best", bw.best_gbs},
+                        {"best_plain", bw.best_plain_gbs},
+                        {"best_prefetch", bw.best_prefetch_gbs},
+                        {"median", bw.median_gbs},
+                        {"probes", bw.gbs.size()}}},
                       {"pool_cost_us", {{"min", trip_min_us}, {"median", trip_med_us}}},
                       {"decode_steps", steps},
                       {"sessions",

@@ -19,7 +19,7 @@ struct Avx2 {
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static float fma1(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
   static void prefetch(const float* p) {
-    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
   }
   // Halving tree: lanes i + 4, then i + 2, i + 1.
   static float sum(V v) {

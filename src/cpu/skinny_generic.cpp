@@ -34,7 +34,7 @@ struct Generic {
     return c;
   }
   static float fma1(float a, float b, float c) { return a * b + c; }
-  static void prefetch(const float* p) { __builtin_prefetch(p); }
+  static void prefetch(const float* p) { __builtin_prefetch(p, 0, 2); }
   // Halving tree: lanes i + 4, then i + 2, i + 1.
   static float sum(V v) {
     for (int n = 4; n >= 1; n /= 2)

@@ -12,7 +12,9 @@
 //   zero(), set1(x), load(p), store(p, v), mul(a, b), fma(a, b, c) = a * b + c (fused, one
 //   rounding, where the instruction set has it), sum(v) (fixed tree, below)
 //   fma1(a, b, c)             the scalar twin of fma (fused where the vector one is)
-//   prefetch(p)               hint that p is read soon (may be a no-op)
+//   prefetch(p)               hint that p is read soon, into L2 (prefetcht1: one core streamed
+//                             ~25 GB/s against ~19 with prefetcht0 or none on the 2-core
+//                             development machine, AMD EPYC, Zen 4)
 //
 // ORDER OF REDUCTION (what makes a row's result independent of the batch): the output y[r][o] of
 // token row r and output feature o is
