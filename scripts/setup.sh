@@ -10,7 +10,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libutf8proc-dev libcpp-httplib-dev
   clang libclang-rt-14-dev clang-format
-  python3 python3-jinja2 nodejs
+  python3 python3-jinja2 nodejs chromium
 )
 
 missing=()
