@@ -11,6 +11,13 @@ namespace hogwild::server {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+std::string decode_all(const std::string& bytes) {
+  Utf8Decoder d;
+  return d.push(bytes) + d.flush();
+}
+}  // namespace
+
 struct Scheduler::Command {
   enum class Kind { submit, cancel, steer, cancel_all };
   Kind kind = Kind::submit;
@@ -38,6 +45,7 @@ class Scheduler::ChoiceObserver : public GenerationObserver {
   ChoiceObserver(Scheduler& s, Request& r, int choice)
       : s_(s), r_(r), choice_(choice), stop_(r.job.stop) {
     dec_.resize(r.job.choices.at(choice).options.n_workers);
+    step_.assign(dec_.size(), 1);
   }
   void set_session(SessionId sid) { sid_ = sid; }
 
@@ -61,10 +69,11 @@ class Scheduler::ChoiceObserver : public GenerationObserver {
   }
   void on_step_start(int w, int k, const std::string& bytes, bool collab) override {
     if (!r_.job.hogwild) return;
+    step_.at(w) = k;
     Event e{Event::Kind::step_start};
     e.worker = w;
     e.step = k;
-    e.text = utf8_lossy(bytes);
+    e.text = decode_all(bytes);
     e.collab_check = collab;
     push(std::move(e));
   }
@@ -97,13 +106,13 @@ class Scheduler::ChoiceObserver : public GenerationObserver {
     Event e{Event::Kind::step_end};
     e.worker = w;
     e.step = k;
-    e.text = utf8_lossy(text);
+    e.text = decode_all(text);  // as the token events decode it (maximal subparts)
     e.answer = answer;
     push(std::move(e));
   }
   void on_note(const std::string& text, int64_t serial_step) override {
     Event e{Event::Kind::note};
-    e.text = utf8_lossy(text);
+    e.text = decode_all(text);
     e.serial_step = serial_step;
     push(std::move(e));
     if (serial_step >= 0) {
@@ -127,12 +136,13 @@ class Scheduler::ChoiceObserver : public GenerationObserver {
         if (tail.empty()) continue;
         Event e{Event::Kind::token};
         e.worker = static_cast<int>(w);
+        e.step = step_[w];
         e.text = std::move(tail);
         e.serial_step = res->serial_steps;
         push(std::move(e));
       }
       if (res->answer) {
-        content(stop_.push(utf8_lossy(*res->answer)));
+        content(stop_.push(decode_all(*res->answer)));
         content(stop_.flush());
       }
     } else {
@@ -172,6 +182,7 @@ class Scheduler::ChoiceObserver : public GenerationObserver {
   int choice_;
   SessionId sid_ = 0;
   std::vector<Utf8Decoder> dec_;  // (n_workers)
+  std::vector<int> step_;         // (n_workers) each worker's current step
   StopFilter stop_;
   bool stopped_ = false, started_ = false;
   Clock::time_point last_{};
