@@ -305,5 +305,7 @@ $('api-key').addEventListener('change', () => {
   localStorage.setItem('hogwild-api-key', $('api-key').value);
   loadModel();
 });
+// The renderer, for the browser test (tests/server/browser.test.mjs) and the console.
+window.hogwild = { renderText };
 buildColumns(['Alice', 'Bob']);
 loadModel();
