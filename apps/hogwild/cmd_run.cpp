@@ -1,6 +1,7 @@
 // `hogwild run`: N workers of one model solve a problem together over one shared KV cache
-// (Hogwild! Inference, arXiv 2504.06261; docs/DESIGN.md; src/hogwild/session.h), on the GPU when one
-// is usable (--device; backend_flags.h), else on the CPU.
+// (Hogwild! Inference, arXiv 2504.06261; docs/ARCHITECTURE.md), on the GPU when one is usable
+// (--device), else on the CPU. A thin CLI: it checks the flags, then hands a ProblemRequest to the
+// library (engine/model.h, engine/request.h) and runs the session on an Engine (engine/engine.h).
 //
 //   hogwild run -m DIR [-w N] [--layout combined|interleaved|contiguous] [--budget N]
 //       [--snapshots 256,512] [--collab-every N] [--format NAME|FILE] [--print-format]
@@ -28,6 +29,9 @@
 
 #include "apps/hogwild/commands.h"
 #include "apps/hogwild/backend_flags.h"
+#include "engine/engine.h"
+#include "engine/model.h"
+#include "engine/request.h"
 #include "apps/hogwild/sampling_flags.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
@@ -81,7 +85,7 @@ std::unique_ptr<chat::ChatTemplate> load_template(const std::string& dir) {
   try {
     return std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::load(dir));
   } catch (const Error&) {
-    return nullptr;  // no chat template: only formattings with use_template=false work
+    return nullptr;  // Model::load keeps the reason; make_request reports it when it matters
   }
 }
 
@@ -93,6 +97,7 @@ void run(RunArgs a) {
     std::printf("%s\n", f.to_json().dump(2).c_str());
     return;
   }
+  // Argument checks first, before any weights load (the flags' own names in the messages).
   if (!a.json.empty() && a.json != "-" && a.json == a.dump_views)
     fail("--json and --dump-views both name '{}'; give them different files", a.json);
   if (a.model_dir.empty() || !fs::is_directory(a.model_dir, ec))
@@ -121,14 +126,8 @@ void run(RunArgs a) {
   if (a.collab_every < -1) fail("--collab-every must be >= 0 tokens (0 = off)");
   if (a.max_context < 0) fail("--max-context must be >= 0 tokens (0 = the model's context length)");
   const std::vector<int64_t> snapshots = parse_budgets(a.snapshots);
-
-  const Tokenizer tok = Tokenizer::from_dir(a.model_dir);
-  const TokenizerCodec codec(tok);
-  const GenerationConfig gen = load_generation_config(a.model_dir);
-  const std::string prompt_text = build_prompt(fmt, tmpl.get(), a.problem, a.workers);
-  const std::vector<int32_t> prompt = tok.encode(prompt_text, !fmt.chat.use_template);
-  const ModelConfig config = load_model_config(a.model_dir);
   {
+    const ModelConfig config = load_model_config(a.model_dir);
     const int64_t model_ctx = config.max_position_embeddings;
     if (model_ctx > 0 && a.max_context > model_ctx)
       fail(
@@ -146,38 +145,26 @@ void run(RunArgs a) {
   }
   std::unique_ptr<ViewDumper> dumper;
   if (!a.dump_views.empty()) dumper = std::make_unique<ViewDumper>(a.dump_views);
-  const std::string dev = resolve_device(a.device, config);
-  // The prefill forward holds the prompt and the layout's constant texts (a few per worker).
-  std::unique_ptr<Backend> backend_ptr =
-      make_backend(a.model_dir, dev, a.device, static_cast<int64_t>(prompt.size()) + 256 * a.workers);
-  Backend& backend = *backend_ptr;
-  {
-    // KV the run can fill: the longest view (bounded by the context and by the budget) plus the
-    // finisher's, the constant blocks and one partly filled 64-token page per live block.
-    const int64_t ctx = a.max_context > 0 ? a.max_context : backend.config().max_position_embeddings;
-    int64_t need = ctx > 0 ? std::min<int64_t>(ctx, INT64_MAX / 4) : INT64_MAX / 4;
-    if (a.budget > 0 && a.budget < INT64_MAX / 8 / a.workers)  // (a huge budget: no bound)
-      need = std::min<int64_t>(need, static_cast<int64_t>(prompt.size()) + a.workers * (a.budget + 64));
-    need += fmt.finisher.max_tokens + 64 * (3 * a.workers + 4) + 256 * a.workers;
-    require_kv_tokens(backend, need,
-                      fmt::format("lower --max-context (now {} tokens) or set --budget, use fewer "
-                                  "workers (-w), or raise --kv-tokens",
-                                  ctx));
-  }
 
-  SessionOptions opt;
-  opt.n_workers = a.workers;
-  opt.layout = layout;
-  opt.budget = a.budget;
-  opt.snapshots = snapshots;
-  opt.collab_every = a.collab_every;
-  opt.max_context = a.max_context;
-  for (int64_t e : gen.eos_token_id) opt.extra_eos.push_back(static_cast<int32_t>(e));
-  opt.interrupt = &g_interrupted;
-  opt.device_sampling = true;  // used when the backend samples on the device (CUDA)
-  const SamplingParams sp = sampling_params(a.sampling, gen);
-  SamplerPicker picker(sp, a.workers, prompt);
-  Session session(backend, codec, fmt, opt, picker);
+  // The library does the rest: the model, the request, the engine (src/engine).
+  ModelOptions mo;
+  mo.model_dir = a.model_dir;
+  mo.device = a.device.device;
+  mo.kv_tokens = a.device.max_kv_tokens;
+  std::unique_ptr<Model> model = Model::load(mo);
+  ProblemRequest pr;
+  pr.problem = a.problem;
+  pr.formatting = fmt_name;
+  pr.workers = a.workers;
+  pr.layout = layout;
+  pr.budget = a.budget;
+  pr.snapshots = snapshots;
+  pr.collab_every = a.collab_every;
+  pr.max_context = a.max_context;
+  pr.sampling = sampling_params(a.sampling, model->generation_config());
+  SessionRequest req = make_request(*model, pr);
+  req.options.interrupt = &g_interrupted;
+  const SamplingParams sp = req.sampling;
 
   std::vector<std::string> names(fmt.worker_names.begin(), fmt.worker_names.begin() + a.workers);
   std::FILE* view_out = json_stdout ? stderr : stdout;
@@ -186,22 +173,30 @@ void run(RunArgs a) {
   MultiObserver obs;
   obs.add(&view);
   obs.add(&transcript);
-  if (dumper) {
-    dumper->attach(&session);
-    obs.add(dumper.get());
-  }
-  session.set_observer(&obs);
+  if (dumper) obs.add(dumper.get());
+  req.observer = &obs;
 
+  // One session alone: the whole prompt in one forward.
+  EngineOptions eo;
+  eo.max_sessions = 1;
+  eo.max_batch_tokens = 4096;
+  eo.prefill_chunk = 4096;
+  Engine engine(model->backend(), model->codec(), eo);
   g_interrupted = false;
   auto old = std::signal(SIGINT, on_sigint);
   SessionResult res;
   try {
-    res = session.run(prompt);
+    const SessionId id = engine.submit(std::move(req));
+    if (dumper) dumper->attach(engine.session(id));
+    engine.run_until_idle();
+    if (!engine.error(id).empty()) fail("{}", engine.error(id));
+    res = engine.take(id);
   } catch (...) {
     std::signal(SIGINT, old);
     throw;
   }
   std::signal(SIGINT, old);
+  const std::string dev = model->device();
   view.finish(res, fmt::format("{} worker{}, layout {}, formatting {}, device {}", a.workers,
                                a.workers == 1 ? "" : "s",
                                layout_name(layout), fmt.name, dev));
@@ -210,7 +205,7 @@ void run(RunArgs a) {
     j["model"] = a.model_dir;
     j["device"] = dev;
     j["options"] = {{"workers", a.workers},   {"layout", layout_name(layout)},
-                    {"budget", a.budget},     {"snapshots", opt.snapshots},
+                    {"budget", a.budget},     {"snapshots", snapshots},
                     {"formatting", fmt.name}, {"seed", a.sampling.seed},
                     {"problem", a.problem}, {"max_context", a.max_context},
                     {"collab_every", a.collab_every},

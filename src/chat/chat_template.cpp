@@ -92,11 +92,11 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir, const st
       fail("{} has no \"chat_template\" key.", json_path.string());
     source = pick_template(j["chat_template"], name, json_path.string());
   } else {
-    fail(
+    throw NoChatTemplate(fmt::format(
         "{} has no chat template (no chat_template.jinja, and no chat_template in "
         "tokenizer_config.json); "
         "use a chat/instruct model or add a chat_template.jinja file.",
-        model_dir.string());
+        model_dir.string()));
   }
   return from_string(source, std::move(tokens));
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/error.h"
 #include "chat/interp.h"
 
 namespace hogwild::chat {
@@ -27,13 +28,20 @@ struct SpecialTokens {
   static SpecialTokens from_tokenizer_config(const nlohmann::ordered_json& config);
 };
 
+/// Thrown by ChatTemplate::load when the model directory has no chat template at all (as opposed
+/// to one that cannot be read or parsed).
+class NoChatTemplate : public Error {
+ public:
+  using Error::Error;
+};
+
 class ChatTemplate {
  public:
   /// Loads the chat template of a model directory: `chat_template.jinja` if present, else
   /// tokenizer_config.json's `chat_template` (a string, or a list of {name, template} from which
   /// `name` is picked, "default" unless given). Special tokens come from tokenizer_config.json.
-  /// Throws hogwild::Error when the directory has no chat template, a file is unreadable or not
-  /// JSON, or the template has a syntax error (with line/column).
+  /// Throws NoChatTemplate when the directory has no chat template, hogwild::Error when a file is
+  /// unreadable or not JSON, or the template has a syntax error (with line/column).
   static ChatTemplate load(const std::filesystem::path& model_dir, const std::string& name = "");
   /// Parses template source. Throws hogwild::Error on a syntax error.
   static ChatTemplate from_string(const std::string& source, SpecialTokens tokens = {},

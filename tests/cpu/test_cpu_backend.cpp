@@ -1,5 +1,5 @@
 // CpuBackend against independent references (tests/cpu/reference_model.h): dense causal forward
-// for one block, the DESIGN.md §2 naive hogwild reference for several workers and promotions.
+// for one block, the docs/ARCHITECTURE.md §2 naive hogwild reference for several workers and promotions.
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "tests/cpu/reference_model.h"
