@@ -23,15 +23,12 @@
 
 #include "apps/hogwild/backend_flags.h"
 #include "apps/hogwild/commands.h"
-#include "chat/chat_template.h"
 #include "core/error.h"
-#include "hogwild/codec.h"
+#include "engine/model.h"
 #include "hogwild/formatting.h"
-#include "sampling/generation_config.h"
 #include "server/http_server.h"
 #include "server/scheduler.h"
-#include "server/sequential_engine.h"
-#include "tokenizer/tokenizer.h"
+#include "server/server_engine.h"
 
 namespace hogwild::cli {
 namespace {
@@ -66,58 +63,62 @@ std::string read_key_file(const std::string& path) {
 // Everything loaded for serving; built on the loader thread, then read-only (except the backend,
 // which only the engine thread uses).
 struct Loaded {
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<TokenizerCodec> codec;
-  std::unique_ptr<chat::ChatTemplate> tmpl;
-  std::unique_ptr<Backend> backend;
-  server::ServedModel model;
+  std::unique_ptr<Model> model;
+  server::ServedModel served;
   std::unique_ptr<server::Scheduler> scheduler;
 };
 
 void load(const ServeArgs& a, Loaded& L, HttpServer& http) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::fprintf(stderr, "serve: loading the tokenizer and chat template of %s\n",
+  std::fprintf(stderr, "serve: loading %s (tokenizer, chat template, weights)\n",
                a.model_dir.c_str());
-  L.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_dir(a.model_dir));
-  L.codec = std::make_unique<TokenizerCodec>(*L.tokenizer);
-  try {
-    L.tmpl = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::load(a.model_dir));
-  } catch (const Error& e) {
-    std::fprintf(stderr, "serve: no chat template (%s); /v1/chat/completions will refuse requests\n",
-                 e.what());
-  }
-  server::ServedModel& m = L.model;
-  m.id = a.model_name.empty() ? fs::path(a.model_dir).lexically_normal().filename().string()
-                              : a.model_name;
-  if (m.id.empty()) m.id = fs::path(a.model_dir).lexically_normal().parent_path().filename();
-  m.tokenizer = L.tokenizer.get();
-  m.chat_template = L.tmpl.get();
-  m.generation = load_generation_config(a.model_dir);
-  m.config = load_model_config(a.model_dir);
+  ModelOptions mo;
+  mo.model_dir = a.model_dir;
+  mo.device = a.device.device;
+  mo.kv_tokens = a.device.max_kv_tokens;
+  L.model = Model::load(mo);
+  Model& model = *L.model;
+  if (!model.chat_template())
+    std::fprintf(stderr, "serve: no chat template%s%s; /v1/chat/completions will refuse requests\n",
+                 model.chat_template_error().empty() ? "" : ": ",
+                 model.chat_template_error().c_str());
+  server::ServedModel& m = L.served;
+  const fs::path dir = fs::path(a.model_dir).lexically_normal();
+  m.id = !a.model_name.empty() ? a.model_name
+         : !dir.filename().empty() ? dir.filename().string()
+                                   : dir.parent_path().filename().string();
+  m.tokenizer = &model.tokenizer();
+  m.chat_template = model.chat_template();
+  m.generation = model.generation_config();
+  m.stop_ids = model.stop_ids();
+  m.config = model.config();
   m.max_context = a.max_context > 0 ? a.max_context : m.config.max_position_embeddings;
   m.default_format = !a.format.empty()
                          ? a.format
-                         : default_formatting_name(L.tmpl ? L.tmpl->source() : "",
-                                                   AnswerKind::boxed);
-  m.device = resolve_device(a.device, m.config);
-  std::fprintf(stderr, "serve: loading the weights on %s (%d layers, hidden %lld, vocabulary %lld)\n",
-               m.device.c_str(), static_cast<int>(m.config.num_hidden_layers),
-               static_cast<long long>(m.config.hidden_size),
-               static_cast<long long>(m.config.vocab_size));
-  L.backend = make_backend(a.model_dir, m.device, a.device,
-                           std::min<int64_t>(std::max<int64_t>(m.max_context, 1), 16384));
-  Backend& be = *L.backend;
-  const TextCodec& codec = *L.codec;
+                         : default_formatting_name(
+                               model.chat_template() ? model.chat_template()->source() : "",
+                               AnswerKind::boxed);
+  m.device = model.device();
+  EngineOptions eo;
+  eo.max_sessions = a.max_sessions;
+  // Every admitted request may hold up to n (RequestLimits::max_n) sessions.
+  eo.max_queue = (a.max_queue + a.max_sessions) * server::RequestLimits{}.max_n;
+  eo.kv_tokens = a.device.max_kv_tokens;
   L.scheduler = std::make_unique<server::Scheduler>(
-      [&be, &codec](std::function<void()> hook) {
-        return std::make_unique<server::SequentialEngine>(be, codec, std::move(hook));
+      [&model, eo] {
+        return std::make_unique<server::ServerEngine>(model.backend(), model.codec(), eo);
       },
       static_cast<size_t>(a.max_queue + a.max_sessions));
-  http.set_ready(&L.model, L.scheduler.get());
-  std::fprintf(stderr, "serve: ready in %.1f s: model '%s' on %s, context %lld tokens, hogwild "
+  http.set_ready(&L.served, L.scheduler.get());
+  std::fprintf(stderr,
+               "serve: ready in %.1f s: model '%s' on %s, context %lld tokens, KV pool %s, hogwild "
                "formatting %s\n",
                seconds_since(t0), m.id.c_str(), m.device.c_str(),
-               static_cast<long long>(m.max_context), m.default_format.c_str());
+               static_cast<long long>(m.max_context),
+               model.backend().kv_capacity_tokens() > 0
+                   ? fmt::format("{} tokens", model.backend().kv_capacity_tokens()).c_str()
+                   : "host memory",
+               m.default_format.c_str());
 }
 
 void serve(ServeArgs a) {

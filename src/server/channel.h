@@ -22,7 +22,7 @@ struct Event {
     step_start,  // worker `worker` opened step `step`: text = the opening (prefix, check question)
     token,       // worker text delta (hogwild): text, step, serial_step
     step_end,    // text = the whole step, answer when it holds one
-    note,        // a user note: text; serial_step = the step it precedes (-1: dropped)
+    note,        // a person's note: author, text; serial_step = the forward that wrote it
     content,     // delta of the choice's content (the answer for hogwild, the text for plain)
     done,        // the choice ended: finish_reason, stop_reason, stats / error
   };
@@ -35,6 +35,7 @@ struct Event {
   int step = 0;
   int64_t serial_step = 0;
   std::string text;
+  std::string author;  // note
   bool collab_check = false;
   std::optional<std::string> answer;
   // done

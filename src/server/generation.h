@@ -1,8 +1,7 @@
 // What the server's engine thread drives: sessions submitted with an observer, stepped together,
-// cancelled, steered, and collected when finished. The calls mirror the engine API of
-// src/engine/engine.h (Engine::submit / cancel / step / finished / result; docs/SERVER.md
-// "Engine") so that the server runs on that Engine with a small change; SequentialEngine
-// (sequential_engine.h) implements it today by running hogwild::Session one at a time.
+// cancelled, steered, and collected when finished (docs/SERVER.md "Engine thread"). The calls are
+// those of src/engine/engine.h's Engine; ServerEngine (server_engine.h) is this over that Engine,
+// and tests may put a scripted engine behind the same calls.
 //
 // Not thread-safe: one thread (the server's engine thread) calls every method.
 #pragma once
@@ -17,8 +16,9 @@
 
 namespace hogwild::server {
 
-/// One session to run: the prompt's token ids (chat template and formatting already applied),
-/// the formatting that shapes the collaboration ("plain" for a plain completion), the session's
+/// One session to run (engine/request.h SessionRequest without the picker and the observer, so
+/// that it copies): the prompt's token ids (chat template and formatting already applied), the
+/// formatting that shapes the collaboration ("plain" for a plain completion), the session's
 /// options (workers, layout, budget, collab_every, max_context, max_tokens_per_worker, ...) and
 /// the sampling parameters (seed = base seed; worker w draws with seed + w).
 struct GenerationRequest {
@@ -29,15 +29,6 @@ struct GenerationRequest {
 };
 
 using SessionId = int64_t;
-
-/// SessionObserver plus the events of live steering.
-class GenerationObserver : public SessionObserver {
- public:
-  /// A user note went into the shared history right before serial step `serial_step`; `text` is
-  /// the text as inserted (note_text()). serial_step -1: the note was dropped (it did not fit the
-  /// context, or the session ended before its next serial step).
-  virtual void on_note(const std::string& text, int64_t serial_step) {}
-};
 
 /// Cache use, for /metrics.
 struct CacheStats {
@@ -50,17 +41,18 @@ class GenerationEngine {
   virtual ~GenerationEngine() = default;
   /// Queues a session; obs (may be null) receives its events on the thread that calls step().
   /// Throws hogwild::Error when the request is invalid or can never run (bad options, sampling
-  /// parameters out of range). PRECONDITION: obs outlives the session.
-  virtual SessionId submit(GenerationRequest req, GenerationObserver* obs) = 0;
-  /// Stops a session: a queued one finishes at once, a running one after its current serial step
-  /// (stop_reason "interrupted", no finisher). Unknown or finished ids are ignored.
+  /// parameters out of range, more KV than the pool holds, a full queue).
+  /// PRECONDITION: obs outlives the session.
+  virtual SessionId submit(GenerationRequest req, SessionObserver* obs) = 0;
+  /// Stops a session between steps (stop_reason "cancelled", no finisher) and frees its cache.
+  /// Unknown or finished ids are ignored. Not from inside an observer callback.
   virtual void cancel(SessionId id) = 0;
-  /// Live steering: the note `text` goes into the session's shared history as a step of its own,
-  /// between serial steps (before the next one); every worker sees it from that step on. Throws
-  /// hogwild::Error when the session is unknown or finished.
-  virtual void insert_note(SessionId id, const std::string& text) = 0;
-  /// Advances the sessions (at least one serial step of one session); false when there was
-  /// nothing to do.
+  /// Live steering: a note by `author` goes into the session's shared history as a finished step
+  /// of its own at its next decode forward (SessionObserver::on_note tells which); every worker
+  /// reads it from the serial step after that. Throws hogwild::Error when the session is unknown
+  /// or finished, or the note is empty.
+  virtual void insert_note(SessionId id, const std::string& author, const std::string& text) = 0;
+  /// One forward over the active sessions; false when there was nothing to do.
   virtual bool step() = 0;
   virtual bool finished(SessionId id) const = 0;
   /// The result of a finished session (then forgotten). Throws hogwild::Error when the session

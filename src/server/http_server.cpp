@@ -381,8 +381,8 @@ void HttpServer::steer(const httplib::Request& req, httplib::Response& res) {
   try {
     require_ready();
     const std::string id = req.matches[1];
-    const std::string text = parse_note_request(req.body);
-    sched_->steer(id, text);
+    const NoteRequest note = parse_note_request(req.body);
+    sched_->steer(id, note.author, note.text);
     send_json(res, 200, {{"object", "hogwild.note"}, {"session_id", id}, {"status", "queued"}});
   } catch (const ApiError& e) {
     send_error(res, e);

@@ -79,7 +79,7 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
   if (seed_used) *seed_used = seed;
   GenerationRequest g;
   g.sampling = sampling_for(r, m.generation, seed);
-  for (int64_t e : m.generation.eos_token_id) g.options.extra_eos.push_back(static_cast<int32_t>(e));
+  g.options.extra_eos = m.stop_ids;
   g.options.max_context = m.max_context;
   g.options.device_sampling = true;
 

@@ -29,6 +29,7 @@ struct ServedModel {
   const Tokenizer* tokenizer = nullptr;
   const chat::ChatTemplate* chat_template = nullptr;  // null when the model has none
   GenerationConfig generation;          // sampling defaults
+  std::vector<int32_t> stop_ids;        // end-of-sequence ids (engine/model.h Model::stop_ids)
   ModelConfig config;
   std::string default_format;           // formatting of hogwild requests without "format"
   int64_t max_context = 0;              // tokens a view may hold (<= max_position_embeddings)

@@ -371,7 +371,7 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
   return r;
 }
 
-std::string parse_note_request(std::string_view body, size_t max_bytes) {
+NoteRequest parse_note_request(std::string_view body, size_t max_bytes) {
   const json j = parse_body(body);
   if (!j.is_object())
     throw bad_request(fmt::format("the request body must be a JSON object, got {}", type_of(j)));
@@ -384,7 +384,14 @@ std::string parse_note_request(std::string_view body, size_t max_bytes) {
   if (c->size() > max_bytes)
     throw bad_request(fmt::format("'content' has {} bytes; give at most {}", c->size(), max_bytes),
                       "content");
-  return *c;
+  NoteRequest n;
+  n.text = *c;
+  if (auto name = get_string(j, "name", "name")) {
+    if (name->empty() || name->size() > 64 || name->find_first_of("\r\n") != std::string::npos)
+      throw bad_request("'name' must be 1..64 bytes on one line", "name");
+    n.author = *name;
+  }
+  return n;
 }
 
 }  // namespace hogwild::server

@@ -69,10 +69,16 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
                                            const std::string& served_model,
                                            const RequestLimits& limits = {});
 
-/// Parses the body of POST /v1/hogwild/sessions/{id}/messages: {"content": "..."} or
-/// {"role": "user", "content": "..."}. Returns the note text (1..max_bytes bytes). Throws ApiError
-/// 400 otherwise.
-std::string parse_note_request(std::string_view body, size_t max_bytes = 4096);
+/// A note for live steering.
+struct NoteRequest {
+  std::string author = "User";  // "name" of the message (the formatting's note_prefix {name})
+  std::string text;
+};
+
+/// Parses the body of POST /v1/hogwild/sessions/{id}/messages: {"content": "..."}, optionally
+/// with "role": "user" and "name" (1..64 bytes, one line). The text has 1..max_bytes bytes.
+/// Throws ApiError 400 otherwise.
+NoteRequest parse_note_request(std::string_view body, size_t max_bytes = 4096);
 
 /// True when `s` is valid UTF-8 (utf8proc).
 bool valid_utf8(std::string_view s);

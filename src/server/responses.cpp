@@ -132,9 +132,7 @@ std::string ResponseBuilder::add(const Event& e) {
       return sse_data(hogwild_chunk(e.choice, ev));
     }
     case K::note: {
-      json n = {{"text", e.text},
-                {"serial_step", e.serial_step >= 0 ? json(e.serial_step) : json(nullptr)},
-                {"inserted", e.serial_step >= 0}};
+      json n = {{"author", e.author}, {"text", e.text}, {"serial_step", e.serial_step}};
       c.notes.push_back(n);
       n["event"] = "note";
       return sse_data(hogwild_chunk(e.choice, n));

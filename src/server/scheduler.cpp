@@ -1,6 +1,8 @@
 #include "server/scheduler.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "hogwild/transcript.h"
@@ -23,7 +25,7 @@ struct Scheduler::Command {
   Kind kind = Kind::submit;
   std::shared_ptr<Request> req;  // submit
   std::string id;                // cancel, steer
-  std::string text;              // steer
+  std::string author, text;      // steer
   std::shared_ptr<std::promise<void>> done;  // steer
 };
 
@@ -40,7 +42,7 @@ struct Scheduler::Request {
 
 // Turns one choice's session events into Events (engine thread): per-worker UTF-8 decoding,
 // stop strings on the content, cancel of the session when a stop string completes.
-class Scheduler::ChoiceObserver : public GenerationObserver {
+class Scheduler::ChoiceObserver : public SessionObserver {
  public:
   ChoiceObserver(Scheduler& s, Request& r, int choice)
       : s_(s), r_(r), choice_(choice), stop_(r.job.stop) {
@@ -97,7 +99,7 @@ class Scheduler::ChoiceObserver : public GenerationObserver {
     content(stop_.push(text));
     if (stop_.stopped() && !stopped_) {
       stopped_ = true;
-      s_.engine_->cancel(sid_);  // the session ends before its next serial step
+      s_.to_cancel_.push_back(sid_);  // cancelled right after this engine step
     }
   }
   void on_step_end(int w, int k, const std::string& text,
@@ -110,15 +112,14 @@ class Scheduler::ChoiceObserver : public GenerationObserver {
     e.answer = answer;
     push(std::move(e));
   }
-  void on_note(const std::string& text, int64_t serial_step) override {
+  void on_note(const std::string& author, const std::string& text, int64_t serial_step) override {
     Event e{Event::Kind::note};
     e.text = decode_all(text);
+    e.author = author;
     e.serial_step = serial_step;
     push(std::move(e));
-    if (serial_step >= 0) {
-      std::lock_guard<std::mutex> l(s_.m_);
-      s_.stats_.notes_inserted += 1;
-    }
+    std::lock_guard<std::mutex> l(s_.m_);
+    s_.stats_.notes_inserted += 1;
   }
 
   /// The session ended: the rest of the text, then `done`.
@@ -150,7 +151,7 @@ class Scheduler::ChoiceObserver : public GenerationObserver {
       content(stop_.flush());
     }
     d.stop_reason = stopped_ ? "stop" : res->stop_reason;
-    if (res->stop_reason == "interrupted" && !stopped_)
+    if ((res->stop_reason == "cancelled" || res->stop_reason == "interrupted") && !stopped_)
       d.finish_reason = "cancelled";
     else if (r_.job.hogwild)
       d.finish_reason = res->answer ? "stop" : "length";
@@ -188,9 +189,8 @@ class Scheduler::ChoiceObserver : public GenerationObserver {
   Clock::time_point last_{};
 };
 
-Scheduler::Scheduler(
-    std::function<std::unique_ptr<GenerationEngine>(std::function<void()>)> make_engine,
-    size_t max_requests)
+Scheduler::Scheduler(std::function<std::unique_ptr<GenerationEngine>()> make_engine,
+                     size_t max_requests)
     : max_requests_(max_requests) {
   thread_ = std::thread([this, make = std::move(make_engine)]() mutable { loop(std::move(make)); });
 }
@@ -233,7 +233,7 @@ void Scheduler::cancel(const std::string& id) {
   cv_.notify_all();
 }
 
-void Scheduler::steer(const std::string& id, const std::string& text) {
+void Scheduler::steer(const std::string& id, const std::string& author, const std::string& text) {
   auto done = std::make_shared<std::promise<void>>();
   auto fut = done->get_future();
   {
@@ -242,6 +242,7 @@ void Scheduler::steer(const std::string& id, const std::string& text) {
     Command c;
     c.kind = Command::Kind::steer;
     c.id = id;
+    c.author = author;
     c.text = text;
     c.done = done;
     commands_.push_back(std::move(c));
@@ -285,9 +286,13 @@ void Scheduler::stop() {
   thread_.join();
 }
 
-void Scheduler::loop(
-    std::function<std::unique_ptr<GenerationEngine>(std::function<void()>)> make) {
-  engine_ = make([this] { poll(); });
+void Scheduler::loop(std::function<std::unique_ptr<GenerationEngine>()> make) {
+  try {
+    engine_ = make();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "serve: the engine could not start: %s\n", e.what());
+    std::abort();
+  }
   while (true) {
     poll();
     {
@@ -311,6 +316,8 @@ void Scheduler::poll() {
     std::lock_guard<std::mutex> l(m_);
     cmds.swap(commands_);
   }
+  for (SessionId sid : to_cancel_) engine_->cancel(sid);
+  to_cancel_.clear();
   for (auto& c : cmds) run_command(c);
   collect();
   const CacheStats cache = engine_->cache_stats();
@@ -379,7 +386,7 @@ void Scheduler::run_command(Command& c) {
     for (SessionId sid : it->second->sids) {
       if (engine_->finished(sid)) continue;
       try {
-        engine_->insert_note(sid, c.text);
+        engine_->insert_note(sid, c.author, c.text);
         taken += 1;
       } catch (const Error&) {
       }

@@ -43,11 +43,9 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
-  /// make_engine builds the engine on the engine thread's behalf; it receives the hook to call
-  /// between serial steps (SequentialEngine) or may ignore it (an engine whose step() returns
-  /// after every forward). max_requests: requests admitted at once (running + queued).
-  Scheduler(std::function<std::unique_ptr<GenerationEngine>(std::function<void()>)> make_engine,
-            size_t max_requests);
+  /// make_engine builds the engine on the engine thread (which alone uses it).
+  /// max_requests: requests admitted at once (running + queued).
+  Scheduler(std::function<std::unique_ptr<GenerationEngine>()> make_engine, size_t max_requests);
   ~Scheduler();
 
   /// Admits a request; its events arrive on the returned channel, the first being `accepted`
@@ -56,10 +54,10 @@ class Scheduler {
   std::shared_ptr<Channel> submit(Job job);
   /// The client of request `id` went away: its sessions stop within one serial step.
   void cancel(const std::string& id);
-  /// Live steering of request `id`: blocks until the engine thread took the note (within one
-  /// serial step). Throws ApiError 404 (no such request running), 409 (not a hogwild request, or
-  /// it already ended).
-  void steer(const std::string& id, const std::string& text);
+  /// Live steering of request `id`: a note by `author`; blocks until the engine thread took it
+  /// (within one serial step). Throws ApiError 404 (no such request running), 409 (not a hogwild
+  /// request, or it already ended).
+  void steer(const std::string& id, const std::string& author, const std::string& text);
   /// Refuses new requests from now on (503).
   void drain();
   /// Stops every request (cancel), e.g. when draining took too long.
@@ -75,7 +73,7 @@ class Scheduler {
   struct Command;
   class ChoiceObserver;
 
-  void loop(std::function<std::unique_ptr<GenerationEngine>(std::function<void()>)> make);
+  void loop(std::function<std::unique_ptr<GenerationEngine>()> make);
   void poll();  // engine thread: commands in, finished sessions out
   void run_command(Command& c);
   void collect();
@@ -92,6 +90,7 @@ class Scheduler {
   std::unique_ptr<GenerationEngine> engine_;
   std::map<std::string, std::shared_ptr<Request>> requests_;
   std::map<SessionId, std::pair<std::shared_ptr<Request>, int>> sessions_;  // -> (request, choice)
+  std::vector<SessionId> to_cancel_;  // sessions that met a stop string in the last engine step
 
   std::thread thread_;
 };

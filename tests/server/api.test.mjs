@@ -238,17 +238,20 @@ test('live steering: a note goes into the shared history between serial steps an
   const events = await readSse(res, async (ev) => {
     if (sent || !ev.hogwild || ev.hogwild.event !== 'token' || ev.hogwild.serial_step < 3) return;
     sent = await post(`${server.url}/v1/hogwild/sessions/${ev.id}/messages`, { role: 'user', content: 'Check n = 2 first.' });
+    assert.equal(sent.status, 200, sent.text);
   });
   assert.equal(sent.status, 200, sent.text);
   assert.equal(sent.json.status, 'queued');
   const notes = events.filter((e) => e.hogwild?.event === 'note').map((e) => e.hogwild);
   assert.equal(notes.length, 1);
-  assert.equal(notes[0].inserted, true);
-  assert.equal(notes[0].text, '**User note:** Check n = 2 first.\n\n');
+  assert.equal(notes[0].author, 'User');
+  assert.equal(notes[0].text, '**Note from User:** Check n = 2 first.\n\n');
   assert.ok(notes[0].serial_step > 3);
-  // Tokens after the note come from serial steps at or after the one it precedes.
+  // The note comes between serial steps: tokens before it in the stream are from earlier
+  // forwards, tokens after it from its forward or later.
   const at = events.findIndex((e) => e.hogwild?.event === 'note');
-  for (const e of events.slice(at + 1)) if (e.hogwild?.event === 'token') assert.ok(e.hogwild.serial_step >= notes[0].serial_step - 1);
+  for (const e of events.slice(0, at)) if (e.hogwild?.event === 'token') assert.ok(e.hogwild.serial_step <= notes[0].serial_step);
+  for (const e of events.slice(at + 1)) if (e.hogwild?.event === 'token') assert.ok(e.hogwild.serial_step >= notes[0].serial_step);
   assert.equal(events.at(-1), '[DONE]');
   // Steering what is not a running hogwild session.
   const gone = await post(`${server.url}/v1/hogwild/sessions/${events[0].id}/messages`, { content: 'late' });

@@ -58,7 +58,7 @@ for (const workers of [2, 4]) {
     await page.click('#send-note');
     await page.waitForSelector('#history .entry.note', { timeout: 30000 });
     const note = await page.textContent('#history .entry.note');
-    assert.match(note, /User note · before serial step \d+/);
+    assert.match(note, /Note from User · serial step \d+/);
     assert.match(note, /Remember to check the smallest case\./);
     // Finished steps in the shared history, from workers.
     await page.waitForFunction(() => document.querySelectorAll('#history .entry:not(.note)').length >= 2);

@@ -9,8 +9,7 @@
 #include "hogwild/picker.h"
 #include "server/api_error.h"
 #include "server/request.h"
-#include "server/sequential_engine.h"
-#include "server/steering_backend.h"
+#include "server/server_engine.h"
 #include "server/text_stream.h"
 #include "tests/hogwild/test_support.h"
 
@@ -173,7 +172,11 @@ TEST(RequestValidation, ReadsTheFieldsClientsSend) {
       parse_completion_request(R"({"prompt":["once"],"max_tokens":3})", Endpoint::completion, "m");
   EXPECT_EQ(p.prompt, "once");
   EXPECT_FALSE(p.hogwild);
-  EXPECT_EQ(parse_note_request(R"({"role":"user","content":"check n=1"})"), "check n=1");
+  const NoteRequest note = parse_note_request(R"({"role":"user","content":"check n=1"})");
+  EXPECT_EQ(note.text, "check n=1");
+  EXPECT_EQ(note.author, "User");
+  EXPECT_EQ(parse_note_request(R"({"content":"x","name":"Ann"})").author, "Ann");
+  EXPECT_THROW(parse_note_request(R"({"content":"x","name":"a\nb"})"), ApiError);
   EXPECT_THROW(parse_note_request(R"({"content":"  "})"), ApiError);
   EXPECT_THROW(parse_note_request(R"({"role":"assistant","content":"x"})"), ApiError);
 }
@@ -204,8 +207,21 @@ class RecordingBackend : public Backend {
   void read_block(BlockId b, int64_t l, std::vector<float>& k, std::vector<float>& v) const override {
     in_.read_block(b, l, k, v);
   }
+  int64_t kv_used_tokens() const override { return in_.kv_used_tokens(); }
+  int64_t live_blocks() const override { return in_.live_blocks(); }
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override {
     in_.forward(batch, logits);
+    record(batch);
+  }
+  void forward_sample(const ForwardBatch& batch, const std::vector<std::vector<int32_t>>& banned,
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override {
+    in_.forward_sample(batch, banned, rows, tokens);
+    record(batch);
+  }
+  std::vector<std::vector<std::vector<int32_t>>> forwards;  // per forward, per view: token ids
+
+ private:
+  void record(const ForwardBatch& batch) {
     for (auto& t : batch.tokens) blocks_[t.block].push_back(t.token_id);
     // Each view as the token sequence it reads.
     std::vector<std::vector<int32_t>> views;
@@ -215,9 +231,6 @@ class RecordingBackend : public Backend {
     }
     forwards.push_back(std::move(views));
   }
-  std::vector<std::vector<std::vector<int32_t>>> forwards;  // per forward, per view: token ids
-
- private:
   Backend& in_;
   std::map<BlockId, std::vector<int32_t>> blocks_;
 };
@@ -226,24 +239,18 @@ bool contains(const std::vector<int32_t>& hay, const std::vector<int32_t>& needl
   return std::search(hay.begin(), hay.end(), needle.begin(), needle.end()) != hay.end();
 }
 
-// A note inserted between serial steps reads, in every worker's view, right after the history of
-// finished steps from the next serial step on; no view had it before. Also through the engine:
-// the observer hears where it went, and the session's blocks are freed when it ends.
-TEST(Steering, NoteIsInEveryViewFromTheNextSerialStep) {
+// Live steering through the server's engine: a note inserted between serial steps is written in
+// the forward of the next serial step s (on_note says s) and every worker's view holds it from
+// serial step s + 1 on, right after the finished steps; no view had it before. The session's
+// blocks are freed when it ends.
+TEST(Steering, NoteIsInEveryViewFromTheSerialStepAfterItsForward) {
   using namespace hogwild::testing;
   for (Layout layout : {Layout::combined, Layout::interleaved}) {
     SCOPED_TRACE(layout_name(layout));
     cpu::CpuBackend cpu(session_model(session_specs()[2]));
     RecordingBackend rec(cpu);
     ByteCodec codec;
-    const int64_t insert_after = 9;  // serial step after which the note is queued
-    struct Obs : GenerationObserver {
-      std::function<void(const ForwardRecord&)> hook;
-      std::vector<std::pair<std::string, int64_t>> notes;
-      void on_forward(const ForwardRecord& r) override { hook(r); }
-      void on_note(const std::string& t, int64_t s) override { notes.emplace_back(t, s); }
-    } obs;
-    SequentialEngine engine(rec, codec);
+    ServerEngine engine(rec, codec, EngineOptions{});
     GenerationRequest g;
     g.formatting = test_formatting();
     g.prompt = codec.encode("Q: what is 6 times 7?\n");
@@ -253,38 +260,43 @@ TEST(Steering, NoteIsInEveryViewFromTheNextSerialStep) {
     g.sampling.do_sample = true;
     g.sampling.temperature = 1.0f;
     g.sampling.seed = 3;
+    struct Obs : SessionObserver {
+      RecordingBackend* rec;
+      std::vector<std::pair<int64_t, std::vector<std::vector<int32_t>>>> forwards;  // (serial, views)
+      std::vector<std::tuple<std::string, std::string, int64_t>> notes;
+      void on_forward(const ForwardRecord& r) override {
+        forwards.emplace_back(r.serial_step, rec->forwards.back());
+      }
+      void on_note(const std::string& a, const std::string& t, int64_t s) override {
+        notes.emplace_back(a, t, s);
+      }
+    } obs;
+    obs.rec = &rec;
     const SessionId id = engine.submit(g, &obs);
-    size_t forwards_before = 0;
-    obs.hook = [&](const ForwardRecord& r) {
-      if (r.serial_step != insert_after) return;
-      forwards_before = rec.forwards.size();
-      engine.insert_note(id, "try 42");
-    };
-    ASSERT_TRUE(engine.step());
+    const int64_t insert_after = 9;  // serial step after which the note is queued
+    while (engine.step()) {
+      if (!obs.forwards.empty() && obs.forwards.back().first == insert_after && obs.notes.empty() &&
+          !engine.finished(id))
+        engine.insert_note(id, "Ann", "try 42");
+    }
     ASSERT_TRUE(engine.finished(id));
     const SessionResult res = engine.take_result(id);
-    const std::string text = note_text(g.formatting, "try 42");
-    ASSERT_EQ(obs.notes.size(), 1u);
-    EXPECT_EQ(obs.notes[0].first, text);
-    EXPECT_EQ(obs.notes[0].second, insert_after + 1);
-    const std::vector<int32_t> note = codec.encode(text);
-    ASSERT_GT(forwards_before, 0u);
-    ASSERT_GT(rec.forwards.size(), forwards_before + 1);
-    for (size_t f = 0; f < forwards_before; ++f)
-      for (auto& v : rec.forwards[f]) EXPECT_FALSE(contains(v, note)) << "forward " << f;
-    // forwards_before is the note's own forward (view [history]); then the serial steps.
-    // (serial steps: one view per worker; the finisher at the end: one view)
-    size_t serial_forwards = 0;
-    for (size_t f = forwards_before + 1; f < rec.forwards.size(); ++f) {
-      serial_forwards += rec.forwards[f].size() == 3;
-      for (auto& v : rec.forwards[f]) EXPECT_TRUE(contains(v, note)) << "forward " << f;
-    }
-    EXPECT_EQ(serial_forwards, 20 - insert_after);
-    // Right after the shared history: the note's forward wrote it at the end of the history.
-    const auto& nv = rec.forwards[forwards_before];
-    ASSERT_EQ(nv.size(), 1u);
-    EXPECT_TRUE(std::equal(note.begin(), note.end(), nv[0].end() - note.size()));
     EXPECT_EQ(res.serial_steps, 20);
+    const std::string text = g.formatting.note_text("Ann", "try 42");
+    EXPECT_EQ(text, "**Note from Ann:** try 42\n\n");
+    ASSERT_EQ(obs.notes.size(), 1u);
+    EXPECT_EQ(std::get<0>(obs.notes[0]), "Ann");
+    EXPECT_EQ(std::get<1>(obs.notes[0]), text);
+    const int64_t s = std::get<2>(obs.notes[0]);
+    EXPECT_EQ(s, insert_after + 1);
+    const std::vector<int32_t> note = codec.encode(text);
+    int64_t checked = 0;
+    for (auto& [serial, views] : obs.forwards) {
+      if (serial == 0 || serial == s) continue;  // prefill; the note's own forward
+      for (auto& v : views) EXPECT_EQ(contains(v, note), serial > s) << "serial step " << serial;
+      checked += serial > s;
+    }
+    EXPECT_EQ(checked, 20 - s);
     EXPECT_EQ(engine.cache_stats().blocks, 0);
   }
 }

@@ -182,10 +182,8 @@ function onHogwild(ev) {
       w.dirty = true;
       break;
     case 'note':
-      if (ev.inserted) addHistory(`User note · before serial step ${ev.serial_step}`, null, ev.text, 'note');
-      $('steer-status').textContent = ev.inserted
-        ? `note inserted before serial step ${ev.serial_step}`
-        : 'note dropped (no room left in the context, or the run ended)';
+      addHistory(`Note from ${ev.author} · serial step ${ev.serial_step}`, null, ev.text, 'note');
+      $('steer-status').textContent = `note in the shared history at serial step ${ev.serial_step}`;
       break;
     case 'stats':
       showStats(ev.stats, ev.stop_reason);
