@@ -9,8 +9,6 @@
 // The server listens at once; /health answers 503 while the model loads (progress on stderr) and
 // 200 when it is ready. SIGTERM / Ctrl-C drain: no new requests (503), running ones finish (or
 // are cancelled after --drain-timeout seconds), then the process exits 0.
-#include <pthread.h>
-
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -44,6 +42,9 @@ struct ServeArgs {
   bool quiet = false;
   DeviceFlags device;
 };
+
+std::atomic<int> g_stop_signal{0};
+extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -84,7 +85,7 @@ void load(const ServeArgs& a, Loaded& L, HttpServer& http) {
                  model.chat_template_error().c_str());
   server::ServedModel& m = L.served;
   const fs::path dir = fs::path(a.model_dir).lexically_normal();
-  m.id = !a.model_name.empty() ? a.model_name
+  m.id = !a.model_name.empty()     ? a.model_name
          : !dir.filename().empty() ? dir.filename().string()
                                    : dir.parent_path().filename().string();
   m.tokenizer = &model.tokenizer();
@@ -93,11 +94,11 @@ void load(const ServeArgs& a, Loaded& L, HttpServer& http) {
   m.stop_ids = model.stop_ids();
   m.config = model.config();
   m.max_context = a.max_context > 0 ? a.max_context : m.config.max_position_embeddings;
-  m.default_format = !a.format.empty()
-                         ? a.format
-                         : default_formatting_name(
-                               model.chat_template() ? model.chat_template()->source() : "",
-                               AnswerKind::boxed);
+  m.default_format =
+      !a.format.empty()
+          ? a.format
+          : default_formatting_name(model.chat_template() ? model.chat_template()->source() : "",
+                                    AnswerKind::boxed);
   m.device = model.device();
   EngineOptions eo;
   eo.max_sessions = a.max_sessions;
@@ -148,13 +149,16 @@ void serve(ServeArgs a) {
                             : static_cast<size_t>(a.max_queue + a.max_sessions + 16);
   o.log_requests = !a.quiet;
 
-  // Signals: SIGTERM / SIGINT are taken by sigtimedwait below (blocked in every thread);
-  // a client that goes away must not kill the process with SIGPIPE.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  // Signals: SIGTERM / SIGINT only set a flag that the loop below reads (whichever thread the
+  // kernel picks runs the handler; SA_RESTART keeps the library's accept() going); a client that
+  // goes away must not kill the process with SIGPIPE.
+  g_stop_signal.store(0);
+  struct sigaction sa = {};
+  sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
   HttpServer http(o);
@@ -175,11 +179,9 @@ void serve(ServeArgs a) {
       load_state = 2;
     }
   });
-  int sig = 0;
-  while (sig <= 0 && load_state != 2) {
-    timespec ts{0, 200 * 1000 * 1000};
-    sig = sigtimedwait(&sigs, nullptr, &ts);
-  }
+  while (g_stop_signal.load() == 0 && load_state != 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const int sig = g_stop_signal.load();
   if (load_state == 2) {
     loader.join();
     http.stop();

@@ -5,10 +5,8 @@
 namespace hogwild::server {
 
 nlohmann::json error_json(const ApiError& e) {
-  nlohmann::json err = {{"message", utf8_lossy(e.what())},
-                        {"type", e.type},
-                        {"param", nullptr},
-                        {"code", nullptr}};
+  nlohmann::json err = {
+      {"message", utf8_lossy(e.what())}, {"type", e.type}, {"param", nullptr}, {"code", nullptr}};
   if (!e.param.empty()) err["param"] = utf8_lossy(e.param);
   if (!e.code.empty()) err["code"] = e.code;
   return {{"error", err}};
@@ -19,8 +17,8 @@ ApiError error_for_status(int status) {
     case 400:
       return ApiError(400, "invalid_request_error", "the request could not be read");
     case 401:
-      return ApiError(401, "authentication_error", "missing or wrong API key",
-                      "", "invalid_api_key");
+      return ApiError(401, "authentication_error", "missing or wrong API key", "",
+                      "invalid_api_key");
     case 404:
       return ApiError(404, "not_found_error",
                       "no such endpoint; see GET /v1/models, POST /v1/chat/completions, POST "

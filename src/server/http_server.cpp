@@ -129,8 +129,8 @@ void HttpServer::routes() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  s.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request&, httplib::Response& res) {
+  s.set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
         if (res.status == 429 || res.status == 503) http_rejected_ += 1;
         http_errors_ += 1;
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
@@ -181,20 +181,20 @@ void HttpServer::routes() {
       send_error(res, e);
     }
   });
-  s.Get(R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req,
-                                                  httplib::Response& res) {
-    try {
-      require_ready();
-      if (req.matches[1] != model_->id)
-        throw ApiError(404, "not_found_error",
-                       fmt::format("The model '{}' does not exist; this server serves '{}'",
-                                   req.matches[1].str(), model_->id),
-                       "model", "model_not_found");
-      send_json(res, 200, model_json());
-    } catch (const ApiError& e) {
-      send_error(res, e);
-    }
-  });
+  s.Get(R"(/v1/models/(.+))",
+        [this, model_json](const httplib::Request& req, httplib::Response& res) {
+          try {
+            require_ready();
+            if (req.matches[1] != model_->id)
+              throw ApiError(404, "not_found_error",
+                             fmt::format("The model '{}' does not exist; this server serves '{}'",
+                                         req.matches[1].str(), model_->id),
+                             "model", "model_not_found");
+            send_json(res, 200, model_json());
+          } catch (const ApiError& e) {
+            send_error(res, e);
+          }
+        });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { metrics(res); });
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     completions(req, res, Endpoint::chat);
@@ -239,11 +239,12 @@ void HttpServer::metrics(httplib::Response& res) {
            static_cast<double>(st.running));
     metric("hogwild_requests_queued", "gauge", "Requests waiting for the engine.",
            static_cast<double>(st.queued));
-    out += "# HELP hogwild_requests_total Requests answered, by outcome.\n"
-           "# TYPE hogwild_requests_total counter\n";
+    out +=
+        "# HELP hogwild_requests_total Requests answered, by outcome.\n"
+        "# TYPE hogwild_requests_total counter\n";
     out += fmt::format("hogwild_requests_total{{outcome=\"finished\"}} {}\n", st.requests_finished);
-    out += fmt::format("hogwild_requests_total{{outcome=\"cancelled\"}} {}\n",
-                       st.requests_cancelled);
+    out +=
+        fmt::format("hogwild_requests_total{{outcome=\"cancelled\"}} {}\n", st.requests_cancelled);
     out += fmt::format("hogwild_requests_total{{outcome=\"failed\"}} {}\n", st.requests_failed);
     metric("hogwild_prompt_tokens_total", "counter", "Prompt tokens of finished sessions.",
            static_cast<double>(st.prompt_tokens));

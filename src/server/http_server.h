@@ -23,16 +23,16 @@ struct Response;
 namespace hogwild::server {
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";  // loopback unless asked
-  int port = 8080;                 // 0 = any free port (bound_port() tells which)
-  std::string api_key;             // "" = no key required
+  std::string host = "127.0.0.1";    // loopback unless asked
+  int port = 8080;                   // 0 = any free port (bound_port() tells which)
+  std::string api_key;               // "" = no key required
   size_t max_body_bytes = 4u << 20;  // larger request bodies get 413
   size_t threads = 64;               // HTTP threads; each open stream holds one
   int read_timeout_s = 30;           // a request's headers and body must arrive within this
   int write_timeout_s = 30;          // a client must take the response's bytes within this
   int keep_alive_s = 5;              // idle keep-alive connections close after this
   RequestLimits limits;
-  bool log_requests = true;          // one line per request on stderr
+  bool log_requests = true;  // one line per request on stderr
 };
 
 class HttpServer {

@@ -36,9 +36,9 @@ std::string render_chat(const CompletionRequest& r, const ServedModel& m) {
   try {
     return m.chat_template->render(msgs, true, r.template_kwargs);
   } catch (const Error& e) {
-    throw bad_request(fmt::format("the model's chat template failed on these messages: {}",
-                                  e.what()),
-                      "messages", "chat_template_error");
+    throw bad_request(
+        fmt::format("the model's chat template failed on these messages: {}", e.what()), "messages",
+        "chat_template_error");
   }
 }
 
@@ -92,9 +92,8 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
     g.prompt = r.endpoint == Endpoint::chat ? m.tokenizer->encode(render_chat(r, m), false)
                                             : m.tokenizer->encode(r.prompt, true);
     if (g.prompt.empty())
-      throw bad_request("the prompt is empty; give some text", r.endpoint == Endpoint::chat
-                                                                   ? "messages"
-                                                                   : "prompt");
+      throw bad_request("the prompt is empty; give some text",
+                        r.endpoint == Endpoint::chat ? "messages" : "prompt");
     const int64_t room = m.max_context - static_cast<int64_t>(g.prompt.size());
     check_context(g.prompt.size(), r.max_tokens.value_or(1), m, r);
     g.options.max_tokens_per_worker = r.max_tokens.value_or(room);

@@ -25,15 +25,15 @@ namespace hogwild::server {
 /// What the server serves: the loaded model's text side. Read-only after loading; used from
 /// many HTTP threads at once (Tokenizer::encode and ChatTemplate::render are const).
 struct ServedModel {
-  std::string id;                       // the model name in the API (/v1/models)
+  std::string id;  // the model name in the API (/v1/models)
   const Tokenizer* tokenizer = nullptr;
   const chat::ChatTemplate* chat_template = nullptr;  // null when the model has none
-  GenerationConfig generation;          // sampling defaults
-  std::vector<int32_t> stop_ids;        // end-of-sequence ids (engine/model.h Model::stop_ids)
+  GenerationConfig generation;                        // sampling defaults
+  std::vector<int32_t> stop_ids;  // end-of-sequence ids (engine/model.h Model::stop_ids)
   ModelConfig config;
-  std::string default_format;           // formatting of hogwild requests without "format"
-  int64_t max_context = 0;              // tokens a view may hold (<= max_position_embeddings)
-  std::string device;                   // "cpu" / "cuda"
+  std::string default_format;  // formatting of hogwild requests without "format"
+  int64_t max_context = 0;     // tokens a view may hold (<= max_position_embeddings)
+  std::string device;          // "cpu" / "cuda"
 };
 
 /// The sessions of one request (n choices; choice i samples with base seed + 8 i, so choices never

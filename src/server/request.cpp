@@ -1,10 +1,10 @@
 #include "server/request.h"
 
+#include <fmt/format.h>
 #include <utf8proc.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "hogwild/formatting.h"
 #include "server/api_error.h"
@@ -110,9 +110,9 @@ void check_range(const std::optional<double>& v, double lo, double hi, bool lo_o
   if (!v) return;
   const bool ok = std::isfinite(*v) && (lo_open ? *v > lo : *v >= lo) && *v <= hi;
   if (!ok)
-    throw bad_request(fmt::format("'{}' is {}; it must be in {}{}, {}]", name, *v,
-                                  lo_open ? "(" : "[", lo, hi),
-                      name);
+    throw bad_request(
+        fmt::format("'{}' is {}; it must be in {}{}, {}]", name, *v, lo_open ? "(" : "[", lo, hi),
+        name);
 }
 
 // Fields whose non-default values the engine cannot honour.
@@ -150,9 +150,9 @@ std::string message_content(const json& m, size_t i) {
   if (!c) throw bad_request(fmt::format("'{}' is missing", path), path);
   if (c->is_string()) return c->get<std::string>();
   if (!c->is_array())
-    throw bad_request(fmt::format("'{}' must be a string or an array of text parts, got {}", path,
-                                  type_of(*c)),
-                      path);
+    throw bad_request(
+        fmt::format("'{}' must be a string or an array of text parts, got {}", path, type_of(*c)),
+        path);
   std::string text;
   for (size_t k = 0; k < c->size(); ++k) {
     const json& part = (*c)[k];
@@ -185,9 +185,9 @@ std::vector<ChatMessage> parse_messages(const json& j) {
     if (!role) throw bad_request(fmt::format("'{}.role' is missing", path), path + ".role");
     if (*role == "developer") role = "system";
     if (*role != "system" && *role != "user" && *role != "assistant")
-      throw bad_request(fmt::format("'{}.role' is '{}'; use system, developer, user or assistant",
-                                    path, *role),
-                        path + ".role");
+      throw bad_request(
+          fmt::format("'{}.role' is '{}'; use system, developer, user or assistant", path, *role),
+          path + ".role");
     out.push_back({*role, message_content(m, i)});
   }
   return out;
@@ -221,14 +221,14 @@ std::vector<std::string> parse_stop(const json& j, const RequestLimits& lim) {
         fmt::format("'stop' must be a string or an array of strings, got {}", type_of(*s)), "stop");
   }
   if (out.size() > lim.max_stop)
-    throw bad_request(fmt::format("'stop' has {} strings; give at most {}", out.size(), lim.max_stop),
-                      "stop");
+    throw bad_request(
+        fmt::format("'stop' has {} strings; give at most {}", out.size(), lim.max_stop), "stop");
   for (auto& x : out) {
     if (x.empty()) throw bad_request("'stop' strings must not be empty", "stop");
     if (x.size() > lim.max_stop_bytes)
-      throw bad_request(
-          fmt::format("a 'stop' string has {} bytes; give at most {}", x.size(), lim.max_stop_bytes),
-          "stop");
+      throw bad_request(fmt::format("a 'stop' string has {} bytes; give at most {}", x.size(),
+                                    lim.max_stop_bytes),
+                        "stop");
   }
   return out;
 }
@@ -278,9 +278,9 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
   if (auto f = get_string(h, "format", "hogwild.format")) {
     auto names = builtin_formatting_names();
     if (std::find(names.begin(), names.end(), *f) == names.end())
-      throw bad_request(fmt::format("'hogwild.format' is '{}'; use one of: {}", *f,
-                                    fmt::join(names, ", ")),
-                        "hogwild.format");
+      throw bad_request(
+          fmt::format("'hogwild.format' is '{}'; use one of: {}", *f, fmt::join(names, ", ")),
+          "hogwild.format");
     p.format = *f;
   }
   return p;
@@ -298,10 +298,10 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
   r.endpoint = endpoint;
   if (auto m = get_string(j, "model", "model")) {
     if (!m->empty() && *m != served_model)
-      throw ApiError(404, "not_found_error",
-                     fmt::format("The model '{}' does not exist; this server serves '{}'", *m,
-                                 served_model),
-                     "model", "model_not_found");
+      throw ApiError(
+          404, "not_found_error",
+          fmt::format("The model '{}' does not exist; this server serves '{}'", *m, served_model),
+          "model", "model_not_found");
     r.model = *m;
   }
   refuse_unsupported(j);
@@ -317,10 +317,10 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
                       "max_tokens");
   r.max_tokens = mct ? mct : mt;
   if (r.max_tokens && (*r.max_tokens < 1 || *r.max_tokens > lim.max_tokens_cap))
-    throw bad_request(fmt::format("'{}' is {}; it must be in 1..{}",
-                                  mct ? "max_completion_tokens" : "max_tokens", *r.max_tokens,
-                                  lim.max_tokens_cap),
-                      mct ? "max_completion_tokens" : "max_tokens");
+    throw bad_request(
+        fmt::format("'{}' is {}; it must be in 1..{}", mct ? "max_completion_tokens" : "max_tokens",
+                    *r.max_tokens, lim.max_tokens_cap),
+        mct ? "max_completion_tokens" : "max_tokens");
 
   r.temperature = get_number(j, "temperature", "temperature");
   check_range(r.temperature, 0.0, 2.0, false, "temperature");
@@ -343,8 +343,7 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
       throw bad_request(fmt::format("'stream_options' must be an object, got {}", type_of(*so)),
                         "stream_options");
     if (!r.stream)
-      throw bad_request("'stream_options' is only allowed when 'stream' is true",
-                        "stream_options");
+      throw bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
     r.include_usage =
         get_bool(*so, "include_usage", "stream_options.include_usage").value_or(false);
   }

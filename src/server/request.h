@@ -20,11 +20,11 @@ enum class Endpoint { chat, completion };
 
 /// The `hogwild` object of a request: a collaborative session instead of a plain completion.
 struct HogwildParams {
-  int workers = 2;                 // 1..kMaxWorkers (and the formatting's worker names)
+  int workers = 2;  // 1..kMaxWorkers (and the formatting's worker names)
   Layout layout = Layout::combined;
-  int64_t budget = 0;              // serial steps after the prefill; 0 = until an answer
-  int64_t collab_every = -1;       // generated tokens between collaboration checks; -1 = formatting
-  std::string format;              // built-in formatting name; "" = the model family's math one
+  int64_t budget = 0;         // serial steps after the prefill; 0 = until an answer
+  int64_t collab_every = -1;  // generated tokens between collaboration checks; -1 = formatting
+  std::string format;         // built-in formatting name; "" = the model family's math one
 };
 
 /// One chat message with its text content (parts of type "text" joined).
@@ -46,17 +46,18 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   int n = 1;                   // choices
-  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs
+  nlohmann::ordered_json template_kwargs =
+      nlohmann::ordered_json::object();  // chat_template_kwargs
   std::optional<HogwildParams> hogwild;
 };
 
 /// Limits a request is checked against.
 struct RequestLimits {
-  int max_n = 8;                    // choices per request
-  int max_workers = 8;              // hogwild.workers
-  size_t max_stop = 8;              // stop strings
-  size_t max_stop_bytes = 256;      // bytes of one stop string
-  int64_t max_tokens_cap = 1 << 20; // largest max_tokens accepted before the context check
+  int max_n = 8;                     // choices per request
+  int max_workers = 8;               // hogwild.workers
+  size_t max_stop = 8;               // stop strings
+  size_t max_stop_bytes = 256;       // bytes of one stop string
+  int64_t max_tokens_cap = 1 << 20;  // largest max_tokens accepted before the context check
 };
 
 inline constexpr int kMaxWorkers = 8;

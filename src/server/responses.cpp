@@ -16,11 +16,12 @@ ResponseBuilder::ResponseBuilder(ResponseMeta meta) : meta_(std::move(meta)) {
 }
 
 json ResponseBuilder::chunk(json choices) const {
-  json j = {{"id", meta_.id},
-            {"object", meta_.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
-            {"created", meta_.created},
-            {"model", meta_.model},
-            {"choices", std::move(choices)}};
+  json j = {
+      {"id", meta_.id},
+      {"object", meta_.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
+      {"created", meta_.created},
+      {"model", meta_.model},
+      {"choices", std::move(choices)}};
   if (meta_.include_usage) j["usage"] = nullptr;
   return j;
 }
@@ -44,8 +45,8 @@ json ResponseBuilder::content_choice(int index, const std::string& text,
 }
 
 json ResponseBuilder::stats_json(const Event& d) {
-  const int64_t total = std::accumulate(d.tokens_per_worker.begin(), d.tokens_per_worker.end(),
-                                        int64_t{0});
+  const int64_t total =
+      std::accumulate(d.tokens_per_worker.begin(), d.tokens_per_worker.end(), int64_t{0});
   json per = json::array();
   for (int64_t t : d.tokens_per_worker)
     per.push_back(d.decode_seconds > 0 ? static_cast<double>(t) / d.decode_seconds : 0.0);
@@ -126,8 +127,11 @@ std::string ResponseBuilder::add(const Event& e) {
         ws->back().finished = true;
         ws->back().answer = e.answer;
       }
-      json ev = {{"event", "step_end"}, {"worker", e.worker}, {"name", name(e.worker)},
-                 {"step", e.step},       {"text", e.text}};
+      json ev = {{"event", "step_end"},
+                 {"worker", e.worker},
+                 {"name", name(e.worker)},
+                 {"step", e.step},
+                 {"text", e.text}};
       if (e.answer) ev["answer"] = *e.answer;
       return sse_data(hogwild_chunk(e.choice, ev));
     }
@@ -219,8 +223,7 @@ json ResponseBuilder::response() const {
           if (s.answer) js["answer"] = *s.answer;
           steps.push_back(js);
         }
-        workers.push_back(
-            {{"worker", w}, {"name", meta_.worker_names[w]}, {"steps", steps}});
+        workers.push_back({{"worker", w}, {"name", meta_.worker_names[w]}, {"steps", steps}});
       }
       hc.push_back({{"workers", workers},
                     {"notes", c.notes},
@@ -228,8 +231,10 @@ json ResponseBuilder::response() const {
                     {"answer", c.content},
                     {"stats", c.stats}});
     }
-    j["hogwild"] = {
-        {"session_id", meta_.id}, {"seed", meta_.seed}, {"options", meta_.options}, {"choices", hc}};
+    j["hogwild"] = {{"session_id", meta_.id},
+                    {"seed", meta_.seed},
+                    {"options", meta_.options},
+                    {"choices", hc}};
   }
   return j;
 }

@@ -23,9 +23,9 @@ std::string decode_all(const std::string& bytes) {
 struct Scheduler::Command {
   enum class Kind { submit, cancel, steer, cancel_all };
   Kind kind = Kind::submit;
-  std::shared_ptr<Request> req;  // submit
-  std::string id;                // cancel, steer
-  std::string author, text;      // steer
+  std::shared_ptr<Request> req;              // submit
+  std::string id;                            // cancel, steer
+  std::string author, text;                  // steer
   std::shared_ptr<std::promise<void>> done;  // steer
 };
 

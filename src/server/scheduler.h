@@ -24,7 +24,7 @@ namespace hogwild::server {
 
 /// One request: n choices, each one session.
 struct Job {
-  std::string id;  // "chatcmpl-..." / "cmpl-...": the response id, also the steering id
+  std::string id;        // "chatcmpl-..." / "cmpl-...": the response id, also the steering id
   bool hogwild = false;  // content = the answer (else the text of the single worker)
   std::vector<GenerationRequest> choices;
   std::vector<std::string> stop;  // stop strings (plain: on the text; hogwild: on the answer)

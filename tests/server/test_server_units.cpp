@@ -22,7 +22,10 @@ TEST(Utf8Decoder, HoldsBackASplitCharacter) {
   Utf8Decoder d;
   EXPECT_EQ(d.push("a\xE2"), "a");
   EXPECT_EQ(d.push("\x82"), "");
-  EXPECT_EQ(d.push("\xAC" "b"), "\xE2\x82\xAC" "b");  // U+20AC
+  EXPECT_EQ(d.push("\xAC"
+                   "b"),
+            "\xE2\x82\xAC"
+            "b");  // U+20AC
   EXPECT_EQ(d.push("\xF0\x9F\x98"), "");
   EXPECT_EQ(d.push("\x80"), "\xF0\x9F\x98\x80");  // U+1F600
   EXPECT_EQ(d.flush(), "");
@@ -31,10 +34,12 @@ TEST(Utf8Decoder, HoldsBackASplitCharacter) {
 TEST(Utf8Decoder, ReplacesEachMaximalInvalidSubpart) {
   // Unicode 15 §3.9 "U+FFFD Substitution of Maximal Subparts", table 3-8's examples.
   Utf8Decoder d;
-  EXPECT_EQ(d.push("\xC0\xAF"), kFFFD + kFFFD);            // overlong lead, lone continuation
+  EXPECT_EQ(d.push("\xC0\xAF"), kFFFD + kFFFD);              // overlong lead, lone continuation
   EXPECT_EQ(d.push("\xED\xA0\x80"), kFFFD + kFFFD + kFFFD);  // surrogate
   EXPECT_EQ(d.push("\xF4\x90\x80\x80"), kFFFD + kFFFD + kFFFD + kFFFD);  // above U+10FFFF
-  EXPECT_EQ(d.push("\xE1\x80" "A"), kFFFD + "A");  // truncated sequence then ASCII
+  EXPECT_EQ(d.push("\xE1\x80"
+                   "A"),
+            kFFFD + "A");  // truncated sequence then ASCII
   EXPECT_EQ(d.push("\xFF"), kFFFD);
   EXPECT_EQ(d.push("\xE2\x82"), "");
   EXPECT_EQ(d.flush(), kFFFD);  // incomplete at the end: one replacement
@@ -204,7 +209,8 @@ class RecordingBackend : public Backend {
     in_.append_block(dst, src);
     blocks_[dst].insert(blocks_[dst].end(), blocks_[src].begin(), blocks_[src].end());
   }
-  void read_block(BlockId b, int64_t l, std::vector<float>& k, std::vector<float>& v) const override {
+  void read_block(BlockId b, int64_t l, std::vector<float>& k,
+                  std::vector<float>& v) const override {
     in_.read_block(b, l, k, v);
   }
   int64_t kv_used_tokens() const override { return in_.kv_used_tokens(); }
@@ -227,7 +233,8 @@ class RecordingBackend : public Backend {
     std::vector<std::vector<int32_t>> views;
     for (auto& v : batch.views) {
       views.emplace_back();
-      for (BlockId b : v) views.back().insert(views.back().end(), blocks_[b].begin(), blocks_[b].end());
+      for (BlockId b : v)
+        views.back().insert(views.back().end(), blocks_[b].begin(), blocks_[b].end());
     }
     forwards.push_back(std::move(views));
   }
@@ -262,7 +269,8 @@ TEST(Steering, NoteIsInEveryViewFromTheSerialStepAfterItsForward) {
     g.sampling.seed = 3;
     struct Obs : SessionObserver {
       RecordingBackend* rec;
-      std::vector<std::pair<int64_t, std::vector<std::vector<int32_t>>>> forwards;  // (serial, views)
+      std::vector<std::pair<int64_t, std::vector<std::vector<int32_t>>>>
+          forwards;  // (serial, views)
       std::vector<std::tuple<std::string, std::string, int64_t>> notes;
       void on_forward(const ForwardRecord& r) override {
         forwards.emplace_back(r.serial_step, rec->forwards.back());
