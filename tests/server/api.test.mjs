@@ -3,7 +3,11 @@
 // Runs with node's test runner against servers it starts on loopback (harness.mjs).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { requireSetup, requireJs, startServer, post, readSse, metric } from './harness.mjs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { requireSetup, requireJs, startServer, post, readSse, metric, testModel, HOGWILD, WORK } from './harness.mjs';
 
 requireSetup('openai');
 const OpenAI = requireJs('openai').default ?? requireJs('openai');
@@ -376,4 +380,57 @@ test('a full queue answers 429 with Retry-After; SIGTERM drains the running requ
   const { code } = await s.exited;
   assert.equal(code, 0);
   assert.match(s.stderr, /draining/);
+});
+
+test('while the model loads: /health and the API answer 503 with Retry-After, then 200', async () => {
+  // A copy of the model whose config.json is a FIFO: loading blocks reading it until we write it.
+  const model = testModel();
+  const dir = join(WORK, 'fifo-model');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir);
+  for (const f of readdirSync(model)) if (f !== 'config.json') symlinkSync(join(model, f), join(dir, f));
+  const fifo = join(dir, 'config.json');
+  execFileSync('mkfifo', [fifo]);
+  const config = readFileSync(join(model, 'config.json'));
+  const s = await startServer([], { wait: false, model: dir });
+  try {
+    const health = await fetch(`${s.url}/health`);
+    assert.equal(health.status, 503);
+    assert.deepEqual(await health.json(), { status: 'loading' });
+    assert.equal(health.headers.get('retry-after'), '5');
+    const chat = await post(`${s.url}/v1/chat/completions`, { messages: problem });
+    assert.equal(chat.status, 503);
+    assert.equal(chat.json.error.code, 'model_loading');
+    assert.equal((await fetch(`${s.url}/v1/models`)).status, 503);
+    let ready = false;
+    const feed = (async () => { while (!ready) await writeFile(fifo, config); })();
+    for (let i = 0; i < 400 && !ready; i++) {
+      ready = (await fetch(`${s.url}/health`)).status === 200;
+      if (!ready) await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.ok(ready, `the server did not become ready: ${s.stderr}`);
+    // Release a write still waiting for a reader.
+    const fd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    await feed;
+    closeSync(fd);
+    const r = await post(`${s.url}/v1/completions`, { prompt: 'hi', max_tokens: 2 });
+    assert.equal(r.status, 200);
+  } finally {
+    assert.equal((await s.stop()).code, 0);
+  }
+});
+
+test('hogwild serve stops on bad arguments with a message, before loading anything', () => {
+  const cases = [
+    [['-m', '/nonexistent/model'], "model directory '/nonexistent/model' does not exist"],
+    [['-m', testModel(), '--port', '70000'], '--port 70000: give 0..65535'],
+    [['-m', testModel(), '--api-key-file', '/nonexistent/key'], "--api-key-file: cannot read '/nonexistent/key'"],
+    [['-m', testModel(), '--format', 'no-such'], "unknown built-in formatting 'no-such'"],
+    [['-m', testModel(), '--max-sessions', '0'], '--max-sessions must be >= 1'],
+  ];
+  for (const [args, message] of cases) {
+    const r = spawnSync(HOGWILD, ['serve', ...args], { encoding: 'utf8', timeout: 30000 });
+    assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
+    assert.ok(r.stderr.includes(message), `${args.join(' ')}: ${r.stderr}`);
+  }
 });

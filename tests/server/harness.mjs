@@ -85,10 +85,10 @@ export function testModel() {
   return model;
 }
 
-/** Starts `hogwild serve -m MODEL --port 0 ...args` and waits until /health says 200. */
-export async function startServer(args = [], { wait = true } = {}) {
+/** Starts `hogwild serve -m MODEL --port 0 ...args` and (wait) until /health says 200. */
+export async function startServer(args = [], { wait = true, model = null } = {}) {
   mkdirSync(WORK, { recursive: true });
-  const proc = spawn(HOGWILD, ['serve', '-m', testModel(), '--port', '0', '--quiet', ...args],
+  const proc = spawn(HOGWILD, ['serve', '-m', model ?? testModel(), '--port', '0', '--quiet', ...args],
     { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; });
