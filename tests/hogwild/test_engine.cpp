@@ -153,8 +153,11 @@ TEST(Engine, AdmissionWaitsForKvMemoryAndRefusesWhatCannotFit) {
   const int64_t need = Session::kv_tokens_needed(probe.options, probe.formatting,
                                                  session_model(spec).config,
                                                  static_cast<int64_t>(probe.prompt.size()));
-  // Room for one such session, not two.
+  // Room for one such session, not two (the capacity is whole 64-token pages).
   cpu::CpuBackend be(session_model(spec), need + need / 2);
+  const int64_t capacity = be.kv_capacity_tokens();
+  ASSERT_EQ(capacity, (need + need / 2 + 63) / 64 * 64);
+  ASSERT_LT(capacity, 2 * need);
   EngineOptions eo;
   eo.max_queue = 2;
   Engine engine(be, codec, eo);
@@ -169,7 +172,7 @@ TEST(Engine, AdmissionWaitsForKvMemoryAndRefusesWhatCannotFit) {
     engine.submit(request(8, 100000));
     FAIL() << "a session larger than the cache was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("but the cache holds " + std::to_string(need + need / 2)),
+    EXPECT_NE(std::string(e.what()).find("but the cache holds " + std::to_string(capacity)),
               std::string::npos)
         << e.what();
   }
