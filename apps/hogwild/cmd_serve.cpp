@@ -13,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -187,8 +188,15 @@ void serve(ServeArgs a) {
     http.stop();
     fail("{}", load_error);
   }
-  std::fprintf(stderr, "serve: %s: draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-  loader.join();  // loading is not interruptible; the server answers 503 meanwhile
+  const char* name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+  if (load_state == 0) {  // nothing to drain; loading (file reads) cannot be interrupted
+    std::fprintf(stderr, "serve: %s while the model was loading: stopped\n", name);
+    http.stop();
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
+  std::fprintf(stderr, "serve: %s: draining\n", name);
+  loader.join();
   http.set_draining();
   if (L.scheduler) {
     L.scheduler->drain();

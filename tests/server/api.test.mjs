@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { requireSetup, requireJs, startServer, post, readSse, metric, testModel, HOGWILD, WORK } from './harness.mjs';
@@ -383,16 +383,23 @@ test('a full queue answers 429 with Retry-After; SIGTERM drains the running requ
 });
 
 test('while the model loads: /health and the API answer 503 with Retry-After, then 200', async () => {
-  // A copy of the model whose config.json is a FIFO: loading blocks reading it until we write it.
+  // A copy of the model whose generation_config.json (read once, during loading) is a FIFO:
+  // loading blocks on it until the test writes it.
   const model = testModel();
   const dir = join(WORK, 'fifo-model');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir);
-  for (const f of readdirSync(model)) if (f !== 'config.json') symlinkSync(join(model, f), join(dir, f));
-  const fifo = join(dir, 'config.json');
+  for (const f of readdirSync(model))
+    if (f !== 'generation_config.json') symlinkSync(join(model, f), join(dir, f));
+  const fifo = join(dir, 'generation_config.json');
   execFileSync('mkfifo', [fifo]);
-  const config = readFileSync(join(model, 'config.json'));
+  const gen = readFileSync(join(model, 'generation_config.json'));
   const s = await startServer([], { wait: false, model: dir });
+  let fed = false;
+  const feed = async () => {  // one writer, so the reader sees the file exactly once
+    if (!fed && s.proc.exitCode === null) await writeFile(fifo, gen);
+    fed = true;
+  };
   try {
     const health = await fetch(`${s.url}/health`);
     assert.equal(health.status, 503);
@@ -402,22 +409,28 @@ test('while the model loads: /health and the API answer 503 with Retry-After, th
     assert.equal(chat.status, 503);
     assert.equal(chat.json.error.code, 'model_loading');
     assert.equal((await fetch(`${s.url}/v1/models`)).status, 503);
+    await feed();
     let ready = false;
-    const feed = (async () => { while (!ready) await writeFile(fifo, config); })();
     for (let i = 0; i < 400 && !ready; i++) {
       ready = (await fetch(`${s.url}/health`)).status === 200;
       if (!ready) await new Promise((r) => setTimeout(r, 25));
     }
     assert.ok(ready, `the server did not become ready: ${s.stderr}`);
-    // Release a write still waiting for a reader.
-    const fd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
-    await feed;
-    closeSync(fd);
     const r = await post(`${s.url}/v1/completions`, { prompt: 'hi', max_tokens: 2 });
     assert.equal(r.status, 200);
   } finally {
+    await feed();  // a server still loading would wait for it
     assert.equal((await s.stop()).code, 0);
   }
+});
+
+test('SIGTERM while the model loads stops the server with exit 0', async () => {
+  const dir = join(WORK, 'fifo-model');  // made by the test above; its loading blocks for good
+  const s = await startServer([], { wait: false, model: dir });
+  assert.equal((await fetch(`${s.url}/health`)).status, 503);
+  const { code } = await s.stop();
+  assert.equal(code, 0);
+  assert.match(s.stderr, /SIGTERM while the model was loading: stopped/);
 });
 
 test('hogwild serve stops on bad arguments with a message, before loading anything', () => {
