@@ -420,20 +420,24 @@ void Scheduler::collect() {
       r->observers[choice]->finish(nullptr, &msg);
     }
     if (--r->open > 0) continue;
-    r->channel->close();
     requests_.erase(r->job.id);
-    std::lock_guard<std::mutex> l(m_);
-    admitted_ -= 1;
-    if (r->started)
-      stats_.running -= 1;
-    else
-      stats_.queued -= 1;
-    if (r->failed)
-      stats_.requests_failed += 1;
-    else if (r->cancelled)
-      stats_.requests_cancelled += 1;
-    else
-      stats_.requests_finished += 1;
+    const CacheStats cache = engine_->cache_stats();
+    {  // counted before the client can see its answer (tests read /metrics right after)
+      std::lock_guard<std::mutex> l(m_);
+      stats_.cache = cache;
+      admitted_ -= 1;
+      if (r->started)
+        stats_.running -= 1;
+      else
+        stats_.queued -= 1;
+      if (r->failed)
+        stats_.requests_failed += 1;
+      else if (r->cancelled)
+        stats_.requests_cancelled += 1;
+      else
+        stats_.requests_finished += 1;
+    }
+    r->channel->close();
   }
 }
 
