@@ -30,10 +30,12 @@ struct GenerationRequest {
 
 using SessionId = int64_t;
 
-/// Cache use, for /metrics.
-struct CacheStats {
-  int64_t blocks = 0;  // live cache blocks
-  int64_t tokens = 0;  // tokens held by them
+/// The engine's state now, for /metrics.
+struct EngineGauges {
+  int64_t blocks = 0;           // live cache blocks
+  int64_t tokens = 0;           // KV tokens held by them (Backend::kv_used_tokens)
+  int64_t active_sessions = 0;  // sessions in the forwards
+  int64_t queued_sessions = 0;  // sessions waiting for KV memory or a slot
 };
 
 class GenerationEngine {
@@ -58,7 +60,7 @@ class GenerationEngine {
   /// The result of a finished session (then forgotten). Throws hogwild::Error when the session
   /// failed (the message says why) or is not finished.
   virtual SessionResult take_result(SessionId id) = 0;
-  virtual CacheStats cache_stats() const = 0;
+  virtual EngineGauges gauges() const = 0;
 };
 
 }  // namespace hogwild::server

@@ -261,6 +261,10 @@ void HttpServer::metrics(httplib::Response& res) {
            static_cast<double>(st.cache.tokens));
     metric("hogwild_kv_cache_blocks", "gauge", "Cache blocks held by live sessions.",
            static_cast<double>(st.cache.blocks));
+    metric("hogwild_sessions_active", "gauge", "Sessions in the engine's forwards.",
+           static_cast<double>(st.cache.active_sessions));
+    metric("hogwild_sessions_queued", "gauge", "Sessions waiting for KV memory or a slot.",
+           static_cast<double>(st.cache.queued_sessions));
   }
   res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");
 }

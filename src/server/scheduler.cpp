@@ -320,7 +320,7 @@ void Scheduler::poll() {
   to_cancel_.clear();
   for (auto& c : cmds) run_command(c);
   collect();
-  const CacheStats cache = engine_->cache_stats();
+  const EngineGauges cache = engine_->gauges();
   std::lock_guard<std::mutex> l(m_);
   stats_.cache = cache;
 }
@@ -421,7 +421,7 @@ void Scheduler::collect() {
     }
     if (--r->open > 0) continue;
     requests_.erase(r->job.id);
-    const CacheStats cache = engine_->cache_stats();
+    const EngineGauges cache = engine_->gauges();
     {  // counted before the client can see its answer (tests read /metrics right after)
       std::lock_guard<std::mutex> l(m_);
       stats_.cache = cache;

@@ -38,7 +38,7 @@ struct SchedulerStats {
   int64_t serial_steps = 0;
   double step_seconds = 0;  // summed wall time between consecutive forwards of a session
   int64_t notes_inserted = 0;
-  CacheStats cache;  // gauge
+  EngineGauges cache;  // gauges of the engine
 };
 
 class Scheduler {

@@ -21,7 +21,10 @@ class ServerEngine : public GenerationEngine {
   bool step() override;
   bool finished(SessionId id) const override { return engine_.finished(id); }
   SessionResult take_result(SessionId id) override;
-  CacheStats cache_stats() const override { return {be_.live_blocks(), be_.kv_used_tokens()}; }
+  EngineGauges gauges() const override {
+    return {be_.live_blocks(), be_.kv_used_tokens(), engine_.active_sessions(),
+            engine_.queued_sessions()};
+  }
 
  private:
   Backend& be_;

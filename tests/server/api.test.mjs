@@ -189,6 +189,8 @@ test('>= 32 concurrent requests, hogwild and plain, all answered; same seed same
   assert.equal(metric(m, 'hogwild_requests_running'), 0);
   assert.equal(metric(m, 'hogwild_requests_queued'), 0);
   assert.equal(metric(m, 'hogwild_kv_cache_blocks'), 0);
+  assert.equal(metric(m, 'hogwild_sessions_active'), 0);
+  assert.equal(metric(m, 'hogwild_generated_tokens_total') > 0, true);
   await healthy();
 });
 

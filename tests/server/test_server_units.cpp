@@ -305,7 +305,7 @@ TEST(Steering, NoteIsInEveryViewFromTheSerialStepAfterItsForward) {
       checked += serial > s;
     }
     EXPECT_EQ(checked, 20 - s);
-    EXPECT_EQ(engine.cache_stats().blocks, 0);
+    EXPECT_EQ(engine.gauges().blocks, 0);
   }
 }
 
