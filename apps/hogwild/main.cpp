@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   hogwild::cli::register_prompt(app);
   hogwild::cli::register_run(app);
   hogwild::cli::register_bench(app);
+  hogwild::cli::register_collab(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
