@@ -50,31 +50,33 @@ def load_shards(prefix):
 
 
 def pack_rows(lens, seq, rng):
-    """Rows of example ids, each fitting seq tokens: largest first, then the largest that fits."""
-    order = rng.permutation(len(lens))
-    buckets = [[] for _ in range(seq + 1)]
-    for i in order:
-        if lens[i] <= seq:
-            buckets[lens[i]].append(i)
+    """Rows of example ids, each fitting seq tokens: the largest example left, then repeatedly the
+    largest that still fits (best fit by length buckets)."""
+    import bisect
+    buckets = {}
+    for i in rng.permutation(len(lens)):
+        n = int(lens[i])
+        if n <= seq:
+            buckets.setdefault(n, []).append(int(i))
+    sizes = sorted(buckets)
     rows = []
-    top = seq
-    while True:
-        while top > 0 and not buckets[top]:
-            top -= 1
-        if top == 0:
-            break
-        row, room = [buckets[top].pop()], seq - top
-        size = min(room, top)
-        while size > 0:
-            if buckets[size]:
-                row.append(buckets[size].pop())
-                room -= size
-                size = min(size, room)
-            else:
-                size -= 1
+    while sizes:
+        top = sizes[-1]
+        row = [buckets[top].pop()]
+        if not buckets[top]:
+            sizes.pop()
+        room = seq - top
+        while True:
+            j = bisect.bisect_right(sizes, room) - 1
+            if j < 0:
+                break
+            n = sizes[j]
+            row.append(buckets[n].pop())
+            if not buckets[n]:
+                del sizes[j]
+            room -= n
         rows.append(row)
-    rng.shuffle(rows)
-    return rows
+    return [rows[i] for i in rng.permutation(len(rows))]
 
 
 def build_rows(tok, msk, starts, lens, rows, seq):
@@ -301,6 +303,8 @@ def main():
     ap.add_argument("--golden-data", help="shard prefix of held-out traces for the golden logits")
     ap.add_argument("--golden-out", help="golden logits output folder")
     ap.add_argument("--eval-problems", help="held-out problems JSONL for the one-worker check")
+    ap.add_argument("--eval-count", type=int, default=64)
+    ap.add_argument("--eval-max-new", type=int, default=900)
     ap.add_argument("--log", help="loss curve JSON output")
     args = ap.parse_args()
     t_start = time.time()
@@ -386,9 +390,20 @@ def main():
         lr = args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
         for g in opt.param_groups:
             g["lr"] = lr
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = loss_of(x, l, p, d)
-        loss.backward()
+        try:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = loss_of(x, l, p, d)
+            loss.backward()
+        except Exception as e:  # flex_attention unavailable: dense masks through SDPA
+            if step > 0 or model.attn is sdpa_attn:
+                raise
+            print(f"flex_attention failed ({type(e).__name__}: {e}); using SDPA", flush=True)
+            opt.zero_grad(set_to_none=True)
+            model.attn, mask_for = sdpa_attn, (lambda dd: dense_mask(dd)[:, None])
+            trunk = torch.compile(model)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = loss_of(x, l, p, d)
+            loss.backward()
         gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -476,10 +491,10 @@ def main():
 
     # ---- one-worker check on held-out problems ----------------------------------------------
     if args.eval_problems:
-        probs = [json.loads(l) for l in open(args.eval_problems)]
+        probs = [json.loads(l) for l in open(args.eval_problems)][:args.eval_count]
         model.attn = sdpa_attn
         t1 = time.time()
-        ok, steps = greedy_single(model, tok, probs, fmt, dev)
+        ok, steps = greedy_single(model, tok, probs, fmt, dev, args.eval_max_new)
         acc = sum(ok) / len(ok)
         summary["single_worker_check"] = {"problems": len(ok), "accuracy": acc,
                                           "mean_tokens": sum(steps) / len(steps),
