@@ -4,7 +4,8 @@
 # CARRY holds the hogwild binary (built here with -DHOGWILD_CUDA=OFF), lib.tar.xz (its shared
 # libraries), corpus.jsonl + golden_text.jsonl (only with `tok`: train the tokenizer first) and
 # test_k4.jsonl (the one-worker check). OUT receives what comes back: the tokenizer files, the
-# training log, the golden logits and the model (model.safetensors in 15 MB parts).
+# training log, the golden logits, the model (model.safetensors in 15 MB parts, with KEEP_MODEL=1)
+# and, with EVAL_SECONDS > 0, evaluation runs on the machine's CPU cores (tools/collab/eval.py).
 set -euo pipefail
 C=$1 OUT=$2 SESSIONS=$3 SECS=$4 TOK=${5:-}
 M=models/packs-collab D=/tmp/collab-data
@@ -32,5 +33,10 @@ cp $D/model/config.json $D/model/generation_config.json $D/golden_out/* $D/ 2>/d
 if [[ ${KEEP_MODEL:-0} == 1 && -f $D/model/model.safetensors ]]; then
   split -b 15M -d $D/model/model.safetensors $OUT/model.safetensors.part-
   sha256sum $D/model/model.safetensors
+fi
+if [[ ${EVAL_SECONDS:-0} -gt 0 && -f $D/model/model.safetensors ]]; then
+  python3 tools/collab/eval.py run --hogwild $H --model $D/model --out $OUT/runs_device.jsonl \
+    --configs "${EVAL_CONFIGS:-4:1:combined,4:2:combined,4:4:combined,4:8:combined,4:4:interleaved,4:4:contiguous}" \
+    --problems 100 --seed 11 --jobs "$(nproc)" --deadline "$EVAL_SECONDS" || echo "EVAL FAILED"
 fi
 ls -la $OUT

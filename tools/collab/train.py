@@ -80,22 +80,32 @@ def pack_rows(lens, seq, rng):
 
 
 def build_rows(tok, msk, starts, lens, rows, seq):
+    """Rows of seq tokens (int16 ids, uint8 loss flags, int16 positions restarting at each example,
+    int16 example index in the row; -1 = padding), built with flat gathers."""
     n = len(rows)
-    X = np.zeros((n, seq), dtype=np.int16)
-    L = np.zeros((n, seq), dtype=np.uint8)
-    P = np.zeros((n, seq), dtype=np.int16)
-    D = np.full((n, seq), -1, dtype=np.int16)
-    ar = np.arange(seq, dtype=np.int16)
-    for r, row in enumerate(rows):
-        o = 0
-        for d, e in enumerate(row):
-            s, l = starts[e], lens[e]
-            X[r, o:o + l] = tok[s:s + l]
-            L[r, o:o + l] = msk[s:s + l]
-            P[r, o:o + l] = ar[:l]
-            D[r, o:o + l] = d
-            o += l
-    return X, L, P, D
+    ex = np.fromiter((e for row in rows for e in row), dtype=np.int64)
+    row_of = np.repeat(np.arange(n, dtype=np.int64), [len(r) for r in rows])
+    doc_of = np.fromiter((d for row in rows for d in range(len(row))), dtype=np.int64)
+    l = lens[ex].astype(np.int64)
+    # offset of each example inside its row: exclusive cumulative length within the row
+    cum = np.cumsum(l) - l
+    row_start = np.zeros(n, dtype=np.int64)
+    first = np.r_[0, np.cumsum([len(r) for r in rows])[:-1]]
+    row_start[:] = cum[first]
+    off = cum - row_start[row_of]
+    total = int(l.sum())
+    within = np.arange(total, dtype=np.int64) - np.repeat(cum, l)
+    src = np.repeat(starts[ex].astype(np.int64), l) + within
+    dst = np.repeat(row_of * seq + off, l) + within
+    X = np.zeros(n * seq, dtype=np.int16)
+    L = np.zeros(n * seq, dtype=np.uint8)
+    P = np.zeros(n * seq, dtype=np.int16)
+    D = np.full(n * seq, -1, dtype=np.int16)
+    X[dst] = tok[src].astype(np.int16)
+    L[dst] = msk[src]
+    P[dst] = within.astype(np.int16)
+    D[dst] = np.repeat(doc_of, l).astype(np.int16)
+    return X.reshape(n, seq), L.reshape(n, seq), P.reshape(n, seq), D.reshape(n, seq)
 
 
 # ---- model (transformers' Qwen3 names) -------------------------------------------------------------
