@@ -169,7 +169,8 @@ void register_collab(CLI::App& app) {
 
   auto pa = std::make_shared<ProblemsArgs>();
   CLI::App* p = c->add_subcommand("problems", "packs of word problems as JSONL");
-  p->add_option("--split", pa->split, "train or test (held-out frames and seeds)");
+  p->add_option("--split", pa->split,
+                "train, test (held-out seeds) or test-frames (held-out seeds and sentence frames)");
   p->add_option("--k", pa->k, "parts per pack (1..9)");
   p->add_option("--count", pa->count, "number of packs");
   p->add_option("--seed", pa->seed, "base seed; pack i uses seed * 1000003 + i");
@@ -202,7 +203,7 @@ void register_collab(CLI::App& app) {
   s->add_option("-w,--workers", sa->spec.n_workers, "workers");
   s->add_option("--layout", sa->layout, "combined, interleaved or contiguous");
   s->add_option("--seed", sa->spec.pack_seed, "pack seed");
-  s->add_option("--split", sa->split, "train or test");
+  s->add_option("--split", sa->split, "train, test or test-frames");
   s->add_option("--collab-every", sa->spec.collab_every, "tokens between checks (-1: formatting)");
   s->add_option("--careless", sa->careless, "probability of a careless claim");
   s->add_option("--max-context", sa->spec.max_context, "most tokens in a view");

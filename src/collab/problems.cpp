@@ -97,7 +97,7 @@ const std::vector<Frame>& frames(Split s) {
        "books",
        false},
   };
-  return s == Split::train ? train : test;
+  return s == Split::test_frames ? test : train;
 }
 
 struct Person {
@@ -177,12 +177,15 @@ Part make_part(Split split, Rng& rng) {
 
 }  // namespace
 
-std::string_view split_name(Split s) { return s == Split::train ? "train" : "test"; }
+std::string_view split_name(Split s) {
+  return s == Split::train ? "train" : s == Split::test ? "test" : "test-frames";
+}
 
 Split parse_split(std::string_view name) {
   if (name == "train") return Split::train;
   if (name == "test") return Split::test;
-  fail("unknown split '{}'; use train or test", name);
+  if (name == "test-frames") return Split::test_frames;
+  fail("unknown split '{}'; use train, test or test-frames", name);
 }
 
 uint64_t Rng::next() {
@@ -214,9 +217,11 @@ std::string Part::equations() const {
 
 Pack make_pack(Split split, int k, uint64_t seed) {
   if (k < 1 || k > 9) fail("a pack has 1..9 parts, got {}", k);
-  // Separate seed spaces per split and per k: the test split never shares a stream with train.
-  Rng rng(seed * 0x100000001b3ull + (split == Split::test ? 0xa5a5a5a5ull : 0x5a5a5a5aull) +
-          static_cast<uint64_t>(k) * 0x9e37ull);
+  // Separate seed spaces per split and per k: a held-out split never shares a stream with train.
+  const uint64_t tag = split == Split::train  ? 0x5a5a5a5aull
+                       : split == Split::test ? 0x3c3c3c3c00000000ull
+                                              : 0xa5a5a5a5ull;
+  Rng rng(seed * 0x100000001b3ull + tag + static_cast<uint64_t>(k) * 0x9e37ull);
   Pack pack;
   for (int i = 0; i < k; ++i) {
     pack.parts.push_back(make_part(split, rng));

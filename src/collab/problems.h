@@ -7,9 +7,12 @@
 // additions and subtractions of 2..99, at most one multiplication per part, by 2..9, of a value
 // <= 99; every intermediate value is in 0..9999.
 //
-// Held-out problems: the test split uses sentence frames that the train split never uses (the
-// operation cue words "more", "away", "times" are shared, so the task is the same) and a separate
-// seed space, so no training example contains a test problem.
+// Held-out problems, two splits:
+//   test         the training sentence frames, a separate seed space: no training example
+//                contains these packs (the figures of docs/COLLAB.md);
+//   test-frames  sentence frames the train split never uses (the operation cue words "more",
+//                "away", "times" are shared, so the task is the same), also in their own seed
+//                space: generalisation to new wording.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +22,9 @@
 
 namespace hogwild::collab {
 
-enum class Split { train, test };
+enum class Split { train, test, test_frames };
 
-/// "train" / "test"; parse_split throws hogwild::Error for any other name.
+/// "train" / "test" / "test-frames"; parse_split throws hogwild::Error for any other name.
 std::string_view split_name(Split s);
 Split parse_split(std::string_view name);
 

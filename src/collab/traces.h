@@ -80,7 +80,7 @@ struct GenerateOptions {
   std::string format = "tokens";
   std::string prefix;
   int64_t max_context = 2047;  // tokens of a view (TraceSpec::max_context)
-  Split split = Split::train;  // test: held-out frames and seeds (for golden texts, never training)
+  Split split = Split::train;  // held-out splits render golden texts, never training data
 };
 
 struct GenerateSummary {

@@ -45,8 +45,8 @@ def snapshots_for(k):
     return list(range(25, budget_for(k) + 1, 25))
 
 
-def load_problems(hogwild, k, count, seed):
-    out = subprocess.run([hogwild, "collab", "problems", "--split", "test", "--k", str(k),
+def load_problems(hogwild, k, count, seed, split="test"):
+    out = subprocess.run([hogwild, "collab", "problems", "--split", split, "--k", str(k),
                           "--count", str(count), "--seed", str(seed)],
                          check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines()]
@@ -134,7 +134,8 @@ def run_one(args, fmt, problem, k, w, layout):
     os.unlink(path)
     want = problem["answer"]
     snaps = [[s["serial_step"], s.get("answer") == want] for s in tr["snapshots"]]
-    rec = {"id": problem["id"], "k": k, "w": w, "layout": layout, "expected": want,
+    rec = {"id": problem["id"], "split": problem["split"], "k": k, "w": w, "layout": layout,
+           "expected": want,
            "answer": tr["answer"], "correct": tr["answer"] == want,
            "stop_reason": tr["stop_reason"], "serial_steps": tr["stats"]["serial_steps"],
            "tokens": tr["stats"]["total_tokens"], "snapshots": snaps,
@@ -149,7 +150,7 @@ def cmd_run(args):
     for c in args.configs.split(","):
         k, w, layout = c.split(":")
         configs.append((int(k), int(w), layout))
-    problems = {k: load_problems(args.hogwild, k, args.problems, args.seed)
+    problems = {k: load_problems(args.hogwild, k, args.problems, args.seed, args.split)
                 for k in sorted({c[0] for c in configs})}
     done = set()
     if os.path.exists(args.out):
@@ -309,6 +310,7 @@ def main():
     r.add_argument("--problems", type=int, default=100)
     r.add_argument("--seed", type=int, default=11)
     r.add_argument("--jobs", type=int, default=1)
+    r.add_argument("--split", default="test", help="test (held-out seeds) or test-frames")
     r.add_argument("--deadline", type=float, default=0, help="seconds after which no run starts")
     s = sub.add_parser("summarize")
     s.add_argument("--runs", required=True)
