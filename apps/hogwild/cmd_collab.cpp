@@ -1,6 +1,6 @@
 // `hogwild collab`: the data of the collaboration model (src/collab, tools/collab/README.md).
 //
-//   hogwild collab problems --split test --k 4 --count 500 --seed 1 [--out FILE]
+//   hogwild collab problems --split test --k 4 --count 500 --seed 1 [--out FILE] [--format text]
 //       held-out (or training) packs as JSONL: {"id", "split", "k", "seed", "problem", "answer",
 //       "parts": [{"text", "result", "equations"}]}
 //   hogwild collab traces -m DIR [--format FILE] [--bytes] --sessions N --seed S --threads T
@@ -72,7 +72,7 @@ ModelText load_model_text(const ModelArgs& a) {
 }
 
 struct ProblemsArgs {
-  std::string split = "test", out;
+  std::string split = "test", out, format = "jsonl";
   int k = 4;
   int64_t count = 100;
   uint64_t seed = 1;
@@ -86,6 +86,8 @@ void problems(const ProblemsArgs& a) {
     file.open(a.out);
     if (!file) fail("cannot create '{}'; check that its directory exists", a.out);
   }
+  if (a.format != "jsonl" && a.format != "text")
+    fail("--format must be jsonl or text, got '{}'", a.format);
   std::ostream& out = a.out.empty() ? std::cout : file;
   for (int64_t i = 0; i < a.count; ++i) {
     const uint64_t seed = a.seed * 1000003ull + static_cast<uint64_t>(i);
@@ -101,7 +103,10 @@ void problems(const ProblemsArgs& a) {
                                 {"problem", p.text},
                                 {"answer", std::to_string(p.total)},
                                 {"parts", parts}};
-    out << j.dump() << "\n";
+    if (a.format == "text")
+      out << p.text << "\n";
+    else
+      out << j.dump() << "\n";
   }
 }
 
@@ -175,6 +180,7 @@ void register_collab(CLI::App& app) {
   p->add_option("--count", pa->count, "number of packs");
   p->add_option("--seed", pa->seed, "base seed; pack i uses seed * 1000003 + i");
   p->add_option("--out", pa->out, "output file (default: stdout)");
+  p->add_option("--format", pa->format, "jsonl (default) or text (the problem texts only)");
   p->callback([pa] { problems(*pa); });
 
   auto ta = std::make_shared<TracesArgs>();
