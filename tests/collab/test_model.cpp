@@ -122,8 +122,10 @@ Runs run_problems(int n_workers) {
   return out;
 }
 
-// Measured when the model was committed (deterministic on the CPU): 2 workers 0/20 right ...
-constexpr int kTwoWorkerFloor = 0;
+// Measured when the model was committed (OpenBLAS, Debian 12): 2 workers 16/20 right in 157.4
+// serial steps on average, 1 worker 19/20 in 232.9. The floor leaves two problems of margin for
+// greedy ties that another BLAS may round the other way.
+constexpr int kTwoWorkerFloor = 14;
 
 TEST(CollabModel, TwoWorkersReachTheFloorInFewerSerialSteps) {
   const Runs two = run_problems(2);

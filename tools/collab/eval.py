@@ -204,7 +204,7 @@ def first_reaching(budgets, acc, target):
     return None
 
 
-def svg_plot(series, title, path, xlabel="serial steps (budget)", ylabel="accuracy"):
+def svg_plot(series, title, path, xlabel="serial steps (budget)", ylabel="accuracy", ymax=1.0):
     W, H, L, B = 640, 400, 60, 50
     xs = [x for _, pts in series for x, _ in pts]
     xmax = max(xs) if xs else 1
@@ -213,14 +213,14 @@ def svg_plot(series, title, path, xlabel="serial steps (budget)", ylabel="accura
            f'<rect width="{W}" height="{H}" fill="white"/>',
            f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="14">{title}</text>']
     px = lambda x: L + (W - L - 20) * x / xmax
-    py = lambda y: H - B - (H - B - 40) * y
+    py = lambda y: H - B - (H - B - 40) * y / ymax
     out.append(f'<line x1="{L}" y1="{py(0)}" x2="{W - 20}" y2="{py(0)}" stroke="black"/>')
     out.append(f'<line x1="{L}" y1="{py(0)}" x2="{L}" y2="{py(1)}" stroke="black"/>')
     for t in range(0, 11, 2):
-        y = t / 10
-        out.append(f'<text x="{L - 8}" y="{py(y) + 4}" text-anchor="end">{y:.1f}</text>')
+        y = ymax * t / 10
+        out.append(f'<text x="{L - 8}" y="{py(y) + 4}" text-anchor="end">{y:.2g}</text>')
         out.append(f'<line x1="{L}" y1="{py(y)}" x2="{W - 20}" y2="{py(y)}" stroke="#ddd"/>')
-    step = max(1, round(xmax / 8 / 50) * 50)
+    step = max(1, round(xmax / 8 / 50) * 50) if xmax >= 400 else max(1, round(xmax / 8))
     for x in range(0, int(xmax) + 1, step):
         out.append(f'<text x="{px(x)}" y="{H - B + 16}" text-anchor="middle">{x}</text>')
     out.append(f'<text x="{W / 2}" y="{H - 10}" text-anchor="middle">{xlabel}</text>')
@@ -289,19 +289,30 @@ def cmd_summarize(args):
         if series:
             svg_plot(series, f"K = {k} parts, combined layout: accuracy vs serial steps",
                      os.path.join(args.out, f"accuracy_k{k}.svg"))
-        lay = [(f"{w} workers, {layout}", list(zip(summary[f'{k}:{w}:{layout}']['budgets'],
-                                                    summary[f'{k}:{w}:{layout}']['curve'])))
-               for (kk, w, layout) in sorted(groups) if kk == k and w > 1 and
-               any(g == (k, w, l) for g in groups for l in ("interleaved", "contiguous")) and
-               f"{k}:{w}:{layout}" in summary]
-        if len(lay) > 1:
-            svg_plot(lay, f"K = {k} parts: layouts", os.path.join(args.out, f"layouts_k{k}.svg"))
+        for w in sorted({g[1] for g in groups if g[0] == k}):
+            lay = [(f"{w} workers, {layout}", list(zip(summary[key]["budgets"], summary[key]["curve"])))
+                   for layout in ("combined", "interleaved", "contiguous")
+                   for key in [f"{k}:{w}:{layout}"] if key in summary]
+            if len(lay) > 1:
+                svg_plot(lay, f"K = {k} parts, {w} workers: layouts",
+                         os.path.join(args.out, f"layouts_k{k}_w{w}.svg"))
     print(md)
+
+
+def cmd_loss(args):
+    log = json.load(open(args.log))
+    pts = [(c["seconds"], c["loss"]) for c in log["curve"]]
+    svg_plot([("training loss (per trained token)", pts)],
+             f"packs-collab: {log['parameters'] / 1e6:.1f}M parameters, {log['steps']} steps",
+             args.out, xlabel="seconds of training (H200)", ylabel="loss", ymax=2.2)
 
 
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
+    lo = sub.add_parser("loss", help="the loss curve of a training log as SVG")
+    lo.add_argument("--log", required=True)
+    lo.add_argument("--out", required=True)
     r = sub.add_parser("run")
     r.add_argument("--hogwild", default="build/hogwild")
     r.add_argument("--model", default="models/packs-collab")
@@ -316,7 +327,7 @@ def main():
     s.add_argument("--runs", required=True)
     s.add_argument("--out", required=True)
     args = ap.parse_args()
-    cmd_run(args) if args.cmd == "run" else cmd_summarize(args)
+    {"run": cmd_run, "summarize": cmd_summarize, "loss": cmd_loss}[args.cmd](args)
 
 
 if __name__ == "__main__":
