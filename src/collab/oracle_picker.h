@@ -47,6 +47,12 @@ struct PickerOptions {
 struct PickerStats {
   int64_t claims = 0, careless_claims = 0, switches = 0, checks = 0, check_yes = 0, stops = 0,
           sums = 0, decisions = 0;
+  PickerStats& operator+=(const PickerStats& o) {
+    claims += o.claims, careless_claims += o.careless_claims, switches += o.switches;
+    checks += o.checks, check_yes += o.check_yes, stops += o.stops, sums += o.sums;
+    decisions += o.decisions;
+    return *this;
+  }
 };
 
 class OraclePicker : public TokenPicker, public SessionObserver {

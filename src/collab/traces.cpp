@@ -155,15 +155,7 @@ GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
                          static_cast<long long>(tr.pack.total), tr.result.history_text.c_str());
           continue;
         }
-        const PickerStats& st = tr.stats;
-        sum.stats.claims += st.claims;
-        sum.stats.careless_claims += st.careless_claims;
-        sum.stats.switches += st.switches;
-        sum.stats.checks += st.checks;
-        sum.stats.check_yes += st.check_yes;
-        sum.stats.stops += st.stops;
-        sum.stats.sums += st.sums;
-        sum.stats.decisions += st.decisions;
+        sum.stats += tr.stats;
         for (const Example& e : tr.examples) {
           sum.examples += 1;
           sum.tokens += static_cast<int64_t>(e.tokens.size());
@@ -201,14 +193,7 @@ GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
     total.examples += s.examples;
     total.tokens += s.tokens;
     total.loss_tokens += s.loss_tokens;
-    total.stats.claims += s.stats.claims;
-    total.stats.careless_claims += s.stats.careless_claims;
-    total.stats.switches += s.stats.switches;
-    total.stats.checks += s.stats.checks;
-    total.stats.check_yes += s.stats.check_yes;
-    total.stats.stops += s.stats.stops;
-    total.stats.sums += s.stats.sums;
-    total.stats.decisions += s.stats.decisions;
+    total.stats += s.stats;
   }
   return total;
 }
