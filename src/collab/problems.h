@@ -1,6 +1,7 @@
 // Packs of small arithmetic word problems for the collaboration model (tools/collab/README.md):
 // K = 2..8 independent parts, each a short story with 2..5 operations on whole numbers (+, -, *),
-// and the question "what is the sum of the answers". Every part can be worked in parallel; the total needs all of them, so the pack rewards splitting the work.
+// and the question "what is the sum of the answers". Every part can be worked in parallel; the
+// total needs all of them, so the pack rewards splitting the work.
 //
 // Numbers stay small enough to compute one digit at a time in the text: start values 5..99,
 // additions and subtractions of 2..99, at most one multiplication per part, by 2..9, of a value
