@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/backend.h"
+#include "model/block_table.h"
 
 namespace hogwild::collab {
 
@@ -26,14 +27,19 @@ class BookkeepingBackend : public Backend {
   /// No keys or values are kept: throws hogwild::Error.
   void read_block(BlockId b, int64_t layer, std::vector<float>& k,
                   std::vector<float>& v) const override;
-  /// Appends every token to its block (checking the block is live and occurs in its writer's
-  /// view); logits = (rows with want_logits, vocab_size) zeros.
+  /// Checks the batch and appends every token to its block (model/forward_plan.h, as every
+  /// backend does); logits = (rows with want_logits, vocab_size) zeros.
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+  /// forward, then the host draw (sampling/row_draw.h) over the zero logits.
+  void forward_sample(const ForwardBatch& batch,
+                      const std::vector<std::vector<int32_t>>& banned_sets,
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override;
+  int64_t kv_used_tokens() const override { return table_.used_pages() * table_.page_tokens(); }
+  int64_t live_blocks() const override { return table_.live_blocks(); }
 
  private:
-  void check_live(BlockId b) const;
   ModelConfig config_;
-  std::vector<int64_t> len_;  // by BlockId; -1 = free
+  BlockTable table_{0, 64};  // blocks and lengths, no limit
 };
 
 }  // namespace hogwild::collab
