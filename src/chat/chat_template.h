@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -35,6 +36,11 @@ class ChatTemplate {
   /// Throws hogwild::Error when the directory has no chat template, a file is unreadable or not
   /// JSON, or the template has a syntax error (with line/column).
   static ChatTemplate load(const std::filesystem::path& model_dir, const std::string& name = "");
+  /// Same, but nullopt when the directory has no chat template at all (a base model); every other
+  /// failure (a syntax error, a broken file, an unknown `name`) still throws, so that callers can
+  /// show it instead of "the model has no template".
+  static std::optional<ChatTemplate> load_if_present(const std::filesystem::path& model_dir,
+                                                     const std::string& name = "");
   /// Parses template source. Throws hogwild::Error on a syntax error.
   static ChatTemplate from_string(const std::string& source, SpecialTokens tokens = {},
                                   Limits limits = {});

@@ -15,8 +15,12 @@
 #include "cuda/gemm.h"
 #include "cuda/norm.h"
 #include "cuda/staging.h"
+#include "hogwild/kv_budget.h"
 
 namespace hogwild::cuda {
+
+static_assert(kPageTokens == hogwild::kKvPageTokens,
+              "hogwild/kv_budget.h estimates one partly filled page per block of this size");
 
 std::string cuda_unsupported(const ModelConfig& c) {
   if (c.head_dim != 64 && c.head_dim != 128)

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "hogwild/answer.h"
 #include "hogwild/steps.h"
+#include "sampling/stop_policy.h"
 
 namespace hogwild {
 
@@ -35,9 +36,8 @@ Session::Session(Backend& backend, const TextCodec& codec, const Formatting& for
     fail("formatting '{}': finisher.suffix is empty; the finisher needs text to continue from",
          fmt_.name);
   const ModelConfig& cfg = be_.config();
-  eos_ = codec_.eos_ids();
-  for (int64_t e : cfg.eos_token_id) eos_.push_back(static_cast<int32_t>(e));
-  for (int32_t e : opt_.extra_eos) eos_.push_back(e);
+  eos_ = eos_id_union(codec_.eos_ids(), cfg.eos_token_id,
+                      std::vector<int64_t>(opt_.extra_eos.begin(), opt_.extra_eos.end()));
   build_forbidden();
 }
 
@@ -103,7 +103,8 @@ void Session::forward(ForwardBatch& batch, std::vector<FedToken>& fed, std::vect
     fed[i].index = len[b]++;
   }
   if (device_rows)
-    be_.forward_sample(batch, forbidden_ids_, *device_rows, *drawn);
+    be_.forward_sample(batch, forbidden_ids_, *device_rows, *drawn,
+                       opt_.keep_logits ? &logits : nullptr);
   else
     be_.forward(batch, logits);
   for (size_t i = 0; i < batch.tokens.size(); ++i) {
@@ -143,7 +144,7 @@ void Session::prefill(const std::vector<int32_t>& prompt, std::vector<float>& lo
   }
   forward(batch, fed, logits);
   if (obs_) {
-    ForwardRecord rec{0, batch.views, fed, {}, {-1}, &logits};
+    ForwardRecord rec{0, batch.views, fed, {}, {-1}, &logits, ForwardKind::prefill, {}, false};
     obs_->on_forward(rec);
   }
 }
@@ -297,6 +298,15 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
         longest = std::max(longest, len);
       }
       if (longest > max_context_) {
+        if (serial_ == 0)  // as a prompt that fills the context: an error, not a 0-step run
+          fail(
+              "the prompt ({} tokens) and the layout's texts leave no room for the first serial "
+              "step within the context limit of {} tokens; shorten the problem{}",
+              prompt.size(), max_context_,
+              max_context_ < be_.config().max_position_embeddings
+                  ? fmt::format(" or raise --max-context (up to the model's {})",
+                                be_.config().max_position_embeddings)
+                  : std::string());
         result_.stop_reason = "max_context";
         break;
       }
@@ -317,7 +327,8 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
     for (int w : rows) workers_[w].feed.clear();
     if (obs_) {
       ForwardRecord rec{serial_, batch.views, fed, closing_steps_, rows,
-                        on_device ? nullptr : &logits};
+                        on_device && !opt_.keep_logits ? nullptr : &logits,
+                        ForwardKind::step, closing_, false};
       obs_->on_forward(rec);
     }
     for (BlockId b : closing_) {  // promotion, finishing order (DESIGN.md §4)
@@ -329,7 +340,7 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
     }
     closing_.clear();
     closing_steps_.clear();
-    for (size_t r = 0; r < rows.size() && !stop; ++r) {
+    for (size_t r = 0; r < rows.size(); ++r) {
       int32_t t;
       if (on_device) {
         t = drawn[r];
@@ -338,7 +349,10 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
       } else {
         t = sample(rows[r], logits.data() + r * vocab);
       }
-      stop = on_sampled(rows[r], t);
+      if (stop)  // this forward's other rows were computed: their tokens count, nothing follows
+        count_unfed(rows[r], t);
+      else
+        stop = on_sampled(rows[r], t);
     }
     if (stop) result_.stop_reason = "answer";
     if (!stop && opt_.max_tokens_per_worker > 0 &&
@@ -346,7 +360,7 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
       result_.stop_reason = "max_tokens";
     while (next_snapshot < opt_.snapshots.size() && opt_.snapshots[next_snapshot] == serial_) {
       auto t2 = std::chrono::steady_clock::now();
-      result_.snapshots.push_back(run_finisher(serial_));
+      result_.snapshots.push_back(run_finisher(serial_, true));
       result_.finisher_seconds += seconds_since(t2);
       if (obs_) obs_->on_snapshot(result_.snapshots.back());
       ++next_snapshot;
@@ -357,7 +371,7 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
 
   if (!result_.answer && result_.stop_reason != "interrupted") {
     auto t2 = std::chrono::steady_clock::now();
-    result_.finisher = run_finisher(serial_);
+    result_.finisher = run_finisher(serial_, false);
     result_.finisher_seconds += seconds_since(t2);
     result_.answer = result_.finisher->answer;
   }
@@ -374,8 +388,20 @@ SessionResult Session::run(const std::vector<int32_t>& prompt) {
   return result_;
 }
 
+// A token sampled in the forward that ended the run, after the row whose answer ended it: counted
+// and reported (on_token) as generated, but neither fed nor scanned for a step end.
+void Session::count_unfed(int w, int32_t token) {
+  WorkerState& ws = workers_[w];
+  ws.generated += 1;
+  result_.tokens_per_worker[w] += 1;
+  total_generated_ += 1;
+  TokenEvent ev{w, ws.step, serial_, token, codec_.token_bytes(token),
+                is_eos(token) && !forbidden_[token]};
+  if (obs_) obs_->on_token(ev);
+}
+
 // Greedy finisher over a temporary block; leaves the run's cache as it was (session.h).
-FinisherResult Session::run_finisher(int64_t serial_step) {
+FinisherResult Session::run_finisher(int64_t serial_step, bool snapshot) {
   FinisherResult res;
   res.serial_step = serial_step;
   const int64_t vocab = be_.config().vocab_size;
@@ -386,10 +412,18 @@ FinisherResult Session::run_finisher(int64_t serial_step) {
   int64_t produced = 0;
   while (!feed.empty()) {
     ForwardBatch batch;
+    std::vector<FedToken> fed;
     batch.views.push_back(finisher_view(st, f));
-    for (size_t j = 0; j < feed.size(); ++j)
+    for (size_t j = 0; j < feed.size(); ++j) {
       batch.tokens.push_back({feed[j], 0, f, j + 1 == feed.size()});
-    be_.forward(batch, logits);
+      fed.push_back({feed[j], -1, 0, f, 0, FeedRole::finisher});
+    }
+    forward(batch, fed, logits);
+    if (obs_) {
+      ForwardRecord rec{serial_step, batch.views, fed, {}, {-1}, &logits, ForwardKind::finisher,
+                        {}, snapshot};
+      obs_->on_finisher_forward(rec);
+    }
     const float* row = logits.data() + (logits.size() - vocab);
     int32_t best = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
     if (is_eos(best)) break;
@@ -399,6 +433,7 @@ FinisherResult Session::run_finisher(int64_t serial_step) {
     feed = {best};
   }
   be_.free_block(f);
+  block_tokens_[f].clear();
   res.answer = finish_answer(res.continuation, fmt_.answer.kind);
   return res;
 }

@@ -70,10 +70,17 @@ struct SessionOptions {
   // Sample on the device when the backend can and the picker describes every row of a forward
   // (TokenPicker::device_row); ForwardRecord::logits is then null for those forwards.
   bool device_sampling = false;
+  // With device sampling, also fetch each forward's logits rows to the host (for dumps such as
+  // `run --dump-logits`): ForwardRecord::logits is then never null. Costs one copy per forward.
+  bool keep_logits = false;
 };
 
 /// Where a fed token came from.
-enum class FeedRole { prompt, constant, step_start, generated };
+enum class FeedRole { prompt, constant, step_start, generated, finisher };
+
+/// What a forward was for: the prefill (serial step 0), a serial step, or one of the finisher's
+/// forwards (SessionObserver::on_finisher_forward; final or snapshot).
+enum class ForwardKind { prefill, step, finisher };
 
 /// One token fed in a forward (for observers, --dump-views and the reference test).
 struct FedToken {
@@ -87,13 +94,17 @@ struct FedToken {
 
 /// One forward as the session ran it.
 struct ForwardRecord {
-  int64_t serial_step = 0;                  // 0 = prefill
+  int64_t serial_step = 0;                  // 0 = prefill; finisher: the budget it ran at
   std::vector<std::vector<BlockId>> views;  // as passed to the backend (prefill: pseudo-writers)
   std::vector<FedToken> tokens;             // batch order
   std::vector<std::pair<int, int>> closed;  // (worker, step) promoted after this forward, in order
   std::vector<int> logit_workers;           // worker of each logits row (prefill: -1)
   const std::vector<float>* logits = nullptr;  // (logit_workers.size(), vocab_size); null when
                                                // the forward sampled on the device
+  ForwardKind kind = ForwardKind::step;
+  std::vector<BlockId> promoted;  // blocks of `closed`, in order, appended to the history block
+                                  // right after this forward (their ids may be reused later)
+  bool snapshot = false;          // finisher forwards: of a snapshot (else the final finisher)
 };
 
 /// A sampled token, for streaming.
@@ -126,6 +137,9 @@ class SessionObserver {
   virtual void on_step_end(int worker, int step, const std::string& text,
                            const std::optional<std::string>& answer) {}
   virtual void on_snapshot(const FinisherResult&) {}
+  /// One forward of the finisher (kind finisher; serial_step = the budget it runs at): the
+  /// suffix, then one greedy token per forward. Its block is freed when the finisher ends.
+  virtual void on_finisher_forward(const ForwardRecord&) {}
 };
 
 struct SessionResult {
@@ -165,6 +179,14 @@ class Session {
   const std::vector<uint8_t>& forbidden() const { return forbidden_; }
   /// Token ids held by block b as the session fed them (for dumps and tests).
   const std::vector<int32_t>& block_tokens(BlockId b) const;
+  /// The history block (prompt + finished steps) and the constant layout blocks (after run()
+  /// started), for dumps.
+  BlockId history_block() const { return history_; }
+  const ConstBlocks& const_blocks() const { return consts_; }
+  /// Ids that end a worker's generation (stop_policy.h eos_id_union of the tokenizer's, the model
+  /// config's and SessionOptions::extra_eos), and the ids forbidden during reasoning, ascending.
+  const std::vector<int32_t>& eos_ids() const { return eos_; }
+  const std::vector<int32_t>& forbidden_ids() const { return forbidden_ids_; }
 
  private:
   struct Feed {
@@ -192,7 +214,8 @@ class Session {
   void forward(ForwardBatch& batch, std::vector<FedToken>& fed, std::vector<float>& logits,
                const std::vector<RowSampling>* device_rows = nullptr,
                std::vector<int32_t>* drawn = nullptr);
-  FinisherResult run_finisher(int64_t serial_step);
+  FinisherResult run_finisher(int64_t serial_step, bool snapshot);
+  void count_unfed(int w, int32_t token);
   int32_t sample(int w, const float* row);
   bool is_eos(int32_t token) const;
 

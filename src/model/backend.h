@@ -82,11 +82,13 @@ class Backend {
   virtual bool samples_on_device() const { return false; }
   /// Runs one forward and draws one token per logits row (rows in batch order, one RowSampling
   /// each) after setting the `banned` ids to -inf in every row. tokens receives the ids; a row
-  /// with nothing left to draw throws hogwild::Error. Throws hogwild::Error on invalid input like
-  /// forward, or when rows.size() differs from the number of want_logits tokens.
+  /// with nothing left to draw throws hogwild::Error. When `logits` is not null it also receives
+  /// the rows as forward() would give them ((rows, vocab_size) fp32, before the banned ids; one
+  /// device-to-host copy), for dumps. Throws hogwild::Error on invalid input like forward, or when
+  /// rows.size() differs from the number of want_logits tokens.
   virtual void forward_sample(const ForwardBatch& /*batch*/, const std::vector<int32_t>& /*banned*/,
                               const std::vector<RowSampling>& /*rows*/,
-                              std::vector<int32_t>& /*tokens*/) {
+                              std::vector<int32_t>& /*tokens*/, std::vector<float>* /*logits*/) {
     throw Error(
         "this backend does not sample on the device; call forward and sample the logits on the "
         "host");

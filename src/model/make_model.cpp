@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/io.h"
 #include "model/safetensors.h"
 #include "model/tensor_names.h"
 
@@ -37,10 +38,9 @@ uint64_t fnv1a64(const std::string& s) {
 }
 
 json read_json_file(const fs::path& p, const char* what) {
-  std::ifstream in(p);
-  if (!in) fail("cannot read {} ({}); check the path", p.string(), what);
+  const std::string text = read_file(p, what);
   try {
-    return json::parse(in);
+    return json::parse(text);
   } catch (const json::exception& e) {
     fail("{} is not valid JSON ({})", p.string(), e.what());
   }

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/io.h"
 
 namespace hogwild {
 
@@ -232,11 +233,10 @@ Checkpoint::Checkpoint(const std::string& model_dir) {
         "safetensors weights (PyTorch .bin and GGUF files are not read)",
         model_dir);
   sharded_ = true;
-  std::ifstream in(index);
-  if (!in) fail("cannot read {}; check its permissions", index.string());
+  const std::string index_text = read_file(index, "model.safetensors.index.json");
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(index_text);
   } catch (const json::exception& e) {
     fail("{} is not valid JSON ({}); download it again", index.string(), e.what());
   }

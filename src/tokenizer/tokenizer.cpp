@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/io.h"
 #include "tokenizer/pipeline.h"
 #include "tokenizer/unicode.h"
 
@@ -18,7 +19,7 @@ namespace tok {
 
 std::vector<int32_t> Pipeline::encode(std::string_view text, bool add_special) const {
   std::vector<Segment> segs;
-  std::string clean = utf8_sanitize(text);
+  std::string clean = utf8_lossy(text);
   if (!clean.empty()) segs.push_back({std::move(clean), -1});
   split_added(segs, raw_trie);
   if (normalizer) {
@@ -138,11 +139,7 @@ void load_added(Pipeline& p, const json& arr) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("cannot open {}; check the path (a HF model directory holds tokenizer.json).", path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return hogwild::read_file(path, std::filesystem::path(path).filename().string());
 }
 
 std::optional<std::string> token_field(const json& cfg, const char* key) {

@@ -165,8 +165,10 @@ TEST(CudaLoading, ForwardSampleMatchesHostSampling) {
   rs[6] = RowSampling{2.0f, 50, 0.95f, 0.02f, 0.999f};
   rs[7] = RowSampling{1.0f, 0, 1.0f, 0.0f, 0.0f};
   std::vector<int32_t> got;
-  dev.forward_sample(prompt_batch(bd, 30, V, rows), banned, rs, got);
+  std::vector<float> fetched;  // the rows drawn from, fetched for dumps
+  dev.forward_sample(prompt_batch(bd, 30, V, rows), banned, rs, got, &fetched);
   ASSERT_EQ(got.size(), static_cast<size_t>(rows));
+  EXPECT_EQ(fetched, logits) << "the fetched rows are the forward's logits, before the banned ids";
   for (int r = 0; r < rows; ++r) {
     std::vector<float> row(logits.begin() + r * V, logits.begin() + (r + 1) * V);
     EXPECT_EQ(got[r], host_row_draw(row, rs[r], banned)) << "row " << r;
@@ -176,7 +178,7 @@ TEST(CudaLoading, ForwardSampleMatchesHostSampling) {
   // Wrong row count: refused before anything runs.
   std::vector<int32_t> none;
   const int64_t len = dev.block_len(bd);
-  EXPECT_THROW(dev.forward_sample(prompt_batch(bd, 2, V, 1), banned, {}, none), Error);
+  EXPECT_THROW(dev.forward_sample(prompt_batch(bd, 2, V, 1), banned, {}, none, nullptr), Error);
   EXPECT_EQ(dev.block_len(bd), len);
 }
 

@@ -25,9 +25,11 @@ class HostTwinDevice : public cpu::CpuBackend {
   using cpu::CpuBackend::CpuBackend;
   bool samples_on_device() const override { return true; }
   void forward_sample(const ForwardBatch& batch, const std::vector<int32_t>& banned,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override {
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
+                      std::vector<float>* fetched) override {
     std::vector<float> logits;
     forward(batch, logits);
+    if (fetched) *fetched = logits;
     ++calls;
     last_banned = banned;
     const int64_t V = config().vocab_size;

