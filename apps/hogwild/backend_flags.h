@@ -48,7 +48,8 @@ inline void add_kv_tokens_flag(CLI::App* c, int64_t& tokens) {
                                      "(0 = the free GPU memory minus 1 GiB)");
         tokens = v;
       },
-      "CUDA: KV cache size in tokens (default: the free GPU memory minus 1 GiB)");
+      "CUDA: KV cache size in tokens (0 = the free GPU memory minus 1 GiB)")
+      ->default_str("0");
 }
 
 /// -t/--threads N (llama.cpp): CPU threads of the CPU backend, for its own loops (cpu/parallel.h

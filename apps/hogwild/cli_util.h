@@ -92,7 +92,13 @@ inline std::string file_or_stdin(const std::string& path, const char* what) {
 /// to `c`; resolve_seed() gives the seed to use, which the command prints.
 inline void add_seed_flag(CLI::App* c, int64_t& seed, const std::string& help) {
   c->add_option("-s,--seed", seed, help + "; -1 = random (the seed used is printed)")
-      ->check(CLI::Range(int64_t{-1}, INT64_MAX));
+      ->check(CLI::Validator(
+          [](std::string& s) {
+            return !s.empty() && s[0] == '-' && s != "-1"
+                       ? "'" + s + "' is not a seed; give a whole number >= 0, or -1 for random"
+                       : std::string();
+          },
+          ""));
 }
 inline uint64_t resolve_seed(int64_t seed) {
   if (seed >= 0) return static_cast<uint64_t>(seed);

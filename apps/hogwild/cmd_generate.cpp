@@ -139,6 +139,7 @@ void run_generate(GenerateArgs a) {
     fail("--ctx-size {} is beyond the model's context of {} tokens (max_position_embeddings in "
          "config.json); give at most {}",
          a.max_context, config.max_position_embeddings, config.max_position_embeddings);
+  if (tok) tok->check_fits(config.vocab_size, a.model_dir);
   const StopPolicy stop = resolve_stop_policy(
       tok && tok->config().eos_token
           ? std::optional<TokenizerEos>(TokenizerEos{*tok->config().eos_token, tok->eos_id()})

@@ -144,6 +144,7 @@ void run(RunArgs a) {
           "in config.json); positions past it are untrained; give at most {}",
           a.max_context, model_ctx, model_ctx);
   }
+  tok.check_fits(config.vocab_size, a.model_dir);
   const StopPolicy stop = resolve_stop_policy(
       tok.config().eos_token ? std::optional<TokenizerEos>(TokenizerEos{*tok.config().eos_token,
                                                                         tok.eos_id()})

@@ -87,7 +87,7 @@ void OutputFile::close() {
 namespace {
 // The temporary name beside `path`, after the checks OutputFile would make on path itself.
 std::string temporary_for(const std::string& path, std::string_view flag) {
-  if (path == "-" || path.empty()) return path;
+  if (path == "-" || path.empty() || is_special_file(path)) return path;
   std::error_code ec;
   if (fs::is_directory(path, ec))
     fail("{}: '{}' is a directory; give a file name inside it", flag, path);
@@ -99,7 +99,7 @@ AtomicOutputFile::AtomicOutputFile(const std::string& path, std::string_view fla
     : path_(path), tmp_(temporary_for(path, flag)), flag_(flag), out_(tmp_, flag) {}
 
 AtomicOutputFile::~AtomicOutputFile() {
-  if (committed_ || out_.is_stdout()) return;
+  if (committed_ || tmp_ == path_) return;
   try {
     out_.close();
   } catch (const Error&) {
@@ -120,10 +120,20 @@ void AtomicOutputFile::commit() {
   committed_ = true;
 }
 
+bool is_special_file(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  return !ec && fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st);
+}
+
 void check_stdout() {
   errno = 0;
-  if (std::fflush(stdout) != 0 || std::ferror(stdout))
-    fail("cannot write to standard output: {}", std::strerror(errno ? errno : EIO));
+  const bool flush_failed = std::fflush(stdout) != 0;
+  const int err = errno;
+  if (flush_failed && err != 0)
+    fail("cannot write to standard output: {}", std::strerror(err));
+  if (flush_failed || std::ferror(stdout))  // an earlier write failed; its errno is gone
+    fail("cannot write to standard output: some output was lost (a full disk or a closed pipe)");
 }
 
 }  // namespace hogwild

@@ -47,7 +47,8 @@ class OutputFile {
 };
 
 /// A file that appears at `path` only when complete: bytes go to "{path}.tmp", commit() renames it
-/// over path (an old file at path stays intact until then). "-" writes to stdout directly.
+/// over path (an old file at path stays intact until then). "-" writes to stdout directly, and so
+/// does an existing path that is not a regular file (/dev/stdout, a pipe, /dev/full).
 /// Destroyed without commit(): the temporary file is removed.
 class AtomicOutputFile {
  public:
@@ -62,6 +63,10 @@ class AtomicOutputFile {
   OutputFile out_;
   bool committed_ = false;
 };
+
+/// True when path exists and is not a regular file or a directory (a device, a pipe): such a path
+/// is written directly, never through a temporary file beside it.
+bool is_special_file(const std::string& path);
 
 /// Flushes stdout and throws hogwild::Error when something written to it was lost (a full disk,
 /// /dev/full, a closed pipe). Call before exiting with status 0.

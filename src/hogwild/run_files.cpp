@@ -40,7 +40,7 @@ void check_output_paths(const RunFilePaths& paths) {
 RunFiles::RunFiles(const RunFilePaths& paths, int64_t vocab_size) : paths_(paths) {
   namespace fs = std::filesystem;
   check_output_paths(paths);
-  if (!paths.json.empty() && paths.json != "-") {
+  if (!paths.json.empty() && paths.json != "-" && !is_special_file(paths.json)) {
     // The final transcript is created at the end (FILE.tmp renamed to FILE); check its directory
     // now by creating the partial transcript beside it.
     std::error_code ec;

@@ -2,7 +2,8 @@
 // lost (docs/DUMPS.md):
 //   - every path is checked and opened before the model loads (a bad path fails at once);
 //   - while the run goes, the transcript's events are appended to FILE.partial.jsonl (flushed
-//     after every serial step), so even a kill -9 leaves what was produced;
+//     after every serial step), so even a kill -9 leaves what was produced (not when FILE is "-"
+//     or a device or pipe, which are written once at the end);
 //   - at the end the whole transcript is written to FILE.tmp and renamed to FILE (an old FILE
 //     stays intact until then), and FILE.partial.jsonl is removed;
 //   - every write is checked: a full disk is an error with a message, never a silent empty file.

@@ -266,6 +266,14 @@ bool Tokenizer::is_special(int32_t id) const {
 std::optional<int32_t> Tokenizer::bos_id() const {
   return config_.bos_token ? token_to_id(*config_.bos_token) : std::nullopt;
 }
+void Tokenizer::check_fits(int64_t vocab_size, const std::string& model_dir) const {
+  if (vocab_size > 0 && this->vocab_size() > vocab_size)
+    fail(
+        "{}: tokenizer.json has token ids up to {} but config.json's vocab_size is {}; the "
+        "tokenizer belongs to another model (copy the model's own tokenizer files)",
+        model_dir, this->vocab_size() - 1, vocab_size);
+}
+
 std::optional<int32_t> Tokenizer::eos_id() const {
   return config_.eos_token ? token_to_id(*config_.eos_token) : std::nullopt;
 }

@@ -69,7 +69,7 @@ TEST(RunCli, BadArgumentsStopWithTheirMessage) {
       {m + "--ctx-size -1 x", "--max-context must be >= 0 tokens"},
       {m + "--n-predict -1 x", "--n-predict must be >= 0 tokens per worker"},
       {m + "-t -2 x", "--threads: -2 is not >= 0"},
-      {m + "--seed -2 x", "--seed: Value -2 not in range -1"},
+      {m + "--seed -2 x", "--seed: '-2' is not a seed; give a whole number >= 0, or -1 for random"},
       {m + "-f /nonexistent/problem.txt", "problem file (-f) '/nonexistent/problem.txt' does not exist"},
       {m + "-f " + empty_dir, "problem file (-f) '" + empty_dir + "' is a directory, not a file"},
       {m + "--format " + empty_dir + " x", "formatting file '" + empty_dir + "' is a directory"},
