@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   app.add_option("-m,--model", dirs, "Hugging Face model directories");
   app.add_option("-w,--workers", o.workers, "worker counts");
   app.add_option("-c,--context", o.contexts, "shared context lengths");
+  app.add_option("-s,--sessions", o.sessions,
+                 "concurrent problems, each with its own shared context, in one forward");
   app.add_option("-r,--repeat", o.repeat, "timed steps per configuration");
   app.add_option("--json", json_file, "JSON output file");
   app.add_option("--kv-tokens", o.kv_tokens,

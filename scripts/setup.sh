@@ -8,7 +8,8 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libfmt-dev libcli11-dev libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libpcre2-dev libutf8proc-dev libcpp-httplib-dev
+  libpcre2-dev libutf8proc-dev libcpp-httplib-dev libgmp-dev
+  bubblewrap gnuplot-nox
   clang libclang-rt-14-dev clang-format
   python3 python3-jinja2 nodejs
 )

@@ -16,6 +16,7 @@
 #include "model/backend.h"
 #include "model/config.h"
 #include "model/weights.h"
+#include "engine/model.h"
 #ifdef HOGWILD_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif
@@ -75,54 +76,17 @@ inline void add_device_flags(CLI::App* c, DeviceFlags& f) {
   add_kv_tokens_flag(c, f.max_kv_tokens);
 }
 
-/// "cuda" or "cpu" for the flag's value and a model of config c; throws hogwild::Error for
-/// cuda on a build or machine without it or a model it cannot run. auto falls back to cpu with a
-/// note on stderr when the GPU cannot run the model.
+/// "cuda" or "cpu" for the flag's value and a model of config c (engine/model.h resolve_device).
 inline std::string resolve_device(const DeviceFlags& f, const ModelConfig& c) {
-#ifdef HOGWILD_HAVE_CUDA
-  const bool gpu = f.device != "cpu" && cuda::cuda_device_available();
-  if (gpu) {
-    const std::string why = cuda::cuda_unsupported(c);
-    if (!why.empty()) {
-      if (f.device == "cuda") fail("--device cuda: {}; use --device cpu", why);
-      std::fprintf(stderr, "note: running on the CPU: %s\n", why.c_str());
-      return "cpu";
-    }
-  }
-#else
-  const bool gpu = false;
-  (void)c;
-#endif
-  if (f.device == "cpu") return "cpu";
-  if (f.device == "cuda" && !gpu) {
-#ifdef HOGWILD_HAVE_CUDA
-    fail("--device cuda: no usable CUDA GPU (cudaGetDeviceCount found none); use --device cpu");
-#else
-    fail("--device cuda: this hogwild was built without CUDA (no nvcc at build time); rebuild on a "
-         "machine with the CUDA toolkit or use --device cpu");
-#endif
-  }
-  return gpu ? "cuda" : "cpu";
+  return hogwild::resolve_device(f.device, c);
 }
 
-/// The backend for model_dir on the resolved device (loads the weights). max_forward_tokens: the
-/// largest forward the caller will run (the prompt's prefill); CUDA sizes its activations for it
+/// The backend for model_dir on the resolved device (engine/model.h make_backend).
+/// max_forward_tokens: the largest forward the caller will run; CUDA sizes its activations for it
 /// (at least 4096 tokens).
 inline std::unique_ptr<Backend> make_backend(const std::string& model_dir, const std::string& dev,
                                              const DeviceFlags& f, int64_t max_forward_tokens) {
-#ifdef HOGWILD_HAVE_CUDA
-  if (dev == "cuda") {
-    cuda::CudaOptions o;
-    o.max_kv_tokens = f.max_kv_tokens;
-    o.max_batch_tokens = std::max<int64_t>(o.max_batch_tokens, max_forward_tokens);
-    return std::make_unique<cuda::CudaBackend>(model_dir, o);
-  }
-#endif
-  (void)max_forward_tokens;
-  HOGWILD_CHECK(dev == "cpu");
-  if (f.max_kv_tokens > 0)
-    std::fprintf(stderr, "note: --kv-tokens applies to the CUDA backend; ignored on the CPU\n");
-  return std::make_unique<cpu::CpuBackend>(load_model(model_dir));
+  return hogwild::make_backend(model_dir, dev, f.max_kv_tokens, max_forward_tokens);
 }
 
 /// Throws hogwild::Error (sizes + what to do, ending with the command's own `hint`) when `tokens`

@@ -92,6 +92,7 @@ void register_bench(CLI::App& app) {
     std::vector<std::string> dirs;
     std::vector<int> workers;
     std::vector<int64_t> contexts;
+    std::vector<int> sessions;
     std::string output = "table";
     std::string json_file;
     int repeat = 20;
@@ -106,6 +107,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-m,--model", a->dirs, "Hugging Face model directories to load instead/as well");
   cmd->add_option("-w,--workers", a->workers, "worker counts (default: 1 2 4 8)");
   cmd->add_option("-c,--context", a->contexts, "shared context lengths (default: 1024 8192 16384)");
+  cmd->add_option("-s,--sessions", a->sessions,
+                  "concurrent problems, each with its own shared context and W workers, in one "
+                  "forward (default: 1)");
   cmd->add_option("-r,--repeat", a->repeat, "timed steps per configuration (median reported)");
   add_kv_tokens_flag(cmd, a->kv_tokens);  // a small cache leaves room for a profiler
   cmd->add_flag("--session-layout", a->session_layout,
@@ -127,6 +131,8 @@ void register_bench(CLI::App& app) {
       if (w < 1) fail("-w {}: worker counts must be >= 1", w);
     for (int64_t c : a->contexts)
       if (c < 0) fail("-c {}: context lengths must be >= 0 tokens", c);
+    for (int n : a->sessions)
+      if (n < 1) fail("--sessions {}: session counts must be >= 1", n);
     if (a->repeat < 1) fail("-r {}: give at least 1 timed step", a->repeat);
 #ifdef HOGWILD_HAVE_CUDA
     cuda::BenchOptions o;
@@ -134,6 +140,7 @@ void register_bench(CLI::App& app) {
     o.model_dirs = a->dirs;
     if (!a->workers.empty()) o.workers = a->workers;
     if (!a->contexts.empty()) o.contexts = a->contexts;
+    if (!a->sessions.empty()) o.sessions = a->sessions;
     o.repeat = a->repeat;
     o.kv_tokens = a->kv_tokens;
     o.session_layout = a->session_layout;

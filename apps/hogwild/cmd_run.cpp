@@ -1,6 +1,7 @@
 // `hogwild run`: N workers of one model solve a problem together over one shared KV cache
-// (Hogwild! Inference, arXiv 2504.06261; docs/DESIGN.md; src/hogwild/session.h), on the GPU when one
-// is usable (--device; backend_flags.h), else on the CPU.
+// (Hogwild! Inference, arXiv 2504.06261; docs/ARCHITECTURE.md), on the GPU when one is usable
+// (--device), else on the CPU. A thin CLI: it checks the flags, then hands a ProblemRequest to the
+// library (engine/model.h, engine/request.h) and runs the session on an Engine (engine/engine.h).
 //
 //   hogwild run -m DIR [-w N] [--layout combined|interleaved|contiguous] [--budget N]
 //       [--snapshots 256,512] [--collab-every N] [--format NAME|FILE] [--print-format]
@@ -13,7 +14,7 @@
 // model family's math variant (detected from the chat template); --format plain inserts nothing
 // (raw prompt, no prefixes). Ctrl-C or SIGTERM stops after the current serial step and writes
 // what was produced (exit status 130 / 143); the transcript grows in FILE.partial.jsonl while the
-// run goes (run_files.h). llama.cpp spellings: -c/--ctx-size, -f/--file, -t/--threads,
+// run goes (hogwild/run_files.h). llama.cpp spellings: -c/--ctx-size, -f/--file, -t/--threads,
 // --n-predict, --ignore-eos, --temp.
 #include <unistd.h>
 
@@ -33,13 +34,15 @@
 #include "apps/hogwild/commands.h"
 #include "apps/hogwild/backend_flags.h"
 #include "apps/hogwild/cli_util.h"
+#include "engine/engine.h"
+#include "engine/model.h"
+#include "engine/request.h"
 #include "apps/hogwild/sampling_flags.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "core/json_text.h"
 #include "hogwild/codec.h"
 #include "hogwild/formatting.h"
-#include "hogwild/kv_budget.h"
 #include "hogwild/live_view.h"
 #include "hogwild/picker.h"
 #include "hogwild/prompt.h"
@@ -48,7 +51,6 @@
 #include "model/weights.h"
 #include "sampling/generation_config.h"
 #include "sampling/sampler.h"
-#include "sampling/stop_policy.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hogwild::cli {
@@ -83,11 +85,14 @@ std::vector<int64_t> parse_budgets(const std::string& s) {
   return v;
 }
 
-// The model's chat template; null when it has none (only formattings with use_template=false
-// work then). A template that exists but does not parse is an error shown as such.
+// The template for picking the formatting family (null when it has none or does not parse:
+// Model::load keeps the reason and make_request reports it when the formatting needs it).
 std::unique_ptr<chat::ChatTemplate> load_template(const std::string& dir) {
-  auto t = chat::ChatTemplate::load_if_present(dir);
-  return t ? std::make_unique<chat::ChatTemplate>(std::move(*t)) : nullptr;
+  try {
+    return std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::load(dir));
+  } catch (const Error&) {
+    return nullptr;
+  }
 }
 
 void run(RunArgs a) {
@@ -98,6 +103,7 @@ void run(RunArgs a) {
     std::printf("%s\n", dump_json(f.to_json(), 2).c_str());
     return;
   }
+  // Argument checks first, before any weights load (the flags' own names in the messages).
   check_output_paths(a.files);
   if (a.model_dir.empty() || !fs::is_directory(a.model_dir, ec))
     fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
@@ -108,8 +114,7 @@ void run(RunArgs a) {
   const std::string fmt_name =
       !a.format.empty() ? a.format
                         : default_formatting_name(tmpl ? tmpl->source() : "", AnswerKind::boxed);
-  Formatting fmt = resolve_formatting(fmt_name);
-  if (a.ignore_eos) fmt.forbidden.eos = true;  // llama.cpp: EOS is never sampled
+  const Formatting fmt = resolve_formatting(fmt_name);
   if (a.print_format) {
     std::printf("%s\n", dump_json(fmt.to_json(), 2).c_str());
     return;
@@ -128,13 +133,6 @@ void run(RunArgs a) {
   if (a.max_context < 0) fail("--max-context must be >= 0 tokens (0 = the model's context length)");
   if (a.n_predict < 0) fail("--n-predict must be >= 0 tokens per worker (0 = no limit)");
   const std::vector<int64_t> snapshots = parse_budgets(a.snapshots);
-
-  const Tokenizer tok = Tokenizer::from_dir(a.model_dir);
-  const TokenizerCodec codec(tok);
-  const GenerationConfig gen = load_generation_config(a.model_dir);
-  const uint64_t seed = resolve_seed(a.sampling.seed);
-  const std::string prompt_text = build_prompt(fmt, tmpl.get(), a.problem, a.workers);
-  const std::vector<int32_t> prompt = tok.encode(prompt_text, !fmt.chat.use_template);
   const ModelConfig config = load_model_config(a.model_dir);
   {
     const int64_t model_ctx = config.max_position_embeddings;
@@ -144,44 +142,35 @@ void run(RunArgs a) {
           "in config.json); positions past it are untrained; give at most {}",
           a.max_context, model_ctx, model_ctx);
   }
-  tok.check_fits(config.vocab_size, a.model_dir);
-  const StopPolicy stop = resolve_stop_policy(
-      tok.config().eos_token ? std::optional<TokenizerEos>(TokenizerEos{*tok.config().eos_token,
-                                                                        tok.eos_id()})
-                             : std::nullopt,
-      config.eos_token_id, gen.eos_token_id, config.vocab_size, a.ignore_eos);
   // Output files are opened before the weights load, so a bad path fails at once.
   RunFiles files(a.files, config.vocab_size);
-  const std::string dev = resolve_device(a.device, config);
-  std::unique_ptr<Backend> backend_ptr = make_backend(
-      a.model_dir, dev, a.device, prefill_tokens(static_cast<int64_t>(prompt.size()), a.workers));
-  Backend& backend = *backend_ptr;
-  {
-    const int64_t ctx = a.max_context > 0 ? a.max_context : backend.config().max_position_embeddings;
-    const int64_t need = run_kv_tokens({static_cast<int64_t>(prompt.size()), a.workers, a.budget,
-                                        ctx, fmt.finisher.max_tokens});
-    require_kv_tokens(backend, need,
-                      fmt::format("lower --max-context (now {} tokens) or set --budget, use fewer "
-                                  "workers (-w), or raise --kv-tokens",
-                                  ctx));
-  }
 
-  SessionOptions opt;
-  opt.n_workers = a.workers;
-  opt.layout = layout;
-  opt.budget = a.budget;
-  opt.snapshots = snapshots;
-  opt.collab_every = a.collab_every;
-  opt.max_context = a.max_context;
-  opt.max_tokens_per_worker = a.n_predict;
-  for (int64_t e : gen.eos_token_id) opt.extra_eos.push_back(static_cast<int32_t>(e));
+  // The library does the rest: the model, the request, the engine (src/engine).
+  ModelOptions mo;
+  mo.model_dir = a.model_dir;
+  mo.device = a.device.device;
+  mo.kv_tokens = a.device.max_kv_tokens;
+  std::unique_ptr<Model> model = Model::load(mo);
+  ProblemRequest pr;
+  pr.problem = a.problem;
+  pr.formatting = fmt_name;
+  pr.workers = a.workers;
+  pr.layout = layout;
+  pr.budget = a.budget;
+  pr.snapshots = snapshots;
+  pr.collab_every = a.collab_every;
+  pr.max_context = a.max_context;
+  const uint64_t seed = resolve_seed(a.sampling.seed);
+  pr.sampling = sampling_params(a.sampling, model->generation_config(), seed);
+  SessionRequest req = make_request(*model, pr);
+  if (a.ignore_eos) req.formatting.forbidden.eos = true;  // llama.cpp: EOS is never sampled
   StopSignals signals;
-  opt.interrupt = signals.flag();
-  opt.device_sampling = true;  // used when the backend samples on the device (CUDA)
-  opt.keep_logits = files.keep_logits();
-  const SamplingParams sp = sampling_params(a.sampling, gen, seed);
-  SamplerPicker picker(sp, a.workers, prompt);
-  Session session(backend, codec, fmt, opt, picker);
+  req.options.interrupt = signals.flag();
+  req.options.max_tokens_per_worker = a.n_predict;
+  req.options.keep_logits = files.keep_logits();
+  const SamplingParams sp = req.sampling;
+  StopPolicy stop = model->stop_policy();
+  stop.ignore_eos = a.ignore_eos;
 
   std::vector<std::string> names(fmt.worker_names.begin(), fmt.worker_names.begin() + a.workers);
   std::FILE* view_out = files.uses_stdout() ? stderr : stdout;
@@ -190,37 +179,58 @@ void run(RunArgs a) {
                      std::getenv("TERM"), std::getenv("NO_COLOR"), a.no_live, stderr);
   vo.budget = a.budget;
   vo.n_snapshots = static_cast<int>(snapshots.size());
-  vo.settings = {"sampling: " + sp.describe() + (a.workers > 1 && !sp.greedy() ? " (worker w: seed + w)" : ""),
-                 "EOS ids: " + stop.describe() +
-                     (stop.eos_ids.empty()  ? ""
-                      : fmt.forbidden.eos ? "; forbidden while reasoning"
+  vo.settings = {
+      "sampling: " + sp.describe() + (a.workers > 1 && !sp.greedy() ? " (worker w: seed + w)" : ""),
+      "EOS ids: " + stop.describe() +
+          (stop.eos_ids.empty()             ? ""
+           : req.formatting.forbidden.eos ? "; forbidden while reasoning"
                                           : "; a worker that samples one stops")};
-  if (auto w = same_text_warning(sp, fmt, a.workers)) vo.warnings.push_back(*w);
+  if (auto w = same_text_warning(sp, req.formatting, a.workers)) vo.warnings.push_back(*w);
+  for (const std::string& w : vo.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   LiveView view(view_out, names, vo);
   MultiObserver obs;
   obs.add(&view);
-  nlohmann::json header = run_settings_json(session, fmt, stop);
-  header["model"] = a.model_dir;
-  header["device"] = dev;
-  header["options"] = {{"workers", a.workers},   {"layout", layout_name(layout)},
-                       {"budget", a.budget},     {"snapshots", opt.snapshots},
-                       {"formatting", fmt.name}, {"seed", seed},
-                       {"max_context", a.max_context}, {"collab_every", a.collab_every},
-                       {"n_predict", a.n_predict},
-                       {"sampling",
-                        {{"do_sample", sp.do_sample}, {"temperature", sp.temperature},
-                         {"top_k", sp.top_k}, {"top_p", sp.top_p}, {"min_p", sp.min_p},
-                         {"repetition_penalty", sp.repetition_penalty}}}};
+  obs.add(files.observer());
+  req.observer = &obs;
+  nlohmann::json header = {{"model", a.model_dir},
+                           {"device", model->device()},
+                           {"options",
+                            {{"workers", a.workers},
+                             {"layout", layout_name(layout)},
+                             {"budget", a.budget},
+                             {"snapshots", snapshots},
+                             {"formatting", fmt.name},
+                             {"seed", seed},
+                             {"max_context", a.max_context},
+                             {"collab_every", a.collab_every},
+                             {"n_predict", a.n_predict},
+                             {"sampling",
+                              {{"do_sample", sp.do_sample},
+                               {"temperature", sp.temperature},
+                               {"top_k", sp.top_k},
+                               {"top_p", sp.top_p},
+                               {"min_p", sp.min_p},
+                               {"repetition_penalty", sp.repetition_penalty}}}}},
+                           {"prompt_ids", req.prompt}};
   set_text(header["options"], "problem", a.problem);
-  header["prompt_ids"] = prompt;
-  obs.add(files.start(session, codec, names, header));
-  session.set_observer(&obs);
-  for (const std::string& w : vo.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  const Formatting used_formatting = req.formatting;
 
-  const SessionResult res = session.run(prompt);
+  // One session alone: the whole prompt in one forward.
+  EngineOptions eo;
+  eo.max_sessions = 1;
+  eo.max_batch_tokens = 4096;
+  eo.prefill_chunk = 4096;
+  Engine engine(model->backend(), model->codec(), eo);
+  const SessionId id = engine.submit(std::move(req));
+  const Session& session = *engine.session(id);
+  header.update(run_settings_json(session, used_formatting, stop));
+  files.start(session, model->codec(), names, header);
+  engine.run_until_idle();
+  if (!engine.error(id).empty()) fail("{}", engine.error(id));
+  const SessionResult res = engine.take(id);
   view.finish(res, fmt::format("{} worker{}, layout {}, formatting {}, device {}", a.workers,
-                               a.workers == 1 ? "" : "s",
-                               layout_name(layout), fmt.name, dev));
+                               a.workers == 1 ? "" : "s", layout_name(layout), fmt.name,
+                               model->device()));
   files.finish(res);
   // What was produced is printed and saved; scripts still see the signal in the exit status.
   if (signals.stopped()) exit_after_signal(signals.exit_code());

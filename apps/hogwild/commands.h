@@ -14,5 +14,6 @@ void register_tokenize(CLI::App& app);
 void register_prompt(CLI::App& app);
 void register_run(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_eval(CLI::App& app);
 
 }  // namespace hogwild::cli

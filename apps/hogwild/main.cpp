@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   hogwild::cli::register_prompt(app);
   hogwild::cli::register_run(app);
   hogwild::cli::register_bench(app);
+  hogwild::cli::register_eval(app);
   try {
     app.parse(argc, argv);
     hogwild::check_stdout();  // output lost to a full disk or a closed pipe is an error, not exit 0

@@ -49,25 +49,6 @@ std::string pick_template(const nlohmann::ordered_json& t, const std::string& na
        names);
 }
 
-// True when model_dir holds a chat template source: chat_template.jinja, a "chat_template" key in
-// tokenizer_config.json, or chat_template.json (load()'s three places). Unreadable or invalid
-// files count as present (load reports them).
-bool has_template_source(const std::filesystem::path& model_dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::exists(model_dir / "chat_template.jinja", ec) || fs::exists(model_dir / "chat_template.json", ec))
-    return true;
-  const auto cfg_path = model_dir / "tokenizer_config.json";
-  if (!fs::exists(cfg_path, ec)) return false;
-  nlohmann::ordered_json cfg;
-  try {
-    cfg = nlohmann::ordered_json::parse(read_file(cfg_path));
-  } catch (const std::exception&) {
-    return true;
-  }
-  return cfg.is_object() && cfg.contains("chat_template") && !cfg["chat_template"].is_null();
-}
-
 }  // namespace
 
 SpecialTokens SpecialTokens::from_tokenizer_config(const nlohmann::ordered_json& config) {
@@ -122,23 +103,17 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir, const st
     source = pick_template(j["chat_template"], name, json_path.string());
     where = json_path.string();
   } else {
-    fail(
+    throw NoChatTemplate(fmt::format(
         "{} has no chat template (no chat_template.jinja, and no chat_template in "
         "tokenizer_config.json); "
         "use a chat/instruct model or add a chat_template.jinja file.",
-        model_dir.string());
+        model_dir.string()));
   }
   try {
     return from_string(source, std::move(tokens));
   } catch (const Error& e) {
     fail("{}: {}", where, e.what());  // which file holds the broken template
   }
-}
-
-std::optional<ChatTemplate> ChatTemplate::load_if_present(const std::filesystem::path& model_dir,
-                                                          const std::string& name) {
-  if (!has_template_source(model_dir)) return std::nullopt;
-  return load(model_dir, name);
 }
 
 ChatTemplate ChatTemplate::from_string(const std::string& source, SpecialTokens tokens,

@@ -11,10 +11,10 @@
 
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/error.h"
 #include "chat/interp.h"
 
 namespace hogwild::chat {
@@ -28,19 +28,22 @@ struct SpecialTokens {
   static SpecialTokens from_tokenizer_config(const nlohmann::ordered_json& config);
 };
 
+/// Thrown by ChatTemplate::load when the model directory has no chat template at all (as opposed
+/// to one that cannot be read or parsed).
+class NoChatTemplate : public Error {
+ public:
+  using Error::Error;
+};
+
 class ChatTemplate {
  public:
   /// Loads the chat template of a model directory: `chat_template.jinja` if present, else
   /// tokenizer_config.json's `chat_template` (a string, or a list of {name, template} from which
-  /// `name` is picked, "default" unless given). Special tokens come from tokenizer_config.json.
-  /// Throws hogwild::Error when the directory has no chat template, a file is unreadable or not
-  /// JSON, or the template has a syntax error (with line/column).
+  /// `name` is picked, "default" unless given; a single template answers only to "default"). Special
+  /// tokens come from tokenizer_config.json.
+  /// Throws NoChatTemplate when the directory has no chat template, hogwild::Error when a file is
+  /// unreadable or not JSON, or the template has a syntax error (with line/column).
   static ChatTemplate load(const std::filesystem::path& model_dir, const std::string& name = "");
-  /// Same, but nullopt when the directory has no chat template at all (a base model); every other
-  /// failure (a syntax error, a broken file, an unknown `name`) still throws, so that callers can
-  /// show it instead of "the model has no template".
-  static std::optional<ChatTemplate> load_if_present(const std::filesystem::path& model_dir,
-                                                     const std::string& name = "");
   /// Parses template source. Throws hogwild::Error on a syntax error.
   static ChatTemplate from_string(const std::string& source, SpecialTokens tokens = {},
                                   Limits limits = {});

@@ -1,5 +1,7 @@
 #include "cpu/cpu_backend.h"
 
+#include "sampling/row_draw.h"
+
 #include "core/error.h"
 #include "cpu/ops.h"
 #include "cpu/parallel.h"
@@ -20,7 +22,9 @@ void check_size(const std::vector<float>& t, int64_t expected, const std::string
 }  // namespace
 
 CpuBackend::CpuBackend(ModelWeights weights, int64_t max_tokens)
-    : w_(std::move(weights)), rope_(compute_rope_params(w_.config)), max_tokens_(max_tokens) {
+    : w_(std::move(weights)),
+      rope_(compute_rope_params(w_.config)),
+      table_((max_tokens + kPageTokens - 1) / kPageTokens, kPageTokens) {
   check_weights();
 }
 
@@ -63,83 +67,70 @@ void CpuBackend::check_weights() const {
   }
 }
 
-CpuBackend::Block& CpuBackend::block_ref(BlockId b, const char* what) {
-  if (b < 0 || b >= static_cast<BlockId>(blocks_.size()) || !blocks_[b].live)
-    fail("{}: cache block {} does not exist (create it with new_block)", what, b);
-  return blocks_[b];
-}
-
-const CpuBackend::Block& CpuBackend::block_ref(BlockId b, const char* what) const {
-  return const_cast<CpuBackend*>(this)->block_ref(b, what);
-}
-
 BlockId CpuBackend::new_block() {
-  BlockId id = 0;
-  while (id < static_cast<BlockId>(blocks_.size()) && blocks_[id].live) ++id;
-  if (id == static_cast<BlockId>(blocks_.size())) blocks_.emplace_back();
-  Block& b = blocks_[id];
-  b.live = true;
-  b.len = 0;
-  b.k.assign(w_.config.num_hidden_layers, {});
-  b.v.assign(w_.config.num_hidden_layers, {});
+  const BlockId id = table_.new_block();
+  if (id >= static_cast<BlockId>(blocks_.size())) blocks_.resize(id + 1);
+  blocks_[id].k.assign(w_.config.num_hidden_layers, {});
+  blocks_[id].v.assign(w_.config.num_hidden_layers, {});
   return id;
 }
 
 void CpuBackend::free_block(BlockId b) {
-  Block& blk = block_ref(b, "free_block");
-  blk = Block{};
+  table_.free_block(b);
+  if (!table_.is_live(b)) blocks_[b] = Block{};
 }
 
-int64_t CpuBackend::block_len(BlockId b) const { return block_ref(b, "block_len").len; }
+int64_t CpuBackend::block_len(BlockId b) const { return table_.len(b); }
+
+void CpuBackend::forward_sample(const ForwardBatch& batch,
+                                const std::vector<std::vector<int32_t>>& banned_sets,
+                                const std::vector<RowSampling>& rows,
+                                std::vector<int32_t>& tokens, std::vector<float>* logits) {
+  forward_sample_on_host(*this, batch, banned_sets, rows, tokens, logits);
+}
 
 int64_t CpuBackend::cached_tokens() const {
   int64_t n = 0;
-  for (const Block& b : blocks_) n += b.live ? b.len : 0;
+  for (BlockId b = 0; b < table_.id_bound(); ++b) n += table_.is_live(b) ? table_.len(b) : 0;
   return n;
 }
 
 void CpuBackend::truncate_block(BlockId b, int64_t new_len) {
-  Block& blk = block_ref(b, "truncate_block");
-  if (new_len < 0 || new_len > blk.len)
-    fail("truncate_block: new length {} is outside [0, {}] for block {}", new_len, blk.len, b);
+  table_.truncate(b, new_len);
   const int64_t kvd = w_.config.num_key_value_heads * w_.config.head_dim;
-  blk.len = new_len;
-  for (auto& k : blk.k) k.resize(new_len * kvd);
-  for (auto& v : blk.v) v.resize(new_len * kvd);
+  for (auto& k : blocks_[b].k) k.resize(new_len * kvd);
+  for (auto& v : blocks_[b].v) v.resize(new_len * kvd);
 }
 
 void CpuBackend::append_block(BlockId dst, BlockId src) {
-  Block& d = block_ref(dst, "append_block (dst)");
-  const Block& s = block_ref(src, "append_block (src)");
-  if (max_tokens_ > 0 && cached_tokens() + s.len > max_tokens_)
-    fail("KV cache full: appending {} tokens exceeds max_tokens = {}", s.len, max_tokens_);
+  table_.check_append(dst, src);
+  const int64_t shift = table_.len(dst), n = table_.len(src);
+  table_.grow(dst, shift + n);  // "KV cache full" before anything changes
+  Block& d = blocks_[dst];
+  const Block& s = blocks_[src];
   const ModelConfig& c = w_.config;
   const int64_t kvd = c.num_key_value_heads * c.head_dim;
-  const int64_t shift = d.len, n = s.len;
   rope_.reserve(shift + 1);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    // Copy first: src may be dst.
     std::vector<float> k(s.k[l].begin(), s.k[l].begin() + n * kvd);
-    std::vector<float> v(s.v[l].begin(), s.v[l].begin() + n * kvd);
     // Keys: rotate once by len(dst), a pure rotation (scale 1): q(p-o).k(j) stays exact.
     for (int64_t j = 0; j < n; ++j) rope_.rotate(k.data() + j * kvd, c.num_key_value_heads, shift, 1.0f);
     d.k[l].insert(d.k[l].end(), k.begin(), k.end());
-    d.v[l].insert(d.v[l].end(), v.begin(), v.end());
+    d.v[l].insert(d.v[l].end(), s.v[l].begin(), s.v[l].begin() + n * kvd);
   }
-  d.len += n;
 }
 
 void CpuBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,
                             std::vector<float>& v) const {
-  const Block& blk = block_ref(b, "read_block");
+  table_.check(b, "read_block");
+  const Block& blk = blocks_[b];
   if (layer < 0 || layer >= w_.config.num_hidden_layers)
     fail("read_block: layer {} is outside [0, {})", layer, w_.config.num_hidden_layers);
   k = blk.k[layer];
   v = blk.v[layer];
 }
 
-void CpuBackend::attention(const ForwardBatch& batch, const std::vector<RowPlan>& plan,
-                           const std::vector<std::vector<Occurrence>>& occ, int64_t layer,
+void CpuBackend::attention(const ForwardBatch& batch, const ForwardPlan& plan, int64_t layer,
                            const float* q, float* out) {
   const ModelConfig& c = w_.config;
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
@@ -155,19 +146,20 @@ void CpuBackend::attention(const ForwardBatch& batch, const std::vector<RowPlan>
     float* acc_o = qr + hd;
     float* part_o = qr + 2 * hd;
     const int64_t t = idx / nh, h = idx % nh, g = h / group;
-    const RowPlan& r = plan[t];
+    const int64_t p = plan.position[t];
     const float* qh = q + t * nh * hd + h * hd;  // un-rotated query head
     AttnState acc{0, 0, acc_o};
     attn_state_init(acc, hd);
-    for (const Occurrence& oc : occ[batch.tokens[t].worker]) {
-      if (oc.offset > r.p) break;  // offsets grow along the view: nothing further is visible
+    for (const ViewOccurrence& oc : plan.views[batch.tokens[t].worker]) {
+      if (oc.offset > p) break;  // offsets grow along the view: nothing further is visible
       const Block& blk = blocks_[oc.block];
-      const int64_t n_vis = std::min(blk.len, r.p - oc.offset + 1);  // keys with o + j <= p
+      const int64_t len = static_cast<int64_t>(blk.k[layer].size()) / kvd;  // after the appends
+      const int64_t n_vis = std::min(len, p - oc.offset + 1);  // keys with o + j <= p
       if (n_vis <= 0) continue;
       // Query rotated by p - o (with the model's attention scaling: its one rotation for this
       // dot product), keys already rotated at j: q(p-o).k(j) = q(p).k(o+j).
       std::memcpy(qr, qh, sizeof(float) * hd);
-      rope_.rotate(qr, 1, r.p - oc.offset, attn_scaling);
+      rope_.rotate(qr, 1, p - oc.offset, attn_scaling);
       AttnState part{0, 0, part_o};
       attn_state_init(part, hd);
       attn_partial(qr, blk.k[layer].data() + g * hd, blk.v[layer].data() + g * hd, n_vis, kvd, hd,
@@ -186,61 +178,14 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
   if (T == 0) return;
   const int64_t n_workers = static_cast<int64_t>(batch.views.size());
 
-  // ---- validate everything before touching the cache
-  for (int64_t w = 0; w < n_workers; ++w)
-    for (BlockId b : batch.views[w]) block_ref(b, "forward (view)");
-  for (int64_t t = 0; t < T; ++t) {
-    const TokenInput& in = batch.tokens[t];
-    if (in.token_id < 0 || in.token_id >= c.vocab_size)
-      fail("forward: token id {} (row {}) is outside the vocabulary [0, {})", in.token_id, t,
-           c.vocab_size);
-    if (in.worker < 0 || in.worker >= n_workers)
-      fail("forward: row {} names worker {} but the batch has {} views", t, in.worker, n_workers);
-    block_ref(in.block, "forward (target block)");
-    const auto& view = batch.views[in.worker];
-    if (std::find(view.begin(), view.end(), in.block) == view.end())
-      fail("forward: row {} writes block {} which is not in worker {}'s view", t, in.block,
-           in.worker);
-  }
-  if (max_tokens_ > 0 && cached_tokens() + T > max_tokens_)
-    fail("KV cache full: {} cached + {} new tokens exceed max_tokens = {}", cached_tokens(), T,
-         max_tokens_);
-
-  // ---- plan: block index j (in batch order), post-append lengths, offsets, view positions p
-  std::vector<RowPlan> plan(T);
-  std::vector<int64_t> new_len(blocks_.size());
-  for (size_t b = 0; b < blocks_.size(); ++b) new_len[b] = blocks_[b].len;
-  for (int64_t t = 0; t < T; ++t) plan[t].j = new_len[batch.tokens[t].block]++;
-  std::vector<std::vector<Occurrence>> occ(n_workers);
-  for (int64_t w = 0; w < n_workers; ++w) {
-    int64_t off = 0;
-    for (BlockId b : batch.views[w]) {
-      occ[w].push_back({b, off});
-      off += new_len[b];
-    }
-  }
-  int64_t max_p = 0;
-  for (int64_t t = 0; t < T; ++t) {
-    const TokenInput& in = batch.tokens[t];
-    int64_t last_off = 0;
-    for (const Occurrence& oc : occ[in.worker])
-      if (oc.block == in.block) last_off = oc.offset;
-    plan[t].p = last_off + plan[t].j;
-    max_p = std::max(max_p, plan[t].p);
-  }
-  // Sliding-window attention is not implemented: refuse views where it would change the result
-  // (a query at p sees keys back to p - (sliding_window - 1) in HF's mask).
-  if (c.sliding_window > 0 && max_p >= c.sliding_window)
-    fail("forward: view position {} is beyond the model's sliding_window ({} tokens), which this "
-         "backend does not implement; keep the context under {} tokens",
-         max_p, c.sliding_window, c.sliding_window);
-  rope_.reserve(max_p + 1);
+  // ---- check and plan (model/forward_plan.h: positions from the view rule), then append
+  const ForwardPlan plan = plan_forward(batch, table_, c, /*max_positions=*/0);
+  apply_appends(plan, table_);
+  rope_.reserve(plan.max_position + 1);
   const int64_t kvd = c.num_key_value_heads * c.head_dim;
-  for (size_t b = 0; b < blocks_.size(); ++b) {
-    if (!blocks_[b].live || new_len[b] == blocks_[b].len) continue;
-    blocks_[b].len = new_len[b];
-    for (auto& k : blocks_[b].k) k.resize(new_len[b] * kvd);
-    for (auto& v : blocks_[b].v) v.resize(new_len[b] * kvd);
+  for (const auto& [b, len] : plan.grown) {
+    for (auto& k : blocks_[b].k) k.resize(len * kvd);
+    for (auto& v : blocks_[b].v) v.resize(len * kvd);
   }
 
   // ---- activations (rows = batch tokens)
@@ -272,13 +217,14 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
     // ---- rope on keys at block-local j; write K, V of every row before any attention
     for (int64_t t = 0; t < T; ++t) {
       float* kt = k.data() + t * kvd;
-      rope_.rotate(kt, nkv, plan[t].j, attn_scaling);
+      const int64_t j = plan.index[t];
+      rope_.rotate(kt, nkv, j, attn_scaling);
       Block& blk = blocks_[batch.tokens[t].block];
-      std::memcpy(blk.k[l].data() + plan[t].j * kvd, kt, sizeof(float) * kvd);
-      std::memcpy(blk.v[l].data() + plan[t].j * kvd, v.data() + t * kvd, sizeof(float) * kvd);
+      std::memcpy(blk.k[l].data() + j * kvd, kt, sizeof(float) * kvd);
+      std::memcpy(blk.v[l].data() + j * kvd, v.data() + t * kvd, sizeof(float) * kvd);
     }
     // ---- attention over the writer's view (queries rotated per block occurrence)
-    attention(batch, plan, occ, l, q.data(), att.data());
+    attention(batch, plan, l, q.data(), att.data());
     // ---- o_proj, residual
     matmul(att.data(), L.o_proj.data(), nullptr, tmp.data(), T, qd, H);
     add_inplace(x.data(), tmp.data(), T * H);

@@ -11,7 +11,7 @@
 // so q.k gets factor^2. Here the factor is an explicit argument: the backend applies it once when
 // a key is written (at its block-local position) and once each time a query is rotated for a block
 // occurrence (every occurrence starts from the un-rotated query). Rotations *by an offset* (key
-// promotion) use scale 1: a pure rotation (docs/DESIGN.md §2).
+// promotion) use scale 1: a pure rotation (docs/ARCHITECTURE.md §2).
 #pragma once
 
 #include "model/config.h"

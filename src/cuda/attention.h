@@ -1,4 +1,4 @@
-// The hogwild attention kernel (docs/DESIGN.md §2): one serial step, every worker's query tokens
+// The hogwild attention kernel (docs/ARCHITECTURE.md §2): one serial step, every worker's query tokens
 // against every block occurrence in its view, through the paged KV pool.
 //
 // Work decomposition (flash-decoding with sharing across workers):

@@ -27,67 +27,67 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// One (context, workers) point on a backend.
-nlohmann::json bench_point(CudaBackend& be, const std::string& model, int64_t ctx, int W,
+// One (context, workers, sessions) point on a backend: S independent problems, each with its own
+// shared context of ctx tokens and W workers, every worker feeding one token per step, all in
+// one forward (as the Engine batches sessions).
+nlohmann::json bench_point(CudaBackend& be, const std::string& model, int64_t ctx, int W, int S,
                            const BenchOptions& opt) {
   const int64_t steps_total = opt.warmup + opt.repeat;
-  be.require_kv_tokens(ctx + W * (opt.step_tokens + steps_total) + 64 * (2 * W + 3));
-  const BlockId shared = be.new_block();
-  be.fill_block_random(shared, ctx, opt.seed + 1);
-  std::vector<BlockId> step(W);
-  for (int w = 0; w < W; ++w) {
-    step[w] = be.new_block();
-    be.fill_block_random(step[w], opt.step_tokens, opt.seed + 100 + w);
-  }
-  // Session layout: header 8 tokens, separator 2, separator + own header 10 (Qwen3 tokens of
-  // the default formatting are of that order).
-  std::vector<BlockId> extra;
-  auto small_block = [&](int64_t len, uint64_t seed) {
-    extra.push_back(be.new_block());
-    be.fill_block_random(extra.back(), len, seed);
-    return extra.back();
+  be.require_kv_tokens(S * (ctx + W * (opt.step_tokens + steps_total) + 64 * (3 * W + 4)));
+  std::vector<BlockId> owned;
+  auto block = [&](int64_t len, uint64_t seed) {
+    owned.push_back(be.new_block());
+    be.fill_block_random(owned.back(), len, seed);
+    return owned.back();
   };
-  const BlockId header = opt.session_layout ? small_block(8, opt.seed + 2) : -1;
-  const BlockId sep = opt.session_layout ? small_block(2, opt.seed + 3) : -1;
-  std::vector<BlockId> own_header(W, -1);
-  if (opt.session_layout)
-    for (int w = 0; w < W; ++w) own_header[w] = small_block(10, opt.seed + 200 + w);
   ForwardBatch b;
-  for (int w = 0; w < W; ++w) {
-    std::vector<BlockId> v = {shared};
-    if (opt.session_layout && W > 1) v.push_back(header);
-    std::vector<int> others;
-    for (int o = 0; o < W; ++o)
-      if (o != w) others.push_back(o);
-    for (size_t i = 0; i < others.size(); ++i) {
-      v.push_back(step[others[i]]);
-      if (opt.session_layout && i + 1 < others.size()) v.push_back(sep);
+  std::vector<BlockId> step(static_cast<size_t>(S) * W);
+  for (int s = 0; s < S; ++s) {
+    const uint64_t seed = opt.seed + 1000 * static_cast<uint64_t>(s);
+    const BlockId shared = block(ctx, seed + 1);
+    for (int w = 0; w < W; ++w) step[s * W + w] = block(opt.step_tokens, seed + 100 + w);
+    // Session layout: header 8 tokens, separator 2, separator + own header 10 (Qwen3 tokens of
+    // the default formatting are of that order).
+    const BlockId header = opt.session_layout ? block(8, seed + 2) : -1;
+    const BlockId sep = opt.session_layout ? block(2, seed + 3) : -1;
+    std::vector<BlockId> own_header(W, -1);
+    if (opt.session_layout)
+      for (int w = 0; w < W; ++w) own_header[w] = block(10, seed + 200 + w);
+    for (int w = 0; w < W; ++w) {
+      std::vector<BlockId> v = {shared};
+      if (opt.session_layout && W > 1) v.push_back(header);
+      std::vector<int> others;
+      for (int o = 0; o < W; ++o)
+        if (o != w) others.push_back(o);
+      for (size_t i = 0; i < others.size(); ++i) {
+        v.push_back(step[s * W + others[i]]);
+        if (opt.session_layout && i + 1 < others.size()) v.push_back(sep);
+      }
+      if (opt.session_layout) v.push_back(own_header[w]);
+      v.push_back(step[s * W + w]);
+      b.views.push_back(v);
     }
-    if (opt.session_layout) v.push_back(own_header[w]);
-    v.push_back(step[w]);
-    b.views.push_back(v);
   }
 
   std::vector<double> ms;
   int64_t kv_tokens_read = 0;
-  for (int64_t s = 0; s < steps_total; ++s) {
+  const int rows = S * W;
+  for (int64_t t = 0; t < steps_total; ++t) {
     b.tokens.clear();
-    for (int w = 0; w < W; ++w)
+    for (int r = 0; r < rows; ++r)
       b.tokens.push_back(
-          {static_cast<int32_t>((s * 131 + w * 17) % be.config().vocab_size), w, step[w], true});
+          {static_cast<int32_t>((t * 131 + r * 17) % be.config().vocab_size), r, step[r], true});
     const auto t0 = std::chrono::steady_clock::now();
     be.forward_device(b);  // synchronizes
     const auto t1 = std::chrono::steady_clock::now();
-    if (s >= opt.warmup) {
+    if (t >= opt.warmup) {
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      // every distinct block once: the small blocks hold 8 + 2 + 10 W tokens
-      kv_tokens_read +=
-          ctx + W * (opt.step_tokens + s + 1) + (opt.session_layout ? 10 + 10 * W : 0);
+      // every distinct block once: the small blocks hold 8 + 2 + 10 W tokens per session
+      kv_tokens_read += S * (ctx + W * (opt.step_tokens + t + 1) +
+                             (opt.session_layout ? 10 + 10 * W : 0));
     }
   }
-  be.free_block(shared);
-  for (BlockId x : step) be.free_block(x);
-  for (BlockId x : extra) be.free_block(x);
+  for (BlockId x : owned) be.free_block(x);
 
   const double step_ms = median(ms);
   const double kv_bytes = double(kv_tokens_read) / opt.repeat * be.kv_bytes_per_token();
@@ -96,29 +96,33 @@ nlohmann::json bench_point(CudaBackend& be, const std::string& model, int64_t ct
   r["model"] = model;
   r["context"] = ctx;
   r["workers"] = W;
+  r["sessions"] = S;
+  r["rows"] = rows;
   r["layout"] = opt.session_layout ? "session" : "bench";
   r["step_ms"] = step_ms;
   r["step_ms_min"] = *std::min_element(ms.begin(), ms.end());
   r["tok_s_per_worker"] = 1000.0 / step_ms;
-  r["tok_s_aggregate"] = W * 1000.0 / step_ms;
+  r["tok_s_aggregate"] = rows * 1000.0 / step_ms;
   r["weight_bytes"] = be.weight_bytes_per_step();
   r["kv_bytes"] = kv_bytes;
   r["GBps"] = bytes / (step_ms * 1e-3) / 1e9;
+  // The roofline: weights once + every KV block once per step, at the measured copy bandwidth.
   return r;
 }
 
 void add_model(nlohmann::json& out, CudaBackend& be, const std::string& name,
                const BenchOptions& opt, double bw) {
+  for (int S : opt.sessions)
   for (int64_t ctx : opt.contexts) {
     double base = 0;
     for (int W : opt.workers) {
-      nlohmann::json r = bench_point(be, name, ctx, W, opt);
+      nlohmann::json r = bench_point(be, name, ctx, W, S, opt);
       if (W == 1) base = r["tok_s_aggregate"].get<double>();
       r["pct_of_copy_bw"] = 100.0 * r["GBps"].get<double>() * 1e9 / bw;
       r["speedup_vs_1_worker"] = base > 0 ? r["tok_s_aggregate"].get<double>() / base : 0.0;
       if (opt.progress)
-        std::fprintf(stderr, "bench %s ctx %ld workers %d: %.2f ms/step, %.1f tok/s\n",
-                     name.c_str(), static_cast<long>(ctx), W, r["step_ms"].get<double>(),
+        std::fprintf(stderr, "bench %s ctx %ld workers %d sessions %d: %.2f ms/step, %.1f tok/s\n",
+                     name.c_str(), static_cast<long>(ctx), W, S, r["step_ms"].get<double>(),
                      r["tok_s_aggregate"].get<double>());
       out["results"].push_back(r);
     }
@@ -169,7 +173,10 @@ nlohmann::json run_bench(const BenchOptions& opt) {
   out["copy_bandwidth_GBps"] = bw / 1e9;
   out["results"] = nlohmann::json::array();
   CudaOptions co;
-  co.max_batch_tokens = 64;
+  int max_rows = 1;
+  for (int S : opt.sessions)
+    for (int W : opt.workers) max_rows = std::max(max_rows, S * W);
+  co.max_batch_tokens = std::max(64, max_rows);
   co.max_kv_tokens = opt.kv_tokens;
   co.skinny_gemm = opt.skinny_gemm;
   for (const std::string& name : opt.presets) {
@@ -289,16 +296,18 @@ std::string bench_table(const nlohmann::json& j) {
   std::string s =
       fmt::format("device: {}, copy bandwidth {:.0f} GB/s\n", j["device"].get<std::string>(),
                   j["copy_bandwidth_GBps"].get<double>());
-  s += fmt::format("| {:<10} | {:>7} | {:>7} | {:>8} | {:>10} | {:>10} | {:>8} | {:>6} | {:>7} |\n",
-                   "model", "context", "workers", "step ms", "tok/s/wkr", "tok/s agg", "GB/s",
-                   "% BW", "speedup");
-  s += "|------------|---------|---------|----------|------------|------------|----------|--------|"
-       "---------|\n";
+  s += fmt::format(
+      "| {:<10} | {:>8} | {:>7} | {:>7} | {:>8} | {:>10} | {:>10} | {:>8} | {:>6} | {:>7} |\n",
+      "model", "sessions", "context", "workers", "step ms", "tok/s/wkr", "tok/s agg", "GB/s",
+      "% BW", "speedup");
+  s += "|------------|----------|---------|---------|----------|------------|------------|--------"
+       "--|--------|---------|\n";
   for (const auto& r : j["results"])
     s += fmt::format(
-        "| {:<10} | {:>7} | {:>7} | {:>8.2f} | {:>10.1f} | {:>10.1f} | {:>8.0f} | {:>6.1f} | "
-        "{:>7.2f} |\n",
-        r["model"].get<std::string>(), r["context"].get<int64_t>(), r["workers"].get<int>(),
+        "| {:<10} | {:>8} | {:>7} | {:>7} | {:>8.2f} | {:>10.1f} | {:>10.1f} | {:>8.0f} | "
+        "{:>6.1f} | {:>7.2f} |\n",
+        r["model"].get<std::string>(), r.value("sessions", 1), r["context"].get<int64_t>(),
+        r["workers"].get<int>(),
         r["step_ms"].get<double>(), r["tok_s_per_worker"].get<double>(),
         r["tok_s_aggregate"].get<double>(), r["GBps"].get<double>(),
         r["pct_of_copy_bw"].get<double>(), r["speedup_vs_1_worker"].get<double>());

@@ -18,6 +18,7 @@ struct BenchOptions {
   std::vector<std::string> model_dirs;                         // -m DIR (HF checkpoints)
   std::vector<int> workers = {1, 2, 4, 8};
   std::vector<int64_t> contexts = {1024, 8192, 16384};
+  std::vector<int> sessions = {1};  // S concurrent problems, each with its own shared context
   int64_t step_tokens = 32;  // tokens already in each worker's current step
   int warmup = 3;
   int repeat = 20;
@@ -27,7 +28,7 @@ struct BenchOptions {
   bool programmatic_launch = true;  // pdl.h switch
   bool cluster_split = true;        // skinny_gemm.h set_skinny_cluster_split
   int64_t kv_tokens = 0;            // KV pool size in tokens; 0: all free GPU memory
-  // The combined layout as `hogwild run` builds it (DESIGN.md §3): besides the steps, an
+  // The combined layout as `hogwild run` builds it (docs/ARCHITECTURE.md §3): besides the steps, an
   // "others' header" block after the shared context, a separator block after every other
   // worker's step but the last, and a "separator + own header" block per worker.
   bool session_layout = false;

@@ -15,12 +15,11 @@
 #include "cuda/gemm.h"
 #include "cuda/norm.h"
 #include "cuda/staging.h"
-#include "hogwild/kv_budget.h"
 
 namespace hogwild::cuda {
 
 static_assert(kPageTokens == hogwild::kKvPageTokens,
-              "hogwild/kv_budget.h estimates one partly filled page per block of this size");
+              "model/backend.h kKvPageTokens: the page every backend and the KV estimate count");
 
 std::string cuda_unsupported(const ModelConfig& c) {
   if (c.head_dim != 64 && c.head_dim != 128)
@@ -144,8 +143,7 @@ void CudaBackend::size_kv_pool() {
         page_bytes >> 20, kPageTokens);
   layout_.num_pages = pages;
   pool_ = static_cast<bf16*>(alloc(pages * page_bytes));
-  free_pages_.resize(pages);
-  for (int64_t i = 0; i < pages; ++i) free_pages_[i] = static_cast<int32_t>(pages - 1 - i);
+  table_ = BlockTable(pages, kPageTokens);
 
   st_ = std::make_unique<Staging>();
   st_->tcap = T;
@@ -156,7 +154,7 @@ void CudaBackend::size_kv_pool() {
 
 void CudaBackend::require_kv_tokens(int64_t tokens, const std::string& advice) const {
   const int64_t pages_needed = (tokens + kPageTokens - 1) / kPageTokens;
-  if (pages_needed > static_cast<int64_t>(free_pages_.size()))
+  if (pages_needed > table_.free_pages())
     fail(
         "the run needs KV cache for {} tokens ({:.1f} GiB) but only {} tokens ({:.1f} GiB) fit in "
         "GPU memory next to the weights; {}",
@@ -166,71 +164,24 @@ void CudaBackend::require_kv_tokens(int64_t tokens, const std::string& advice) c
 
 // ---- cache blocks ----
 
-CudaBackend::Block& CudaBackend::block_ref(BlockId b, const char* what) {
-  if (b < 0 || b >= static_cast<BlockId>(blocks_.size()) || !blocks_[b].live)
-    fail("{}: unknown cache block {}", what, b);
-  return blocks_[b];
-}
-const CudaBackend::Block& CudaBackend::block_ref(BlockId b, const char* what) const {
-  if (b < 0 || b >= static_cast<BlockId>(blocks_.size()) || !blocks_[b].live)
-    fail("{}: unknown cache block {}", what, b);
-  return blocks_[b];
-}
+BlockId CudaBackend::new_block() { return table_.new_block(); }
 
-BlockId CudaBackend::new_block() {
-  for (size_t i = 0; i < blocks_.size(); ++i)
-    if (!blocks_[i].live) {
-      blocks_[i] = Block{true, 0, {}};
-      return static_cast<BlockId>(i);
-    }
-  blocks_.push_back(Block{true, 0, {}});
-  return static_cast<BlockId>(blocks_.size() - 1);
-}
+void CudaBackend::free_block(BlockId b) { table_.free_block(b); }
 
-void CudaBackend::free_block(BlockId b) {
-  Block& blk = block_ref(b, "free_block");
-  free_pages_.insert(free_pages_.end(), blk.pages.rbegin(), blk.pages.rend());
-  blk = Block{};
-}
+int64_t CudaBackend::block_len(BlockId b) const { return table_.len(b); }
 
-int64_t CudaBackend::block_len(BlockId b) const { return block_ref(b, "block_len").len; }
-
-void CudaBackend::grow_block(Block& blk, int64_t new_len) {
-  const size_t want = static_cast<size_t>((new_len + kPageTokens - 1) / kPageTokens);
-  if (want > blk.pages.size() + free_pages_.size())
-    fail(
-        "KV cache full: a block needs {} more tokens but only {} are free ({} total); use fewer "
-        "workers or a shorter context",
-        new_len - blk.len, kv_free_tokens(), kv_capacity_tokens());
-  while (blk.pages.size() < want) {
-    blk.pages.push_back(free_pages_.back());
-    free_pages_.pop_back();
-  }
-  blk.len = new_len;
-}
-
-void CudaBackend::truncate_block(BlockId b, int64_t new_len) {
-  Block& blk = block_ref(b, "truncate_block");
-  if (new_len < 0 || new_len > blk.len)
-    fail("truncate_block: new length {} is outside [0, {}]", new_len, blk.len);
-  const size_t keep = static_cast<size_t>((new_len + kPageTokens - 1) / kPageTokens);
-  while (blk.pages.size() > keep) {
-    free_pages_.push_back(blk.pages.back());
-    blk.pages.pop_back();
-  }
-  blk.len = new_len;
-}
+void CudaBackend::truncate_block(BlockId b, int64_t new_len) { table_.truncate(b, new_len); }
 
 void CudaBackend::append_block(BlockId dst, BlockId src) {
-  if (dst == src) fail("append_block: a block cannot be appended to itself (block {})", dst);
-  const Block& s = block_ref(src, "append_block (src)");
-  Block& d = block_ref(dst, "append_block (dst)");
-  const int64_t n = s.len, delta = d.len;
+  table_.check_append(dst, src);
+  const int64_t n = table_.len(src), delta = table_.len(dst);
   if (n == 0) return;
   if (delta >= rope_.n_positions)
     fail("append_block: destination length {} exceeds the RoPE table ({} positions)", delta,
          rope_.n_positions);
-  grow_block(d, delta + n);
+  table_.grow(dst, delta + n);
+  const std::vector<int32_t>& s_pages = table_.pages(src);
+  const std::vector<int32_t>& d_pages = table_.pages(dst);
   if (n > promote_cap_) {
     if (promote_slots_) HOGWILD_CUDA_CHECK(cudaFree(promote_slots_));
     promote_cap_ = std::max<int64_t>(n, 4096);
@@ -238,9 +189,9 @@ void CudaBackend::append_block(BlockId dst, BlockId src) {
   }
   std::vector<int32_t> slots(2 * n);
   for (int64_t i = 0; i < n; ++i) {
-    slots[i] = s.pages[i / kPageTokens] * kPageTokens + static_cast<int32_t>(i % kPageTokens);
+    slots[i] = s_pages[i / kPageTokens] * kPageTokens + static_cast<int32_t>(i % kPageTokens);
     const int64_t j = delta + i;
-    slots[n + i] = d.pages[j / kPageTokens] * kPageTokens + static_cast<int32_t>(j % kPageTokens);
+    slots[n + i] = d_pages[j / kPageTokens] * kPageTokens + static_cast<int32_t>(j % kPageTokens);
   }
   HOGWILD_CUDA_CHECK(cudaMemcpyAsync(promote_slots_, slots.data(), slots.size() * 4,
                                      cudaMemcpyHostToDevice, stream_));
@@ -251,21 +202,22 @@ void CudaBackend::append_block(BlockId dst, BlockId src) {
 
 void CudaBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,
                              std::vector<float>& v) const {
-  const Block& blk = block_ref(b, "read_block");
+  const int64_t len = table_.len(b);
+  const std::vector<int32_t>& pages = table_.pages(b);
   if (layer < 0 || layer >= cfg_.num_hidden_layers)
     fail("read_block: layer {} outside [0, {})", layer, cfg_.num_hidden_layers);
   const int64_t kvh = layout_.num_key_value_heads, hd = layout_.head_dim;
-  k.assign(blk.len * kvh * hd, 0.0f);
-  v.assign(blk.len * kvh * hd, 0.0f);
+  k.assign(len * kvh * hd, 0.0f);
+  v.assign(len * kvh * hd, 0.0f);
   std::vector<bf16> page(2 * kvh * layout_.tile_elems());
   const bf16* base = pool_ + layer * layout_.layer_elems();
-  for (size_t pi = 0; pi < blk.pages.size(); ++pi) {
-    HOGWILD_CUDA_CHECK(cudaMemcpyAsync(page.data(), base + layout_.tile_offset(blk.pages[pi], 0, 0),
+  for (size_t pi = 0; pi < pages.size(); ++pi) {
+    HOGWILD_CUDA_CHECK(cudaMemcpyAsync(page.data(), base + layout_.tile_offset(pages[pi], 0, 0),
                                        page.size() * 2, cudaMemcpyDeviceToHost, stream_));
     HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
     for (int64_t i = 0; i < kPageTokens; ++i) {
       const int64_t j = static_cast<int64_t>(pi) * kPageTokens + i;
-      if (j >= blk.len) break;
+      if (j >= len) break;
       for (int64_t h = 0; h < kvh; ++h)
         for (int64_t d = 0; d < hd; ++d) {
           k[(j * kvh + h) * hd + d] =
@@ -291,12 +243,11 @@ std::vector<float> CudaBackend::debug_activation(const std::string& what, int64_
 }
 
 void CudaBackend::fill_block_random(BlockId b, int64_t len, uint64_t seed) {
-  Block& blk = block_ref(b, "fill_block_random");
-  if (blk.len != 0) fail("fill_block_random: block {} is not empty", b);
-  grow_block(blk, len);
+  if (table_.len(b) != 0) fail("fill_block_random: block {} is not empty", b);
+  table_.grow(b, len);
   const int64_t page_elems = 2 * layout_.num_key_value_heads * layout_.tile_elems();
   for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l)
-    for (int32_t pg : blk.pages)
+    for (int32_t pg : table_.pages(b))
       fill_uniform_bf16(pool_ + l * layout_.layer_elems() + layout_.tile_offset(pg, 0, 0),
                         page_elems, seed * 7919 + l * 1000003 + pg, 1.0f, 0.0f, stream_);
   HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));

@@ -1,7 +1,7 @@
 // CUDA backend: bf16 weights and activations, fp32 accumulation and fp32 residual stream, cuBLAS
 // projections, the hogwild attention kernel over a paged KV pool (kv_layout.h), decode steps
 // replayed as CUDA graphs. Implements hogwild::Backend (src/model/backend.h); semantics as
-// docs/DESIGN.md §2, checked against the CPU reference (tests/cuda/test_cuda_backend.cpp).
+// docs/ARCHITECTURE.md §2, checked against the CPU reference (tests/cuda/test_cuda_backend.cpp).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -18,6 +18,8 @@
 #include "cuda/kv_layout.h"
 #include "cuda/rope.h"
 #include "model/backend.h"
+#include "model/block_table.h"
+#include "model/forward_plan.h"
 #include "model/weights.h"
 
 namespace hogwild::cuda {
@@ -85,13 +87,17 @@ class CudaBackend : public Backend {
   /// ids come back to the host (and the logits rows when `logits` is not null, copied before the
   /// banned ids are applied).
   bool samples_on_device() const override { return true; }
-  void forward_sample(const ForwardBatch& batch, const std::vector<int32_t>& banned,
+  void forward_sample(const ForwardBatch& batch,
+                      const std::vector<std::vector<int32_t>>& banned_sets,
                       const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
                       std::vector<float>* logits) override;
 
-  /// KV pool capacity and free space, in tokens (page granularity).
-  int64_t kv_capacity_tokens() const { return layout_.num_pages * kPageTokens; }
-  int64_t kv_free_tokens() const { return static_cast<int64_t>(free_pages_.size()) * kPageTokens; }
+  /// KV pool capacity, use and free space, in tokens (page granularity: a block holds whole
+  /// pages of kPageTokens).
+  int64_t kv_capacity_tokens() const override { return layout_.num_pages * kPageTokens; }
+  int64_t kv_used_tokens() const override { return kv_capacity_tokens() - kv_free_tokens(); }
+  int64_t live_blocks() const override { return table_.live_blocks(); }
+  int64_t kv_free_tokens() const { return table_.free_pages() * kPageTokens; }
   /// Throws hogwild::Error (with sizes and what to do) when `tokens` more tokens cannot be cached.
   /// `advice` ends the message (what the caller's user can change).
   void require_kv_tokens(int64_t tokens,
@@ -113,11 +119,6 @@ class CudaBackend : public Backend {
   uint64_t weight_fingerprint() const;
 
  private:
-  struct Block {
-    bool live = false;
-    int64_t len = 0;
-    std::vector<int32_t> pages;
-  };
   struct Staging;  // per-forward index arrays (host pinned + device), see cuda_backend.cpp
 
   void init_common();
@@ -126,9 +127,6 @@ class CudaBackend : public Backend {
   void load_checkpoint(const std::string& model_dir, bool show_progress);
   void random_weights(uint64_t seed);
   void size_kv_pool();
-  Block& block_ref(BlockId b, const char* what);
-  const Block& block_ref(BlockId b, const char* what) const;
-  void grow_block(Block& blk, int64_t new_len);
   void run_layers(int64_t n_tokens, int64_t n_logits, int n_plans);
   int64_t prepare(const ForwardBatch& batch);  // validates, appends, plans, uploads; -> logit rows
   void execute(int64_t n_tokens, int64_t n_logits);
@@ -155,8 +153,7 @@ class CudaBackend : public Backend {
   RopeTableView rope_;
   __nv_bfloat16* pool_ = nullptr;
   KvLayout layout_;
-  std::vector<int32_t> free_pages_;
-  std::vector<Block> blocks_;
+  BlockTable table_{0, kPageTokens};  // blocks, lengths, pages (model/block_table.h)
 
   // Activations, sized for max_batch_tokens.
   float* x_ = nullptr;                // (T, hidden) residual stream

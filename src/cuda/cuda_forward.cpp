@@ -29,39 +29,14 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
         "pieces or raise max_batch_tokens",
         T, opt_.max_batch_tokens);
   const int64_t n_workers = static_cast<int64_t>(batch.views.size());
-  for (const auto& view : batch.views)
-    for (BlockId b : view) block_ref(b, "forward (view)");
-  std::unordered_map<BlockId, int64_t> added;
-  for (const TokenInput& t : batch.tokens) {
-    if (t.worker < 0 || t.worker >= n_workers)
-      fail("forward: token's worker {} has no view (the batch has {} views)", t.worker, n_workers);
-    if (t.token_id < 0 || t.token_id >= cfg_.vocab_size)
-      fail("forward: token id {} is outside the vocabulary [0, {})", t.token_id, cfg_.vocab_size);
-    block_ref(t.block, "forward (target block)");
-    const auto& view = batch.views[t.worker];
-    if (std::find(view.begin(), view.end(), t.block) == view.end())
-      fail("forward: target block {} does not occur in worker {}'s view", t.block, t.worker);
-    ++added[t.block];
-  }
-  int64_t pages_needed = 0;
-  for (auto [b, n] : added) {
-    const Block& blk = blocks_[b];
-    pages_needed +=
-        (blk.len + n + kPageTokens - 1) / kPageTokens - static_cast<int64_t>(blk.pages.size());
-  }
-  if (pages_needed > static_cast<int64_t>(free_pages_.size()))
-    fail(
-        "KV cache full: this forward needs {} more pages of {} tokens, {} are free; use fewer "
-        "workers or a shorter context",
-        pages_needed, kPageTokens, free_pages_.size());
-
-  const int64_t want = std::count_if(batch.tokens.begin(), batch.tokens.end(),
-                                     [](const TokenInput& t) { return t.want_logits; });
-  if (want > logit_cap_)
+  // Checks and the view rule (model/forward_plan.h), before anything changes.
+  const ForwardPlan plan = plan_forward(batch, table_, cfg_, rope_.n_positions);
+  if (plan.logit_rows > logit_cap_)
     fail(
         "forward: {} rows want logits, the CUDA backend returns at most {} per forward; ask for "
         "fewer rows",
-        want, logit_cap_);
+        plan.logit_rows, logit_cap_);
+  apply_appends(plan, table_);
 
   std::vector<int32_t> ids(T), pos(T), slot(T), logit_rows;
   // First batch token appended to each block; the append can be fused into the attention when
@@ -70,62 +45,47 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   bool consecutive = true;
   for (int64_t t = 0; t < T; ++t) {
     const TokenInput& in = batch.tokens[t];
-    Block& blk = blocks_[in.block];
-    const int64_t j = blk.len;
+    const int64_t j = plan.index[t];
     const auto [fr, first] = first_row.try_emplace(in.block, t);
     if (!first && batch.tokens[t - 1].block != in.block) consecutive = false;
-    grow_block(blk, j + 1);
+    const std::vector<int32_t>& pages = table_.pages(in.block);
     ids[t] = in.token_id;
     pos[t] = static_cast<int32_t>(j);
-    slot[t] = blk.pages[j / kPageTokens] * kPageTokens + static_cast<int32_t>(j % kPageTokens);
+    slot[t] = pages[j / kPageTokens] * kPageTokens + static_cast<int32_t>(j % kPageTokens);
     if (in.want_logits) logit_rows.push_back(static_cast<int32_t>(t));
   }
 
-  // Views with post-append offsets; plan blocks deduplicated.
+  // Views with post-append offsets (from the plan); plan blocks deduplicated.
   PlanInput pin;
   std::unordered_map<BlockId, int32_t> block_index;
-  std::vector<std::unordered_map<BlockId, int64_t>> last_offset(n_workers);
+  std::unordered_map<BlockId, int64_t> appended;  // tokens this forward adds, by block
+  for (const auto& [b, len] : plan.grown) appended[b] = 0;
+  for (const TokenInput& t : batch.tokens) ++appended[t.block];
   int64_t total_keys = 0;
   pin.views.resize(n_workers);
   for (int64_t w = 0; w < n_workers; ++w) {
-    int64_t off = 0;
-    for (BlockId b : batch.views[w]) {
+    for (const ViewOccurrence& oc : plan.views[w]) {
+      const BlockId b = oc.block;
       auto [it, fresh] = block_index.try_emplace(b, static_cast<int32_t>(pin.blocks.size()));
       if (fresh) {
         // Keys this forward appends are written by the kernel before the attention, or by the
         // attention itself (fused append: fresh_row names the batch token of key fresh_from).
-        const auto ad = added.find(b);
-        const int64_t appended = ad == added.end() ? 0 : ad->second;
+        const auto ad = appended.find(b);
+        const int64_t added = ad == appended.end() ? 0 : ad->second;
+        const int64_t len = table_.len(b);
         const auto fr = first_row.find(b);
-        pin.blocks.push_back(PlanBlock{blocks_[b].len, &blocks_[b].pages, blocks_[b].len - appended,
+        pin.blocks.push_back(PlanBlock{len, &table_.pages(b), len - added,
                                        fr == first_row.end() ? -1 : fr->second});
-        total_keys += blocks_[b].len;
+        total_keys += len;
       }
-      pin.views[w].push_back(PlanOccurrence{it->second, off});
-      last_offset[w][b] = off;
-      off += blocks_[b].len;
+      pin.views[w].push_back(PlanOccurrence{it->second, oc.offset});
     }
   }
   pin.row_worker.resize(T);
   pin.row_pos.resize(T);
   for (int64_t t = 0; t < T; ++t) {
-    const TokenInput& in = batch.tokens[t];
-    pin.row_worker[t] = in.worker;
-    pin.row_pos[t] = last_offset[in.worker][in.block] + pos[t];
-    if (pin.row_pos[t] >= rope_.n_positions ||
-        (cfg_.sliding_window > 0 && pin.row_pos[t] >= cfg_.sliding_window)) {
-      for (auto [b, n] : added)
-        truncate_block(b, blocks_[b].len - n);  // undo this forward's appends
-      if (pin.row_pos[t] >= rope_.n_positions)
-        fail(
-            "forward: view position {} exceeds the RoPE table of {} positions (max_position_"
-            "embeddings); use a shorter context",
-            pin.row_pos[t], rope_.n_positions);
-      fail(
-          "forward: view position {} is beyond the model's sliding_window ({} tokens), which the "
-          "CUDA backend does not implement; use a shorter context",
-          pin.row_pos[t], cfg_.sliding_window);
-    }
+    pin.row_worker[t] = batch.tokens[t].worker;
+    pin.row_pos[t] = plan.position[t];
   }
   pin.group = static_cast<int32_t>(cfg_.num_attention_heads / cfg_.num_key_value_heads);
   // Fused append (decode-size forwards, full-width RoPE): a block's new keys then lie in an

@@ -6,22 +6,16 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/sampling.h"
+#include "sampling/row_draw.h"
 
 namespace hogwild::cuda {
 
-void CudaBackend::forward_sample(const ForwardBatch& batch, const std::vector<int32_t>& banned,
+void CudaBackend::forward_sample(const ForwardBatch& batch,
+                                 const std::vector<std::vector<int32_t>>& banned_sets,
                                  const std::vector<RowSampling>& rows,
                                  std::vector<int32_t>& tokens, std::vector<float>* logits) {
-  int64_t want = 0;
-  for (const TokenInput& t : batch.tokens) want += t.want_logits ? 1 : 0;
-  if (static_cast<int64_t>(rows.size()) != want)
-    fail("forward_sample: {} sampling rows for {} tokens that want logits; give one per row",
-         rows.size(), want);
-  for (const RowSampling& r : rows)
-    if (!(r.u >= 0.0f && r.u < 1.0f) || std::isnan(r.temperature) || r.top_k < 0 ||
-        !(r.top_p > 0.0f) || !(r.min_p >= 0.0f && r.min_p <= 1.0f))
-      fail("forward_sample: bad sampling row (u {}, temperature {}, top_k {}, top_p {}, min_p {})",
-           r.u, r.temperature, r.top_k, r.top_p, r.min_p);
+  check_row_sampling(batch, banned_sets, rows);
+  const int64_t want = static_cast<int64_t>(rows.size());
   auto alloc = [&](size_t bytes) {
     void* p = nullptr;
     HOGWILD_CUDA_CHECK(cudaMalloc(&p, bytes));
@@ -32,16 +26,23 @@ void CudaBackend::forward_sample(const ForwardBatch& batch, const std::vector<in
     sample_params_ = alloc(static_cast<size_t>(logit_cap_) * sizeof(SampleParams));
     sample_out_ = static_cast<int32_t*>(alloc(static_cast<size_t>(logit_cap_) * 4));
   }
-  if (banned != banned_host_) {  // usually fixed for a whole run: uploaded once
-    if (static_cast<int64_t>(banned.size()) > banned_cap_) {
-      banned_cap_ = static_cast<int64_t>(banned.size());
+  // Every set once, concatenated; usually the same for many steps: uploaded when it changes.
+  std::vector<int32_t> flat;
+  std::vector<int32_t> begin(banned_sets.size());
+  for (size_t i = 0; i < banned_sets.size(); ++i) {
+    begin[i] = static_cast<int32_t>(flat.size());
+    flat.insert(flat.end(), banned_sets[i].begin(), banned_sets[i].end());
+  }
+  if (flat != banned_host_) {
+    if (static_cast<int64_t>(flat.size()) > banned_cap_) {
+      banned_cap_ = static_cast<int64_t>(flat.size());
       banned_dev_ = static_cast<int32_t*>(alloc(static_cast<size_t>(banned_cap_) * 4));
     }
-    if (!banned.empty())
-      HOGWILD_CUDA_CHECK(cudaMemcpyAsync(banned_dev_, banned.data(), banned.size() * 4,
+    if (!flat.empty())
+      HOGWILD_CUDA_CHECK(cudaMemcpyAsync(banned_dev_, flat.data(), flat.size() * 4,
                                          cudaMemcpyHostToDevice, stream_));
     HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    banned_host_ = banned;
+    banned_host_ = std::move(flat);
   }
   // One synchronisation per step: the sampling queues behind the forward (whose staging buffer
   // stays untouched until the next forward, after the sync below).
@@ -61,12 +62,17 @@ void CudaBackend::forward_sample(const ForwardBatch& batch, const std::vector<in
   std::vector<SampleParams> params(static_cast<size_t>(n));
   for (int64_t r = 0; r < n; ++r) {
     const RowSampling& s = rows[static_cast<size_t>(r)];
-    params[r] = SampleParams{s.temperature, s.top_k, s.top_p, s.min_p, s.u};
+    params[r] = SampleParams{s.temperature, s.top_k, s.top_p, s.min_p, s.u, 0, 0};
+    if (s.banned >= 0) {
+      params[r].ban_begin = begin[s.banned];
+      params[r].ban_count = static_cast<int32_t>(banned_sets[s.banned].size());
+    }
   }
   HOGWILD_CUDA_CHECK(cudaMemcpyAsync(sample_params_, params.data(), params.size() * sizeof(SampleParams),
                                      cudaMemcpyHostToDevice, stream_));
-  ban_tokens(logits_, n, cfg_.vocab_size, banned_dev_, static_cast<int64_t>(banned_host_.size()),
-             stream_);
+  if (!banned_host_.empty())
+    ban_tokens(logits_, n, cfg_.vocab_size, banned_dev_,
+               static_cast<const SampleParams*>(sample_params_), stream_);
   sample_rows(logits_, static_cast<const SampleParams*>(sample_params_), sample_out_, n,
               cfg_.vocab_size, stream_);
   HOGWILD_CUDA_CHECK(

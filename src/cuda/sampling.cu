@@ -259,10 +259,13 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-__global__ void ban_kernel(float* logits, int64_t vocab_size, const int32_t* ids, int64_t n_ids) {
+__global__ void ban_kernel(float* logits, int64_t vocab_size, const int32_t* ids,
+                           const SampleParams* params) {
   float* row = logits + blockIdx.x * vocab_size;
-  for (int64_t i = threadIdx.x; i < n_ids; i += blockDim.x) {
-    const int32_t id = ids[i];
+  const int32_t* mine = ids + params[blockIdx.x].ban_begin;
+  const int32_t n_ids = params[blockIdx.x].ban_count;
+  for (int32_t i = threadIdx.x; i < n_ids; i += blockDim.x) {
+    const int32_t id = mine[i];
     if (id >= 0 && id < vocab_size) row[id] = -INFINITY;
   }
 }
@@ -270,9 +273,9 @@ __global__ void ban_kernel(float* logits, int64_t vocab_size, const int32_t* ids
 }  // namespace
 
 void ban_tokens(float* logits, int64_t n_rows, int64_t vocab_size, const int32_t* ids,
-                int64_t n_ids, cudaStream_t stream) {
-  if (n_rows == 0 || n_ids == 0) return;
-  ban_kernel<<<n_rows, 256, 0, stream>>>(logits, vocab_size, ids, n_ids);
+                const SampleParams* params, cudaStream_t stream) {
+  if (n_rows == 0 || ids == nullptr) return;
+  ban_kernel<<<n_rows, 256, 0, stream>>>(logits, vocab_size, ids, params);
   HOGWILD_CUDA_CHECK_LAUNCH();
 }
 

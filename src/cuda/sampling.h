@@ -21,6 +21,8 @@ struct SampleParams {
   float top_p = 1.0f;        // >= 1 = off
   float min_p = 0.0f;        // 0 = off
   float u = 0.0f;            // uniform draw in [0, 1)
+  int32_t ban_begin = 0;     // this row's banned ids: ids[ban_begin, ban_begin + ban_count) of
+  int32_t ban_count = 0;     // ban_tokens' array
 };
 
 /// out[r] = token drawn from row r of logits (n_rows, vocab_size) fp32 with params[r] (device).
@@ -28,9 +30,10 @@ struct SampleParams {
 void sample_rows(const float* logits, const SampleParams* params, int32_t* out, int64_t n_rows,
                  int64_t vocab_size, cudaStream_t stream);
 
-/// Sets logits[r][ids[i]] = -inf for every row r < n_rows and every id (device array of n_ids);
-/// ids outside [0, vocab_size) are ignored (as Sampler's banned_tokens).
+/// Sets logits[r][ids[i]] = -inf for every row r < n_rows and every i in row r's range
+/// [params[r].ban_begin, + params[r].ban_count) of the device array ids; ids outside
+/// [0, vocab_size) are ignored (as Sampler's banned_tokens).
 void ban_tokens(float* logits, int64_t n_rows, int64_t vocab_size, const int32_t* ids,
-                int64_t n_ids, cudaStream_t stream);
+                const SampleParams* params, cudaStream_t stream);
 
 }  // namespace hogwild::cuda

@@ -1,4 +1,4 @@
-// Answer extraction (../shared/docs/DESIGN.md §4: "the rightmost \boxed{…} with balanced braces").
+// Answer extraction (docs/ARCHITECTURE.md §4: "the rightmost \boxed{…} with balanced braces").
 //
 // Math: `\boxed{...}` (also `\fbox{...}`), braces counted with LaTeX escapes: `\{` and `\}` are
 // literal braces and do not open/close a group (a backslash always takes the next byte with it).
@@ -32,7 +32,7 @@ std::optional<std::string> extract_answer(std::string_view text, AnswerKind kind
 
 /// The final answer of a finished step, honouring AnswerFormat::marker (only text after the last
 /// occurrence of the marker is searched when the marker is non-empty); nullopt if the step holds
-/// none. The run stops when any worker's finished step has one (DESIGN.md §4).
+/// none. The run stops when any worker's finished step has one (docs/ARCHITECTURE.md §4).
 std::optional<std::string> step_answer(std::string_view step_text, const AnswerFormat& format);
 
 /// true when step_answer() finds an answer.

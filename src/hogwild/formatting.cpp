@@ -358,6 +358,15 @@ std::string Formatting::complete_prompt(std::string_view rendered) const {
   return s;
 }
 
+std::string Formatting::note_text(std::string_view author, std::string_view note) const {
+  std::string s = render(note_prefix, {{"name", std::string(author)}});
+  s += note;
+  if (s.size() < step_separator.size() ||
+      s.compare(s.size() - step_separator.size(), step_separator.size(), step_separator) != 0)
+    s += step_separator;
+  return s;
+}
+
 std::string Formatting::render_step_prefix(int w, int step) const {
   return render(step_prefix, {{"name", worker_name(w)}, {"step", std::to_string(step)}});
 }
@@ -401,6 +410,7 @@ ojson Formatting::to_json() const {
   j["worker_names"] = worker_names;
   j["step_prefix"] = step_prefix;
   j["step_separator"] = step_separator;
+  j["note_prefix"] = note_prefix;
   j["layout"] = ojson{{"history_header", layout.history_header},
                       {"others_header", layout.others_header},
                       {"other_separator", layout.other_separator},
@@ -447,7 +457,8 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
   }
   ObjReader top(j, "", origin,
                 {"name", "chat", "rules", "rules_single", "example", "worker_names", "step_prefix",
-                 "step_separator", "layout", "collab_check", "finisher", "forbidden", "answer"});
+                 "step_separator", "note_prefix", "layout", "collab_check", "finisher", "forbidden",
+                 "answer"});
   Formatting f;
   f.name = top.str("name");
   ObjReader chat =
@@ -463,6 +474,7 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
   f.worker_names = top.str_list("worker_names");
   f.step_prefix = top.str("step_prefix");
   f.step_separator = top.str("step_separator");
+  f.note_prefix = top.str("note_prefix");
   ObjReader layout =
       top.object("layout", {"history_header", "others_header", "other_separator", "own_header"});
   f.layout.history_header = layout.str("history_header");
@@ -544,6 +556,7 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
   check_placeholders(origin, "rules_single", f.rules_single, kPhWorkers, n);
   check_placeholders(origin, "example", f.example, kPhWorkers, n);
   check_placeholders(origin, "step_prefix", f.step_prefix, kPhName | kPhStep, n);
+  check_placeholders(origin, "note_prefix", f.note_prefix, kPhName, n);
   check_placeholders(origin, "layout.others_header", f.layout.others_header, kPhName, n);
   check_placeholders(origin, "layout.own_header", f.layout.own_header, kPhName, n);
   check_placeholders(origin, "layout.history_header", f.layout.history_header, 0, n);

@@ -1,4 +1,4 @@
-// The formatting file: every text that shapes collaboration (../shared/docs/DESIGN.md §3, §4, §6).
+// The formatting file: every text that shapes collaboration (docs/ARCHITECTURE.md §3, §4; docs/FORMATTING.md).
 //
 // A Formatting holds the rules prompt, the optional few-shot example, worker names, the step
 // prefix, the step separator, the combined-layout headers/separators, the collaboration-check
@@ -65,7 +65,7 @@ struct ChatFormat {
   std::string assistant_prefix;
 };
 
-/// Texts of the layouts (JSON object "layout"; DESIGN.md §3). Combined layout view of worker w:
+/// Texts of the layouts (JSON object "layout"; docs/ARCHITECTURE.md §3). Combined layout view of worker w:
 ///   [prompt + history_header + finished steps] [others_header]
 ///   [other_1 current step] [other_separator] ... [other_k current step]
 ///   [other_separator + own_header] [own current step]
@@ -80,7 +80,7 @@ struct LayoutTexts {
   std::string own_header;  ///< {name} = the viewing worker; after the last other_separator
 };
 
-/// The collaboration check (paper's s1-like intervention; DESIGN.md §4; JSON object
+/// The collaboration check (paper's s1-like intervention; docs/ARCHITECTURE.md §4; JSON object
 /// "collab_check").
 struct CollabCheck {
   /// Period in generated tokens, all workers counted; 0 disables the check. Default 1024.
@@ -89,7 +89,7 @@ struct CollabCheck {
   std::string text;
 };
 
-/// The finisher (DESIGN.md §4; JSON object "finisher").
+/// The finisher (docs/ARCHITECTURE.md §4; JSON object "finisher").
 struct FinisherText {
   /// Appended to the linearised text when the budget ends without an answer. For math it ends with
   /// an opened "\boxed{"; for code with an opened "```python\n" fence.
@@ -99,7 +99,7 @@ struct FinisherText {
   int64_t max_tokens = 32;
 };
 
-/// Forbidden tokens during collaborative reasoning (DESIGN.md §4; JSON object "forbidden").
+/// Forbidden tokens during collaborative reasoning (docs/ARCHITECTURE.md §4; JSON object "forbidden").
 struct ForbiddenTokens {
   /// Forbid the model's EOS token ids (generation_config.json eos_token_id and tokenizer eos).
   bool eos = true;
@@ -128,6 +128,9 @@ struct Formatting {
   std::vector<std::string> worker_names;  ///< >= 1 distinct non-empty names; n_workers <= size()
   std::string step_prefix = "**{name} [{step}]:** ";  ///< {name} {step}
   std::string step_separator = "\n\n";                ///< ends a step (steps.h); non-empty
+  /// Opens a note a person inserts into a running session's history ({name} = its author);
+  /// the note then reads as a finished step (docs/ARCHITECTURE.md §4, "Notes").
+  std::string note_prefix = "**Note from {name}:** ";
   LayoutTexts layout;
   CollabCheck collab_check;
   FinisherText finisher;
@@ -155,6 +158,10 @@ struct Formatting {
   /// Text that opens a new step: the step prefix, plus the collaboration-check question when
   /// `with_collab_check` (and collab_check.text is non-empty).
   std::string step_start(int w, int step, bool with_collab_check) const;
+  /// The whole text of a note by `author` (docs/ARCHITECTURE.md §4, "Notes"): note_prefix with
+  /// {name} = author, the note, then step_separator (unless the note already ends with it), so
+  /// that it reads as a finished step.
+  std::string note_text(std::string_view author, std::string_view note) const;
   /// Layout texts with {name} = the viewing worker w.
   std::string others_header(int w) const;
   std::string own_header(int w) const;

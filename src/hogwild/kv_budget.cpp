@@ -16,8 +16,4 @@ int64_t run_kv_tokens(const KvNeed& n) {
   return views + n.finisher_max_tokens + kKvPageTokens * live_blocks + kConstTokensPerWorker * w;
 }
 
-int64_t prefill_tokens(int64_t prompt_tokens, int n_workers) {
-  return prompt_tokens + kConstTokensPerWorker * std::max(1, n_workers);
-}
-
 }  // namespace hogwild

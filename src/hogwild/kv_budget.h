@@ -1,21 +1,20 @@
-// How much KV cache a hogwild run needs, decided before it starts so that a run that cannot fit
-// stops at once with the sizes (CudaBackend::require_kv_tokens) instead of failing midway, and how
-// large its biggest forward is (the CUDA backend sizes its activations for it).
+// How much KV cache a hogwild run can fill, decided before it starts: the engine admits a session
+// only when this fits beside the others (engine/engine.h), so that a run never runs out of cache
+// midway.
 #pragma once
 
 #include <cstdint>
 
+#include "model/backend.h"
+
 namespace hogwild {
 
-/// Upper bound on the tokens of a worker's constant layout blocks (others' header, separator +
-/// own header; formatting.h LayoutTexts), as the prefill forward and the KV estimate count them.
+/// Tokens allowed for a worker's constant layout blocks (others' header, separator + own header;
+/// formatting.h LayoutTexts) in the KV estimate.
 inline constexpr int64_t kConstTokensPerWorker = 256;
 /// Step openings (prefix, collaboration question) a worker feeds beyond one token per serial
 /// step, allowed per worker in the budget-bound estimate.
 inline constexpr int64_t kOpeningTokensPerWorker = 64;
-/// KV cache page of the CUDA backend in tokens (cuda/kv_layout.h kPageTokens; cuda_backend.cpp
-/// static_asserts that the two agree). Each live block may leave one page partly filled.
-inline constexpr int64_t kKvPageTokens = 64;
 
 struct KvNeed {
   int64_t prompt_tokens = 0;        // the prompt (+ history header), as tokenized
@@ -28,13 +27,9 @@ struct KvNeed {
 
 /// KV tokens the run may hold at once: the longest view (at most `context`; with a budget, at
 /// most the prompt + every worker's budget and openings), plus the finisher's tokens, one partly
-/// filled page for each of the 3 * n_workers + 4 blocks that can be live at once (history,
-/// current and closing steps, constants, finisher) and the constant blocks' tokens. Never
-/// overflows (a huge budget or context saturates at INT64_MAX / 4 before the additions).
+/// filled page (kKvPageTokens) for each of the 3 * n_workers + 4 blocks that can be live at once
+/// (history, current and closing steps, constants, finisher) and the constant blocks' tokens.
+/// Never overflows (a huge budget or context saturates at INT64_MAX / 4 before the additions).
 int64_t run_kv_tokens(const KvNeed& n);
-
-/// Tokens of the run's largest forward, the prefill: the prompt and every worker's constant
-/// layout texts.
-int64_t prefill_tokens(int64_t prompt_tokens, int n_workers);
 
 }  // namespace hogwild

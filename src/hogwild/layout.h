@@ -1,4 +1,4 @@
-// Cache layouts (docs/DESIGN.md §3; paper §3.2): a pure function from the session's block state to
+// Cache layouts (docs/ARCHITECTURE.md §3; paper §3.2): a pure function from the session's block state to
 // every worker's view (ordered block occurrences handed to Backend::forward).
 //
 // Blocks of a session (all created by the Session, see session.h):
@@ -37,10 +37,10 @@ const char* layout_name(Layout l);
 /// Parses a layout name; throws hogwild::Error listing the valid names.
 Layout parse_layout(const std::string& name);
 
-/// Constant formatting blocks (DESIGN.md §3). Each is tokenized once and its K/V is computed once,
+/// Constant formatting blocks (docs/ARCHITECTURE.md §3). Each is tokenized once and its K/V is computed once,
 /// in the prefill forward, by a pseudo-writer whose view is [history][that block], i.e. as if the
 /// text followed the prompt directly. Workers read them at whatever offset their view gives them
-/// (keys are position-free in a block, DESIGN.md §2). Empty ids (-1) are skipped in views.
+/// (keys are position-free in a block, docs/ARCHITECTURE.md §2). Empty ids (-1) are skipped in views.
 struct ConstBlocks {
   std::vector<BlockId> others_header;   // (n_workers) header before the others' current steps
   BlockId sep = -1;                     // other_separator: after an other worker's unfinished step
@@ -61,7 +61,7 @@ struct LayoutState {
 /// n_workers when there are other workers, closing blocks in the contiguous layout).
 std::vector<std::vector<BlockId>> build_views(const LayoutState& s);
 
-/// The finisher's view (DESIGN.md §4): [history][closing...][cur w_0][sep]...[cur w_n-1][sep]
+/// The finisher's view (docs/ARCHITECTURE.md §4): [history][closing...][cur w_0][sep]...[cur w_n-1][sep]
 /// followed by the suffix block: the linearised text of the whole run plus "time is up" suffix.
 /// `sep` may be -1 (no separator between unfinished steps).
 std::vector<BlockId> finisher_view(const LayoutState& s, BlockId suffix);

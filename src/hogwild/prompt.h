@@ -1,4 +1,4 @@
-// The session's prompt text (DESIGN.md §1): the formatting's chat messages (rules for n_workers,
+// The session's prompt text (docs/ARCHITECTURE.md §1): the formatting's chat messages (rules for n_workers,
 // optional example, the problem) rendered by the model's own chat template, completed with the
 // formatting's assistant prefix (e.g. "<think>\n"), then layout.history_header.
 #pragma once

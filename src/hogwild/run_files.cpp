@@ -57,9 +57,8 @@ RunFiles::~RunFiles() = default;
 
 bool RunFiles::uses_stdout() const { return paths_.json == "-" || paths_.dump_views == "-"; }
 
-SessionObserver* RunFiles::start(const Session& session, const TextCodec& codec,
-                                 std::vector<std::string> worker_names,
-                                 const nlohmann::json& header) {
+void RunFiles::start(const Session& session, const TextCodec& codec,
+                     std::vector<std::string> worker_names, const nlohmann::json& header) {
   header_ = header;
   if (!paths_.json.empty()) {
     transcript_ = std::make_unique<TranscriptRecorder>(std::move(worker_names));
@@ -72,7 +71,6 @@ SessionObserver* RunFiles::start(const Session& session, const TextCodec& codec,
     obs_.add(view_dumper_.get());
   }
   if (logits_) obs_.add(logits_.get());
-  return &obs_;
 }
 
 void RunFiles::finish(const SessionResult& result) {

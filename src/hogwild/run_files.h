@@ -51,11 +51,12 @@ class RunFiles {
   bool uses_stdout() const;
   bool keep_logits() const { return logits_ != nullptr; }
 
-  /// Starts recording `session` (before Session::run): the transcript recorder, the dumps, and
-  /// the partial transcript whose first line is {"event": "run", ...header}. Returns the observer
-  /// to add to the session's observers.
-  SessionObserver* start(const Session& session, const TextCodec& codec,
-                         std::vector<std::string> worker_names, const nlohmann::json& header);
+  /// The observer to give the session (it records nothing until start()).
+  SessionObserver* observer() { return &obs_; }
+  /// Starts recording `session` (created, not yet run): the transcript recorder, the dumps, and
+  /// the partial transcript whose first line is {"event": "run", ...header}.
+  void start(const Session& session, const TextCodec& codec, std::vector<std::string> worker_names,
+             const nlohmann::json& header);
   /// Writes the transcript (header + TranscriptRecorder::to_json(result)), closes the dumps and
   /// removes the partial transcript. Throws hogwild::Error on any write error (then the partial
   /// transcript stays).

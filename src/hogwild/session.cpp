@@ -8,16 +8,12 @@
 
 #include "core/error.h"
 #include "hogwild/answer.h"
+#include "hogwild/batch.h"
+#include "hogwild/kv_budget.h"
 #include "hogwild/steps.h"
 #include "sampling/stop_policy.h"
 
 namespace hogwild {
-
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
 
 Session::Session(Backend& backend, const TextCodec& codec, const Formatting& formatting,
                  SessionOptions options, TokenPicker& picker)
@@ -73,9 +69,44 @@ BlockId Session::const_block(const std::string& text) {
   if (text.empty()) return -1;
   for (auto& [t, b] : const_texts_)
     if (t == text) return b;
-  BlockId b = be_.new_block();
+  BlockId b = new_block();
   const_texts_.emplace_back(text, b);
   return b;
+}
+
+BlockId Session::new_block() {
+  BlockId b = be_.new_block();
+  owned_.push_back(b);
+  if (static_cast<size_t>(b) >= block_tokens_.size()) block_tokens_.resize(b + 1);
+  block_tokens_[b].clear();
+  return b;
+}
+
+void Session::add_note(const std::string& author, const std::string& text) {
+  if (phase_ == Phase::done) fail("the session has finished; a note can no longer reach it");
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    fail("the note is empty; give the text the workers should read");
+  notes_.emplace_back(author.empty() ? std::string("a person") : author, text);
+}
+
+void Session::release() {
+  for (BlockId b : owned_) be_.free_block(b);
+  owned_.clear();
+}
+
+void Session::cancel(const std::string& reason) {
+  if (phase_ == Phase::done) return;
+  if (finisher_) finisher_.reset();
+  result_.stop_reason = reason;
+  result_.serial_steps = serial_;
+  phase_ = Phase::done;
+  release();
+}
+
+int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt,
+                                  const ModelConfig& config, int64_t prompt_tokens) {
+  const int64_t ctx = o.max_context > 0 ? o.max_context : config.max_position_embeddings;
+  return run_kv_tokens({prompt_tokens, o.n_workers, o.budget, ctx, fmt.finisher.max_tokens});
 }
 
 LayoutState Session::layout_state() const {
@@ -88,76 +119,432 @@ LayoutState Session::layout_state() const {
   return s;
 }
 
-// Runs one forward; fills fed[i].index (block-local index written) and block_tokens_.
-// With device_rows: samples on the device (Backend::forward_sample) into *drawn, logits untouched.
-void Session::forward(ForwardBatch& batch, std::vector<FedToken>& fed, std::vector<float>& logits,
-                      const std::vector<RowSampling>* device_rows, std::vector<int32_t>* drawn) {
-  std::vector<int64_t> len;  // block lengths after this forward's appends, by BlockId
-  auto grow = [&](BlockId b) {
-    if (static_cast<size_t>(b) >= len.size()) len.resize(b + 1, -1);
-    if (len[b] < 0) len[b] = be_.block_len(b);
-  };
-  for (size_t i = 0; i < batch.tokens.size(); ++i) {
-    BlockId b = batch.tokens[i].block;
-    grow(b);
-    fed[i].index = len[b]++;
-  }
-  if (device_rows)
-    be_.forward_sample(batch, forbidden_ids_, *device_rows, *drawn,
-                       opt_.keep_logits ? &logits : nullptr);
-  else
-    be_.forward(batch, logits);
-  for (size_t i = 0; i < batch.tokens.size(); ++i) {
-    BlockId b = batch.tokens[i].block;
-    if (static_cast<size_t>(b) >= block_tokens_.size()) block_tokens_.resize(b + 1);
-    block_tokens_[b].push_back(batch.tokens[i].token_id);
+
+// Block-local index of every fed token (lengths after earlier appends of this forward).
+void Session::assign_indices(SessionStep& step) {
+  std::vector<std::pair<BlockId, int64_t>> len;  // few blocks per forward
+  for (size_t i = 0; i < step.batch.tokens.size(); ++i) {
+    const BlockId b = step.batch.tokens[i].block;
+    auto it = std::find_if(len.begin(), len.end(), [b](auto& p) { return p.first == b; });
+    if (it == len.end()) it = len.insert(len.end(), {b, be_.block_len(b)});
+    step.fed[i].index = it->second++;
   }
 }
 
-void Session::prefill(const std::vector<int32_t>& prompt, std::vector<float>& logits) {
-  const int n = opt_.n_workers;
-  history_ = be_.new_block();
-  if (n > 1 && opt_.layout != Layout::interleaved) {
-    for (int w = 0; w < n; ++w) {
-      consts_.others_header.push_back(const_block(fmt_.others_header(w)));
-      consts_.sep_own_header.push_back(
-          const_block(fmt_.layout.other_separator + fmt_.own_header(w)));
-    }
-  }
-  consts_.sep = const_block(fmt_.layout.other_separator);  // also used by the finisher
+void Session::record_tokens(const SessionStep& step) {
+  for (const TokenInput& t : step.batch.tokens) block_tokens_[t.block].push_back(t.token_id);
+}
 
-  ForwardBatch batch;
-  std::vector<FedToken> fed;
-  batch.views.push_back({history_});
-  for (size_t i = 0; i < prompt.size(); ++i) {
-    batch.tokens.push_back({prompt[i], 0, history_, i + 1 == prompt.size()});
-    fed.push_back({prompt[i], -1, 0, history_, 0, FeedRole::prompt});
+void Session::start(const std::vector<int32_t>& prompt) {
+  if (started_) fail("a session can be started once; create a new session for another run");
+  if (prompt.empty()) fail("the prompt is empty; give a problem text");
+  if (static_cast<int64_t>(prompt.size()) >= max_context_)
+    fail(
+        "the prompt has {} tokens, which leaves no room to generate within the context limit of {} "
+        "tokens; shorten the problem{}",
+        prompt.size(), max_context_,
+        max_context_ < be_.config().max_position_embeddings
+            ? fmt::format(" or raise --max-context (up to the model's {})",
+                          be_.config().max_position_embeddings)
+            : std::string());
+  started_ = true;
+  prompt_ = prompt;
+  result_ = SessionResult{};
+  result_.tokens_per_worker.assign(opt_.n_workers, 0);
+  result_.prompt_tokens = static_cast<int64_t>(prompt.size());
+  workers_.assign(opt_.n_workers, WorkerState{});
+  phase_ = Phase::prefill;
+}
+
+bool Session::plan(SessionStep& step, int64_t max_prompt_tokens) {
+  if (!started_) fail("Session::plan before start(prompt)");
+  step.batch.tokens.clear();
+  step.batch.views.clear();
+  step.fed.clear();
+  step.rows.clear();
+  step.sampling.clear();
+  step.banned = &forbidden_ids_;
+  step.host_logits = !opt_.device_sampling;
+  step.keep_logits = opt_.keep_logits;
+  step.prompt_tokens = 0;
+  step.logits.clear();
+  step.drawn.clear();
+  step.forward_seconds = 0;
+  switch (phase_) {
+    case Phase::prefill:
+      return plan_prefill(step, max_prompt_tokens);
+    case Phase::decode:
+      if (plan_decode(step)) return true;
+      // The run ended before this forward: the final finisher, if any.
+      if (phase_ != Phase::finisher) return false;
+      [[fallthrough]];
+    case Phase::finisher:
+      plan_finisher(step);
+      return true;
+    default:
+      return false;
   }
-  for (auto& [text, b] : const_texts_) {
-    const int32_t writer = static_cast<int32_t>(batch.views.size());
-    batch.views.push_back({history_, b});
-    std::vector<int32_t> ids = codec_.encode(text);
-    for (int32_t t : ids) {
-      batch.tokens.push_back({t, writer, b, false});
-      fed.push_back({t, -1, 0, b, 0, FeedRole::constant});
+}
+
+bool Session::plan_prefill(SessionStep& step, int64_t max_prompt_tokens) {
+  const int n = opt_.n_workers;
+  if (history_ < 0) {
+    history_ = new_block();
+    if (n > 1 && opt_.layout != Layout::interleaved) {
+      for (int w = 0; w < n; ++w) {
+        consts_.others_header.push_back(const_block(fmt_.others_header(w)));
+        consts_.sep_own_header.push_back(
+            const_block(fmt_.layout.other_separator + fmt_.own_header(w)));
+      }
     }
+    consts_.sep = const_block(fmt_.layout.other_separator);  // also used by the finisher
   }
-  forward(batch, fed, logits);
+  const size_t left = prompt_.size() - prompt_fed_;
+  const size_t take = static_cast<size_t>(std::min<int64_t>(left, std::max<int64_t>(0, max_prompt_tokens)));
+  if (take == 0) return false;
+  const bool last = take == left;
+  ForwardBatch& batch = step.batch;
+  batch.views.push_back({history_});
+  for (size_t i = prompt_fed_; i < prompt_fed_ + take; ++i) {
+    batch.tokens.push_back({prompt_[i], 0, history_, last && i + 1 == prompt_.size()});
+    step.fed.push_back({prompt_[i], -1, 0, history_, 0, FeedRole::prompt});
+  }
+  step.prompt_tokens = static_cast<int64_t>(take);
+  prompt_fed_ += take;
+  if (last) {
+    for (auto& [text, b] : const_texts_) {
+      const int32_t writer = static_cast<int32_t>(batch.views.size());
+      batch.views.push_back({history_, b});
+      for (int32_t t : codec_.encode(text)) {
+        batch.tokens.push_back({t, writer, b, false});
+        step.fed.push_back({t, -1, 0, b, 0, FeedRole::constant});
+      }
+    }
+    step.rows.push_back(-1);
+    // Workers whose first step opens with nothing continue the prompt directly (formatting
+    // "plain"): they draw from the prompt row on the host.
+    for (int w = 0; w < n; ++w)
+      if (fmt_.step_start(w, 1, false).empty()) step.host_logits = true;
+    if (!step.host_logits) step.sampling.push_back(RowSampling{});  // drawn, not used
+  }
+  assign_indices(step);
+  return true;
+}
+
+bool Session::plan_decode(SessionStep& step) {
+  const int n = opt_.n_workers;
+  auto end = [&](const char* why) {
+    if (why) result_.stop_reason = why;
+    end_decoding();
+    return false;
+  };
+  if (opt_.interrupt && opt_.interrupt->load()) return end("interrupted");
+  if (opt_.budget > 0 && serial_ >= opt_.budget) return end("budget");
+  ForwardBatch& batch = step.batch;
+  for (int w = 0; w < n; ++w) {
+    auto& f = workers_[w].feed;
+    if (!workers_[w].active || f.empty()) continue;
+    for (size_t i = 0; i < f.size(); ++i) {
+      batch.tokens.push_back({f[i].token, w, f[i].block, i + 1 == f.size()});
+      step.fed.push_back({f[i].token, w, f[i].step, f[i].block, 0, f[i].role});
+    }
+    step.rows.push_back(w);
+  }
+  if (step.rows.empty()) return end(result_.stop_reason.empty() ? "eos" : nullptr);
+  batch.views = build_views(layout_state());
+  // Notes: each in its own block, written by a pseudo-writer reading the history as it will be.
+  feeding_notes_.clear();
+  for (auto& [author, note] : notes_) {
+    const BlockId nb = new_block();
+    std::vector<BlockId> view = {history_};
+    view.insert(view.end(), closing_.begin(), closing_.end());
+    for (auto& [b, text] : feeding_notes_) view.push_back(b);
+    view.push_back(nb);
+    const int32_t writer = static_cast<int32_t>(batch.views.size());
+    batch.views.push_back(view);
+    const std::string text = fmt_.note_text(author, note);
+    for (int32_t t : codec_.encode(text)) {
+      batch.tokens.push_back({t, writer, nb, false});
+      step.fed.push_back({t, -1, 0, nb, 0, FeedRole::note});
+    }
+    feeding_notes_.emplace_back(nb, author);
+  }
+  notes_.clear();
+  // The longest view after this forward must fit the context.
+  int64_t longest = 0;
+  for (auto& v : batch.views) {
+    int64_t len = 0;
+    for (BlockId b : v) {
+      len += be_.block_len(b);
+      for (auto& t : batch.tokens) len += t.block == b;
+    }
+    longest = std::max(longest, len);
+  }
+  if (longest > max_context_) {
+    if (serial_ == 0)  // as a prompt that fills the context: an error, not a 0-step run
+      fail(
+          "the prompt ({} tokens) and the layout's texts leave no room for the first serial step "
+          "within the context limit of {} tokens; shorten the problem{}",
+          prompt_.size(), max_context_,
+          max_context_ < be_.config().max_position_embeddings
+              ? fmt::format(" or raise --max-context (up to the model's {})",
+                            be_.config().max_position_embeddings)
+              : std::string());
+    step.batch = ForwardBatch{};
+    step.fed.clear();
+    step.rows.clear();
+    return end("max_context");
+  }
+  // The one sampling contract when the picker describes every row (all or none).
+  if (opt_.device_sampling) {
+    step.sampling.resize(step.rows.size());
+    bool all = true;
+    for (size_t r = 0; r < step.rows.size(); ++r) {
+      all = picker_.device_row(step.rows[r], step.sampling[r]) && all;
+      step.sampling[r].banned = 0;
+    }
+    step.host_logits = !all;
+    if (!all) step.sampling.clear();
+  }
+  assign_indices(step);
+  return true;
+}
+
+void Session::plan_finisher(SessionStep& step) {
+  Finisher& f = *finisher_;
+  step.batch.views.push_back(finisher_view(f.state, f.block));
+  for (size_t j = 0; j < f.feed.size(); ++j) {
+    step.batch.tokens.push_back({f.feed[j], 0, f.block, j + 1 == f.feed.size()});
+    step.fed.push_back({f.feed[j], -1, 0, f.block, 0, FeedRole::finisher});
+  }
+  step.rows.push_back(-1);
+  // Greedy over the raw logits (no forbidden tokens): argmax, lowest id among ties.
+  step.host_logits = false;
+  step.sampling.assign(1, RowSampling{});
+  assign_indices(step);
+}
+
+StepReport Session::complete(SessionStep& step) {
+  StepReport rep;
+  rep.tokens.assign(opt_.n_workers, 0);
+  record_tokens(step);
+  switch (phase_) {
+    case Phase::prefill:
+      complete_prefill(step, rep);
+      break;
+    case Phase::decode:
+      complete_decode(step, rep);
+      break;
+    case Phase::finisher:
+      complete_finisher(step, rep);
+      break;
+    default:
+      fail("Session::complete without a planned step");
+  }
+  rep.serial_step = serial_;
+  rep.finished = phase_ == Phase::done;
+  return rep;
+}
+
+void Session::complete_prefill(SessionStep& step, StepReport& rep) {
+  rep.phase = StepReport::Phase::prefill;
+  result_.prefill_seconds += step.forward_seconds;
+  const bool last = prompt_fed_ == prompt_.size();
   if (obs_) {
-    ForwardRecord rec{0, batch.views, fed, {}, {-1}, &logits, ForwardKind::prefill, {}, false};
+    ForwardRecord rec{0,
+                      step.batch.views,
+                      step.fed,
+                      {},
+                      step.rows,
+                      (step.host_logits || step.keep_logits) && last ? &step.logits : nullptr,
+                      ForwardKind::prefill,
+                      {},
+                      false};
     obs_->on_forward(rec);
   }
+  if (!last) return;
+  phase_ = Phase::decode;
+  decode_start_ = std::chrono::steady_clock::now();
+  const int n = opt_.n_workers;
+  for (int w = 0; w < n; ++w) start_step(w, true);
+  // A worker with an empty step opening continues the prompt directly (formatting "plain").
+  bool stop = false;
+  for (int w = 0; w < n && !stop; ++w)
+    if (workers_[w].feed.empty()) stop = on_sampled(w, sample(w, step.logits.data()), rep);
+  if (stop) {
+    result_.stop_reason = "answer";
+    stop_ = true;
+    advance();
+  }
+}
+
+void Session::complete_decode(SessionStep& step, StepReport& rep) {
+  rep.phase = StepReport::Phase::decode;
+  const int64_t vocab = be_.config().vocab_size;
+  serial_ += 1;
+  result_.decode_forward_seconds += step.forward_seconds;
+  for (int w : step.rows) workers_[w].feed.clear();
+  if (obs_) {
+    ForwardRecord rec{serial_,
+                      step.batch.views,
+                      step.fed,
+                      closing_steps_,
+                      step.rows,
+                      step.host_logits || step.keep_logits ? &step.logits : nullptr,
+                      ForwardKind::step,
+                      closing_,
+                      false};
+    obs_->on_forward(rec);
+  }
+  for (BlockId b : closing_) {  // promotion, finishing order (docs/ARCHITECTURE.md)
+    be_.append_block(history_, b);
+    auto& h = block_tokens_[history_];
+    h.insert(h.end(), block_tokens_[b].begin(), block_tokens_[b].end());
+    block_tokens_[b].clear();
+    be_.free_block(b);
+    owned_.erase(std::find(owned_.begin(), owned_.end(), b));
+    rep.promotions += 1;
+  }
+  closing_.clear();
+  closing_steps_.clear();
+  for (auto& [b, author] : feeding_notes_) {  // notes follow the closing steps in the history
+    be_.append_block(history_, b);
+    auto& h = block_tokens_[history_];
+    h.insert(h.end(), block_tokens_[b].begin(), block_tokens_[b].end());
+    const std::string text = codec_.bytes(block_tokens_[b]);
+    block_tokens_[b].clear();
+    be_.free_block(b);
+    owned_.erase(std::find(owned_.begin(), owned_.end(), b));
+    if (obs_) obs_->on_note(author, text, serial_);
+  }
+  feeding_notes_.clear();
+  bool stop = false;
+  for (size_t r = 0; r < step.rows.size(); ++r) {
+    int32_t t;
+    if (!step.host_logits) {
+      t = step.drawn[r];
+      if (t < 0 || t >= vocab) fail("device sampling returned id {} outside the vocabulary", t);
+      picker_.picked(step.rows[r], t);
+    } else {
+      t = sample(step.rows[r], step.logits.data() + r * vocab);
+    }
+    if (stop)  // this forward's other rows were computed: their tokens count, nothing follows
+      count_unfed(step.rows[r], t, rep);
+    else
+      stop = on_sampled(step.rows[r], t, rep);
+  }
+  if (stop) {
+    result_.stop_reason = "answer";
+    stop_ = true;
+  }
+  if (!stop && opt_.max_tokens_per_worker > 0 &&
+      std::none_of(workers_.begin(), workers_.end(), [](auto& w) { return w.active; }))
+    result_.stop_reason = "max_tokens";
+  advance();
+}
+
+void Session::advance() {
+  if (next_snapshot_ < opt_.snapshots.size() && opt_.snapshots[next_snapshot_] == serial_) {
+    ++next_snapshot_;
+    begin_finisher(serial_, false);
+    return;
+  }
+  if (stop_) end_decoding();
+}
+
+void Session::end_decoding() {
+  result_.serial_steps = serial_;
+  result_.decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                         decode_start_).count() -
+                           result_.finisher_seconds;
+  if (!result_.answer && result_.stop_reason != "interrupted") {
+    begin_finisher(serial_, true);
+    return;
+  }
+  finalize();
+}
+
+void Session::begin_finisher(int64_t serial_step, bool final) {
+  Finisher f;
+  f.state = layout_state();  // closing steps (last token not fed yet) read as history
+  f.block = new_block();
+  f.feed = codec_.encode(fmt_.finisher.suffix);
+  f.result.serial_step = serial_step;
+  f.final = final;
+  finisher_ = std::move(f);
+  phase_ = Phase::finisher;
+}
+
+void Session::complete_finisher(SessionStep& step, StepReport& rep) {
+  rep.phase = StepReport::Phase::finisher;
+  Finisher& f = *finisher_;
+  f.seconds += step.forward_seconds;
+  if (obs_) {
+    ForwardRecord rec{f.result.serial_step,
+                      step.batch.views,
+                      step.fed,
+                      {},
+                      step.rows,
+                      step.host_logits || step.keep_logits ? &step.logits : nullptr,
+                      ForwardKind::finisher,
+                      {},
+                      !f.final};
+    obs_->on_finisher_forward(rec);
+  }
+  const int32_t best = step.host_logits
+                           ? static_cast<int32_t>(std::max_element(step.logits.begin(),
+                                                                   step.logits.end()) -
+                                                  step.logits.begin())
+                           : step.drawn[0];
+  bool done = false;
+  if (is_eos(best)) {
+    done = true;
+  } else {
+    f.result.continuation += codec_.token_bytes(best);
+    done = ++f.produced >= fmt_.finisher.max_tokens ||
+           finisher_done(f.result.continuation, fmt_.answer.kind);
+    f.feed = {best};
+  }
+  if (!done) return;
+  be_.free_block(f.block);
+  owned_.erase(std::find(owned_.begin(), owned_.end(), f.block));
+  f.result.answer = finish_answer(f.result.continuation, fmt_.answer.kind);
+  result_.finisher_seconds += f.seconds;
+  FinisherResult res = std::move(f.result);
+  const bool final = f.final;
+  finisher_.reset();
+  if (final) {
+    result_.finisher = res;
+    result_.answer = res.answer;
+    finalize();
+    return;
+  }
+  result_.snapshots.push_back(res);
+  if (obs_) obs_->on_snapshot(result_.snapshots.back());
+  phase_ = Phase::decode;
+  advance();
+}
+
+void Session::finalize() {
+  for (; next_snapshot_ < opt_.snapshots.size(); ++next_snapshot_) {  // budgets past the end
+    FinisherResult f;
+    f.serial_step = opt_.snapshots[next_snapshot_];
+    f.answer = result_.answer;
+    f.reached = false;
+    result_.snapshots.push_back(f);
+  }
+  result_.serial_steps = serial_;
+  result_.history_text = codec_.bytes(block_tokens_[history_]);
+  for (BlockId b : closing_) result_.history_text += codec_.bytes(block_tokens_[b]);
+  for (auto& w : workers_) result_.unfinished.push_back(codec_.bytes(block_tokens_[w.cur]));
+  phase_ = Phase::done;
 }
 
 // Opens worker w's next step: a new block (except contiguous after the first), the step prefix and,
 // when due, the collaboration-check question queued as step_start feeds.
 void Session::start_step(int w, bool first) {
   WorkerState& ws = workers_[w];
-  if (first || opt_.layout != Layout::contiguous) {
-    ws.cur = be_.new_block();
-    if (static_cast<size_t>(ws.cur) >= block_tokens_.size()) block_tokens_.resize(ws.cur + 1);
-    block_tokens_[ws.cur].clear();
-  }
+  if (first || opt_.layout != Layout::contiguous) ws.cur = new_block();
   ws.step += 1;
   const bool check = collab_due_ && !fmt_.collab_check.text.empty();
   if (check) collab_due_ = false;
@@ -180,10 +567,24 @@ int32_t Session::sample(int w, const float* row) {
   return t;
 }
 
-bool Session::on_sampled(int w, int32_t token) {
+// A token sampled in the forward that ended the run, after the row whose answer ended it: counted
+// and reported (on_token) as generated, but neither fed nor scanned for a step end.
+void Session::count_unfed(int w, int32_t token, StepReport& rep) {
   WorkerState& ws = workers_[w];
   ws.generated += 1;
   result_.tokens_per_worker[w] += 1;
+  rep.tokens[w] += 1;
+  total_generated_ += 1;
+  TokenEvent ev{w, ws.step, serial_, token, codec_.token_bytes(token),
+                is_eos(token) && !forbidden_[token]};
+  if (obs_) obs_->on_token(ev);
+}
+
+bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
+  WorkerState& ws = workers_[w];
+  ws.generated += 1;
+  result_.tokens_per_worker[w] += 1;
+  rep.tokens[w] += 1;
   total_generated_ += 1;
   if (collab_every_ > 0 && total_generated_ % collab_every_ == 0) collab_due_ = true;
   TokenEvent ev{w, ws.step, serial_, token, codec_.token_bytes(token), false};
@@ -192,10 +593,12 @@ bool Session::on_sampled(int w, int32_t token) {
     ws.active = false;
     if (obs_) obs_->on_token(ev);
     auto answer = step_answer(ws.step_bytes, fmt_.answer);
+    rep.steps_finished += 1;
     if (obs_) obs_->on_step_end(w, ws.step, ws.step_bytes, answer);
     if (answer && opt_.stop_on_answer) {
       result_.answer = answer;
       result_.answer_worker = w;
+      rep.answer = true;
       return true;
     }
     return false;
@@ -211,10 +614,12 @@ bool Session::on_sampled(int w, int32_t token) {
   }
   if (!end.ended) return false;
   auto answer = step_answer(ws.step_bytes, fmt_.answer);
+  rep.steps_finished += 1;
   if (obs_) obs_->on_step_end(w, ws.step, ws.step_bytes, answer);
   if (answer && opt_.stop_on_answer) {
     result_.answer = answer;
     result_.answer_worker = w;
+    rep.answer = true;
     return true;
   }
   if (opt_.layout != Layout::contiguous) {
@@ -226,216 +631,14 @@ bool Session::on_sampled(int w, int32_t token) {
 }
 
 SessionResult Session::run(const std::vector<int32_t>& prompt) {
-  if (ran_) fail("Session::run may be called once; create a new session for another run");
-  ran_ = true;
-  if (prompt.empty()) fail("the prompt is empty; give a problem text");
-  if (static_cast<int64_t>(prompt.size()) >= max_context_)
-    fail(
-        "the prompt has {} tokens, which leaves no room to generate within the context limit of {} "
-        "tokens; shorten the problem{}",
-        prompt.size(), max_context_,
-        max_context_ < be_.config().max_position_embeddings
-            ? fmt::format(" or raise --max-context (up to the model's {})",
-                          be_.config().max_position_embeddings)
-            : std::string());
-  const int n = opt_.n_workers;
-  const int64_t vocab = be_.config().vocab_size;
-  result_ = SessionResult{};
-  result_.tokens_per_worker.assign(n, 0);
-  result_.prompt_tokens = static_cast<int64_t>(prompt.size());
-  workers_.assign(n, WorkerState{});
-
-  auto t0 = std::chrono::steady_clock::now();
-  std::vector<float> logits;
-  prefill(prompt, logits);
-  result_.prefill_seconds = seconds_since(t0);
-  std::vector<float> prompt_row(logits.end() - vocab, logits.end());
-
-  auto t1 = std::chrono::steady_clock::now();
-  bool stop = false;
-  for (int w = 0; w < n; ++w) start_step(w, true);
-  // A worker with an empty step opening continues the prompt directly (formatting "plain").
-  for (int w = 0; w < n && !stop; ++w)
-    if (workers_[w].feed.empty()) stop = on_sampled(w, sample(w, prompt_row.data()));
-  if (stop) result_.stop_reason = "answer";
-
-  size_t next_snapshot = 0;
-  while (!stop) {
-    if (opt_.interrupt && opt_.interrupt->load()) {
-      result_.stop_reason = "interrupted";
-      break;
-    }
-    if (opt_.budget > 0 && serial_ >= opt_.budget) {
-      result_.stop_reason = "budget";
-      break;
-    }
-    ForwardBatch batch;
-    std::vector<FedToken> fed;
-    std::vector<int> rows;
-    for (int w = 0; w < n; ++w) {
-      auto& f = workers_[w].feed;
-      if (!workers_[w].active || f.empty()) continue;
-      for (size_t i = 0; i < f.size(); ++i) {
-        batch.tokens.push_back({f[i].token, w, f[i].block, i + 1 == f.size()});
-        fed.push_back({f[i].token, w, f[i].step, f[i].block, 0, f[i].role});
-      }
-      rows.push_back(w);
-    }
-    if (rows.empty()) {
-      result_.stop_reason = result_.stop_reason.empty() ? "eos" : result_.stop_reason;
-      break;
-    }
-    batch.views = build_views(layout_state());
-    // The longest view after this forward must fit the context.
-    {
-      int64_t longest = 0;
-      for (auto& v : batch.views) {
-        int64_t len = 0;
-        for (BlockId b : v) {
-          len += be_.block_len(b);
-          for (auto& t : batch.tokens) len += t.block == b;
-        }
-        longest = std::max(longest, len);
-      }
-      if (longest > max_context_) {
-        if (serial_ == 0)  // as a prompt that fills the context: an error, not a 0-step run
-          fail(
-              "the prompt ({} tokens) and the layout's texts leave no room for the first serial "
-              "step within the context limit of {} tokens; shorten the problem{}",
-              prompt.size(), max_context_,
-              max_context_ < be_.config().max_position_embeddings
-                  ? fmt::format(" or raise --max-context (up to the model's {})",
-                                be_.config().max_position_embeddings)
-                  : std::string());
-        result_.stop_reason = "max_context";
-        break;
-      }
-    }
-    serial_ += 1;
-    // Device sampling when the backend can and the picker describes every row (all or none).
-    bool on_device = opt_.device_sampling && be_.samples_on_device();
-    std::vector<RowSampling> device_rows;
-    std::vector<int32_t> drawn;
-    if (on_device) {
-      device_rows.resize(rows.size());
-      for (size_t r = 0; r < rows.size(); ++r)
-        on_device = picker_.device_row(rows[r], device_rows[r]) && on_device;
-    }
-    const auto tf = std::chrono::steady_clock::now();
-    forward(batch, fed, logits, on_device ? &device_rows : nullptr, &drawn);
-    result_.decode_forward_seconds += seconds_since(tf);
-    for (int w : rows) workers_[w].feed.clear();
-    if (obs_) {
-      ForwardRecord rec{serial_, batch.views, fed, closing_steps_, rows,
-                        on_device && !opt_.keep_logits ? nullptr : &logits,
-                        ForwardKind::step, closing_, false};
-      obs_->on_forward(rec);
-    }
-    for (BlockId b : closing_) {  // promotion, finishing order (DESIGN.md §4)
-      be_.append_block(history_, b);
-      auto& h = block_tokens_[history_];
-      h.insert(h.end(), block_tokens_[b].begin(), block_tokens_[b].end());
-      block_tokens_[b].clear();
-      be_.free_block(b);
-    }
-    closing_.clear();
-    closing_steps_.clear();
-    for (size_t r = 0; r < rows.size(); ++r) {
-      int32_t t;
-      if (on_device) {
-        t = drawn[r];
-        if (t < 0 || t >= vocab) fail("device sampling returned id {} outside the vocabulary", t);
-        picker_.picked(rows[r], t);
-      } else {
-        t = sample(rows[r], logits.data() + r * vocab);
-      }
-      if (stop)  // this forward's other rows were computed: their tokens count, nothing follows
-        count_unfed(rows[r], t);
-      else
-        stop = on_sampled(rows[r], t);
-    }
-    if (stop) result_.stop_reason = "answer";
-    if (!stop && opt_.max_tokens_per_worker > 0 &&
-        std::none_of(workers_.begin(), workers_.end(), [](auto& w) { return w.active; }))
-      result_.stop_reason = "max_tokens";
-    while (next_snapshot < opt_.snapshots.size() && opt_.snapshots[next_snapshot] == serial_) {
-      auto t2 = std::chrono::steady_clock::now();
-      result_.snapshots.push_back(run_finisher(serial_, true));
-      result_.finisher_seconds += seconds_since(t2);
-      if (obs_) obs_->on_snapshot(result_.snapshots.back());
-      ++next_snapshot;
-    }
+  start(prompt);
+  SessionStep step;
+  while (plan(step, INT64_MAX)) {
+    SessionStep* one = &step;
+    run_forward(be_, std::span<SessionStep*>(&one, 1));
+    complete(step);
   }
-  result_.serial_steps = serial_;
-  result_.decode_seconds = seconds_since(t1) - result_.finisher_seconds;
-
-  if (!result_.answer && result_.stop_reason != "interrupted") {
-    auto t2 = std::chrono::steady_clock::now();
-    result_.finisher = run_finisher(serial_, false);
-    result_.finisher_seconds += seconds_since(t2);
-    result_.answer = result_.finisher->answer;
-  }
-  for (; next_snapshot < opt_.snapshots.size(); ++next_snapshot) {  // budgets past the end
-    FinisherResult f;
-    f.serial_step = opt_.snapshots[next_snapshot];
-    f.answer = result_.answer;
-    f.reached = false;
-    result_.snapshots.push_back(f);
-  }
-  result_.history_text = codec_.bytes(block_tokens_[history_]);
-  for (BlockId b : closing_) result_.history_text += codec_.bytes(block_tokens_[b]);
-  for (auto& w : workers_) result_.unfinished.push_back(codec_.bytes(block_tokens_[w.cur]));
   return result_;
-}
-
-// A token sampled in the forward that ended the run, after the row whose answer ended it: counted
-// and reported (on_token) as generated, but neither fed nor scanned for a step end.
-void Session::count_unfed(int w, int32_t token) {
-  WorkerState& ws = workers_[w];
-  ws.generated += 1;
-  result_.tokens_per_worker[w] += 1;
-  total_generated_ += 1;
-  TokenEvent ev{w, ws.step, serial_, token, codec_.token_bytes(token),
-                is_eos(token) && !forbidden_[token]};
-  if (obs_) obs_->on_token(ev);
-}
-
-// Greedy finisher over a temporary block; leaves the run's cache as it was (session.h).
-FinisherResult Session::run_finisher(int64_t serial_step, bool snapshot) {
-  FinisherResult res;
-  res.serial_step = serial_step;
-  const int64_t vocab = be_.config().vocab_size;
-  LayoutState st = layout_state();  // closing steps (last token not fed yet) read as history
-  BlockId f = be_.new_block();
-  std::vector<int32_t> feed = codec_.encode(fmt_.finisher.suffix);
-  std::vector<float> logits;
-  int64_t produced = 0;
-  while (!feed.empty()) {
-    ForwardBatch batch;
-    std::vector<FedToken> fed;
-    batch.views.push_back(finisher_view(st, f));
-    for (size_t j = 0; j < feed.size(); ++j) {
-      batch.tokens.push_back({feed[j], 0, f, j + 1 == feed.size()});
-      fed.push_back({feed[j], -1, 0, f, 0, FeedRole::finisher});
-    }
-    forward(batch, fed, logits);
-    if (obs_) {
-      ForwardRecord rec{serial_step, batch.views, fed, {}, {-1}, &logits, ForwardKind::finisher,
-                        {}, snapshot};
-      obs_->on_finisher_forward(rec);
-    }
-    const float* row = logits.data() + (logits.size() - vocab);
-    int32_t best = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
-    if (is_eos(best)) break;
-    res.continuation += codec_.token_bytes(best);
-    if (++produced >= fmt_.finisher.max_tokens) break;
-    if (finisher_done(res.continuation, fmt_.answer.kind)) break;
-    feed = {best};
-  }
-  be_.free_block(f);
-  block_tokens_[f].clear();
-  res.answer = finish_answer(res.continuation, fmt_.answer.kind);
-  return res;
 }
 
 }  // namespace hogwild

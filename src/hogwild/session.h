@@ -1,10 +1,17 @@
-// A Hogwild! session (docs/DESIGN.md §2–§4; paper arXiv 2504.06261 §3): n_workers instances of one
+// A Hogwild! session (docs/ARCHITECTURE.md; paper arXiv 2504.06261 §3): n_workers instances of one
 // model reason together over one shared KV cache, one batched forward per serial step.
 //
+// The session is steppable: plan() describes its part of the next forward (a SessionStep: its
+// tokens, its workers' views, how each logits row is to be drawn), the caller runs that forward,
+// alone (run_forward in batch.h) or merged with other sessions' parts (engine/engine.h), and
+// complete() consumes the result and reports what happened (StepReport). run() is the loop of the
+// three for one session alone.
+//
 // Life of a run (session.cpp):
-//   prefill   ONE forward: the prompt (+ layout.history_header) into the history block, and every
-//             constant layout text (others' header, separator, separator + own header) into its own
-//             block, written by a pseudo-writer whose view is [history][that block] (layout.h).
+//   prefill   the prompt into the history block, in chunks of at most the caller's prompt-token
+//             budget per forward; the LAST chunk also writes every constant layout text (others'
+//             header, separator, separator + own header) into its own block, by a pseudo-writer
+//             whose view is [history][that block] (layout.h).
 //   serial    ONE forward per serial step: every active worker feeds its pending tokens (1 while
 //   steps     decoding; after a step ended: the step's last token + the next step's prefix, and the
 //             collaboration-check question when due). No padding. Each worker samples from the
@@ -21,9 +28,9 @@
 //             (serial steps after the prefill) or max_context ends the run with the finisher;
 //             an interrupt flag ends it without the finisher.
 //   finisher  temporary block after finisher_view (layout.h): prompt, history, every unfinished
-//   step
-//             + separator, the formatting's finisher suffix; greedy decoding for at most
-//             finisher.max_tokens, then the block is freed. The cache of the run is not touched, so
+//             step + separator, the formatting's finisher suffix; greedy decoding for at most
+//             finisher.max_tokens, one token per forward (the workers wait meanwhile; serial steps
+//             do not advance), then the block is freed. The cache of the run is not touched, so
 //             it also serves snapshots at intermediate budgets.
 //
 // Tokens that were sampled but not yet fed when the finisher runs (the last round's) are not part
@@ -31,6 +38,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -66,20 +74,24 @@ struct SessionOptions {
   int64_t max_tokens_per_worker = 0;  // generated tokens per worker; 0 = unlimited
   bool stop_on_answer = true;         // false: run to the budget even when a step holds an answer
   std::vector<int32_t> extra_eos;     // EOS ids besides the codec's and the model config's
+                                      // (generation_config.json's; stop_policy.h)
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT) to stop after this step
-  // Sample on the device when the backend can and the picker describes every row of a forward
-  // (TokenPicker::device_row); ForwardRecord::logits is then null for those forwards.
+  // Draw through Backend::forward_sample (the one sampling contract of sampling/row_draw.h, on
+  // the device for CUDA) when the picker describes every row of a forward
+  // (TokenPicker::device_row); ForwardRecord::logits is then null for those forwards. false: the
+  // logits come to the host and TokenPicker::pick draws.
   bool device_sampling = false;
-  // With device sampling, also fetch each forward's logits rows to the host (for dumps such as
-  // `run --dump-logits`): ForwardRecord::logits is then never null. Costs one copy per forward.
+  // With device sampling, also bring each forward's logits rows to the host (for dumps such as
+  // `run --dump-logits`; Backend::forward_sample's logits): ForwardRecord::logits is then never
+  // null. Costs one copy per forward.
   bool keep_logits = false;
 };
 
 /// Where a fed token came from.
-enum class FeedRole { prompt, constant, step_start, generated, finisher };
+enum class FeedRole { prompt, constant, step_start, generated, note, finisher };
 
-/// What a forward was for: the prefill (serial step 0), a serial step, or one of the finisher's
-/// forwards (SessionObserver::on_finisher_forward; final or snapshot).
+/// What a forward was for: the prefill (serial step 0, possibly in chunks), a serial step, or one
+/// of the finisher's forwards (SessionObserver::on_finisher_forward; final or snapshot).
 enum class ForwardKind { prefill, step, finisher };
 
 /// One token fed in a forward (for observers, --dump-views and the reference test).
@@ -94,7 +106,7 @@ struct FedToken {
 
 /// One forward as the session ran it.
 struct ForwardRecord {
-  int64_t serial_step = 0;                  // 0 = prefill; finisher: the budget it ran at
+  int64_t serial_step = 0;                  // 0 = prefill; finisher: the budget it runs at
   std::vector<std::vector<BlockId>> views;  // as passed to the backend (prefill: pseudo-writers)
   std::vector<FedToken> tokens;             // batch order
   std::vector<std::pair<int, int>> closed;  // (worker, step) promoted after this forward, in order
@@ -125,6 +137,40 @@ struct FinisherResult {
   bool reached = true;  // false: the run ended before this budget (answer = final)
 };
 
+/// One session's part of a forward: Session::plan fills it, the caller runs the forward
+/// (batch.h run_forward, alone or merged with other sessions' steps), Session::complete reads it.
+struct SessionStep {
+  ForwardBatch batch;          // the session's tokens; views and writer indices are its own
+  std::vector<FedToken> fed;   // per token of batch.tokens
+  std::vector<int> rows;       // worker of each want_logits row (batch order); -1: prompt/finisher
+  // How each row is drawn when !host_logits (RowSampling::banned: -1 or 0 = *banned).
+  std::vector<RowSampling> sampling;
+  const std::vector<int32_t>* banned = nullptr;  // the session's forbidden ids
+  // true: complete() needs the rows' logits on the host (a TokenPicker::pick, several workers
+  // drawing from the prompt row).
+  bool host_logits = false;
+  // true: the rows are drawn as host_logits says, and their logits are wanted on the host as well
+  // (SessionOptions::keep_logits, for dumps); run_forward fills `logits` either way.
+  bool keep_logits = false;
+  int64_t prompt_tokens = 0;   // prompt tokens in this forward (prefill chunks)
+  // Filled by the caller after the forward (batch.h run_forward):
+  std::vector<float> logits;   // (rows, vocab_size) when host_logits or keep_logits
+  std::vector<int32_t> drawn;  // (rows) the drawn tokens when !host_logits
+  double forward_seconds = 0;  // wall time of the (merged) forward
+};
+
+/// What one completed step did (Session::complete), for schedulers, streams and progress.
+struct StepReport {
+  enum class Phase { prefill, decode, finisher, done };
+  Phase phase = Phase::prefill;       // phase of the step just completed
+  int64_t serial_step = 0;            // the session's serial steps so far
+  std::vector<int> tokens;            // tokens sampled in this step, per worker
+  int steps_finished = 0;             // steps that ended on a token of this step
+  int promotions = 0;                 // steps appended to the history after this forward
+  bool answer = false;                // a worker's step held a final answer
+  bool finished = false;              // the session is done (result() is final)
+};
+
 /// Observer of a session; every callback runs on the session's thread.
 class SessionObserver {
  public:
@@ -137,6 +183,9 @@ class SessionObserver {
   virtual void on_step_end(int worker, int step, const std::string& text,
                            const std::optional<std::string>& answer) {}
   virtual void on_snapshot(const FinisherResult&) {}
+  /// A person's note entered the shared history (text = its bytes as fed, prefix and separator
+  /// included), in the forward of serial step `serial_step`; workers read it from the next one.
+  virtual void on_note(const std::string& author, const std::string& text, int64_t serial_step) {}
   /// One forward of the finisher (kind finisher; serial_step = the budget it runs at): the
   /// suffix, then one greedy token per forward. Its block is freed when the finisher ends.
   virtual void on_finisher_forward(const ForwardRecord&) {}
@@ -144,7 +193,8 @@ class SessionObserver {
 
 struct SessionResult {
   std::optional<std::string> answer;
-  std::string stop_reason;   // "answer" "budget" "eos" "max_context" "max_tokens" "interrupted"
+  std::string stop_reason;  // "answer" "budget" "eos" "max_context" "max_tokens" "interrupted"
+                            // "cancelled"
   int answer_worker = -1;    // worker whose step held the answer (-1: finisher / none)
   int64_t serial_steps = 0;  // forwards after the prefill
   int64_t prompt_tokens = 0;
@@ -163,32 +213,74 @@ struct SessionResult {
 
 class Session {
  public:
-  /// prompt: token ids of the full prompt (chat template applied; see prompt.h). Throws
-  /// hogwild::Error for bad options (worker count, empty prompt, prompt longer than max_context).
-  /// PRECONDITION: backend, codec, formatting, picker outlive the session; the backend's cache is
-  /// used only by this session while it runs.
+  /// Throws hogwild::Error for bad options (worker count, budget, snapshots, empty finisher).
+  /// PRECONDITION: backend, codec, formatting, picker outlive the session; the blocks the session
+  /// creates are used only by it.
   Session(Backend& backend, const TextCodec& codec, const Formatting& formatting,
           SessionOptions options, TokenPicker& picker);
   ~Session() = default;
 
   void set_observer(SessionObserver* obs) { obs_ = obs; }
-  /// Runs to the end. Callable once.
+  /// Runs to the end alone (start, then plan / run_forward / complete until finished). Callable
+  /// once. The session's blocks stay in the cache (tests read them); release() frees them.
   SessionResult run(const std::vector<int32_t>& prompt);
+
+  /// Takes the prompt: token ids of the full prompt (chat template applied; see prompt.h).
+  /// Creates no blocks yet. Throws hogwild::Error for an empty prompt or one that leaves no room
+  /// below max_context. Callable once.
+  void start(const std::vector<int32_t>& prompt);
+  /// Fills `step` (cleared first) with this session's part of the next forward. At most
+  /// max_prompt_tokens prompt tokens are planned (a chunk of the prefill; the last chunk also
+  /// holds the constant blocks, whatever their size); with 0 a session still prefilling plans
+  /// nothing. Returns false when nothing is planned (finished, or waiting for prompt budget).
+  /// Creates blocks (Backend::new_block throws when the cache is full).
+  bool plan(SessionStep& step, int64_t max_prompt_tokens);
+  /// Consumes the forward's results for `step` (the last plan()): records the tokens, promotes
+  /// closed steps, samples, runs the stopping rules and observers. Returns what happened.
+  StepReport complete(SessionStep& step);
+  /// Queues a note by `author` (a person, not a worker) for the shared history: at the next
+  /// decode forward its tokens (formatting note_text) are written into a block of their own by a
+  /// pseudo-writer whose view is [history][closing steps...][note], i.e. computed once as the
+  /// next finished step of the history; right after that forward the block is appended to the
+  /// history (after that forward's closing steps), so every worker reads it from the following
+  /// serial step on (docs/ARCHITECTURE.md §4, "Notes"). Throws hogwild::Error for an empty note
+  /// or a finished session.
+  void add_note(const std::string& author, const std::string& text);
+  /// Stops the session between steps: no finisher; stop_reason = reason ("cancelled", or
+  /// "error" when a scheduler ends it after a failure); frees its blocks.
+  void cancel(const std::string& reason = "cancelled");
+  /// Frees every block the session holds (idempotent). Called by the engine when it finishes.
+  void release();
+  bool started() const { return started_; }
+  bool finished() const { return phase_ == Phase::done; }
+  bool prefilling() const { return phase_ == Phase::prefill; }
+  /// The result; final once finished().
+  const SessionResult& result() const { return result_; }
+  const SessionOptions& options() const { return opt_; }
+  int64_t serial_steps() const { return serial_; }
+
+  /// Upper bound of the KV cache (tokens, counted as Backend::kv_used_tokens with 64-token pages)
+  /// a session of these options can fill with a prompt of prompt_tokens: the longest view
+  /// (bounded by max_context, or the model's context, and by the budget) plus the finisher's,
+  /// the constant blocks and one partly filled page per live block.
+  static int64_t kv_tokens_needed(const SessionOptions& options, const Formatting& formatting,
+                                  const ModelConfig& config, int64_t prompt_tokens);
 
   /// The vocabulary mask used during collaborative reasoning: 1 = forbidden (vocab_size).
   const std::vector<uint8_t>& forbidden() const { return forbidden_; }
   /// Token ids held by block b as the session fed them (for dumps and tests).
   const std::vector<int32_t>& block_tokens(BlockId b) const;
-  /// The history block (prompt + finished steps) and the constant layout blocks (after run()
-  /// started), for dumps.
+  /// The history block (prompt + finished steps) and the constant layout blocks, once the
+  /// prefill is planned (for dumps).
   BlockId history_block() const { return history_; }
   const ConstBlocks& const_blocks() const { return consts_; }
-  /// Ids that end a worker's generation (stop_policy.h eos_id_union of the tokenizer's, the model
-  /// config's and SessionOptions::extra_eos), and the ids forbidden during reasoning, ascending.
+  /// Ids that end a worker's generation (sampling/stop_policy.h eos_id_union of the tokenizer's,
+  /// the model config's and SessionOptions::extra_eos), and the ids forbidden during reasoning.
   const std::vector<int32_t>& eos_ids() const { return eos_; }
   const std::vector<int32_t>& forbidden_ids() const { return forbidden_ids_; }
 
  private:
+  enum class Phase { idle, prefill, decode, finisher, done };
   struct Feed {
     int32_t token;
     BlockId block;
@@ -203,19 +295,38 @@ class Session {
     bool active = true;
     int64_t generated = 0;
   };
+  // A finisher in progress (snapshot or final), over its own temporary block.
+  struct Finisher {
+    LayoutState state;          // the run's blocks when it began
+    BlockId block = -1;
+    std::vector<int32_t> feed;  // tokens of the next forward
+    FinisherResult result;
+    int64_t produced = 0;
+    bool final = false;
+    double seconds = 0;
+  };
 
   void build_forbidden();
   BlockId const_block(const std::string& text);
-  void prefill(const std::vector<int32_t>& prompt, std::vector<float>& logits);
+  BlockId new_block();
+  bool plan_prefill(SessionStep& step, int64_t max_prompt_tokens);
+  bool plan_decode(SessionStep& step);
+  void plan_finisher(SessionStep& step);
+  void complete_prefill(SessionStep& step, StepReport& rep);
+  void complete_decode(SessionStep& step, StepReport& rep);
+  void complete_finisher(SessionStep& step, StepReport& rep);
+  // After a decode step or a finisher: the next snapshot, the end of the run, or more decoding.
+  void advance();
+  void end_decoding();
+  void begin_finisher(int64_t serial_step, bool final);
+  void finalize();
   void start_step(int w, bool first);
   // Handles worker w's sampled token; returns true when the run must stop (answer found).
-  bool on_sampled(int w, int32_t token);
+  bool on_sampled(int w, int32_t token, StepReport& rep);
+  void count_unfed(int w, int32_t token, StepReport& rep);
   LayoutState layout_state() const;
-  void forward(ForwardBatch& batch, std::vector<FedToken>& fed, std::vector<float>& logits,
-               const std::vector<RowSampling>* device_rows = nullptr,
-               std::vector<int32_t>* drawn = nullptr);
-  FinisherResult run_finisher(int64_t serial_step, bool snapshot);
-  void count_unfed(int w, int32_t token);
+  void assign_indices(SessionStep& step);
+  void record_tokens(const SessionStep& step);
   int32_t sample(int w, const float* row);
   bool is_eos(int32_t token) const;
 
@@ -228,20 +339,30 @@ class Session {
   std::vector<uint8_t> forbidden_;
   std::vector<int32_t> forbidden_ids_;  // the ids forbidden_ marks (device sampling bans them)
   std::vector<int32_t> eos_;
-  bool ran_ = false;
+  bool started_ = false;
+  Phase phase_ = Phase::idle;
 
+  std::vector<int32_t> prompt_;
+  size_t prompt_fed_ = 0;  // prompt tokens planned so far
   BlockId history_ = -1;
   ConstBlocks consts_;
   std::vector<std::pair<std::string, BlockId>> const_texts_;  // distinct constant texts
   std::vector<BlockId> closing_;
   std::vector<std::pair<int, int>> closing_steps_;  // (worker, step) of closing_
   std::vector<WorkerState> workers_;
+  std::vector<BlockId> owned_;                      // every live block the session created
   std::vector<std::vector<int32_t>> block_tokens_;  // by BlockId
   int64_t serial_ = 0;
   int64_t total_generated_ = 0;
   bool collab_due_ = false;
+  bool stop_ = false;  // the run stops after the pending snapshots
   int64_t collab_every_ = 0;
   int64_t max_context_ = 0;
+  size_t next_snapshot_ = 0;
+  std::vector<std::pair<std::string, std::string>> notes_;  // (author, note text) not yet fed
+  std::vector<std::pair<BlockId, std::string>> feeding_notes_;  // fed in the planned forward
+  std::optional<Finisher> finisher_;
+  std::chrono::steady_clock::time_point decode_start_;
   SessionResult result_;
 };
 

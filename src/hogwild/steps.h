@@ -1,4 +1,4 @@
-// Step-end detection (../shared/docs/DESIGN.md §4).
+// Step-end detection (docs/ARCHITECTURE.md §4).
 //
 // A worker's step ends when its newest token completes the step separator (default "\n\n") and the
 // step text before that separator ends a sentence, outside any unclosed code fence or display-math

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/utf8.h"  // utf8_lossy: every text of a transcript is valid UTF-8
 #include "hogwild/session.h"
 
 namespace hogwild {

@@ -1,7 +1,7 @@
 // The interface between the scheduler (plain generation, hogwild sessions) and a compute backend
 // (CPU reference in src/cpu, CUDA in src/cuda). The backend owns the weights and the KV cache.
 //
-// KV cache = a set of cache blocks (docs/DESIGN.md §2). A block holds K and V of every layer for a
+// KV cache = a set of cache blocks (docs/ARCHITECTURE.md §2). A block holds K and V of every layer for a
 // run of tokens; keys are stored rotated by RoPE at *block-local* positions 0..len-1. A worker's
 // view is an ordered list of block ids (a block may occur more than once); the offset of an
 // occurrence is the sum of the lengths of the blocks before it in the view.
@@ -19,6 +19,12 @@ namespace hogwild {
 
 using BlockId = int32_t;
 
+/// KV cache page in tokens. Both backends hold blocks in whole pages (the CUDA pool's page is the
+/// attention kernel's key tile, cuda/kv_layout.h, which static_asserts the match; the CPU counts
+/// the same pages so that KV admission agrees), and the KV estimate of a run
+/// (hogwild/kv_budget.h) allows one partly filled page per live block.
+inline constexpr int64_t kKvPageTokens = 64;
+
 /// One token fed in a forward.
 struct TokenInput {
   int32_t token_id = 0;  // vocabulary id
@@ -33,7 +39,7 @@ struct TokenInput {
 /// A new token's view position p = (offset of the LAST occurrence of its target block in its
 /// writer's view) + its block index. At every layer it attends to every key of every block
 /// occurrence in its writer's view whose view position (offset + block index) is <= p, with the
-/// query rotated by (p - offset) for that occurrence (DESIGN.md §2). Precondition: the target block
+/// query rotated by (p - offset) for that occurrence (docs/ARCHITECTURE.md §2). Precondition: the target block
 /// occurs in the writer's view.
 struct ForwardBatch {
   std::vector<TokenInput> tokens;
@@ -50,6 +56,7 @@ struct RowSampling {
   float top_p = 1.0f;        // >= 1 = off
   float min_p = 0.0f;        // 0 = off
   float u = 0.0f;            // the uniform draw in [0, 1): inverse CDF in vocabulary order
+  int32_t banned = -1;       // index into forward_sample's banned_sets (-1 = none banned)
 };
 
 class Backend {
@@ -65,7 +72,7 @@ class Backend {
   virtual int64_t block_len(BlockId b) const = 0;
   /// Drops the last n tokens of block b (n <= len).
   virtual void truncate_block(BlockId b, int64_t new_len) = 0;
-  /// Step promotion (DESIGN.md §4): appends all of src's tokens to the end of dst. Values are
+  /// Step promotion (docs/ARCHITECTURE.md §4): appends all of src's tokens to the end of dst. Values are
   /// copied; keys are rotated once by len(dst) (a pure rotation, no attention factor). No forward.
   virtual void append_block(BlockId dst, BlockId src) = 0;
 
@@ -78,21 +85,29 @@ class Backend {
   /// in batch order. Throws hogwild::Error on invalid input (unknown block, token id out of range).
   virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
 
-  /// True when forward_sample is implemented (the logits never leave the device).
+  /// True when forward_sample draws on the device (the logits never leave it); false when it
+  /// fetches the logits and draws on the host (sampling/row_draw.h, the CPU backend).
   virtual bool samples_on_device() const { return false; }
   /// Runs one forward and draws one token per logits row (rows in batch order, one RowSampling
-  /// each) after setting the `banned` ids to -inf in every row. tokens receives the ids; a row
-  /// with nothing left to draw throws hogwild::Error. When `logits` is not null it also receives
-  /// the rows as forward() would give them ((rows, vocab_size) fp32, before the banned ids; one
-  /// device-to-host copy), for dumps. Throws hogwild::Error on invalid input like forward, or when
-  /// rows.size() differs from the number of want_logits tokens.
-  virtual void forward_sample(const ForwardBatch& /*batch*/, const std::vector<int32_t>& /*banned*/,
-                              const std::vector<RowSampling>& /*rows*/,
-                              std::vector<int32_t>& /*tokens*/, std::vector<float>* /*logits*/) {
-    throw Error(
-        "this backend does not sample on the device; call forward and sample the logits on the "
-        "host");
-  }
+  /// each), after setting the ids of the row's banned set (banned_sets[row.banned]; -1 = none) to
+  /// -inf in that row. Every backend implements the contract of sampling/row_draw.h. tokens
+  /// receives the ids. When `logits` is not null it also receives the rows drawn from, as
+  /// forward() gives them ((rows, vocab_size) fp32, before the banned ids; on the GPU one more
+  /// device-to-host copy), for dumps such as `run --dump-logits`. Throws hogwild::Error on invalid
+  /// input like forward, when rows.size() differs from the number of want_logits tokens, for a
+  /// malformed row (check_row_sampling), or when a row has nothing left to draw.
+  virtual void forward_sample(const ForwardBatch& batch,
+                              const std::vector<std::vector<int32_t>>& banned_sets,
+                              const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
+                              std::vector<float>* logits) = 0;
+
+  /// KV cache capacity in tokens, counted as the backend allocates (the CUDA pool rounds every
+  /// block up to whole pages); 0 = no fixed limit (host memory).
+  virtual int64_t kv_capacity_tokens() const { return 0; }
+  /// KV cache in use, in the unit of kv_capacity_tokens (tokens, or whole pages x page size).
+  virtual int64_t kv_used_tokens() const = 0;
+  /// Number of live (allocated, not freed) blocks; 0 once every session has freed its blocks.
+  virtual int64_t live_blocks() const = 0;
 };
 
 }  // namespace hogwild

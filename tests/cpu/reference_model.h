@@ -1,7 +1,7 @@
 // Test references, written independently of src/cpu (plain loops, double accumulation):
 //  - dense_logits: a plain causal forward over one sequence, RoPE at absolute positions as HF
 //    applies it (cos/sin times attention_scaling on both q and k).
-//  - NaiveHogwild: the reference semantics of docs/DESIGN.md §2: stores UN-rotated keys, re-rotates
+//  - NaiveHogwild: the reference semantics of docs/ARCHITECTURE.md §2: stores UN-rotated keys, re-rotates
 //    every key to its current view position at every forward, plain masked attention.
 // Only RopeParams::inv_freq / attention_scaling are shared with the engine (tested on their own in
 // test_rope.cpp against values from the HF formulas).
@@ -147,7 +147,7 @@ inline std::vector<float> dense_logits(const ModelWeights& w, const std::vector<
   return out;
 }
 
-/// DESIGN.md §2 reference: blocks of un-rotated K/V; every key re-rotated to its current view
+/// docs/ARCHITECTURE.md §2 reference: blocks of un-rotated K/V; every key re-rotated to its current view
 /// position each forward.
 class NaiveHogwild {
  public:

@@ -1,5 +1,5 @@
 // CpuBackend against independent references (tests/cpu/reference_model.h): dense causal forward
-// for one block, the DESIGN.md §2 naive hogwild reference for several workers and promotions.
+// for one block, the docs/ARCHITECTURE.md §2 naive hogwild reference for several workers and promotions.
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "tests/cpu/reference_model.h"
@@ -178,7 +178,9 @@ INSTANTIATE_TEST_SUITE_P(Archs, PerArch, ::testing::ValuesIn(test::tiny_specs())
 
 TEST(CpuBackend, BadInputThrowsError) {
   const ModelConfig cfg = test::tiny_config(test::tiny_spec("x", Arch::qwen3, false, false, false));
+  // The capacity is counted in pages of kPageTokens (64): 8 tokens make one page.
   CpuBackend be(test::tiny_weights(cfg, 1), /*max_tokens=*/8);
+  EXPECT_EQ(be.kv_capacity_tokens(), 64);
   const BlockId b = be.new_block();
   const BlockId other = be.new_block();
   std::vector<float> lg;
@@ -194,8 +196,8 @@ TEST(CpuBackend, BadInputThrowsError) {
   fb.tokens = {{1, 0, b, true}};
   EXPECT_THROW(be.forward(fb, lg), Error);  // unknown block in a view
   fb.views = {{b}};
-  fb.tokens.assign(9, {1, 0, b, false});
-  EXPECT_THROW(be.forward(fb, lg), Error);  // over max_tokens
+  fb.tokens.assign(65, {1, 0, b, false});
+  EXPECT_THROW(be.forward(fb, lg), Error);  // over the capacity
   EXPECT_EQ(be.block_len(b), 0);            // a rejected forward leaves the cache untouched
   EXPECT_THROW(be.truncate_block(b, 1), Error);
   ModelConfig sw = cfg;

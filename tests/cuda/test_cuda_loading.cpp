@@ -164,21 +164,33 @@ TEST(CudaLoading, ForwardSampleMatchesHostSampling) {
   rs[5] = RowSampling{1.0f, 0, 1.0f, 0.1f, 0.05f};
   rs[6] = RowSampling{2.0f, 50, 0.95f, 0.02f, 0.999f};
   rs[7] = RowSampling{1.0f, 0, 1.0f, 0.0f, 0.0f};
+  // Per-row banned sets (one per session in a merged forward): rows 0, 3, 6 ban `banned`, rows
+  // 1, 4, 7 a second set holding row 1's argmax, rows 2 and 5 nothing.
+  const int32_t top1 = static_cast<int32_t>(
+      std::max_element(logits.begin() + V, logits.begin() + 2 * V) - (logits.begin() + V));
+  const std::vector<std::vector<int32_t>> sets = {banned, {top1, 11}};
+  for (int r = 0; r < rows; ++r) rs[r].banned = r % 3 == 2 ? -1 : r % 3;
   std::vector<int32_t> got;
   std::vector<float> fetched;  // the rows drawn from, fetched for dumps
-  dev.forward_sample(prompt_batch(bd, 30, V, rows), banned, rs, got, &fetched);
+  dev.forward_sample(prompt_batch(bd, 30, V, rows), sets, rs, got, &fetched);
   ASSERT_EQ(got.size(), static_cast<size_t>(rows));
   EXPECT_EQ(fetched, logits) << "the fetched rows are the forward's logits, before the banned ids";
   for (int r = 0; r < rows; ++r) {
     std::vector<float> row(logits.begin() + r * V, logits.begin() + (r + 1) * V);
-    EXPECT_EQ(got[r], host_row_draw(row, rs[r], banned)) << "row " << r;
-    for (int32_t b : banned) EXPECT_NE(got[r], b) << "row " << r;
+    const std::vector<int32_t> none_banned;
+    const std::vector<int32_t>& mine = rs[r].banned < 0 ? none_banned : sets[rs[r].banned];
+    EXPECT_EQ(got[r], host_row_draw(row, rs[r], mine)) << "row " << r;
+    for (int32_t b : mine) EXPECT_NE(got[r], b) << "row " << r;
   }
   EXPECT_NE(got[0], top0);
-  // Wrong row count: refused before anything runs.
+  EXPECT_NE(got[1], top1);
+  // Wrong row count, or a row naming a set that does not exist: refused before anything runs.
   std::vector<int32_t> none;
   const int64_t len = dev.block_len(bd);
-  EXPECT_THROW(dev.forward_sample(prompt_batch(bd, 2, V, 1), banned, {}, none, nullptr), Error);
+  EXPECT_THROW(dev.forward_sample(prompt_batch(bd, 2, V, 1), sets, {}, none, nullptr), Error);
+  std::vector<RowSampling> bad(1);
+  bad[0].banned = 2;
+  EXPECT_THROW(dev.forward_sample(prompt_batch(bd, 2, V, 1), sets, bad, none, nullptr), Error);
   EXPECT_EQ(dev.block_len(bd), len);
 }
 

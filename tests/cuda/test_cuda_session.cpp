@@ -9,12 +9,17 @@
 // check, so the bf16 tolerance still separates right from wrong semantics.
 #include <gtest/gtest.h>
 
+#include "sampling/row_draw.h"
+
 #include <cstdio>
 #include <set>
 #include <tuple>
 
 #include "cuda/cuda_backend.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "cpu/cpu_backend.h"
+#include "tests/hogwild/block_ops_script.h"
+#include "tests/hogwild/engine_checker.h"
 #include "tests/hogwild/session_checker.h"
 #include "tests/hogwild/test_support.h"
 
@@ -110,10 +115,57 @@ class BlindToOthers : public Backend {
     }
     be_.forward(b, logits);
   }
+  void forward_sample(const ForwardBatch& b, const std::vector<std::vector<int32_t>>& sets,
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& t,
+                      std::vector<float>* logits) override {
+    forward_sample_on_host(*this, b, sets, rows, t, logits);
+  }
+  int64_t kv_used_tokens() const override { return be_.kv_used_tokens(); }
+  int64_t live_blocks() const override { return be_.live_blocks(); }
 
  private:
   Backend& be_;
 };
+
+// Several sessions (mixed layouts and worker counts, chunked prefill, joining, leaving, cancelled)
+// in every forward of the CUDA backend: each matches the naive reference of that session alone,
+// at bf16 tolerance.
+TEST(CudaEngineVsReference, SessionsSharingForwardsMatchTheirReferenceAlone) {
+  HOGWILD_REQUIRE_GPU();
+  for (int spec_index : {1, 2}) {
+    const test::TinySpec spec = session_specs().at(spec_index);
+    SCOPED_TRACE(spec.name);
+    const ModelWeights w = cuda_session_model(spec);
+    cuda::CudaBackend gpu(w, options());
+    expect_sessions_match_reference(gpu, w, kLogitsTol, kKeyTol);
+  }
+}
+
+// The same block operations and forwards on both backends: the same ids, lengths and refusals
+// (one block table, one plan), logits and promoted keys within bf16 tolerance.
+TEST(CudaBlockOps, SameAnswersAsTheCpuBackend) {
+  HOGWILD_REQUIRE_GPU();
+  const ModelWeights w = cuda_session_model(session_specs().at(2));
+  cpu::CpuBackend cpu_be(w);
+  cuda::CudaBackend gpu(w, options());
+  const BlockOpsRecord want = run_block_ops(cpu_be), got = run_block_ops(gpu);
+  EXPECT_EQ(got.ids, want.ids);
+  EXPECT_EQ(got.lens, want.lens);
+  EXPECT_EQ(got.errors, want.errors);
+  EXPECT_EQ(got.live_end, 0);
+  ASSERT_EQ(got.logits.size(), want.logits.size());
+  for (size_t f = 0; f < want.logits.size(); ++f) {
+    ASSERT_EQ(got.logits[f].size(), want.logits[f].size());
+    const size_t V = kToyVocab;
+    for (size_t r = 0; r < want.logits[f].size() / V; ++r) {
+      std::vector<double> ref(want.logits[f].begin() + r * V, want.logits[f].begin() + (r + 1) * V);
+      EXPECT_LE(rel_err(ref, got.logits[f].data() + r * V), kLogitsTol) << "forward " << f;
+    }
+  }
+  std::vector<double> k(want.promoted_k.begin(), want.promoted_k.end());
+  ASSERT_EQ(got.promoted_k.size(), want.promoted_k.size());
+  EXPECT_LE(rel_err(k, got.promoted_k.data()), kKeyTol);
+}
 
 TEST(CudaSessionBreakage, WorkersBlindToEachOtherFailTheCheck) {
   HOGWILD_REQUIRE_GPU();

@@ -1,4 +1,4 @@
-// Naive reference of the Hogwild! semantics (docs/DESIGN.md §2), written for the tests only and
+// Naive reference of the Hogwild! semantics (docs/ARCHITECTURE.md §2), written for the tests only and
 // independent of the engine's blocks, views and kernels:
 //  - every token's K (UN-rotated, after q/k-norm) and V are computed once, in the forward that
 //    feeds it, by its writer in the writer's view, and kept;

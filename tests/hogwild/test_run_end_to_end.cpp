@@ -338,6 +338,24 @@ TEST_F(RunEndToEnd, GeneratePromptsFromStdinAndChatMode) {
   for (const auto& x : {in, msgs, pfile}) fs::remove(x);
 }
 
+// A chat template with a Jinja syntax error is shown as such, with the file that holds it (it was
+// reported as "the model has no template").
+TEST_F(RunEndToEnd, TemplateSyntaxErrorIsShown) {
+  const std::string dir = tmp("badtemplate");
+  fs::remove_all(dir);
+  fs::copy(model(), dir);
+  json cfg = json::parse(slurp(dir + "/tokenizer_config.json"));
+  cfg["chat_template"] = "{% for m in messages %}{{ m.content }";
+  std::ofstream(dir + "/tokenizer_config.json") << cfg.dump();
+  const Cli c = run("run --device cpu -m " + dir + " --format qwen3-math x");
+  EXPECT_EQ(c.rc, 1);
+  EXPECT_NE(c.err.find("the model's chat template cannot be used: " + dir +
+                       "/tokenizer_config.json: chat template syntax error at line 1, column 37"),
+            std::string::npos)
+      << c.err;
+  fs::remove_all(dir);
+}
+
 // --help shows the defaults.
 TEST_F(RunEndToEnd, HelpShowsDefaults) {
   const Cli h = run("run --help");

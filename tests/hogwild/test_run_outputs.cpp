@@ -299,7 +299,8 @@ TEST(RunFiles, PartialTranscriptThenTheWholeOne) {
   } peek;
   peek.path = json_path;
   MultiObserver obs;
-  obs.add(files.start(s, codec, {"Alice", "Bob"}, {{"model", "toy"}}));
+  files.start(s, codec, {"Alice", "Bob"}, {{"model", "toy"}});
+  obs.add(files.observer());
   obs.add(&peek);
   s.set_observer(&obs);
   const SessionResult res = s.run(prompt());

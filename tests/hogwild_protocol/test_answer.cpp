@@ -1,4 +1,4 @@
-// Answer extraction and the finisher (src/hogwild/answer.h; DESIGN.md §4).
+// Answer extraction and the finisher (src/hogwild/answer.h; docs/ARCHITECTURE.md §4).
 #include <gtest/gtest.h>
 
 #include "hogwild/answer.h"

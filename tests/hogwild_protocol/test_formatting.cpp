@@ -1,4 +1,4 @@
-// The formatting file (src/hogwild/formatting.h; DESIGN.md §6; docs/FORMATTING.md): built-in
+// The formatting file (src/hogwild/formatting.h; docs/FORMATTING.md; docs/FORMATTING.md): built-in
 // defaults rendered for 1..8 workers, placeholders, overrides, and the error messages for bad
 // files.
 #include <gtest/gtest.h>
@@ -219,10 +219,11 @@ TEST(Formatting, JsonRoundTrip) {
   ojson j = builtin_formatting("qwen3-math").to_json();
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  std::vector<std::string> want = {"name",    "chat",         "rules",       "rules_single",
-                                   "example", "worker_names", "step_prefix", "step_separator",
-                                   "layout",  "collab_check", "finisher",    "forbidden",
-                                   "answer"};
+  std::vector<std::string> want = {"name",         "chat",         "rules",
+                                   "rules_single", "example",      "worker_names",
+                                   "step_prefix",  "step_separator", "note_prefix",
+                                   "layout",       "collab_check", "finisher",
+                                   "forbidden",    "answer"};
   EXPECT_EQ(keys, want);
   EXPECT_EQ(j["chat"]["enable_thinking"], true);
   EXPECT_TRUE(builtin_formatting("qwq-math").to_json()["chat"]["enable_thinking"].is_null());
@@ -262,7 +263,8 @@ TEST(FormattingErrors, UnknownKeys) {
   EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"rulez", "x"}}),
             "test.json: unknown key 'rulez'. The keys of the top level are: name, chat, rules, "
             "rules_single, "
-            "example, worker_names, step_prefix, step_separator, layout, collab_check, finisher, "
+            "example, worker_names, step_prefix, step_separator, note_prefix, layout, collab_check, "
+            "finisher, "
             "forbidden, "
             "answer. Fix the spelling or remove it (docs/FORMATTING.md lists every key; keys "
             "starting with "

@@ -1,4 +1,4 @@
-// Step-end detection (src/hogwild/steps.h; DESIGN.md §4). Expected values are hand-computed byte
+// Step-end detection (src/hogwild/steps.h; docs/ARCHITECTURE.md §4). Expected values are hand-computed byte
 // offsets of the separator in each step text.
 #include <gtest/gtest.h>
 

@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+
+#include "sampling/row_draw.h"
 #include <fstream>
 #include <iterator>
 
@@ -48,6 +50,13 @@ class CountingBackend : public Backend {
       logits.insert(logits.end(), row.begin(), row.end());
     }
   }
+  void forward_sample(const ForwardBatch& b, const std::vector<std::vector<int32_t>>& sets,
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& t,
+                      std::vector<float>* logits) override {
+    forward_sample_on_host(*this, b, sets, rows, t, logits);
+  }
+  int64_t kv_used_tokens() const override { return 0; }
+  int64_t live_blocks() const override { return 0; }
   int forwards = 0, freed = 0;
   std::vector<int32_t> fed;
 

@@ -1,0 +1,359 @@
+// `hogwild eval`: a benchmark run with accuracy-vs-serial-steps curves (docs/EVAL.md), and
+// `hogwild eval report DIR...`: tables and plots from one or several result folders.
+//
+//   hogwild eval -m DIR --dataset NAME|PATH --out DIR [--method hogwild|single] [-w N]
+//       [--layout L] [--budgets 256,512,1024] [--samples K] [--limit N] [--concurrency S]
+//       [--seed S] [--compat paper] [--format NAME|FILE] [--datasets-dir DIR]
+//       [--question-field F --answer-field F --id-field F] [--lenient] [sampling flags]
+//   hogwild eval report DIR... [--out DIR]
+//
+// The library does the work (src/eval): datasets, the runs on the Engine, scoring, the result
+// folder (resumable), the summary and the plots. This file parses flags and wires them.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+
+#include "apps/hogwild/backend_flags.h"
+#include "apps/hogwild/commands.h"
+#include "apps/hogwild/sampling_flags.h"
+#include "chat/chat_template.h"
+#include "core/error.h"
+#include "engine/model.h"
+#include "eval/dataset.h"
+#include "eval/progress.h"
+#include "eval/results.h"
+#include "eval/runner.h"
+#include "eval/score.h"
+#include "eval/summary.h"
+#include "hogwild/transcript.h"
+
+namespace hogwild::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace hogwild::eval;
+
+struct EvalArgs {
+  std::string model_dir, dataset, datasets_dir, out, method = "hogwild", layout = "combined";
+  std::string budgets = "1024", compat = "none", format, python = "/usr/bin/python3";
+  std::string sandbox = "auto";
+  FieldMap fields;
+  std::optional<int> workers;
+  int samples = 1, concurrency = 1;
+  int64_t limit = 0, collab_every = -1, max_context = 0;
+  bool lenient = false;
+  SamplingFlags sampling;
+  DeviceFlags device;
+};
+
+struct ReportArgs {
+  std::vector<std::string> dirs;
+  std::string out;
+};
+
+std::vector<int64_t> parse_budget_list(const std::string& s) {
+  std::vector<int64_t> v;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    size_t used = 0;
+    long long x = -1;
+    try {
+      x = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || x <= 0)
+      fail("--budgets: '{}' is not a positive serial-step count; give e.g. 256,512,1024", part);
+    if (!v.empty() && x <= v.back())
+      fail("--budgets must increase: {} comes after {}; give e.g. 256,512,1024", x, v.back());
+    v.push_back(x);
+  }
+  if (v.empty()) fail("--budgets is empty; give e.g. 256,512,1024");
+  return v;
+}
+
+std::string fnv_hex(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{:016x}", h);
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+/// One result line per budget point of a finished job.
+std::vector<json> result_lines(const RunSpec& spec, const Problem& p, ProblemKind kind,
+                               const Job& job, const Generation& g, const ScoreOptions& so) {
+  std::vector<json> lines;
+  const json gold = p.gold.size() == 1 ? json(p.gold[0]) : json(p.gold);
+  for (const BudgetPoint& pt : g.points) {
+    Score s = score_answer(p, kind, pt.answer, so);
+    json j = {{"id", p.id},
+              {"sample", job.sample},
+              {"seed", job.seed},
+              {"method", spec.method},
+              {"workers", spec.workers},
+              {"layout", layout_name(spec.layout)},
+              {"budget", pt.budget},
+              {"answer", pt.answer ? json(utf8_lossy(*pt.answer)) : json()},
+              {"gold", kind == ProblemKind::code ? json() : gold},
+              {"correct", s.correct},
+              {"parse_status", parse_status_name(s.status)},
+              {"tokens_per_worker", pt.tokens_per_worker},
+              {"serial_steps", pt.serial_steps},
+              {"answer_source", pt.source},
+              {"stop_reason", g.stop_reason},
+              {"cut", pt.cut},
+              {"wall_seconds", g.wall_seconds}};
+    if (kind == ProblemKind::code) {
+      j["tests"] = s.tests;
+      j["tests_passed"] = s.tests_passed;
+      j["verdict"] = utf8_lossy(s.detail);
+    }
+    if (!g.error.empty()) j["error"] = g.error;
+    lines.push_back(std::move(j));
+  }
+  return lines;
+}
+
+void run_eval(EvalArgs a) {
+  std::error_code ec;
+  const uint64_t seed = resolve_seed(a.sampling.seed);  // -1: a random one, recorded below
+  // Arguments first: every check before a model or dataset loads.
+  if (a.out.empty()) fail("--out DIR is required: the folder for results, transcripts and plots");
+  if (a.method != "hogwild" && a.method != "single" && a.method != "self-consistency" &&
+      a.method != "sot")
+    fail("--method '{}' is unknown; use hogwild, single, self-consistency or sot", a.method);
+  if (a.method == "sot")
+    fail(
+        "--method sot is not built yet (docs/EVAL.md says what it needs); use hogwild, single or "
+        "self-consistency");
+  if (a.method == "single" && a.workers && *a.workers != 1)
+    fail("--method single runs one worker; drop -w {} or use --method hogwild", *a.workers);
+  const int workers = a.method == "single" ? 1 : a.workers.value_or(2);
+  const std::vector<int64_t> budgets = parse_budget_list(a.budgets);
+  if (a.samples < 1) fail("--samples must be >= 1");
+  if (a.concurrency < 1) fail("--concurrency must be >= 1 sessions");
+  if (a.limit < 0) fail("--limit must be >= 0 problems (0 = all)");
+  if (a.compat != "none" && a.compat != "paper") fail("--compat '{}': use none or paper", a.compat);
+  if (a.collab_every < -1) fail("--collab-every must be >= 0 tokens (0 = off)");
+  if (a.max_context < 0) fail("--max-context must be >= 0 tokens (0 = the model's)");
+  const Layout layout = parse_layout(a.layout);
+  if (a.model_dir.empty() || !fs::is_directory(a.model_dir, ec))
+    fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
+
+  DatasetOptions dopt;
+  dopt.name_or_path = a.dataset;
+  dopt.fields = a.fields;
+  dopt.seed = seed;
+  const bool named =
+      std::find(dataset_names().begin(), dataset_names().end(), a.dataset) != dataset_names().end();
+  if (named)
+    dopt.datasets_dir = find_datasets_dir(
+        a.datasets_dir, {fs::path(HOGWILD_SOURCE_DIR) / ".." / "shared" / "datasets",
+                         fs::current_path() / ".." / "shared" / "datasets",
+                         fs::current_path() / "shared" / "datasets"});
+  const Dataset data = load_dataset(dopt);
+  size_t n = data.problems.size();
+  if (a.limit > 0) n = std::min<size_t>(n, static_cast<size_t>(a.limit));
+
+  // Formatting (code variant for code datasets) and sampling, as `hogwild run` resolves them.
+  std::unique_ptr<chat::ChatTemplate> tmpl;
+  try {
+    tmpl = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::load(a.model_dir));
+  } catch (const Error&) {
+  }
+  const AnswerKind answer_kind =
+      data.kind == ProblemKind::code ? AnswerKind::python : AnswerKind::boxed;
+  RunSpec spec;
+  spec.method = a.method;
+  spec.workers = workers;
+  spec.layout = layout;
+  spec.budgets = budgets;
+  spec.compat_paper = a.compat == "paper";
+  spec.dataset = data.name;
+  spec.format_ref = !a.format.empty()
+                        ? a.format
+                        : default_formatting_name(tmpl ? tmpl->source() : "", answer_kind);
+  spec.formatting = resolve_formatting(spec.format_ref);
+  const bool vote = a.method == "self-consistency";
+  if (vote && (workers < 1 || workers > 64))
+    fail("-w {}: self-consistency votes over 1..64 samples", workers);
+  spec.formatting.check_workers(vote ? 1 : workers);
+  spec.kind = data.kind;
+  if (spec.formatting.answer.kind != answer_kind)
+    fail("--format '{}' answers with {} but dataset '{}' needs {}", spec.format_ref,
+         answer_kind_name(spec.formatting.answer.kind), data.name, answer_kind_name(answer_kind));
+  spec.sampling = sampling_params(a.sampling, load_generation_config(a.model_dir), seed);
+  spec.collab_every = a.collab_every;
+  spec.max_context = a.max_context;
+
+  ScoreOptions so;
+  if (a.lenient) {
+    so.math.rel_tolerance = 1e-4;
+    so.math.percent_scaled = true;
+  }
+  so.math.digits_only = spec.compat_paper && data.name == "limo";
+
+  const SamplingParams& sp = spec.sampling;
+  json config = {{"model", fs::absolute(a.model_dir).lexically_normal().string()},
+                 {"model_config", fnv_hex(read_text(fs::path(a.model_dir) / "config.json"))},
+                 {"dataset", data.name},
+                 {"kind", kind_name(data.kind)},
+                 {"method", a.method},
+                 {"workers", workers},
+                 {"layout", layout_name(layout)},
+                 {"budgets", budgets},
+                 {"samples", a.samples},
+                 {"seed", seed},
+                 {"compat", a.compat},
+                 {"formatting", spec.formatting.name},
+                 {"formatting_hash", fnv_hex(spec.formatting.to_json().dump())},
+                 {"sampling",
+                  {{"do_sample", sp.do_sample},
+                   {"temperature", sp.temperature},
+                   {"top_k", sp.top_k},
+                   {"top_p", sp.top_p},
+                   {"min_p", sp.min_p},
+                   {"repetition_penalty", sp.repetition_penalty}}},
+                 {"collab_every", a.collab_every},
+                 {"max_context", a.max_context},
+                 {"lenient", a.lenient},
+                 {"note", data.note}};
+  if (!named)
+    config["fields"] = {
+        {"question", a.fields.question}, {"answer", a.fields.answer}, {"id", a.fields.id}};
+  ResultStore store(a.out, config, budgets.size());
+  if (store.dropped() > 0)
+    std::fprintf(stderr,
+                 "note: %zu torn result lines of an interrupted run were dropped; those "
+                 "problems run again\n",
+                 store.dropped());
+
+  std::vector<Job> jobs;
+  for (size_t i = 0; i < n; ++i)
+    for (int k = 0; k < a.samples; ++k)
+      if (!store.done(data.problems[i].id, k))
+        jobs.push_back({i, k, seed + static_cast<uint64_t>(k) * 65536});
+  if (jobs.size() < n * a.samples)
+    std::fprintf(stderr, "eval: %zu of %zu runs already in %s; running the other %zu\n",
+                 n * a.samples - jobs.size(), n * static_cast<size_t>(a.samples), a.out.c_str(),
+                 jobs.size());
+
+  if (!jobs.empty()) {
+    std::unique_ptr<Sandbox> box;
+    if (data.kind == ProblemKind::code) {
+      box = std::make_unique<Sandbox>(SandboxLimits{}, a.python,
+                                      a.sandbox == "rlimits" ? "no"
+                                      : a.sandbox == "bwrap" ? "yes"
+                                                             : "auto");
+      if (std::string(box->isolation()) != "bubblewrap")
+        std::fprintf(stderr,
+                     "note: code runs with rlimits only (no bubblewrap): no network, but "
+                     "world-writable folders are writable\n");
+      so.sandbox = box.get();
+    }
+    ModelOptions mo;
+    mo.model_dir = a.model_dir;
+    mo.device = a.device.device;
+    mo.kv_tokens = a.device.max_kv_tokens;
+    std::unique_ptr<Model> model = Model::load(mo);
+    Progress progress(jobs.size(), isatty(fileno(stderr)) != 0);
+    run_jobs(
+        *model, spec, data.problems, jobs, a.concurrency,
+        [&](const Job& job, Generation&& g) {
+          const Problem& p = data.problems[job.problem];
+          if (!g.error.empty())
+            std::fprintf(stderr, "\nwarning: %s (sample %d): %s\n", p.id.c_str(), job.sample,
+                         g.error.c_str());
+          std::vector<json> lines = result_lines(spec, p, data.kind, job, g, so);
+          store.append(p.id, job.sample, lines, g.transcript);
+          progress.job_done(p.id, lines.back()["correct"].get<bool>());
+        },
+        [&](int64_t t) { progress.tokens(t); });
+    progress.finish();
+  }
+  std::vector<SeriesSummary> series = {summarize(config, store.lines(), a.out)};
+  const std::string note = write_report(a.out, series);
+  std::printf("%s", summary_markdown(series).c_str());
+  if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
+  std::printf("\nresults: %s (results.jsonl, transcripts/, summary.md, accuracy.svg/png)\n",
+              a.out.c_str());
+}
+
+void run_report(const ReportArgs& r) {
+  if (r.dirs.empty()) fail("eval report: give one or more result folders");
+  if (r.dirs.size() > 1 && r.out.empty())
+    fail("eval report: several folders need --out DIR for the combined tables and plots");
+  std::vector<SeriesSummary> series;
+  for (const std::string& d : r.dirs)
+    series.push_back(summarize(read_config(d), read_results(d), d));
+  const std::string out = r.out.empty() ? r.dirs[0] : r.out;
+  const std::string note = write_report(out, series);
+  std::printf("%s", summary_markdown(series).c_str());
+  if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
+  std::printf("\nreport: %s (summary.md, summary.json, accuracy.svg/png)\n", out.c_str());
+}
+
+}  // namespace
+
+void register_eval(CLI::App& app) {
+  auto a = std::make_shared<EvalArgs>();
+  auto r = std::make_shared<ReportArgs>();
+  CLI::App* c = app.add_subcommand(
+      "eval",
+      "benchmark accuracy vs serial steps on a dataset (docs/EVAL.md); `eval report` "
+      "makes tables and plots");
+  c->add_option("-m,--model", a->model_dir, "Hugging Face model directory");
+  c->add_option("--dataset", a->dataset,
+                "gsm8k, gsm8k5, math500, aime2025, olympiadbench-math, olympiadbench-physics, "
+                "livecodebench, limo, or a JSONL path");
+  c->add_option("--datasets-dir", a->datasets_dir,
+                "folder of the named datasets (default: $HOGWILD_DATASETS, ../shared/datasets)");
+  c->add_option("--question-field", a->fields.question, "JSONL path: the problem's field");
+  c->add_option("--answer-field", a->fields.answer, "JSONL path: the gold answer's field");
+  c->add_option("--id-field", a->fields.id, "JSONL path: the id field (default: line number)");
+  c->add_option("--method", a->method, "hogwild (default), single or self-consistency");
+  c->add_option("-w,--workers", a->workers,
+                "workers (hogwild: 1..8, default 2); self-consistency: samples voting (default 2)");
+  c->add_option("--layout", a->layout, "combined (default), interleaved, contiguous");
+  c->add_option("--budgets", a->budgets,
+                "increasing serial-step budgets, one curve point each (default 1024)");
+  c->add_option("--samples", a->samples, "seeds per problem (mean accuracy, CI, pass@k)");
+  c->add_option("--limit", a->limit, "the first N problems only (0 = all)");
+  c->add_option("--concurrency", a->concurrency, "sessions sharing each forward (default 1)");
+  c->add_option("--out", a->out, "result folder (created; a rerun resumes it)");
+  c->add_option("--compat", a->compat, "none (default) or paper: the reference protocol's quirks");
+  c->add_option("--format", a->format, "formatting: built-in name or JSON file");
+  c->add_option("--collab-every", a->collab_every, "tokens between collaboration checks (0 = off)");
+  c->add_option("--max-context", a->max_context, "max tokens in a worker's view");
+  c->add_flag("--lenient", a->lenient,
+              "also accept numbers within 1e-4 relative and p% as p/100 (default: exact)");
+  c->add_option("--python", a->python, "python for code problems (default /usr/bin/python3)");
+  c->add_option("--sandbox", a->sandbox, "code sandbox: auto (default), bwrap, rlimits")
+      ->check(CLI::IsMember({"auto", "bwrap", "rlimits"}));
+  add_sampling_flags(c, a->sampling,
+                     "base seed (gsm8k5 packing too); sample k uses seed + 65536 k, worker w + w");
+  add_device_flags(c, a->device);
+
+  CLI::App* rep =
+      c->add_subcommand("report", "tables and plots from one or several result folders");
+  rep->add_option("dirs", r->dirs, "result folders of hogwild eval --out");
+  rep->add_option("--out", r->out, "folder for the combined report (default: the one folder)");
+  rep->callback([r] { run_report(*r); });
+  c->require_subcommand(0, 1);
+  c->callback([a, rep] {
+    if (rep->parsed()) return;
+    run_eval(*a);
+  });
+}
+
+}  // namespace hogwild::cli

@@ -1,0 +1,226 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "hogwild/batch.h"
+#include "hogwild/picker.h"
+
+namespace hogwild {
+
+namespace {
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Engine::Engine(Backend& backend, const TextCodec& codec, EngineOptions options)
+    : be_(backend), codec_(codec), opt_(options) {
+  if (opt_.max_sessions < 1) fail("max_sessions must be >= 1, got {}", opt_.max_sessions);
+  if (opt_.max_queue < 0) fail("max_queue must be >= 0, got {}", opt_.max_queue);
+  if (opt_.max_batch_tokens < 1)
+    fail("max_batch_tokens must be >= 1, got {}", opt_.max_batch_tokens);
+  if (opt_.prefill_chunk < 1) fail("prefill_chunk must be >= 1, got {}", opt_.prefill_chunk);
+  limit_ = opt_.kv_tokens > 0 ? opt_.kv_tokens : be_.kv_capacity_tokens();
+}
+
+Engine::~Engine() {
+  for (auto& e : active_) e->session->release();
+}
+
+SessionId Engine::submit(SessionRequest request) {
+  auto e = std::make_unique<Entry>();
+  e->id = next_id_;
+  e->request = std::move(request);
+  SessionRequest& r = e->request;
+  if (!r.picker)
+    r.picker = std::make_unique<SamplerPicker>(r.sampling, r.options.n_workers, r.prompt);
+  e->session = std::make_unique<Session>(be_, codec_, r.formatting, r.options, *r.picker);
+  e->session->start(r.prompt);  // checks the prompt against the context; creates no blocks
+  if (r.observer) e->session->set_observer(r.observer);
+  e->kv_need = Session::kv_tokens_needed(r.options, r.formatting, be_.config(),
+                                         static_cast<int64_t>(r.prompt.size()));
+  if (limit_ > 0 && e->kv_need > limit_)
+    fail(
+        "this request can fill up to {} KV tokens ({} prompt tokens, {} workers, budget {}) but "
+        "the cache holds {}; lower the budget or the context limit, use fewer workers, or give "
+        "the cache more memory",
+        e->kv_need, r.prompt.size(), r.options.n_workers, r.options.budget, limit_);
+  if (static_cast<int64_t>(queue_.size()) >= opt_.max_queue)
+    fail("the queue is full ({} sessions wait); retry later", queue_.size());
+  ++next_id_;
+  const SessionId id = e->id;
+  queue_.push_back(std::move(e));
+  return id;
+}
+
+void Engine::admit() {
+  while (!queue_.empty() && static_cast<int64_t>(active_.size()) < opt_.max_sessions) {
+    Entry& e = *queue_.front();
+    if (limit_ > 0 && reserved_ + e.kv_need > limit_) break;  // FIFO: later ones wait too
+    reserved_ += e.kv_need;
+    active_.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+}
+
+void Engine::finish(Entry& e) {
+  e.session->release();
+  reserved_ -= e.kv_need;
+}
+
+void Engine::cancel(SessionId id) {
+  for (auto it = queue_.begin(); it != queue_.end(); ++it)
+    if ((*it)->id == id) {
+      (*it)->session->cancel();
+      done_[id] = std::move(*it);
+      queue_.erase(it);
+      return;
+    }
+  for (auto it = active_.begin(); it != active_.end(); ++it)
+    if ((*it)->id == id) {
+      (*it)->session->cancel();
+      finish(**it);
+      done_[id] = std::move(*it);
+      active_.erase(it);
+      return;
+    }
+}
+
+void Engine::add_note(SessionId id, const std::string& author, const std::string& text) {
+  for (auto& e : active_)
+    if (e->id == id) return e->session->add_note(author, text);
+  for (auto& e : queue_)
+    if (e->id == id) return e->session->add_note(author, text);
+  if (done_.count(id)) fail("session {} has finished; a note can no longer reach it", id);
+  fail("no session {} in this engine", id);
+}
+
+std::vector<SessionEvent> Engine::step() {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<SessionEvent> events;
+  admit();
+  std::vector<Entry*> planned;
+  std::vector<SessionStep> steps(active_.size());
+  std::vector<SessionStep*> parts;
+  auto fail_entry = [&](Entry& e, const std::string& why) {
+    e.error = why;
+    e.session->cancel("error");
+  };
+  int64_t tokens = 0;
+  // Decoding and finishing sessions first: their rows are never held back.
+  for (size_t i = 0; i < active_.size(); ++i) {
+    Entry& e = *active_[i];
+    if (e.session->prefilling() || e.session->finished()) continue;
+    try {
+      if (e.session->plan(steps[i], 0)) {
+        planned.push_back(&e);
+        parts.push_back(&steps[i]);
+        tokens += static_cast<int64_t>(steps[i].batch.tokens.size());
+      }
+    } catch (const Error& err) {
+      fail_entry(e, err.what());
+    }
+  }
+  // Prompt chunks in admission order, in what the forward has left (at least one chunk when
+  // nothing else runs, so every step makes progress).
+  for (size_t i = 0; i < active_.size(); ++i) {
+    Entry& e = *active_[i];
+    if (!e.session->prefilling()) continue;
+    int64_t room = std::min(opt_.prefill_chunk, opt_.max_batch_tokens - tokens);
+    if (room <= 0 && parts.empty()) room = opt_.prefill_chunk;
+    if (room <= 0) break;
+    try {
+      if (e.session->plan(steps[i], room)) {
+        planned.push_back(&e);
+        parts.push_back(&steps[i]);
+        tokens += static_cast<int64_t>(steps[i].batch.tokens.size());
+        stats_.prompt_tokens += steps[i].prompt_tokens;
+      }
+    } catch (const Error& err) {
+      fail_entry(e, err.what());
+    }
+  }
+  if (!parts.empty()) {
+    try {
+      run_forward(be_, parts);
+      stats_.steps += 1;
+      stats_.forward_tokens += tokens;
+      stats_.forward_seconds += parts.front()->forward_seconds;
+      for (size_t k = 0; k < parts.size(); ++k) {
+        Entry& e = *planned[k];
+        try {
+          SessionEvent ev{e.id, e.session->complete(*parts[k])};
+          for (int n : ev.report.tokens) stats_.sampled_tokens += n;
+          events.push_back(std::move(ev));
+        } catch (const Error& err) {
+          fail_entry(e, err.what());
+        }
+      }
+    } catch (const Error& err) {
+      // The merged forward failed (e.g. the cache is full): every session in it ends.
+      for (Entry* e : planned) fail_entry(*e, err.what());
+    }
+  }
+  // Finished sessions leave and free their blocks.
+  for (auto it = active_.begin(); it != active_.end();) {
+    if ((*it)->session->finished()) {
+      Entry& e = **it;
+      if (!e.error.empty()) {
+        SessionEvent ev;
+        ev.id = e.id;
+        ev.report.finished = true;
+        ev.report.phase = StepReport::Phase::done;
+        events.push_back(std::move(ev));
+      }
+      finish(e);
+      const SessionId id = e.id;
+      done_[id] = std::move(*it);
+      it = active_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  stats_.step_seconds += since(t0);
+  return events;
+}
+
+void Engine::run_until_idle() {
+  while (!idle()) step();
+}
+
+bool Engine::finished(SessionId id) const { return done_.count(id) > 0; }
+
+const SessionResult& Engine::result(SessionId id) const {
+  if (auto it = done_.find(id); it != done_.end()) return it->second->session->result();
+  for (auto& e : active_)
+    if (e->id == id) return e->session->result();
+  for (auto& e : queue_)
+    if (e->id == id) return e->session->result();
+  fail("no session {} in this engine", id);
+}
+
+SessionResult Engine::take(SessionId id) {
+  auto it = done_.find(id);
+  if (it == done_.end()) fail("session {} has not finished (or was taken already)", id);
+  SessionResult r = it->second->session->result();
+  done_.erase(it);
+  return r;
+}
+
+const Session* Engine::session(SessionId id) const {
+  if (auto it = done_.find(id); it != done_.end()) return it->second->session.get();
+  for (auto& e : active_)
+    if (e->id == id) return e->session.get();
+  for (auto& e : queue_)
+    if (e->id == id) return e->session.get();
+  return nullptr;
+}
+
+std::string Engine::error(SessionId id) const {
+  if (auto it = done_.find(id); it != done_.end()) return it->second->error;
+  return "";
+}
+
+}  // namespace hogwild

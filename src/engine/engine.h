@@ -1,0 +1,132 @@
+// The engine: runs many sessions together over one backend and its one KV pool
+// (docs/ARCHITECTURE.md, "Engine").
+//
+// Each engine step gathers the next part of every active session (Session::plan) into ONE
+// forward (hogwild/batch.h run_forward): every worker's decode rows, finisher rows, and chunks of
+// new sessions' prompts (chunked prefill: a long prompt is fed a chunk per step beside the others'
+// decode rows, so admitting a request never stalls the running ones for a whole prompt). Sessions
+// join and leave between steps; each has its own formatting, layout, worker count, budget,
+// sampling settings, seed and forbidden tokens.
+//
+// Memory: a session is admitted when the KV it can fill (Session::kv_tokens_needed) fits beside
+// what the admitted sessions reserve; otherwise it waits in a bounded FIFO queue. A session that
+// can never fit is refused at submit with the sizes. A finished or cancelled session frees its
+// blocks at once.
+//
+// Determinism: a session's result does not depend on the other sessions in its forwards when
+// the backend computes each row independently of the batch (the CPU backend: identical tokens).
+// On CUDA, bf16 GEMMs of different batch shapes may round differently, so a sampled run beside
+// others can diverge from the same run alone after a near tie (docs/ARCHITECTURE.md).
+//
+// Not thread-safe: one thread calls submit/cancel/step (a server hands requests to that thread).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "hogwild/codec.h"
+#include "hogwild/session.h"
+#include "model/backend.h"
+
+namespace hogwild {
+
+using SessionId = int64_t;
+
+struct EngineOptions {
+  int64_t max_sessions = 64;       // sessions running at once
+  int64_t max_queue = 1024;        // sessions waiting for memory or a slot; submit throws beyond
+  int64_t max_batch_tokens = 2048;  // tokens of one forward (decode rows + prompt chunks)
+  int64_t prefill_chunk = 512;      // most prompt tokens of one session in one forward
+  int64_t kv_tokens = 0;  // KV pool the engine may fill; 0 = Backend::kv_capacity_tokens (0 = no limit)
+};
+
+/// What happened to one session in an engine step.
+struct SessionEvent {
+  SessionId id = 0;
+  StepReport report;
+};
+
+/// Totals over the engine's life, for benchmarks and /metrics.
+struct EngineStats {
+  int64_t steps = 0;           // forwards run
+  int64_t forward_tokens = 0;  // tokens fed, all sessions
+  int64_t sampled_tokens = 0;  // tokens sampled by workers
+  int64_t prompt_tokens = 0;   // prompt tokens prefilled
+  double forward_seconds = 0;  // time inside the forwards
+  double step_seconds = 0;     // time inside step() (planning, forwards, completion, observers)
+};
+
+class Engine {
+ public:
+  /// backend and codec outlive the engine; the engine is the only user of the backend's cache.
+  Engine(Backend& backend, const TextCodec& codec, EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Queues a session. Throws hogwild::Error for bad options (Session's checks), a prompt that
+  /// leaves no room in the context, a session that can never fit the KV pool (with the sizes),
+  /// or a full queue.
+  SessionId submit(SessionRequest request);
+  /// Stops a session between steps (no finisher; stop_reason "cancelled") and frees its blocks;
+  /// a queued one leaves the queue. Unknown or finished ids are ignored.
+  void cancel(SessionId id);
+  /// Live steering: queues a person's note for the session's shared history (Session::add_note);
+  /// every worker reads it from the serial step after the next. Throws hogwild::Error for an
+  /// unknown or finished session or an empty note.
+  void add_note(SessionId id, const std::string& author, const std::string& text);
+  /// One forward over every active session (admitting waiting ones first). Returns the events of
+  /// this step (empty when there was nothing to run). A session whose step throws (e.g. the
+  /// cache is full) ends with stop_reason "error" and error(id) set; the others go on.
+  std::vector<SessionEvent> step();
+  /// Steps until no session is active or waiting.
+  void run_until_idle();
+
+  bool idle() const { return active_.empty() && queue_.empty(); }
+  int64_t active_sessions() const { return static_cast<int64_t>(active_.size()); }
+  int64_t queued_sessions() const { return static_cast<int64_t>(queue_.size()); }
+  /// True once the session has ended (answer, budget, cancel, error, ...).
+  bool finished(SessionId id) const;
+  /// The session's result once finished (or its state so far); throws for an unknown id.
+  const SessionResult& result(SessionId id) const;
+  /// Moves a finished session's result out and forgets the session.
+  SessionResult take(SessionId id);
+  /// The session object (for observers that read its blocks, e.g. the view dump); null once taken.
+  const Session* session(SessionId id) const;
+  /// The error that ended the session ("" when none).
+  std::string error(SessionId id) const;
+  /// KV tokens reserved by the active sessions, and the pool size (0 = no limit).
+  int64_t kv_reserved() const { return reserved_; }
+  int64_t kv_limit() const { return limit_; }
+  const EngineStats& stats() const { return stats_; }
+  Backend& backend() { return be_; }
+
+ private:
+  struct Entry {
+    SessionId id = 0;
+    SessionRequest request;
+    std::unique_ptr<Session> session;
+    int64_t kv_need = 0;
+    std::string error;
+  };
+  void admit();
+  void finish(Entry& e);
+
+  Backend& be_;
+  const TextCodec& codec_;
+  EngineOptions opt_;
+  int64_t limit_ = 0, reserved_ = 0;
+  SessionId next_id_ = 1;
+  std::deque<std::unique_ptr<Entry>> queue_;
+  std::vector<std::unique_ptr<Entry>> active_;  // admission order
+  std::map<SessionId, std::unique_ptr<Entry>> done_;
+  EngineStats stats_;
+};
+
+}  // namespace hogwild

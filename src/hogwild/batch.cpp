@@ -1,0 +1,94 @@
+#include "hogwild/batch.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "sampling/row_draw.h"
+
+namespace hogwild {
+
+void run_forward(Backend& backend, std::span<SessionStep*> steps) {
+  ForwardBatch merged;
+  std::vector<std::vector<int32_t>> banned_sets;
+  std::vector<const std::vector<int32_t>*> set_of;  // dedupe banned sets by identity
+  std::vector<RowSampling> rows;
+  bool host = false, keep = false;
+  size_t n_tokens = 0;
+  for (SessionStep* s : steps) {
+    n_tokens += s->batch.tokens.size();
+    if (!s->rows.empty() && s->host_logits) host = true;
+    if (!s->rows.empty() && s->keep_logits) keep = true;
+  }
+  if (n_tokens == 0) return;
+  merged.tokens.reserve(n_tokens);
+  for (SessionStep* s : steps) {
+    if (s->batch.tokens.empty()) continue;
+    const int32_t shift = static_cast<int32_t>(merged.views.size());
+    merged.views.insert(merged.views.end(), s->batch.views.begin(), s->batch.views.end());
+    for (TokenInput t : s->batch.tokens) {
+      t.worker += shift;
+      merged.tokens.push_back(t);
+    }
+    if (s->rows.empty() || s->host_logits) continue;
+    HOGWILD_CHECK(s->sampling.size() == s->rows.size());
+    int32_t set = -1;
+    if (s->banned && !s->banned->empty()) {
+      for (size_t i = 0; i < set_of.size(); ++i)
+        if (set_of[i] == s->banned) set = static_cast<int32_t>(i);
+      if (set < 0) {
+        set = static_cast<int32_t>(set_of.size());
+        set_of.push_back(s->banned);
+        banned_sets.push_back(*s->banned);
+      }
+    }
+    for (RowSampling r : s->sampling) {
+      r.banned = r.banned >= 0 ? set : -1;
+      rows.push_back(r);
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<float> logits;
+  std::vector<int32_t> drawn;
+  if (!host) {
+    backend.forward_sample(merged, banned_sets, rows, drawn, keep ? &logits : nullptr);
+  } else {
+    backend.forward(merged, logits);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t vocab = backend.config().vocab_size;
+  size_t row = 0;          // logits row (host) / drawn index (device), in merged batch order
+  size_t sampled_row = 0;  // index into rows / drawn (device path)
+  for (SessionStep* s : steps) {
+    s->forward_seconds = seconds;
+    if (s->batch.tokens.empty()) continue;
+    const size_t n = s->rows.size();
+    if (host || keep) {  // the rows' logits are on the host
+      const float* base = logits.data() + row * vocab;
+      if (s->host_logits || s->keep_logits) s->logits.assign(base, base + n * vocab);
+    }
+    if (host) {
+      const float* base = logits.data() + row * vocab;
+      if (!s->host_logits) {
+        s->drawn.resize(n);
+        for (size_t r = 0; r < n; ++r) {
+          std::span<const int32_t> banned;
+          if (s->sampling[r].banned >= 0 && s->banned) banned = *s->banned;
+          s->drawn[r] = draw_row(std::span<const float>(base + r * vocab, vocab), s->sampling[r],
+                                 banned);
+          if (s->drawn[r] < 0)
+            fail(
+                "no token can be drawn for a logits row (every logit is -inf or NaN after the "
+                "banned tokens and filters)");
+        }
+      }
+      row += n;
+    } else {
+      s->drawn.assign(drawn.begin() + sampled_row, drawn.begin() + sampled_row + n);
+      sampled_row += n;
+      row += n;
+    }
+  }
+}
+
+}  // namespace hogwild

