@@ -162,9 +162,15 @@ TEST(CudaBlockOps, SameAnswersAsTheCpuBackend) {
       EXPECT_LE(rel_err(ref, got.logits[f].data() + r * V), kLogitsTol) << "forward " << f;
     }
   }
+  // The history's keys after the promotion went through a whole bf16 layer on the GPU (embedding,
+  // norm, k_proj, k-norm, RoPE): they agree with the fp32 CPU's within the pipeline's bf16
+  // tolerance (kLogitsTol), not the promotion's own (kKeyTol, a rotation of bf16 keys in place,
+  // which the session tests check on each backend).
   std::vector<double> k(want.promoted_k.begin(), want.promoted_k.end());
   ASSERT_EQ(got.promoted_k.size(), want.promoted_k.size());
-  EXPECT_LE(rel_err(k, got.promoted_k.data()), kKeyTol);
+  const double key_err = rel_err(k, got.promoted_k.data());
+  EXPECT_LE(key_err, kLogitsTol);
+  std::printf("[ block ops ] promoted keys rel %.3g (tol %.2g)\n", key_err, kLogitsTol);
 }
 
 TEST(CudaSessionBreakage, WorkersBlindToEachOtherFailTheCheck) {
