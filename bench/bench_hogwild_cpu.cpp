@@ -11,6 +11,7 @@
 // in a real run. Time = SessionResult::decode_seconds: the serial steps after the prefill,
 // sampling included, finisher excluded. tok/s aggregate = generated tokens / time; per worker =
 // aggregate / workers.
+#include <CLI/CLI.hpp>
 #include <omp.h>
 
 #include <algorithm>
@@ -22,6 +23,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/io.h"
+#include "core/json_text.h"
 #include "cpu/cpu_backend.h"
 #include "hogwild/session.h"
 #include "model/make_model.h"
@@ -118,27 +121,16 @@ Formatting bench_formatting(int64_t collab_every) {
 int run(int argc, char** argv) {
   std::string out = "bench_hogwild_cpu.json", preset = "qwen3-0.6b", workers_arg = "1,2,4";
   int64_t n_prompt = 256, n_steps = 32, step_len = 24;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) fail("{} needs a value", a);
-      return argv[++i];
-    };
-    if (a == "--preset")
-      preset = value();
-    else if (a == "--prompt")
-      n_prompt = std::stoll(value());
-    else if (a == "--steps")
-      n_steps = std::stoll(value());
-    else if (a == "--step-len")
-      step_len = std::stoll(value());
-    else if (a == "--workers")
-      workers_arg = value();
-    else if (a.rfind("--", 0) == 0)
-      fail("unknown option {}; see the header of bench_hogwild_cpu.cpp", a);
-    else
-      out = a;
-  }
+  CLI::App app{"Hogwild! session speed on the CPU backend: aggregate and per-worker decode tok/s "
+               "for several worker counts (table + JSON)"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("out", out, "JSON file to write");
+  app.add_option("--preset", preset, "model preset (hogwild make-model --preset)");
+  app.add_option("--prompt", n_prompt, "prompt tokens");
+  app.add_option("--steps", n_steps, "serial steps timed");
+  app.add_option("--step-len", step_len, "a worker's step ends every N tokens (scripted)");
+  app.add_option("--workers", workers_arg, "worker counts, comma-separated");
+  CLI11_PARSE(app, argc, argv);
   if (n_prompt < 1 || n_steps < 1 || step_len < 2)
     fail("--prompt, --steps >= 1 and --step-len >= 2");
   std::vector<int> workers;
@@ -198,7 +190,9 @@ int run(int argc, char** argv) {
                       {"serial_steps", n_steps},
                       {"layout", "combined"},
                       {"rows", rows}};
-  std::ofstream(out) << j.dump(2) << "\n";
+  OutputFile f(out, "bench_hogwild_cpu");
+  f.write(dump_json(j, 2) + "\n");
+  f.close();
   std::printf("\nwrote %s\n", out.c_str());
   return 0;
 }

@@ -102,7 +102,7 @@ class CudaBackend : public Backend {
   /// `advice` ends the message (what the caller's user can change).
   void require_kv_tokens(int64_t tokens,
                          const std::string& advice = "use fewer workers or a shorter context") const;
-  /// Bench/test helper: sets block b (empty) to `len` tokens of random K/V (all layers).
+  /// For benches and tests: sets block b (empty) to `len` tokens of random K/V (all layers).
   void fill_block_random(BlockId b, int64_t len, uint64_t seed);
   /// Bytes of weights a decode step reads (every matrix and norm except the embedding table).
   int64_t weight_bytes_per_step() const;

@@ -17,7 +17,7 @@ inline constexpr int64_t kConstTokensPerWorker = 256;
 inline constexpr int64_t kOpeningTokensPerWorker = 64;
 
 struct KvNeed {
-  int64_t prompt_tokens = 0;        // the prompt (+ history header), as tokenized
+  int64_t prompt_tokens = 0;  // the prompt (+ history header), as tokenized
   int n_workers = 1;
   int64_t budget = 0;               // serial steps; 0 = until an answer (no bound from it)
   int64_t context = 0;              // the longest view allowed (--max-context or the model's

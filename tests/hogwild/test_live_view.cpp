@@ -35,9 +35,14 @@ TEST(TerminalText, ControlCharactersAreShownNotObeyed) {
   EXPECT_EQ(terminal_safe(std::string("nul\0x", 5)), "nul^@x");
   EXPECT_EQ(terminal_safe("del\x7f"), "del^?");
   EXPECT_EQ(terminal_safe("tab\tand\nline"), "tab\tand\nline");
-  EXPECT_EQ(terminal_safe("c1\xC2\x9B" "31m"), "c1<U+009B>31m");    // CSI as a C1 control
-  EXPECT_EQ(terminal_safe("rtl\xE2\x80\xAEx"), "rtl<U+202E>x");     // right-to-left override
-  EXPECT_EQ(terminal_safe("\xff" "ok"), "\xEF\xBF\xBD" "ok");       // invalid byte: U+FFFD
+  EXPECT_EQ(terminal_safe("c1\xC2\x9B"
+                          "31m"),
+            "c1<U+009B>31m");                                    // CSI as a C1 control
+  EXPECT_EQ(terminal_safe("rtl\xE2\x80\xAEx"), "rtl<U+202E>x");  // right-to-left override
+  EXPECT_EQ(terminal_safe("\xff"
+                          "ok"),
+            "\xEF\xBF\xBD"
+            "ok");  // invalid byte: U+FFFD
   EXPECT_EQ(terminal_safe("\xE4\xB8\xAD\xE6\x96\x87"), "\xE4\xB8\xAD\xE6\x96\x87");  // 中文 kept
 }
 
