@@ -1,16 +1,19 @@
 // `hogwild eval`: a benchmark run with accuracy-vs-serial-steps curves (docs/EVAL.md), and
 // `hogwild eval report DIR...`: tables and plots from one or several result folders.
 //
-//   hogwild eval -m DIR --dataset NAME|PATH --out DIR [--method hogwild|single] [-w N]
+//   hogwild eval -m DIR --dataset NAME|PATH --out DIR
+//       [--method hogwild|single|self-consistency|sot] [-w N]
 //       [--layout L] [--budgets 256,512,1024] [--samples K] [--limit N] [--concurrency S]
 //       [--seed S] [--compat paper] [--format NAME|FILE] [--datasets-dir DIR]
 //       [--question-field F --answer-field F --id-field F] [--lenient] [sampling flags]
+//       [--judge-url URL --judge-model NAME]  (collaboration score; key: $HOGWILD_JUDGE_API_KEY)
 //   hogwild eval report DIR... [--out DIR]
 //
 // The library does the work (src/eval): datasets, the runs on the Engine, scoring, the result
 // folder (resumable), the summary and the plots. This file parses flags and wires them.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -24,6 +27,7 @@
 #include "core/error.h"
 #include "engine/model.h"
 #include "eval/dataset.h"
+#include "eval/judge.h"
 #include "eval/progress.h"
 #include "eval/results.h"
 #include "eval/runner.h"
@@ -41,7 +45,7 @@ using namespace hogwild::eval;
 struct EvalArgs {
   std::string model_dir, dataset, datasets_dir, out, method = "hogwild", layout = "combined";
   std::string budgets = "1024", compat = "none", format, python = "/usr/bin/python3";
-  std::string sandbox = "auto";
+  std::string sandbox = "auto", judge_url, judge_model;
   FieldMap fields;
   std::optional<int> workers;
   int samples = 1, concurrency = 1;
@@ -132,10 +136,6 @@ void run_eval(EvalArgs a) {
   if (a.method != "hogwild" && a.method != "single" && a.method != "self-consistency" &&
       a.method != "sot")
     fail("--method '{}' is unknown; use hogwild, single, self-consistency or sot", a.method);
-  if (a.method == "sot")
-    fail(
-        "--method sot is not built yet (docs/EVAL.md says what it needs); use hogwild, single or "
-        "self-consistency");
   if (a.method == "single" && a.workers && *a.workers != 1)
     fail("--method single runs one worker; drop -w {} or use --method hogwild", *a.workers);
   const int workers = a.method == "single" ? 1 : a.workers.value_or(2);
@@ -146,7 +146,31 @@ void run_eval(EvalArgs a) {
   if (a.compat != "none" && a.compat != "paper") fail("--compat '{}': use none or paper", a.compat);
   if (a.collab_every < -1) fail("--collab-every must be >= 0 tokens (0 = off)");
   if (a.max_context < 0) fail("--max-context must be >= 0 tokens (0 = the model's)");
-  const Layout layout = parse_layout(a.layout);
+  const bool vote = a.method == "self-consistency", sot = a.method == "sot";
+  // Self-consistency and Skeleton-of-Thought run on the independent layout (runner.h).
+  Layout layout = parse_layout(a.layout);
+  if ((vote || sot) && a.layout != "combined" && layout != Layout::independent)
+    fail("--method {} runs on the independent layout; drop --layout {}", a.method, a.layout);
+  if (!vote && !sot && layout == Layout::independent)
+    fail("--layout independent is --method self-consistency (workers that vote)");
+  if (vote || sot) layout = Layout::independent;
+  if (vote && (workers < 1 || workers > kMaxIndependentWorkers))
+    fail("-w {}: self-consistency votes over 1..{} samples", workers, kMaxIndependentWorkers);
+  if (sot && (workers < 1 || workers > kMaxIndependentWorkers))
+    fail("-w {}: Skeleton-of-Thought expands 1..{} points", workers, kMaxIndependentWorkers);
+  std::unique_ptr<Judge> judge;  // the optional collaboration score (judge.h)
+  if (!a.judge_url.empty() || !a.judge_model.empty()) {
+    if (a.method != "hogwild" || workers < 2)
+      fail(
+          "--judge-url scores how hogwild workers work together; use it with --method hogwild and "
+          "-w 2 or more");
+    if (a.judge_url.empty()) fail("--judge-model needs --judge-url: the endpoint serving it");
+    JudgeOptions jo;
+    jo.url = a.judge_url;
+    jo.model = a.judge_model;
+    if (const char* key = std::getenv("HOGWILD_JUDGE_API_KEY")) jo.api_key = key;
+    judge = std::make_unique<Judge>(jo);
+  }
   if (a.model_dir.empty() || !fs::is_directory(a.model_dir, ec))
     fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
 
@@ -184,10 +208,7 @@ void run_eval(EvalArgs a) {
                         ? a.format
                         : default_formatting_name(tmpl ? tmpl->source() : "", answer_kind);
   spec.formatting = resolve_formatting(spec.format_ref);
-  const bool vote = a.method == "self-consistency";
-  if (vote && (workers < 1 || workers > 64))
-    fail("-w {}: self-consistency votes over 1..64 samples", workers);
-  spec.formatting.check_workers(vote ? 1 : workers);
+  spec.formatting.check_workers(vote || sot ? 1 : workers);
   spec.kind = data.kind;
   if (spec.formatting.answer.kind != answer_kind)
     fail("--format '{}' answers with {} but dataset '{}' needs {}", spec.format_ref,
@@ -228,6 +249,7 @@ void run_eval(EvalArgs a) {
                  {"max_context", a.max_context},
                  {"lenient", a.lenient},
                  {"note", data.note}};
+  if (judge) config["judge"] = {{"url", a.judge_url}, {"model", a.judge_model}};
   if (!named)
     config["fields"] = {
         {"question", a.fields.question}, {"answer", a.fields.answer}, {"id", a.fields.id}};
@@ -275,6 +297,23 @@ void run_eval(EvalArgs a) {
             std::fprintf(stderr, "\nwarning: %s (sample %d): %s\n", p.id.c_str(), job.sample,
                          g.error.c_str());
           std::vector<json> lines = result_lines(spec, p, data.kind, job, g, so);
+          if (judge) {
+            JudgeScore js;
+            if (g.error.empty())
+              js = judge->score(p.text, g.run_text, workers);
+            else
+              js.error = "no run to judge (" + g.error + ")";
+            if (!js.error.empty())
+              std::fprintf(stderr, "\nwarning: %s (sample %d): %s\n", p.id.c_str(), job.sample,
+                           utf8_lossy(js.error).c_str());
+            for (json& j : lines) {
+              j["collaboration_score"] = js.score ? json(*js.score) : json();
+              if (!js.error.empty()) j["judge_error"] = utf8_lossy(js.error);
+            }
+            g.transcript["judge"] = {{"score", js.score ? json(*js.score) : json()},
+                                     {"reply", utf8_lossy(js.reply)},
+                                     {"error", utf8_lossy(js.error)}};
+          }
           store.append(p.id, job.sample, lines, g.transcript);
           progress.job_done(p.id, lines.back()["correct"].get<bool>());
         },
@@ -321,10 +360,14 @@ void register_eval(CLI::App& app) {
   c->add_option("--question-field", a->fields.question, "JSONL path: the problem's field");
   c->add_option("--answer-field", a->fields.answer, "JSONL path: the gold answer's field");
   c->add_option("--id-field", a->fields.id, "JSONL path: the id field (default: line number)");
-  c->add_option("--method", a->method, "hogwild (default), single or self-consistency");
+  c->add_option("--method", a->method,
+                "hogwild (default), single, self-consistency or sot (Skeleton-of-Thought)");
   c->add_option("-w,--workers", a->workers,
-                "workers (hogwild: 1..8, default 2); self-consistency: samples voting (default 2)");
-  c->add_option("--layout", a->layout, "combined (default), interleaved, contiguous");
+                "workers (hogwild: 1..8, default 2); self-consistency: samples voting; sot: the "
+                "most outline points (default 2)");
+  c->add_option("--layout", a->layout,
+                "combined (default), interleaved, contiguous (self-consistency and sot: "
+                "independent)");
   c->add_option("--budgets", a->budgets,
                 "increasing serial-step budgets, one curve point each (default 1024)");
   c->add_option("--samples", a->samples, "seeds per problem (mean accuracy, CI, pass@k)");
@@ -340,6 +383,10 @@ void register_eval(CLI::App& app) {
   c->add_option("--python", a->python, "python for code problems (default /usr/bin/python3)");
   c->add_option("--sandbox", a->sandbox, "code sandbox: auto (default), bwrap, rlimits")
       ->check(CLI::IsMember({"auto", "bwrap", "rlimits"}));
+  c->add_option("--judge-url", a->judge_url,
+                "collaboration score (1..6) by a judge model at this OpenAI-compatible endpoint "
+                "(off by default; key: $HOGWILD_JUDGE_API_KEY)");
+  c->add_option("--judge-model", a->judge_model, "the judge's model name (with --judge-url)");
   add_sampling_flags(c, a->sampling,
                      "base seed (gsm8k5 packing too); sample k uses seed + 65536 k, worker w + w");
   add_device_flags(c, a->device);

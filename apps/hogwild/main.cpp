@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   hogwild::cli::register_run(app);
   hogwild::cli::register_bench(app);
   hogwild::cli::register_eval(app);
+  hogwild::cli::register_serve(app);
+  hogwild::cli::register_collab(app);
   try {
     app.parse(argc, argv);
     hogwild::check_stdout();  // output lost to a full disk or a closed pipe is an error, not exit 0

@@ -17,7 +17,11 @@ SessionRequest make_request(const Model& model, const ProblemRequest& p) {
   const Formatting& fmt = r.formatting;
   if (p.problem.find_first_not_of(" \t\r\n") == std::string::npos)
     fail("no problem given; pass the problem text");
-  if (p.workers < 1 || p.workers > static_cast<int>(fmt.worker_names.size()))
+  // Independent workers (and Skeleton-of-Thought's) write under the first name.
+  const bool independent = p.layout == Layout::independent || p.skeleton;
+  if (independent && (p.workers < 1 || p.workers > kMaxIndependentWorkers))
+    fail("{} workers: the independent layout runs 1..{}", p.workers, kMaxIndependentWorkers);
+  if (!independent && (p.workers < 1 || p.workers > static_cast<int>(fmt.worker_names.size())))
     fail("{} workers: the formatting '{}' names {} workers; use 1..{}", p.workers, fmt.name,
          fmt.worker_names.size(), fmt.worker_names.size());
   if (p.budget < 0) fail("budget must be >= 0 serial steps (0 = until an answer)");
@@ -31,10 +35,12 @@ SessionRequest make_request(const Model& model, const ProblemRequest& p) {
         p.max_context, model_ctx, model_ctx);
   if (fmt.chat.use_template && !model.chat_template() && !model.chat_template_error().empty())
     fail("the model's chat template cannot be used: {}", model.chat_template_error());
-  const std::string text = build_prompt(fmt, model.chat_template(), p.problem, p.workers);
+  const std::string text = build_prompt(fmt, model.chat_template(), p.problem,
+                                        independent ? 1 : p.workers, p.skeleton ? p.workers : 0);
   r.prompt = model.tokenizer().encode(text, !fmt.chat.use_template);
   r.options.n_workers = p.workers;
-  r.options.layout = p.layout;
+  r.options.layout = p.skeleton ? Layout::independent : p.layout;
+  r.options.skeleton = p.skeleton;
   r.options.budget = p.budget;
   r.options.snapshots = p.snapshots;
   r.options.collab_every = p.collab_every;

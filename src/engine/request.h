@@ -38,6 +38,9 @@ struct ProblemRequest {
   int64_t collab_every = -1;       // tokens between collaboration checks; -1 = formatting's
   int64_t max_context = 0;         // tokens in a view; 0 = the model's
   SamplingParams sampling;         // from generation_config.json + the user's flags
+  // Skeleton-of-Thought (hogwild/session.h): workers = the most outline points (1..64); the
+  // layout is independent and the prompt the formatting's "sot" one.
+  bool skeleton = false;
 };
 
 /// The formatting a problem request resolves to (its name, or the model family's default from
@@ -45,8 +48,9 @@ struct ProblemRequest {
 Formatting request_formatting(const Model& model, const std::string& name);
 
 /// Builds the SessionRequest `hogwild run` runs: the formatting's prompt through the chat template,
-/// tokenized; stop ids from Model::stop_ids; device-contract sampling on. Throws hogwild::Error
-/// for a bad worker count, an empty problem, a chat template that cannot be used (with its error),
+/// tokenized; stop ids from Model::stop_ids; device-contract sampling on. The independent layout's
+/// workers (1..kMaxIndependentWorkers) get the single-worker prompt; Skeleton-of-Thought its own.
+/// Throws hogwild::Error for a bad worker count, an empty problem, a chat template that cannot be used (with its error),
 /// a context beyond the model's, or bad sampling parameters.
 SessionRequest make_request(const Model& model, const ProblemRequest& problem);
 

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <set>
 
 #include "core/error.h"
 #include "engine/engine.h"
@@ -61,7 +60,16 @@ struct Active {
   Job job;
   std::unique_ptr<JobObserver> obs;
   std::chrono::steady_clock::time_point start;
+  size_t prompt_bytes = 0;  // the prompt's bytes at the head of the history text
 };
+
+/// Generation::run_text: the history after the prompt, then each unfinished step, marked.
+std::string run_text(const SessionResult& r, size_t prompt_bytes) {
+  std::string t = r.history_text.substr(std::min(prompt_bytes, r.history_text.size()));
+  for (const std::string& u : r.unfinished)
+    if (!u.empty()) t += u + " [unfinished]\n\n";
+  return t;
+}
 
 double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -141,146 +149,141 @@ std::vector<int64_t> snapshot_steps(const RunSpec& spec) {
 
 std::optional<std::string> majority_vote(const std::vector<std::optional<std::string>>& answers,
                                          ProblemKind kind) {
-  std::vector<std::pair<std::string, int>> classes;  // representative, votes; in first-seen order
-  for (const auto& a : answers) {
-    if (!a || a->find_first_not_of(" \t\r\n") == std::string::npos) continue;
-    bool placed = false;
-    for (auto& [rep, votes] : classes) {
-      const bool same = kind == ProblemKind::code ? *a == rep : math_equal(*a, rep);
-      if (same) {
-        ++votes;
-        placed = true;
-        break;
-      }
-    }
-    if (!placed) classes.push_back({*a, 1});
-  }
-  if (classes.empty()) return std::nullopt;
-  size_t best = 0;  // ties: the class seen first (strict > keeps it)
-  for (size_t i = 1; i < classes.size(); ++i)
-    if (classes[i].second > classes[best].second) best = i;
-  return classes[best].first;
+  const int best = majority_answer(answers, [kind](const std::string& a, const std::string& b) {
+    return kind == ProblemKind::code ? a == b : math_equal(a, b);
+  });
+  return best >= 0 ? answers[best] : std::nullopt;
 }
 
-/// One self-consistency generation from its samples' generations: votes per budget point.
-static Generation vote_generation(const RunSpec& spec, ProblemKind kind,
-                                  std::vector<Generation>& samples) {
+namespace {
+
+/// A self-consistency generation from its independent-layout session: at each budget point every
+/// worker's answer (its step's when it answered by then, else its finisher's there, else its final
+/// one when the run ended earlier) and their vote.
+Generation make_vote_generation(const RunSpec& spec, const SessionResult& r,
+                                const JobObserver& obs) {
   Generation g;
-  std::set<std::string> reasons;
-  nlohmann::json subs = nlohmann::json::array(), votes = nlohmann::json::array();
-  for (Generation& s : samples) {
-    reasons.insert(s.stop_reason);
-    g.serial_steps = std::max(g.serial_steps, s.serial_steps);
-    g.prompt_tokens = std::max(g.prompt_tokens, s.prompt_tokens);
-    g.tokens_per_worker.push_back(s.tokens_per_worker.empty() ? 0 : s.tokens_per_worker[0]);
-    g.wall_seconds = std::max(g.wall_seconds, s.wall_seconds);
-    if (!s.error.empty() && g.error.empty()) g.error = s.error;
-    subs.push_back(std::move(s.transcript));
-  }
-  g.stop_reason = reasons.size() == 1 ? *reasons.begin() : "mixed";
+  g.stop_reason = r.stop_reason;
+  g.serial_steps = r.serial_steps;
+  g.prompt_tokens = r.prompt_tokens;
+  g.tokens_per_worker = r.tokens_per_worker;
+  const std::vector<int64_t> snaps = snapshot_steps(spec);
+  nlohmann::json votes = nlohmann::json::array(), pts = nlohmann::json::array();
   for (size_t i = 0; i < spec.budgets.size(); ++i) {
+    const bool last = i + 1 == spec.budgets.size();
+    const bool reached = !last && r.serial_steps >= snaps[i];  // the snapshot was taken
     BudgetPoint p;
     p.budget = spec.budgets[i];
+    p.serial_steps = reached ? snaps[i] : r.serial_steps;
     std::vector<std::optional<std::string>> answers;
     nlohmann::json each = nlohmann::json::array();
-    for (const Generation& s : samples) {
-      const BudgetPoint& q = s.points[i];
-      answers.push_back(q.answer);
-      p.serial_steps = std::max(p.serial_steps, q.serial_steps);
-      p.tokens_per_worker.push_back(q.tokens_per_worker.empty() ? 0 : q.tokens_per_worker[0]);
-      p.cut = p.cut || q.cut;
-      each.push_back(q.answer ? nlohmann::json(utf8_lossy(*q.answer)) : nlohmann::json());
+    for (size_t w = 0; w < r.workers.size(); ++w) {
+      const WorkerResult& wr = r.workers[w];
+      std::optional<std::string> a = wr.answer;
+      const FinisherResult* f = wr.finisher ? &*wr.finisher : nullptr;
+      if (reached && !(wr.stop_reason == "answer" && wr.serial_steps <= snaps[i])) {
+        f = nullptr;
+        for (const FinisherResult& s : r.snapshots)
+          if (s.serial_step == snaps[i] && s.worker == static_cast<int>(w)) f = &s;
+        a = f ? f->answer : std::nullopt;
+      }
+      p.cut = p.cut || (f && !f->answer && !f->continuation.empty());
+      answers.push_back(a);
+      each.push_back(a ? nlohmann::json(utf8_lossy(*a)) : nlohmann::json());
     }
-    p.answer = majority_vote(answers, kind);
+    p.answer = majority_vote(answers, spec.kind);
     p.source = p.answer ? "vote" : "none";
-    votes.push_back(
-        {{"budget", p.budget},
-         {"answers", each},
-         {"chosen", p.answer ? nlohmann::json(utf8_lossy(*p.answer)) : nlohmann::json()}});
+    p.tokens_per_worker = obs.tokens_up_to(p.serial_steps);
+    const nlohmann::json chosen = p.answer ? nlohmann::json(utf8_lossy(*p.answer)) : nlohmann::json();
+    votes.push_back({{"budget", p.budget}, {"answers", each}, {"chosen", chosen}});
+    pts.push_back({{"budget", p.budget},
+                   {"answer", chosen},
+                   {"serial_steps", p.serial_steps},
+                   {"source", p.source},
+                   {"cut", p.cut}});
     g.points.push_back(std::move(p));
   }
-  g.transcript = {{"samples", std::move(subs)}, {"votes", std::move(votes)}};
+  g.transcript = obs.recorder().to_json(r);
+  nlohmann::json workers = nlohmann::json::array();
+  for (const WorkerResult& wr : r.workers)
+    workers.push_back({{"answer", wr.answer ? nlohmann::json(utf8_lossy(*wr.answer)) : nlohmann::json()},
+                       {"stop_reason", wr.stop_reason},
+                       {"serial_steps", wr.serial_steps}});
+  g.transcript["workers"] = std::move(workers);
+  g.transcript["votes"] = std::move(votes);
+  g.transcript["budget_points"] = std::move(pts);
+  g.transcript["history_text"] = utf8_lossy(r.history_text);
   return g;
 }
+
+/// The transcript's worker labels: the formatting's names; self-consistency "sample k",
+/// Skeleton-of-Thought "point k" (their workers all write under the first name).
+std::vector<std::string> worker_labels(const RunSpec& spec) {
+  std::vector<std::string> names;
+  for (int w = 0; w < spec.workers; ++w)
+    names.push_back(spec.method == "self-consistency" ? fmt::format("sample {}", w + 1)
+                    : spec.method == "sot"            ? fmt::format("point {}", w + 1)
+                                                      : spec.formatting.worker_name(w));
+  return names;
+}
+
+}  // namespace
 
 void run_jobs(Model& model, const RunSpec& spec, const std::vector<Problem>& problems,
               const std::vector<Job>& jobs, int concurrency,
               const std::function<void(const Job&, Generation&&)>& done,
               const std::function<void(int64_t)>& progress) {
-  const bool vote = spec.method == "self-consistency";
-  if (spec.method != "hogwild" && spec.method != "single" && !vote)
-    fail(
-        "method '{}' is not built yet; use hogwild, single or self-consistency (docs/EVAL.md "
-        "says what Skeleton-of-Thought needs)",
-        spec.method);
+  const bool vote = spec.method == "self-consistency", sot = spec.method == "sot";
+  if (spec.method != "hogwild" && spec.method != "single" && !vote && !sot)
+    fail("method '{}' is unknown; use hogwild, single, self-consistency or sot", spec.method);
   if (spec.budgets.empty()) fail("no budgets; give e.g. --budgets 256,512,1024");
   for (size_t i = 0; i < spec.budgets.size(); ++i)
     if (spec.budgets[i] < 1 || (i > 0 && spec.budgets[i] <= spec.budgets[i - 1]))
       fail("--budgets must be strictly increasing serial-step counts >= 1");
   if (concurrency < 1) fail("--concurrency must be >= 1 sessions");
-  // Self-consistency: spec.workers independent one-worker sessions per job (sub-sessions).
-  const int subs = vote ? spec.workers : 1;
-  const int session_workers = vote ? 1 : spec.workers;
+  if ((vote || sot) && (spec.workers < 1 || spec.workers > kMaxIndependentWorkers))
+    fail("-w {}: {} runs 1..{} workers", spec.workers, spec.method, kMaxIndependentWorkers);
+  if (!vote && !sot) spec.formatting.check_workers(spec.workers);
 
   EngineOptions eo;
-  eo.max_sessions = std::max(concurrency, subs);
-  eo.max_queue = eo.max_sessions;
+  eo.max_sessions = concurrency;
+  eo.max_queue = concurrency;
   Engine engine(model.backend(), model.codec(), eo);
-  struct Pending {
-    Job job;
-    int left = 0;
-    std::vector<Generation> parts;
-  };
-  std::map<size_t, Pending> pending;                  // by job index
-  std::map<SessionId, std::pair<size_t, int>> owner;  // session -> (job index, sub-session)
   std::map<SessionId, Active> active;
   size_t next = 0;
-  const std::vector<std::string> names(spec.formatting.worker_names.begin(),
-                                       spec.formatting.worker_names.begin() + session_workers);
+  const std::vector<std::string> names = worker_labels(spec);
   const int64_t compat_tokens = spec.compat_paper ? compat_finisher_tokens(spec.dataset) : 0;
-
-  auto part_done = [&](size_t ji, int sub, Generation&& g) {
-    Pending& p = pending[ji];
-    p.parts[sub] = std::move(g);
-    if (--p.left > 0) return;
-    Generation out = vote ? vote_generation(spec, spec.kind, p.parts) : std::move(p.parts[0]);
-    const Job job = p.job;
-    pending.erase(ji);
-    done(job, std::move(out));
-  };
+  // --compat paper's stop-everyone-on-EOS is the hogwild protocol's; self-consistency's samples
+  // stop alone.
+  const bool stop_all_on_eos = spec.compat_paper && !vote;
 
   auto submit_more = [&] {
-    while (static_cast<int>(active.size()) + subs <= std::max(concurrency, subs) &&
-           next < jobs.size()) {
-      const size_t ji = next++;
-      const Job job = jobs[ji];
-      pending[ji] = Pending{job, subs, std::vector<Generation>(subs)};
-      for (int sub = 0; sub < subs; ++sub) {
-        Active a{job, std::make_unique<JobObserver>(names, spec.compat_paper),
-                 std::chrono::steady_clock::now()};
-        try {
-          ProblemRequest pr;
-          pr.problem = problems.at(job.problem).text;
-          pr.formatting = spec.format_ref;
-          pr.workers = session_workers;
-          pr.layout = spec.layout;
-          pr.budget = spec.budgets.back();
-          pr.snapshots = snapshot_steps(spec);
-          pr.collab_every = spec.collab_every;
-          pr.max_context = spec.max_context;
-          pr.sampling = spec.sampling;
-          pr.sampling.seed = job.seed + static_cast<uint64_t>(sub);
-          SessionRequest req = make_request(model, pr);
-          req.formatting = spec.formatting;
-          if (compat_tokens > 0) req.formatting.finisher.max_tokens = compat_tokens;
-          req.options.interrupt = a.obs->interrupt();
-          req.observer = a.obs.get();
-          const SessionId id = engine.submit(std::move(req));
-          owner[id] = {ji, sub};
-          active.emplace(id, std::move(a));
-        } catch (const Error& e) {
-          part_done(ji, sub, error_generation(spec, e.what()));
-        }
+    while (static_cast<int>(active.size()) < concurrency && next < jobs.size()) {
+      const Job job = jobs[next++];
+      Active a{job, std::make_unique<JobObserver>(names, stop_all_on_eos),
+               std::chrono::steady_clock::now()};
+      try {
+        ProblemRequest pr;
+        pr.problem = problems.at(job.problem).text;
+        pr.formatting = spec.format_ref;
+        pr.workers = spec.workers;
+        pr.layout = vote ? Layout::independent : spec.layout;
+        pr.skeleton = sot;
+        pr.budget = spec.budgets.back();
+        pr.snapshots = snapshot_steps(spec);
+        pr.collab_every = spec.collab_every;
+        pr.max_context = spec.max_context;
+        pr.sampling = spec.sampling;
+        pr.sampling.seed = job.seed;
+        SessionRequest req = make_request(model, pr);
+        req.formatting = spec.formatting;
+        if (compat_tokens > 0) req.formatting.finisher.max_tokens = compat_tokens;
+        req.options.interrupt = a.obs->interrupt();
+        req.observer = a.obs.get();
+        a.prompt_bytes = model.codec().bytes(req.prompt).size();
+        active.emplace(engine.submit(std::move(req)), std::move(a));
+      } catch (const Error& e) {
+        done(job, error_generation(spec, e.what()));
       }
     }
   };
@@ -298,13 +301,14 @@ void run_jobs(Model& model, const RunSpec& spec, const std::vector<Problem>& pro
       }
       const std::string err = engine.error(it->first);
       SessionResult r = engine.take(it->first);
-      Generation g =
-          err.empty() ? make_generation(spec, r, *it->second.obs) : error_generation(spec, err);
+      Generation g = !err.empty() ? error_generation(spec, err)
+                     : vote       ? make_vote_generation(spec, r, *it->second.obs)
+                                  : make_generation(spec, r, *it->second.obs);
       g.wall_seconds = since(it->second.start);
-      const auto [ji, sub] = owner[it->first];
-      owner.erase(it->first);
+      if (err.empty()) g.run_text = run_text(r, it->second.prompt_bytes);
+      const Job job = it->second.job;
       it = active.erase(it);
-      part_done(ji, sub, std::move(g));
+      done(job, std::move(g));
     }
     submit_more();
   }

@@ -14,6 +14,11 @@
 //     last \boxed{} / code block in the text written so far, if any);
 //   - the finisher decodes a fixed number of tokens: 16 (LIMO), 64 (OlympiadBench), 1024
 //     (LiveCodeBench), else the formatting's finisher.max_tokens.
+// Self-consistency is one session of `workers` independent workers (hogwild/session.h,
+// "Independent layout": the prompt's KV shared, each worker stopping alone, a finisher per worker
+// at every budget) and each budget point is the majority vote of its workers' answers there.
+// Skeleton-of-Thought is one session of that name (session.h): outline, expansions, answer, all
+// counted in serial steps; its budget points are read like hogwild's.
 #pragma once
 
 #include <cstdint>
@@ -33,9 +38,10 @@ namespace hogwild::eval {
 
 /// How problems are generated (everything but the problem and the seed).
 struct RunSpec {
-  /// "hogwild"; "single" (1 worker, same prompt machinery); "self-consistency" (`workers`
-  /// independent one-worker sessions of the problem, seeds seed..seed+workers-1, in the same
-  /// forwards; each budget point is the majority vote of their answers, majority_vote()).
+  /// "hogwild"; "single" (1 worker, same prompt machinery); "self-consistency" (one session of
+  /// `workers` workers in the independent layout, worker w with seed + w; each budget point is
+  /// the majority vote of their answers, majority_vote()); "sot" (Skeleton-of-Thought, `workers` =
+  /// the most outline points).
   std::string method = "hogwild";
   int workers = 2;
   ProblemKind kind = ProblemKind::math;  ///< how self-consistency compares answers
@@ -69,6 +75,9 @@ struct Generation {
   std::vector<int64_t> tokens_per_worker;
   double wall_seconds = 0;    ///< from submission to the end of the session
   nlohmann::json transcript;  ///< TranscriptRecorder JSON + snapshots + the budget points
+  /// What the workers wrote: the history after the prompt, then each worker's unfinished step
+  /// (for the judge, judge.h).
+  std::string run_text;
 };
 
 /// A unit of work: problem index into the problem list, sample number, the seed it runs with.
@@ -78,9 +87,10 @@ struct Job {
   uint64_t seed = 0;
 };
 
-/// Self-consistency's vote: answers fall into classes of equivalent answers (math_equal; code:
-/// identical text) in sample order; the largest class wins, a tie goes to the class seen first;
-/// its first answer is returned. nullopt when no sample has an answer.
+/// Self-consistency's vote (hogwild/answer.h majority_answer): answers fall into classes of
+/// equivalent answers (math_equal; code: identical text) in sample order; the largest class wins,
+/// a tie goes to the class seen first; its first answer is returned. nullopt when no sample has an
+/// answer.
 std::optional<std::string> majority_vote(const std::vector<std::optional<std::string>>& answers,
                                          ProblemKind kind);
 
@@ -92,7 +102,7 @@ int64_t compat_finisher_tokens(const std::string& dataset);
 std::vector<int64_t> snapshot_steps(const RunSpec& spec);
 
 /// Runs every job on an Engine over model's backend with at most `concurrency` sessions at once
-/// (they share each forward; a self-consistency job is `workers` sessions, all submitted together).
+/// (they share each forward; every job is one session).
 /// `done` is called on this thread as each job finishes, in finishing order; `progress` after every
 /// engine step with the tokens sampled in it. A session the engine refuses or that fails gives a
 /// Generation with stop_reason "error" and the message. Throws hogwild::Error for a bad spec

@@ -75,7 +75,10 @@ SeriesSummary summarize(const json& config, const std::vector<json>& lines,
   // budget -> problem id -> (samples, correct)
   std::map<int64_t, std::map<std::string, std::pair<int, int>>> by;
   std::map<int64_t, BudgetStats> stats;
+  std::map<std::pair<std::string, int>, int> scores;  // (problem, sample) -> collaboration score
   for (const json& j : lines) {
+    if (j.contains("collaboration_score") && j["collaboration_score"].is_number_integer())
+      scores[{j.value("id", ""), j.value("sample", 0)}] = j["collaboration_score"].get<int>();
     const int64_t b = j.value("budget", int64_t{0});
     auto& pc = by[b][j.value("id", "")];
     ++pc.first;
@@ -123,6 +126,9 @@ SeriesSummary summarize(const json& config, const std::vector<json>& lines,
     st.mean_tokens /= static_cast<double>(n_lines);
     s.budgets.push_back(st);
   }
+  for (auto& [run, score] : scores) s.collaboration_score += score;
+  s.judged = scores.size();
+  if (s.judged > 0) s.collaboration_score /= static_cast<double>(s.judged);
   return s;
 }
 
@@ -146,6 +152,8 @@ json summary_json(const std::vector<SeriesSummary>& series) {
                    {"samples", s.samples},
                    {"config", s.config},
                    {"budgets", b}});
+    if (s.judged > 0)
+      out.back()["collaboration_score"] = {{"mean", s.collaboration_score}, {"runs", s.judged}};
   }
   return {{"series", out}};
 }
@@ -168,6 +176,10 @@ std::string summary_markdown(const std::vector<SeriesSummary>& series) {
           st.mean_serial_steps, st.mean_tokens);
     }
   std::string notes;
+  for (const SeriesSummary& s : series)
+    if (s.judged > 0)
+      notes += fmt::format("\n{}: collaboration score {:.2f} (1..6, judged runs: {})\n", s.label,
+                           s.collaboration_score, s.judged);
   for (const SeriesSummary& s : series)
     if (s.config.contains("note") && s.config["note"].is_string() &&
         !s.config["note"].get<std::string>().empty())

@@ -1,7 +1,7 @@
 // Tables and plots of eval results (`hogwild eval` at the end of a run, `hogwild eval report`):
 // per series (one result folder: method, workers, layout) and budget, the accuracy over problems
 // (each problem's accuracy = the mean over its samples), a 95% confidence interval, pass@k, and
-// the counts of unparsed / missing / cut answers.
+// the counts of unparsed / missing / cut answers; the mean collaboration score when judged.
 //   CI: one sample per problem: the Wilson score interval of the solved fraction; several
 //       samples: mean +- 1.96 * sd / sqrt(n) of the per-problem accuracies, clipped to [0, 1].
 //   pass@k (k = 1..samples): the unbiased estimator 1 - C(n-c, k) / C(n, k) per problem (n
@@ -31,6 +31,10 @@ struct SeriesSummary {
   nlohmann::json config;  ///< its config.json
   int samples = 1;
   std::vector<BudgetStats> budgets;
+  /// The judge's collaboration score (judge.h) over the runs that have one (a run's lines all
+  /// carry its score; counted once per (problem, sample)): mean, and how many runs.
+  double collaboration_score = 0;
+  size_t judged = 0;
 };
 
 /// Statistics of one result folder's lines.

@@ -170,4 +170,24 @@ bool finisher_done(std::string_view continuation, AnswerKind kind) {
   return finish_answer(continuation, kind).has_value();
 }
 
+int majority_answer(const std::vector<std::optional<std::string>>& answers,
+                    const std::function<bool(const std::string&, const std::string&)>& same) {
+  std::vector<std::pair<size_t, int>> classes;  // (first answer's index, votes), first-seen order
+  for (size_t i = 0; i < answers.size(); ++i) {
+    const auto& a = answers[i];
+    if (!a || a->find_first_not_of(" \t\r\n") == std::string::npos) continue;
+    auto it = std::find_if(classes.begin(), classes.end(),
+                           [&](auto& c) { return same(*a, *answers[c.first]); });
+    if (it == classes.end())
+      classes.push_back({i, 1});
+    else
+      ++it->second;
+  }
+  if (classes.empty()) return -1;
+  size_t best = 0;  // ties: the class seen first (strict > keeps it)
+  for (size_t i = 1; i < classes.size(); ++i)
+    if (classes[i].second > classes[best].second) best = i;
+  return static_cast<int>(classes[best].first);
+}
+
 }  // namespace hogwild

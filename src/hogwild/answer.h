@@ -12,9 +12,11 @@
 // final newline.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hogwild/formatting.h"
 
@@ -43,6 +45,13 @@ bool has_final_answer(std::string_view step_text, const AnswerFormat& format);
 /// "}" (boxed, escapes as above, trimmed) or up to the closing fence line "```" (python, without
 /// the final newline); nullopt when the continuation stops before that (answer cut off).
 std::optional<std::string> finish_answer(std::string_view continuation, AnswerKind kind);
+
+/// Majority vote (self-consistency): the answers fall into classes by `same` (compared with each
+/// class's first answer), in order; the largest class wins and a tie goes to the class seen first.
+/// Missing or blank answers do not vote. Returns the index of the winning class's first answer,
+/// or -1 when no answer votes.
+int majority_answer(const std::vector<std::optional<std::string>>& answers,
+                    const std::function<bool(const std::string&, const std::string&)>& same);
 
 /// true once `continuation` contains the end of the answer (finish_answer would succeed): the
 /// finisher can stop decoding early.

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/io.h"
+#include "hogwild/json_reader.h"
 
 namespace hogwild {
 
@@ -23,6 +24,9 @@ namespace defaults {
 }  // namespace defaults
 
 namespace {
+
+using json_reader::ObjReader;
+using json_reader::type_name;
 
 constexpr int kMaxNameIndex = 8;  // {name_1}..{name_8}
 
@@ -35,6 +39,8 @@ enum Ph : unsigned {
   kPhName = 2,     // {name}
   kPhStep = 4,     // {step}
   kPhPrompt = 8,   // {rules} {example} {problem}
+  kPhPoints = 16,  // {n_points}
+  kPhPoint = 32,   // {point} {point_text}
 };
 
 bool is_name_k(std::string_view id, int* k = nullptr) {
@@ -51,6 +57,8 @@ unsigned placeholder_class(std::string_view id) {
   if (id == "name") return kPhName;
   if (id == "step") return kPhStep;
   if (id == "rules" || id == "example" || id == "problem") return kPhPrompt;
+  if (id == "n_points") return kPhPoints;
+  if (id == "point" || id == "point_text") return kPhPoint;
   return 0;
 }
 
@@ -92,105 +100,6 @@ std::string join_names(const std::vector<std::string>& names, int n) {
   }
   return s;
 }
-
-// ---- JSON reading with key paths
-// -------------------------------------------------------------------
-
-const char* type_name(const ojson& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
-}
-
-/// Reads one JSON object whose keys are all known; every error names origin and the key path.
-class ObjReader {
- public:
-  ObjReader(const ojson& obj, std::string path, std::string_view origin,
-            std::vector<std::string_view> known)
-      : obj_(obj), path_(std::move(path)), origin_(origin) {
-    for (const auto& [key, value] : obj.items()) {
-      if (key.rfind("//", 0) == 0) continue;  // comment
-      if (std::find(known.begin(), known.end(), key) == known.end())
-        fail(
-            "{}: unknown key '{}'. The keys of {} are: {}. Fix the spelling or remove it "
-            "(docs/FORMATTING.md lists every key; keys starting with \"//\" are comments).",
-            origin_, full(key), path_.empty() ? "the top level" : "'" + path_ + "'",
-            fmt::join(known, ", "));
-    }
-  }
-
-  std::string full(std::string_view key) const {
-    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
-  }
-
-  const ojson& get(std::string_view key) const {
-    auto it = obj_.find(key);
-    if (it == obj_.end())
-      fail(
-          "{}: missing key '{}'. Add it, or start the file with \"base\": \"<built-in name>\" "
-          "(e.g. \"qwen3-math\") to inherit every key you do not set; `hogwild run --print-format` "
-          "prints a complete file.",
-          origin_, full(key));
-    return *it;
-  }
-
-  [[noreturn]] void wrong_type(std::string_view key, std::string_view want, const ojson& v) const {
-    fail("{}: key '{}' must be {}, got {}. Fix the value (see docs/FORMATTING.md).", origin_,
-         full(key), want, type_name(v));
-  }
-
-  std::string str(std::string_view key) const {
-    const ojson& v = get(key);
-    if (!v.is_string()) wrong_type(key, "a string", v);
-    return v.get<std::string>();
-  }
-  bool boolean(std::string_view key) const {
-    const ojson& v = get(key);
-    if (!v.is_boolean()) wrong_type(key, "true or false", v);
-    return v.get<bool>();
-  }
-  /// A bool or null; returns false for null and sets `present`.
-  bool optional_bool(std::string_view key, bool& present) const {
-    const ojson& v = get(key);
-    present = !v.is_null();
-    if (!present) return false;
-    if (!v.is_boolean()) wrong_type(key, "true, false or null", v);
-    return v.get<bool>();
-  }
-  int64_t integer(std::string_view key, int64_t min) const {
-    const ojson& v = get(key);
-    if (!v.is_number_integer() && !v.is_number_unsigned()) wrong_type(key, "an integer", v);
-    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
-      wrong_type(key, "a smaller integer", v);
-    int64_t x = v.get<int64_t>();
-    if (x < min) fail("{}: key '{}' must be >= {}, got {}.", origin_, full(key), min, x);
-    return x;
-  }
-  std::vector<std::string> str_list(std::string_view key) const {
-    const ojson& v = get(key);
-    if (!v.is_array()) wrong_type(key, "an array of strings", v);
-    std::vector<std::string> out;
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (!v[i].is_string()) wrong_type(fmt::format("{}[{}]", key, i), "a string", v[i]);
-      out.push_back(v[i].get<std::string>());
-    }
-    return out;
-  }
-  ObjReader object(std::string_view key, std::vector<std::string_view> known) const {
-    const ojson& v = get(key);
-    if (!v.is_object()) wrong_type(key, "an object", v);
-    return ObjReader(v, full(key), origin_, std::move(known));
-  }
-
- private:
-  const ojson& obj_;
-  std::string path_;
-  std::string origin_;
-};
 
 /// Checks that template `text` of key `key` only uses the placeholder classes in `allowed`.
 void check_placeholders(std::string_view origin, std::string_view key, std::string_view text,
@@ -248,6 +157,8 @@ Formatting make_plain() {
   f.finisher.max_tokens = 32;
   f.forbidden.eos = false;
   f.answer.kind = AnswerKind::boxed;
+  f.sot = {defaults::kSotRulesMath, defaults::kSotOutline, defaults::kSotPoint,
+           defaults::kSotAnswer, 256};
   return f;
 }
 
@@ -286,6 +197,8 @@ Formatting make_builtin(std::string_view family, std::string_view variant) {
   for (const char* h : {"##", "###", "####"}) f.forbidden.texts.push_back(h);
   f.answer.kind = code ? AnswerKind::python : AnswerKind::boxed;
   f.answer.marker = code ? defaults::kCodeMarker : "";
+  f.sot = {code ? defaults::kSotRulesCode : defaults::kSotRulesMath, defaults::kSotOutline,
+           defaults::kSotPoint, defaults::kSotAnswer, 256};
   return f;
 }
 
@@ -334,10 +247,13 @@ std::string Formatting::render_example(int n_workers) const {
   return render(example, worker_vars(*this, n_workers));
 }
 
-std::vector<PromptMessage> Formatting::messages(std::string_view problem, int n_workers) const {
-  auto vars = worker_vars(*this, n_workers);
-  vars["rules"] = render_rules(n_workers);
-  vars["example"] = render_example(n_workers);
+std::vector<PromptMessage> Formatting::messages(std::string_view problem, int n_workers,
+                                               int skeleton_points) const {
+  const bool sk = skeleton_points > 0;
+  auto vars = worker_vars(*this, sk ? 1 : n_workers);
+  vars["rules"] = sk ? render(sot.rules, {{"n_points", std::to_string(skeleton_points)}})
+                     : render_rules(n_workers);
+  vars["example"] = sk ? "" : render_example(n_workers);
   vars["problem"] = std::string(problem);
   std::vector<PromptMessage> out;
   if (!chat.system.empty()) out.push_back({"system", render(chat.system, vars)});
@@ -345,9 +261,10 @@ std::vector<PromptMessage> Formatting::messages(std::string_view problem, int n_
   return out;
 }
 
-std::string Formatting::raw_prompt(std::string_view problem, int n_workers) const {
+std::string Formatting::raw_prompt(std::string_view problem, int n_workers,
+                                  int skeleton_points) const {
   std::string s;
-  for (const auto& m : messages(problem, n_workers)) s += m.content;
+  for (const auto& m : messages(problem, n_workers, skeleton_points)) s += m.content;
   return s + chat.assistant_prefix;
 }
 
@@ -375,6 +292,11 @@ std::string Formatting::step_start(int w, int step, bool with_collab_check) cons
   std::string s = render_step_prefix(w, step);
   if (with_collab_check) s += render(collab_check.text, {{"name", worker_name(w)}});
   return s;
+}
+
+std::string Formatting::point_prefix(int point, std::string_view text) const {
+  return render(sot.point_prefix,
+                {{"point", std::to_string(point)}, {"point_text", std::string(text)}});
 }
 
 std::string Formatting::others_header(int w) const {
@@ -419,6 +341,11 @@ ojson Formatting::to_json() const {
   j["finisher"] = ojson{{"suffix", finisher.suffix}, {"max_tokens", finisher.max_tokens}};
   j["forbidden"] = ojson{{"eos", forbidden.eos}, {"texts", forbidden.texts}};
   j["answer"] = ojson{{"kind", answer_kind_name(answer.kind)}, {"marker", answer.marker}};
+  j["sot"] = ojson{{"rules", sot.rules},
+                   {"outline_prefix", sot.outline_prefix},
+                   {"point_prefix", sot.point_prefix},
+                   {"answer_prefix", sot.answer_prefix},
+                   {"outline_max_tokens", sot.outline_max_tokens}};
   return j;
 }
 
@@ -458,7 +385,7 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
   ObjReader top(j, "", origin,
                 {"name", "chat", "rules", "rules_single", "example", "worker_names", "step_prefix",
                  "step_separator", "note_prefix", "layout", "collab_check", "finisher", "forbidden",
-                 "answer"});
+                 "answer", "sot"});
   Formatting f;
   f.name = top.str("name");
   ObjReader chat =
@@ -500,6 +427,10 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
     fail("{}: key 'answer.kind' must be \"boxed\" (math) or \"python\" (code), got \"{}\".", origin,
          kind);
   f.answer.marker = ans.str("marker");
+  ObjReader sot = top.object(
+      "sot", {"rules", "outline_prefix", "point_prefix", "answer_prefix", "outline_max_tokens"});
+  f.sot = {sot.str("rules"), sot.str("outline_prefix"), sot.str("point_prefix"),
+           sot.str("answer_prefix"), sot.integer("outline_max_tokens", 1)};
 
   // Values.
   if (f.worker_names.empty())
@@ -563,6 +494,10 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
   check_placeholders(origin, "layout.other_separator", f.layout.other_separator, 0, n);
   check_placeholders(origin, "collab_check.text", f.collab_check.text, kPhName, n);
   check_placeholders(origin, "finisher.suffix", f.finisher.suffix, 0, n);
+  check_placeholders(origin, "sot.rules", f.sot.rules, kPhPoints, n);
+  check_placeholders(origin, "sot.outline_prefix", f.sot.outline_prefix, 0, n);
+  check_placeholders(origin, "sot.point_prefix", f.sot.point_prefix, kPhPoint, n);
+  check_placeholders(origin, "sot.answer_prefix", f.sot.answer_prefix, 0, n);
   return f;
 }
 

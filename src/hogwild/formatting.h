@@ -15,6 +15,8 @@
 //   {name}          the worker the text is for (step prefix, headers, collaboration check)
 //   {step}          the worker's own 1-based step number (step prefix)
 //   {rules} {example} {problem}  (chat.user / chat.system only)
+//   {n_points}      Skeleton-of-Thought: the most outline points (sot.rules)
+//   {point} {point_text}  Skeleton-of-Thought: a point's 1-based number and text (sot.point_prefix)
 //
 // Worker indices in this API are 0-based (worker 0 = "Alice" by default); step numbers are 1-based
 // and count each worker's own steps.
@@ -116,6 +118,22 @@ struct AnswerFormat {
   std::string marker;
 };
 
+/// Skeleton-of-Thought texts (JSON object "sot"; docs/FORMATTING.md; session.h "Skeleton-of-
+/// Thought"): an outline by one worker, its points expanded in parallel, then the answer.
+struct SkeletonTexts {
+  /// Used as {rules} in the chat messages of a Skeleton-of-Thought run ({n_points}); no example.
+  std::string rules;
+  /// Opens the outline (the first worker's first step), e.g. "Outline:\n1.". The outline ends at
+  /// the first step_separator in the text written after it, at EOS, or after outline_max_tokens.
+  std::string outline_prefix;
+  /// Opens the expansion of one point ({point} = its 1-based number, {point_text} = its text).
+  /// An expansion ends at its first step end (steps.h) or EOS.
+  std::string point_prefix;
+  /// Opens the answer step, written after every expansion joined the history.
+  std::string answer_prefix;
+  int64_t outline_max_tokens = 256;  ///< generated tokens of the outline at most (>= 1)
+};
+
 /// A complete formatting. Build with builtin_formatting() / load_formatting() / parse_formatting();
 /// all fields are validated there (non-empty names, separator, user template, ...).
 struct Formatting {
@@ -136,6 +154,7 @@ struct Formatting {
   FinisherText finisher;
   ForbiddenTokens forbidden;
   AnswerFormat answer;
+  SkeletonTexts sot;
 
   /// Throws hogwild::Error unless 1 <= n_workers <= worker_names.size().
   void check_workers(int n_workers) const;
@@ -146,10 +165,13 @@ struct Formatting {
   /// The few-shot example with placeholders filled ("" when none, and for n_workers == 1: the
   /// example shows collaboration, so the single-worker baseline does not get it).
   std::string render_example(int n_workers) const;
-  /// The chat messages (system if non-empty, then user) for the problem.
-  std::vector<PromptMessage> messages(std::string_view problem, int n_workers) const;
+  /// The chat messages (system if non-empty, then user) for the problem. skeleton_points > 0:
+  /// the Skeleton-of-Thought prompt ({rules} = sot.rules for that many points, no example; the
+  /// worker placeholders as for one worker; n_workers is not used).
+  std::vector<PromptMessage> messages(std::string_view problem, int n_workers,
+                                      int skeleton_points = 0) const;
   /// Prompt text when chat.use_template is false: system + user + assistant_prefix.
-  std::string raw_prompt(std::string_view problem, int n_workers) const;
+  std::string raw_prompt(std::string_view problem, int n_workers, int skeleton_points = 0) const;
   /// `rendered` (the chat template's output with add_generation_prompt) + chat.assistant_prefix,
   /// unless `rendered` already ends with assistant_prefix.
   std::string complete_prompt(std::string_view rendered) const;
@@ -162,6 +184,8 @@ struct Formatting {
   /// {name} = author, the note, then step_separator (unless the note already ends with it), so
   /// that it reads as a finished step.
   std::string note_text(std::string_view author, std::string_view note) const;
+  /// sot.point_prefix for point `point` (1-based) whose outline text is `text`.
+  std::string point_prefix(int point, std::string_view text) const;
   /// Layout texts with {name} = the viewing worker w.
   std::string others_header(int w) const;
   std::string own_header(int w) const;

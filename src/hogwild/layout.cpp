@@ -1,4 +1,4 @@
-// Views for the three layouts; see layout.h for the block picture of each.
+// Views for the four layouts; see layout.h for the block picture of each.
 #include "hogwild/layout.h"
 
 #include "core/error.h"
@@ -13,6 +13,8 @@ const char* layout_name(Layout l) {
       return "interleaved";
     case Layout::contiguous:
       return "contiguous";
+    case Layout::independent:
+      return "independent";
   }
   return "?";
 }
@@ -21,7 +23,8 @@ Layout parse_layout(const std::string& name) {
   if (name == "combined") return Layout::combined;
   if (name == "interleaved") return Layout::interleaved;
   if (name == "contiguous") return Layout::contiguous;
-  fail("unknown layout '{}': use combined, interleaved or contiguous", name);
+  if (name == "independent") return Layout::independent;
+  fail("unknown layout '{}': use combined, interleaved, contiguous or independent", name);
 }
 
 namespace {
@@ -36,7 +39,7 @@ void check_state(const LayoutState& s) {
   if (s.history < 0) fail("layout: the history block is missing");
   if (s.layout == Layout::contiguous && !s.closing.empty())
     fail("layout: the contiguous layout never promotes steps (closing blocks given)");
-  if (n > 1 && s.layout != Layout::interleaved &&
+  if (n > 1 && s.layout != Layout::interleaved && s.layout != Layout::independent &&
       (s.text.sep_own_header.size() != n || s.text.others_header.size() != n))
     fail("layout: {} workers need {} others-header and sep+own-header blocks, got {} and {}", n, n,
          s.text.others_header.size(), s.text.sep_own_header.size());
@@ -52,7 +55,7 @@ std::vector<std::vector<BlockId>> build_views(const LayoutState& s) {
     auto& v = views[w];
     v.push_back(s.history);
     for (BlockId b : s.closing) v.push_back(b);
-    if (n > 1 && s.layout != Layout::interleaved) {
+    if (n > 1 && s.layout != Layout::interleaved && s.layout != Layout::independent) {
       push(v, s.text.others_header[w]);
       bool first = true;
       for (size_t o = 0; o < n; ++o) {
@@ -63,17 +66,20 @@ std::vector<std::vector<BlockId>> build_views(const LayoutState& s) {
       }
       push(v, s.text.sep_own_header[w]);
     }
-    v.push_back(s.current[w]);
+    push(v, s.current[w]);
   }
   return views;
 }
 
-std::vector<BlockId> finisher_view(const LayoutState& s, BlockId suffix) {
+std::vector<BlockId> finisher_view(const LayoutState& s, BlockId suffix, int worker) {
   check_state(s);
+  if (worker >= static_cast<int>(s.current.size()))
+    fail("finisher_view: worker {} of {}", worker, s.current.size());
   std::vector<BlockId> v{s.history};
   for (BlockId b : s.closing) v.push_back(b);
-  for (BlockId c : s.current) {
-    v.push_back(c);
+  for (size_t w = 0; w < s.current.size(); ++w) {
+    if (s.current[w] < 0 || (worker >= 0 && static_cast<int>(w) != worker)) continue;
+    v.push_back(s.current[w]);
     push(v, s.text.sep);
   }
   v.push_back(suffix);

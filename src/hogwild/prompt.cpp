@@ -6,8 +6,8 @@
 namespace hogwild {
 
 std::string build_prompt(const Formatting& f, const chat::ChatTemplate* tmpl,
-                         std::string_view problem, int n_workers) {
-  f.check_workers(n_workers);
+                         std::string_view problem, int n_workers, int skeleton_points) {
+  if (skeleton_points <= 0) f.check_workers(n_workers);
   std::string text;
   if (f.chat.use_template) {
     if (!tmpl)
@@ -18,13 +18,13 @@ std::string build_prompt(const Formatting& f, const chat::ChatTemplate* tmpl,
           "formatting with \"chat\": {{\"use_template\": false}} (e.g. --format plain)",
           f.name);
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    for (auto& m : f.messages(problem, n_workers))
+    for (auto& m : f.messages(problem, n_workers, skeleton_points))
       messages.push_back({{"role", m.role}, {"content", m.content}});
     nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
     if (f.chat.has_enable_thinking) kwargs["enable_thinking"] = f.chat.enable_thinking;
     text = f.complete_prompt(tmpl->render(messages, true, kwargs));
   } else {
-    text = f.raw_prompt(problem, n_workers);
+    text = f.raw_prompt(problem, n_workers, skeleton_points);
   }
   return text + f.layout.history_header;
 }

@@ -15,8 +15,8 @@ class ChatTemplate;
 
 /// tmpl: the model's chat template, or nullptr when it has none. Throws hogwild::Error when the
 /// formatting asks for the chat template (chat.use_template) and tmpl is nullptr, or when
-/// rendering fails.
+/// rendering fails. skeleton_points > 0: the Skeleton-of-Thought prompt (Formatting::messages).
 std::string build_prompt(const Formatting& f, const chat::ChatTemplate* tmpl,
-                         std::string_view problem, int n_workers);
+                         std::string_view problem, int n_workers, int skeleton_points = 0);
 
 }  // namespace hogwild

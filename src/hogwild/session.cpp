@@ -18,7 +18,17 @@ namespace hogwild {
 Session::Session(Backend& backend, const TextCodec& codec, const Formatting& formatting,
                  SessionOptions options, TokenPicker& picker)
     : be_(backend), codec_(codec), fmt_(formatting), opt_(std::move(options)), picker_(picker) {
-  fmt_.check_workers(opt_.n_workers);
+  if (opt_.layout == Layout::independent) {  // the workers write under worker 0's name
+    if (opt_.n_workers < 1 || opt_.n_workers > kMaxIndependentWorkers)
+      fail("the independent layout runs 1..{} workers, got {}", kMaxIndependentWorkers,
+           opt_.n_workers);
+    fmt_.check_workers(1);
+  } else {
+    if (opt_.skeleton)
+      fail("Skeleton-of-Thought runs on the independent layout (got layout {})",
+           layout_name(opt_.layout));
+    fmt_.check_workers(opt_.n_workers);
+  }
   if (opt_.budget < 0)
     fail("budget must be >= 0 serial steps (0 = unlimited), got {}", opt_.budget);
   for (int64_t s : opt_.snapshots)
@@ -27,6 +37,7 @@ Session::Session(Backend& backend, const TextCodec& codec, const Formatting& for
   opt_.snapshots.erase(std::unique(opt_.snapshots.begin(), opt_.snapshots.end()),
                        opt_.snapshots.end());
   collab_every_ = opt_.collab_every >= 0 ? opt_.collab_every : fmt_.collab_check.every;
+  if (opt_.skeleton) collab_every_ = 0;  // no collaboration to check
   max_context_ = opt_.max_context > 0 ? opt_.max_context : be_.config().max_position_embeddings;
   if (fmt_.finisher.suffix.empty())
     fail("formatting '{}': finisher.suffix is empty; the finisher needs text to continue from",
@@ -96,7 +107,7 @@ void Session::release() {
 
 void Session::cancel(const std::string& reason) {
   if (phase_ == Phase::done) return;
-  if (finisher_) finisher_.reset();
+  finishers_.clear();
   result_.stop_reason = reason;
   result_.serial_steps = serial_;
   phase_ = Phase::done;
@@ -106,7 +117,8 @@ void Session::cancel(const std::string& reason) {
 int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt,
                                   const ModelConfig& config, int64_t prompt_tokens) {
   const int64_t ctx = o.max_context > 0 ? o.max_context : config.max_position_embeddings;
-  return run_kv_tokens({prompt_tokens, o.n_workers, o.budget, ctx, fmt.finisher.max_tokens});
+  return run_kv_tokens({prompt_tokens, o.n_workers, o.budget, ctx, fmt.finisher.max_tokens,
+                        o.layout == Layout::independent});
 }
 
 LayoutState Session::layout_state() const {
@@ -151,6 +163,7 @@ void Session::start(const std::vector<int32_t>& prompt) {
   prompt_ = prompt;
   result_ = SessionResult{};
   result_.tokens_per_worker.assign(opt_.n_workers, 0);
+  if (independent()) result_.workers.assign(opt_.n_workers, WorkerResult{});
   result_.prompt_tokens = static_cast<int64_t>(prompt.size());
   workers_.assign(opt_.n_workers, WorkerState{});
   phase_ = Phase::prefill;
@@ -190,7 +203,7 @@ bool Session::plan_prefill(SessionStep& step, int64_t max_prompt_tokens) {
   const int n = opt_.n_workers;
   if (history_ < 0) {
     history_ = new_block();
-    if (n > 1 && opt_.layout != Layout::interleaved) {
+    if (n > 1 && opt_.layout != Layout::interleaved && opt_.layout != Layout::independent) {
       for (int w = 0; w < n; ++w) {
         consts_.others_header.push_back(const_block(fmt_.others_header(w)));
         consts_.sep_own_header.push_back(
@@ -224,7 +237,10 @@ bool Session::plan_prefill(SessionStep& step, int64_t max_prompt_tokens) {
     // Workers whose first step opens with nothing continue the prompt directly (formatting
     // "plain"): they draw from the prompt row on the host.
     for (int w = 0; w < n; ++w)
-      if (fmt_.step_start(w, 1, false).empty()) step.host_logits = true;
+      if (opt_.skeleton ? w == 0 && fmt_.sot.outline_prefix.empty()
+                        : fmt_.step_start(opt_.layout == Layout::independent ? 0 : w, 1, false)
+                              .empty())
+        step.host_logits = true;
     if (!step.host_logits) step.sampling.push_back(RowSampling{});  // drawn, not used
   }
   assign_indices(step);
@@ -240,17 +256,23 @@ bool Session::plan_decode(SessionStep& step) {
   };
   if (opt_.interrupt && opt_.interrupt->load()) return end("interrupted");
   if (opt_.budget > 0 && serial_ >= opt_.budget) return end("budget");
+  if (independent()) stop_long_views();
   ForwardBatch& batch = step.batch;
   for (int w = 0; w < n; ++w) {
-    auto& f = workers_[w].feed;
-    if (!workers_[w].active || f.empty()) continue;
-    for (size_t i = 0; i < f.size(); ++i) {
-      batch.tokens.push_back({f[i].token, w, f[i].block, i + 1 == f.size()});
+    const WorkerState& ws = workers_[w];
+    auto& f = ws.feed;
+    if (f.empty() || (!ws.active && !ws.drain)) continue;
+    for (size_t i = 0; i < f.size(); ++i) {  // a draining worker's token has no logits row
+      batch.tokens.push_back({f[i].token, w, f[i].block, ws.active && i + 1 == f.size()});
       step.fed.push_back({f[i].token, w, f[i].step, f[i].block, 0, f[i].role});
     }
-    step.rows.push_back(w);
+    if (ws.active) step.rows.push_back(w);
   }
-  if (step.rows.empty()) return end(result_.stop_reason.empty() ? "eos" : nullptr);
+  if (step.rows.empty()) {
+    step.batch = ForwardBatch{};
+    step.fed.clear();
+    return end(result_.stop_reason.empty() ? "eos" : nullptr);
+  }
   batch.views = build_views(layout_state());
   // Notes: each in its own block, written by a pseudo-writer reading the history as it will be.
   feeding_notes_.clear();
@@ -310,20 +332,6 @@ bool Session::plan_decode(SessionStep& step) {
   return true;
 }
 
-void Session::plan_finisher(SessionStep& step) {
-  Finisher& f = *finisher_;
-  step.batch.views.push_back(finisher_view(f.state, f.block));
-  for (size_t j = 0; j < f.feed.size(); ++j) {
-    step.batch.tokens.push_back({f.feed[j], 0, f.block, j + 1 == f.feed.size()});
-    step.fed.push_back({f.feed[j], -1, 0, f.block, 0, FeedRole::finisher});
-  }
-  step.rows.push_back(-1);
-  // Greedy over the raw logits (no forbidden tokens): argmax, lowest id among ties.
-  step.host_logits = false;
-  step.sampling.assign(1, RowSampling{});
-  assign_indices(step);
-}
-
 StepReport Session::complete(SessionStep& step) {
   StepReport rep;
   rep.tokens.assign(opt_.n_workers, 0);
@@ -366,11 +374,15 @@ void Session::complete_prefill(SessionStep& step, StepReport& rep) {
   phase_ = Phase::decode;
   decode_start_ = std::chrono::steady_clock::now();
   const int n = opt_.n_workers;
-  for (int w = 0; w < n; ++w) start_step(w, true);
+  if (opt_.skeleton)
+    sot_start();
+  else
+    for (int w = 0; w < n; ++w) start_step(w, true);
   // A worker with an empty step opening continues the prompt directly (formatting "plain").
   bool stop = false;
   for (int w = 0; w < n && !stop; ++w)
-    if (workers_[w].feed.empty()) stop = on_sampled(w, sample(w, step.logits.data()), rep);
+    if (workers_[w].active && workers_[w].feed.empty())
+      stop = on_sampled(w, sample(w, step.logits.data()), rep);
   if (stop) {
     result_.stop_reason = "answer";
     stop_ = true;
@@ -384,6 +396,8 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
   serial_ += 1;
   result_.decode_forward_seconds += step.forward_seconds;
   for (int w : step.rows) workers_[w].feed.clear();
+  for (WorkerState& ws : workers_)
+    if (ws.drain) ws.feed.clear(), ws.drain = false;
   if (obs_) {
     ForwardRecord rec{serial_,
                       step.batch.views,
@@ -457,6 +471,7 @@ void Session::end_decoding() {
   result_.decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                          decode_start_).count() -
                            result_.finisher_seconds;
+  if (independent()) finish_independent();
   if (!result_.answer && result_.stop_reason != "interrupted") {
     begin_finisher(serial_, true);
     return;
@@ -464,97 +479,48 @@ void Session::end_decoding() {
   finalize();
 }
 
-void Session::begin_finisher(int64_t serial_step, bool final) {
-  Finisher f;
-  f.state = layout_state();  // closing steps (last token not fed yet) read as history
-  f.block = new_block();
-  f.feed = codec_.encode(fmt_.finisher.suffix);
-  f.result.serial_step = serial_step;
-  f.final = final;
-  finisher_ = std::move(f);
-  phase_ = Phase::finisher;
-}
-
-void Session::complete_finisher(SessionStep& step, StepReport& rep) {
-  rep.phase = StepReport::Phase::finisher;
-  Finisher& f = *finisher_;
-  f.seconds += step.forward_seconds;
-  if (obs_) {
-    ForwardRecord rec{f.result.serial_step,
-                      step.batch.views,
-                      step.fed,
-                      {},
-                      step.rows,
-                      step.host_logits || step.keep_logits ? &step.logits : nullptr,
-                      ForwardKind::finisher,
-                      {},
-                      !f.final};
-    obs_->on_finisher_forward(rec);
-  }
-  const int32_t best = step.host_logits
-                           ? static_cast<int32_t>(std::max_element(step.logits.begin(),
-                                                                   step.logits.end()) -
-                                                  step.logits.begin())
-                           : step.drawn[0];
-  bool done = false;
-  if (is_eos(best)) {
-    done = true;
-  } else {
-    f.result.continuation += codec_.token_bytes(best);
-    done = ++f.produced >= fmt_.finisher.max_tokens ||
-           finisher_done(f.result.continuation, fmt_.answer.kind);
-    f.feed = {best};
-  }
-  if (!done) return;
-  be_.free_block(f.block);
-  owned_.erase(std::find(owned_.begin(), owned_.end(), f.block));
-  f.result.answer = finish_answer(f.result.continuation, fmt_.answer.kind);
-  result_.finisher_seconds += f.seconds;
-  FinisherResult res = std::move(f.result);
-  const bool final = f.final;
-  finisher_.reset();
-  if (final) {
-    result_.finisher = res;
-    result_.answer = res.answer;
-    finalize();
-    return;
-  }
-  result_.snapshots.push_back(res);
-  if (obs_) obs_->on_snapshot(result_.snapshots.back());
-  phase_ = Phase::decode;
-  advance();
-}
-
 void Session::finalize() {
+  if (independent()) vote_independent();
   for (; next_snapshot_ < opt_.snapshots.size(); ++next_snapshot_) {  // budgets past the end
-    FinisherResult f;
-    f.serial_step = opt_.snapshots[next_snapshot_];
-    f.answer = result_.answer;
-    f.reached = false;
-    result_.snapshots.push_back(f);
+    for (int w = independent() ? 0 : -1; w < (independent() ? opt_.n_workers : 0); ++w) {
+      FinisherResult f;
+      f.serial_step = opt_.snapshots[next_snapshot_];
+      f.answer = w >= 0 ? result_.workers[w].answer : result_.answer;
+      f.reached = false;
+      f.worker = w;
+      result_.snapshots.push_back(f);
+    }
   }
   result_.serial_steps = serial_;
   result_.history_text = codec_.bytes(block_tokens_[history_]);
   for (BlockId b : closing_) result_.history_text += codec_.bytes(block_tokens_[b]);
-  for (auto& w : workers_) result_.unfinished.push_back(codec_.bytes(block_tokens_[w.cur]));
+  for (auto& w : workers_)
+    result_.unfinished.push_back(w.cur >= 0 ? codec_.bytes(block_tokens_[w.cur]) : "");
   phase_ = Phase::done;
 }
 
-// Opens worker w's next step: a new block (except contiguous after the first), the step prefix and,
-// when due, the collaboration-check question queued as step_start feeds.
+// Opens worker w's next step: a new block (except contiguous and independent after the first),
+// the step prefix and, when due, the collaboration-check question queued as step_start feeds.
 void Session::start_step(int w, bool first) {
   WorkerState& ws = workers_[w];
-  if (first || opt_.layout != Layout::contiguous) ws.cur = new_block();
+  const bool indep = opt_.layout == Layout::independent;
+  const BlockId block = first || (opt_.layout != Layout::contiguous && !indep) ? new_block() : ws.cur;
+  bool& due = indep ? ws.collab_due : collab_due_;  // independent: each worker's own tokens
+  const bool check = due && !fmt_.collab_check.text.empty();
+  if (check) due = false;
+  open_step(w, block, fmt_.step_start(indep ? 0 : w, ws.step + 1, check), check);
+}
+
+void Session::open_step(int w, BlockId block, const std::string& text, bool collab_check) {
+  WorkerState& ws = workers_[w];
+  ws.cur = block;
   ws.step += 1;
-  const bool check = collab_due_ && !fmt_.collab_check.text.empty();
-  if (check) collab_due_ = false;
-  std::string text = fmt_.step_start(w, ws.step, check);
   ws.step_bytes.clear();
   for (int32_t t : codec_.encode(text)) {
     ws.feed.push_back({t, ws.cur, ws.step, FeedRole::step_start});
     ws.step_bytes += codec_.token_bytes(t);
   }
-  if (obs_) obs_->on_step_start(w, ws.step, ws.step_bytes, check);
+  if (obs_) obs_->on_step_start(w, ws.step, ws.step_bytes, collab_check);
 }
 
 int32_t Session::sample(int w, const float* row) {
@@ -586,15 +552,21 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
   result_.tokens_per_worker[w] += 1;
   rep.tokens[w] += 1;
   total_generated_ += 1;
-  if (collab_every_ > 0 && total_generated_ % collab_every_ == 0) collab_due_ = true;
+  if (collab_every_ > 0 && opt_.layout == Layout::independent)
+    ws.collab_due = ws.collab_due || ws.generated % collab_every_ == 0;
+  else if (collab_every_ > 0 && total_generated_ % collab_every_ == 0)
+    collab_due_ = true;
   TokenEvent ev{w, ws.step, serial_, token, codec_.token_bytes(token), false};
   if (is_eos(token) && !forbidden_[token]) {
     ev.eos = true;
     ws.active = false;
     if (obs_) obs_->on_token(ev);
+    if (sot_ == SotPhase::outline) return sot_outline_token(w, true, rep);
     auto answer = step_answer(ws.step_bytes, fmt_.answer);
     rep.steps_finished += 1;
     if (obs_) obs_->on_step_end(w, ws.step, ws.step_bytes, answer);
+    if (sot_ == SotPhase::expand) return sot_expansion_end(w);
+    if (independent()) return stop_worker(w, "eos", answer, rep);
     if (answer && opt_.stop_on_answer) {
       result_.answer = answer;
       result_.answer_worker = w;
@@ -606,23 +578,28 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
   if (obs_) obs_->on_token(ev);
   ws.step_bytes += ev.bytes;
   ws.feed.push_back({token, ws.cur, ws.step, FeedRole::generated});
+  if (sot_ == SotPhase::outline) return sot_outline_token(w, false, rep);
   StepEnd end = find_step_end(ws.step_bytes, ev.bytes.size(), fmt_.step_separator);
   if (opt_.max_tokens_per_worker > 0 && ws.generated >= opt_.max_tokens_per_worker) {
     ws.active = false;
     ws.feed.clear();  // the worker stops; its last token is not fed (as after EOS)
+    if (independent()) return stop_worker(w, "max_tokens", std::nullopt, rep);
+    if (sot_ == SotPhase::expand) return sot_expansion_end(w);
     return false;
   }
   if (!end.ended) return false;
   auto answer = step_answer(ws.step_bytes, fmt_.answer);
   rep.steps_finished += 1;
   if (obs_) obs_->on_step_end(w, ws.step, ws.step_bytes, answer);
+  if (sot_ == SotPhase::expand) return sot_expansion_end(w);
+  if (independent() && answer && opt_.stop_on_answer) return stop_worker(w, "answer", answer, rep);
   if (answer && opt_.stop_on_answer) {
     result_.answer = answer;
     result_.answer_worker = w;
     rep.answer = true;
     return true;
   }
-  if (opt_.layout != Layout::contiguous) {
+  if (opt_.layout != Layout::contiguous && opt_.layout != Layout::independent) {
     closing_.push_back(ws.cur);
     closing_steps_.emplace_back(w, ws.step);
   }

@@ -35,6 +35,30 @@
 //
 // Tokens that were sampled but not yet fed when the finisher runs (the last round's) are not part
 // of the finisher's text.
+//
+// Independent layout (self-consistency with the prompt's KV shared; layout.h): each worker sees
+// only [history][its own output] and writes under worker 0's step prefix (every worker is one
+// independent solver; the prompt is the single-worker one). Stopping is per worker: a worker whose
+// finished step holds an answer, or that emits EOS (when allowed), stops; the others go on; the
+// collaboration check counts each worker's own tokens. The run ends when every worker stopped, or
+// at the budget. The finisher runs per worker that has no answer, over [history][its own
+// output][sep][suffix] (all of them in one forward), at every snapshot and at the end; the
+// result's `workers` holds each worker's outcome and `answer` their plain vote (answer.h
+// majority_answer, identical texts). Worker w with seed s draws exactly what a one-worker session
+// with seed s + w draws.
+//
+// Skeleton-of-Thought (SessionOptions::skeleton, independent layout, n_workers = the most points;
+// formatting "sot"): phase outline: worker 0 alone writes the outline after sot.outline_prefix;
+// it ends at the first step separator (or EOS, or sot.outline_max_tokens). Its block then closes
+// and joins the history exactly like a finished step (layout.h "closing"), and its numbered points
+// (skeleton.h parse_outline, at most n_workers) go to workers 0..K-1. Phase expand: worker k
+// writes point k+1 after sot.point_prefix in a new block, its view [history = prompt + outline]
+// [own expansion]; an expansion ends at its first step end (or EOS). A finished expansion's last
+// token waits. Phase answer, when no expansion runs: the expansions close together (their waiting
+// last tokens fed, no rows; point order) and join the history, and worker 0 opens the answer step
+// (sot.answer_prefix) in the same forward, its view [history][closing expansions...][answer].
+// From there on the usual rules: a finished step with an answer ends the run, the budget ends it
+// with the finisher (the linearised text of every phase). Every phase is counted in serial steps.
 #pragma once
 
 #include <atomic>
@@ -85,6 +109,8 @@ struct SessionOptions {
   // `run --dump-logits`; Backend::forward_sample's logits): ForwardRecord::logits is then never
   // null. Costs one copy per forward.
   bool keep_logits = false;
+  // Skeleton-of-Thought (above): layout must be independent; n_workers = the most points.
+  bool skeleton = false;
 };
 
 /// Where a fed token came from.
@@ -135,6 +161,17 @@ struct FinisherResult {
   std::string continuation;  // greedy bytes after the suffix
   std::optional<std::string> answer;
   bool reached = true;  // false: the run ended before this budget (answer = final)
+  int worker = -1;      // independent layout: the worker whose own text it continued; -1: all
+};
+
+/// Independent layout: one worker's outcome (SessionResult::workers).
+struct WorkerResult {
+  std::optional<std::string> answer;  // its finished step's, else its final finisher's
+  // "answer" (its step held one), "eos", "max_tokens", "max_context", or the run's end for a
+  // worker still writing then ("budget", "interrupted"); "" while it runs.
+  std::string stop_reason;
+  int64_t serial_steps = 0;                // serial steps when it stopped (its last token's)
+  std::optional<FinisherResult> finisher;  // its final finisher, when one ran
 };
 
 /// One session's part of a forward: Session::plan fills it, the caller runs the forward
@@ -205,10 +242,15 @@ struct SessionResult {
   // (scheduling, step ends, promotions, observers such as the live view).
   double decode_forward_seconds = 0;
   std::optional<FinisherResult> finisher;  // when the finisher gave the answer
-  std::vector<FinisherResult> snapshots;   // one per SessionOptions::snapshots entry, sorted
+  std::vector<FinisherResult> snapshots;   // one per SessionOptions::snapshots entry, sorted;
+                                           // independent layout: one per (snapshot, worker
+                                           // without an answer by then), by budget then worker,
+                                           // and for budgets not reached one per worker
   std::string history_text;             // bytes of the history: prompt + finished steps (the last
                                         // round's finished steps without their unfed last token)
   std::vector<std::string> unfinished;  // bytes of each worker's unfinished step (contiguous: all)
+  std::vector<WorkerResult> workers;    // independent layout (not skeleton): per worker
+  std::vector<std::string> outline_points;  // skeleton: the outline's points, in order
 };
 
 class Session {
@@ -294,17 +336,22 @@ class Session {
     std::vector<Feed> feed;  // tokens to feed in the next forward
     bool active = true;
     int64_t generated = 0;
+    bool collab_due = false;  // independent layout: its own collaboration check is due
+    bool drain = false;       // skeleton: feed its waiting last token in the next forward, no row
   };
-  // A finisher in progress (snapshot or final), over its own temporary block.
+  // A finisher in progress (snapshot or final), over its own temporary block; the independent
+  // layout runs one per worker without an answer, all in the same forwards.
   struct Finisher {
     LayoutState state;          // the run's blocks when it began
+    int worker = -1;            // finisher_view's worker (-1: the whole run)
     BlockId block = -1;
     std::vector<int32_t> feed;  // tokens of the next forward
     FinisherResult result;
     int64_t produced = 0;
     bool final = false;
-    double seconds = 0;
+    bool done = false;
   };
+  enum class SotPhase { off, outline, expand, answer };
 
   void build_forbidden();
   BlockId const_block(const std::string& text);
@@ -321,6 +368,20 @@ class Session {
   void begin_finisher(int64_t serial_step, bool final);
   void finalize();
   void start_step(int w, bool first);
+  // Opens worker w's step number step+1 in `block` with `text` (queued as step_start feeds).
+  void open_step(int w, BlockId block, const std::string& text, bool collab_check);
+  // The independent layout without skeleton: per-worker stopping and vote (independent.cpp).
+  bool independent() const { return opt_.layout == Layout::independent && !opt_.skeleton; }
+  bool stop_worker(int w, const char* reason, const std::optional<std::string>& answer,
+                   StepReport& rep);
+  void stop_long_views();
+  void finish_independent();
+  void vote_independent();
+  // Skeleton-of-Thought phases (skeleton.cpp).
+  void sot_start();
+  bool sot_outline_token(int w, bool eos, StepReport& rep);
+  bool sot_expansion_end(int w);
+  void sot_begin_answer();
   // Handles worker w's sampled token; returns true when the run must stop (answer found).
   bool on_sampled(int w, int32_t token, StepReport& rep);
   void count_unfed(int w, int32_t token, StepReport& rep);
@@ -361,7 +422,8 @@ class Session {
   size_t next_snapshot_ = 0;
   std::vector<std::pair<std::string, std::string>> notes_;  // (author, note text) not yet fed
   std::vector<std::pair<BlockId, std::string>> feeding_notes_;  // fed in the planned forward
-  std::optional<Finisher> finisher_;
+  std::vector<Finisher> finishers_;
+  SotPhase sot_ = SotPhase::off;
   std::chrono::steady_clock::time_point decode_start_;
   SessionResult result_;
 };

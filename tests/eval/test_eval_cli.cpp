@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tests/eval/fake_judge.h"
+
 namespace hogwild {
 namespace {
 
@@ -45,7 +47,7 @@ class EvalCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!fs::exists(kBin) || !fs::exists(kQwen3 + "/tokenizer.json")) return;
-    root_ = fs::path(testing::TempDir()) / ("hogwild_eval_cli_" + std::to_string(getpid()));
+    root_ = fs::path(::testing::TempDir()) / ("hogwild_eval_cli_" + std::to_string(getpid()));
     fs::create_directories(root_);
     // A tiny Qwen3 (hidden 64, 2 layers) with a context long enough for the collaboration prompt.
     const std::string base = (root_ / "base").string(), model = (root_ / "model").string();
@@ -172,16 +174,118 @@ TEST_F(EvalCli, SelfConsistencyVotesOverIndependentSamples) {
   for (const json& j : lines) {
     EXPECT_EQ(j["method"], "self-consistency");
     EXPECT_EQ(j["workers"], 3);
+    EXPECT_EQ(j["layout"], "independent");
     EXPECT_EQ(j["tokens_per_worker"].size(), 3u);  // one entry per sample
+    // Random weights never answer in 8 steps: every sample writes to the budget point.
+    EXPECT_EQ(j["tokens_per_worker"], (json{j["budget"], j["budget"], j["budget"]}));
+    EXPECT_EQ(j["serial_steps"], j["budget"]);
   }
-  // The transcript holds the three samples and the vote at each budget.
+  // One session of three independent workers: the transcript has their tokens, each worker's
+  // outcome and the vote (the answers of the three finishers) at each budget.
   const fs::path t = fs::directory_iterator(out / "transcripts")->path();
   const json tr = json::parse(slurp(t));
-  EXPECT_EQ(tr["samples"].size(), 3u);
+  EXPECT_EQ(tr["stats"]["tokens_per_worker"], (json{8, 8, 8}));
+  ASSERT_EQ(tr["workers"].size(), 3u);
+  EXPECT_EQ(tr["workers"][0]["stop_reason"], "budget");
   ASSERT_EQ(tr["votes"].size(), 2u);
   EXPECT_EQ(tr["votes"][0]["answers"].size(), 3u);
-  // Each sample is a one-worker session with the single-worker rules and its own seed.
-  EXPECT_EQ(tr["samples"][0]["stats"]["tokens_per_worker"].size(), 1u);
+  EXPECT_EQ(tr["votes"][1]["answers"][2], tr["workers"][2]["answer"]);
+  // Each worker has the single-worker prompt's first step (the first worker's name), and worker
+  // w samples with seed + w: a one-worker run with seed 1 draws worker 1's tokens.
+  std::vector<int> w1;
+  for (const json& tok : tr["tokens"])
+    if (tok["worker"] == 1) w1.push_back(tok["id"]);
+  for (const json& st : tr["steps"]) EXPECT_EQ(st["text"].get<std::string>().rfind("**Alice [1]:**", 0), 0u);
+  const fs::path one = root_ / "sc_one";
+  ASSERT_EQ(eval("--method single --budgets 8 --limit 2 --temperature 0.7 --seed 1 --out " +
+                     one.string(),
+                 &err),
+            0)
+      << err;
+  std::vector<int> single;  // the same problem's transcript (named by problem and sample)
+  const json tr1 = json::parse(slurp(one / "transcripts" / t.filename()));
+  for (const json& tok : tr1["tokens"]) single.push_back(tok["id"]);
+  EXPECT_EQ(w1, single);
+}
+
+// Skeleton-of-Thought: an outline (cut after 3 tokens here, so that the expansions run within the
+// budget), then one expansion per point parsed from it, each a worker of one session.
+TEST_F(EvalCli, SkeletonOfThoughtRunsItsPhases) {
+  std::ofstream(root_ / "sot.json") << R"({"base": "qwen3-math", "name": "sot-short",
+      "sot": {"outline_prefix": "Outline:\n1. first\n2. second\n3.", "outline_max_tokens": 3}})";
+  const fs::path out = root_ / "sot";
+  std::string err;
+  ASSERT_EQ(eval("--method sot -w 3 --budgets 6,12 --limit 2 --greedy --format " +
+                     (root_ / "sot.json").string() + " --out " + out.string(),
+                 &err),
+            0)
+      << err;
+  const auto lines = results(out);
+  ASSERT_EQ(lines.size(), 4u);
+  for (const json& j : lines) {
+    EXPECT_EQ(j["method"], "sot");
+    EXPECT_EQ(j["layout"], "independent");
+    EXPECT_EQ(j["serial_steps"], j["budget"]);
+    EXPECT_EQ(j["answer_source"], "finisher");
+  }
+  // Budget 12: the outline's 3 tokens, then 9 steps of expansions by every worker whose point
+  // the outline holds (first, second, and a third when the 3 tokens wrote a text after "3.").
+  const json& last = lines[1];
+  ASSERT_EQ(last["budget"], 12);
+  EXPECT_EQ(last["tokens_per_worker"][0], 12);
+  EXPECT_EQ(last["tokens_per_worker"][1], 9);
+  const fs::path t = fs::directory_iterator(out / "transcripts")->path();
+  const json tr = json::parse(slurp(t));
+  EXPECT_EQ(tr["steps"][0]["text"].get<std::string>().rfind("Outline:\n1. first\n2. second\n3.", 0),
+            0u);
+  EXPECT_EQ(tr["steps"][1]["text"].get<std::string>().rfind("Point 1 in detail (first): ", 0), 0u);
+}
+
+// --judge-url: each run's text goes to the (fake) judge once; its score is on every line of the
+// run, in the transcript and, averaged, in the summary.
+TEST_F(EvalCli, JudgeScoresEachRun) {
+  testing::FakeJudge fake;
+  fake.reply("They split the sum and checked it.\nScore: 4");
+  setenv("HOGWILD_JUDGE_API_KEY", "k-123", 1);
+  const fs::path out = root_ / "judged";
+  std::string err;
+  const int rc = eval("-w 2 --budgets 3,6 --limit 2 --greedy --judge-url " + fake.url() +
+                          "/v1 --judge-model tiny-judge --out " + out.string(),
+                      &err);
+  unsetenv("HOGWILD_JUDGE_API_KEY");
+  ASSERT_EQ(rc, 0) << err;
+  const auto lines = results(out);
+  ASSERT_EQ(lines.size(), 4u);
+  for (const json& j : lines) EXPECT_EQ(j["collaboration_score"], 4);
+  const auto seen = fake.seen();
+  ASSERT_EQ(seen.size(), 2u);  // one request per run, not per budget
+  EXPECT_EQ(seen[0].authorization, "Bearer k-123");
+  EXPECT_EQ(seen[0].body["model"], "tiny-judge");
+  const std::string user = seen[0].body["messages"][1]["content"];
+  EXPECT_TRUE(user.find("What is 0 + 1?") != std::string::npos ||
+              user.find("What is 1 + 1?") != std::string::npos)
+      << user;
+  EXPECT_NE(user.find("**Alice [1]:**"), std::string::npos) << user;
+  EXPECT_EQ(user.find("<|im_start|>"), std::string::npos) << "the prompt is not the run's text";
+  const json summary = json::parse(slurp(out / "summary.json"));
+  EXPECT_EQ(summary["series"][0]["collaboration_score"]["mean"], 4.0);
+  EXPECT_EQ(summary["series"][0]["collaboration_score"]["runs"], 2);
+  EXPECT_EQ(json::parse(slurp(out / "config.json"))["judge"]["model"], "tiny-judge");
+  const json tr = json::parse(slurp(fs::directory_iterator(out / "transcripts")->path()));
+  EXPECT_EQ(tr["judge"]["score"], 4);
+  // A judge that fails: the eval goes on, the lines say why.
+  fake.reply_raw(503, "busy");
+  const fs::path out2 = root_ / "judged_failing";
+  ASSERT_EQ(eval("-w 2 --budgets 3 --limit 1 --greedy --judge-url " + fake.url() +
+                     " --judge-model tiny-judge --out " + out2.string(),
+                 &err),
+            0)
+      << err;
+  const auto l2 = results(out2);
+  ASSERT_EQ(l2.size(), 1u);
+  EXPECT_TRUE(l2[0]["collaboration_score"].is_null());
+  EXPECT_NE(l2[0]["judge_error"].get<std::string>().find("HTTP 503"), std::string::npos);
+  EXPECT_NE(err.find("HTTP 503"), std::string::npos) << err;
 }
 
 TEST_F(EvalCli, SamplesGivePassAtK) {
@@ -294,8 +398,16 @@ TEST_F(EvalCli, BadInputStopsWithItsMessage) {
   } cases[] = {
       {"--budgets 512,256" + out, "--budgets must increase: 256 comes after 512"},
       {"--budgets 0" + out, "--budgets: '0' is not a positive serial-step count"},
-      {"--method sot" + out, "--method sot is not built yet"},
+      {"--method sot -w 65" + out, "Skeleton-of-Thought expands 1..64 points"},
       {"--method self-consistency -w 65" + out, "self-consistency votes over 1..64 samples"},
+      {"--method self-consistency --layout interleaved" + out,
+       "--method self-consistency runs on the independent layout"},
+      {"--layout independent" + out, "--layout independent is --method self-consistency"},
+      {"--method single --judge-url http://127.0.0.1:9 --judge-model m" + out,
+       "--judge-url scores how hogwild workers work together"},
+      {"--judge-model m" + out, "--judge-model needs --judge-url"},
+      {"--judge-url 127.0.0.1:9 --judge-model m" + out, "is not an http:// or https:// URL"},
+      {"--judge-url http://127.0.0.1:9" + out, "--judge-url needs --judge-model"},
       {"--method beam" + out, "--method 'beam' is unknown"},
       {"--method single -w 2" + out, "--method single runs one worker"},
       {"--budgets 4", "--out DIR is required"},

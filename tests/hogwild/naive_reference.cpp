@@ -57,15 +57,20 @@ int NaiveSession::add_token(int32_t id) {
 
 NaiveSession::Seg NaiveSession::current(int w) const {
   Seg s;
-  if (layout_ == Layout::contiguous) {
+  auto in_history = [&](const std::pair<int, int>& key) {
+    return std::find(history_.begin(), history_.end(), key) != history_.end();
+  };
+  // contiguous: every step of w; independent: every step of w not in the history (only a
+  // Skeleton-of-Thought session promotes: its outline, then its expansions), in step order.
+  if (layout_ == Layout::contiguous || layout_ == Layout::independent) {
     for (auto& [key, seg] : steps_)
-      if (key.first == w) s.insert(s.end(), seg.begin(), seg.end());
+      if (key.first == w && (layout_ == Layout::contiguous || !in_history(key)))
+        s.insert(s.end(), seg.begin(), seg.end());
     return s;
   }
   int last = 0;
   for (auto& [key, seg] : steps_)
-    if (key.first == w && std::find(history_.begin(), history_.end(), key) == history_.end())
-      last = std::max(last, key.second);
+    if (key.first == w && !in_history(key)) last = std::max(last, key.second);
   if (last > 0) s = steps_.at({w, last});
   return s;
 }
@@ -77,7 +82,7 @@ std::vector<int> NaiveSession::view(int w) const {
     v.insert(v.end(), s.begin(), s.end());
   }
   auto add = [&](const Seg& s) { v.insert(v.end(), s.begin(), s.end()); };
-  if (n_ > 1 && layout_ != Layout::interleaved) {
+  if (n_ > 1 && layout_ != Layout::interleaved && layout_ != Layout::independent) {
     add(others_header_[w]);
     bool first = true;
     for (int o = 0; o < n_; ++o) {

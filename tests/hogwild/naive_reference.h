@@ -43,6 +43,8 @@ class NaiveSession {
   /// One serial step: `fed` in batch order; `closed` = (worker, step) pairs whose step's last token
   /// is fed now, in finishing order (they read as history in this forward). Returns, for each
   /// worker that fed tokens (ascending worker index), the logits of its last fed token.
+  /// Independent layout: a worker's view is the prompt, the history and its own steps not in the
+  /// history (the history stays the prompt unless steps are closed: Skeleton-of-Thought).
   std::map<int, std::vector<double>> forward(const std::vector<RefFed>& fed,
                                              const std::vector<std::pair<int, int>>& closed);
 

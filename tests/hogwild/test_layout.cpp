@@ -1,4 +1,4 @@
-// Views of the three layouts for hand-written block states (layout.h pictures), 1..8 workers.
+// Views of the four layouts for hand-written block states (layout.h pictures), 1..8 workers.
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -53,8 +53,37 @@ TEST(Layout, ContiguousFourWorkers) {
   EXPECT_EQ(v[3], (V{0, 13, 40, 20, 41, 20, 42, 33, 43}));
 }
 
+// Independent: each worker sees the history and its own output only; no constant block.
+TEST(Layout, IndependentSeesOnlyItsOwnOutput) {
+  LayoutState s = state(Layout::independent, 5);
+  s.text = {};  // the session makes no constant blocks for it
+  auto v = build_views(s);
+  ASSERT_EQ(v.size(), 5u);
+  for (int w = 0; w < 5; ++w) EXPECT_EQ(v[w], (V{0, 40 + w}));
+  EXPECT_EQ(finisher_view(s, 99, 3), (V{0, 43, 99}));
+  s.text.sep = 20;
+  EXPECT_EQ(finisher_view(s, 99, 1), (V{0, 41, 20, 99}));
+  EXPECT_THROW(finisher_view(s, 99, 5), Error);
+}
+
+// Skeleton-of-Thought on the independent layout: closing blocks (the outline, then the
+// expansions) read as history; a worker without a block sees only them.
+TEST(Layout, IndependentWithClosingAndWorkersWithoutBlocks) {
+  LayoutState s = state(Layout::independent, 3);
+  s.text = {};
+  s.closing = {7, 8};
+  s.current = {40, -1, 42};
+  auto v = build_views(s);
+  EXPECT_EQ(v[0], (V{0, 7, 8, 40}));
+  EXPECT_EQ(v[1], (V{0, 7, 8}));
+  EXPECT_EQ(v[2], (V{0, 7, 8, 42}));
+  s.text.sep = 20;
+  EXPECT_EQ(finisher_view(s, 99), (V{0, 7, 8, 40, 20, 42, 20, 99}));
+}
+
 TEST(Layout, OneWorkerIsPlainInEveryLayout) {
-  for (Layout l : {Layout::combined, Layout::interleaved, Layout::contiguous}) {
+  for (Layout l :
+       {Layout::combined, Layout::interleaved, Layout::contiguous, Layout::independent}) {
     LayoutState s = state(l, 1);
     EXPECT_EQ(build_views(s)[0], (V{0, 40})) << layout_name(l);
   }
@@ -94,6 +123,8 @@ TEST(Layout, Errors) {
   s = state(Layout::combined, 0);
   EXPECT_THROW(build_views(s), Error);
   EXPECT_EQ(parse_layout("interleaved"), Layout::interleaved);
+  EXPECT_EQ(parse_layout("independent"), Layout::independent);
+  EXPECT_STREQ(layout_name(Layout::independent), "independent");
   EXPECT_THROW(parse_layout("zigzag"), Error);
 }
 

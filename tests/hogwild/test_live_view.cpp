@@ -199,6 +199,9 @@ TEST(KvBudget, HandComputedEstimates) {
   // A huge budget or unknown context saturate instead of overflowing.
   EXPECT_EQ(run_kv_tokens({100, 8, INT64_MAX / 2, 4096, 0}), 4096 + 64 * 28 + 256 * 8);
   EXPECT_GT(run_kv_tokens({100, 8, 0, 0, 32}), INT64_MAX / 8);
+  // Independent layout: each worker's own output and finisher: views 100 + 4 * (50 + 64) = 556,
+  // per worker min(556 - 100, 50 + 64) = 114; 100 + 4 * (114 + 32) = 684; + 32 + 64 * 16 + 256 * 4.
+  EXPECT_EQ(run_kv_tokens({100, 4, 50, 32768, 32, true}), 684 + 32 + 1024 + 1024);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The engine (Session on CpuBackend) against the naive reference of the semantics
 // (naive_reference.h): logits of every worker at every forward, all layouts, 1..8 workers, every
 // tiny architecture (GQA/MQA/MHA, bias, qk-norm, partial rotary, yarn, llama3 RoPE), through step
-// promotions, collaboration checks and multi-token inputs. Also checks every promotion in the
+// promotions, collaboration checks and multi-token inputs (independent: each worker's own
+// collaboration checks, no other worker in its view). Also checks every promotion in the
 // cache itself: values unchanged, keys = originals rotated by the new offset (read_block).
 #include <gtest/gtest.h>
 
@@ -34,7 +35,8 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 INSTANTIATE_TEST_SUITE_P(AllArchs, EngineVsReference,
                          ::testing::Combine(::testing::ValuesIn(session_specs()),
                                             ::testing::Values(Layout::combined, Layout::interleaved,
-                                                              Layout::contiguous),
+                                                              Layout::contiguous,
+                                                              Layout::independent),
                                             ::testing::Range(1, 9)),
                          param_name);
 

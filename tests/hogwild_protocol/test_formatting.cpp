@@ -223,7 +223,7 @@ TEST(Formatting, JsonRoundTrip) {
                                    "rules_single", "example",      "worker_names",
                                    "step_prefix",  "step_separator", "note_prefix",
                                    "layout",       "collab_check", "finisher",
-                                   "forbidden",    "answer"};
+                                   "forbidden",    "answer",       "sot"};
   EXPECT_EQ(keys, want);
   EXPECT_EQ(j["chat"]["enable_thinking"], true);
   EXPECT_TRUE(builtin_formatting("qwq-math").to_json()["chat"]["enable_thinking"].is_null());
@@ -266,7 +266,7 @@ TEST(FormattingErrors, UnknownKeys) {
             "example, worker_names, step_prefix, step_separator, note_prefix, layout, collab_check, "
             "finisher, "
             "forbidden, "
-            "answer. Fix the spelling or remove it (docs/FORMATTING.md lists every key; keys "
+            "answer, sot. Fix the spelling or remove it (docs/FORMATTING.md lists every key; keys "
             "starting with "
             "\"//\" are comments).");
   EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"layout", {{"sep", "x"}}}}),
