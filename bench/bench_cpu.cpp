@@ -7,8 +7,12 @@
 //
 // Weights are filled in memory with a fast PRNG (values do not matter for speed). fp32 weights:
 // Qwen3-0.6B is ~0.6 G parameters = ~2.4 GB.
+#include <CLI/CLI.hpp>
+
 #include "bench/read_bandwidth.h"
 #include "core/error.h"
+#include "core/io.h"
+#include "core/json_text.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel.h"
 #include "model/make_model.h"
@@ -92,18 +96,14 @@ double decode_weight_bytes(const ModelWeights& w) {
 int run(int argc, char** argv) {
   std::string out = "bench_cpu.json", preset = "qwen3-0.6b";
   int64_t n_prompt = 128, n_decode = 32;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) fail("{} needs a value", a);
-      return argv[++i];
-    };
-    if (a == "--prompt") n_prompt = std::stoll(next());
-    else if (a == "--decode") n_decode = std::stoll(next());
-    else if (a == "--preset") preset = next();
-    else if (a.rfind("--", 0) == 0) fail("unknown option {}; see the header of bench/bench_cpu.cpp", a);
-    else out = a;
-  }
+  CLI::App app{"CPU backend speed: prefill and decode tok/s and the decode's memory bandwidth on a "
+               "random-weight model of a preset's shape (table + JSON)"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("out", out, "JSON file to write");
+  app.add_option("--prompt", n_prompt, "prompt tokens of the prefill");
+  app.add_option("--decode", n_decode, "decode steps (one token per forward)");
+  app.add_option("--preset", preset, "model preset (hogwild make-model --preset)");
+  CLI11_PARSE(app, argc, argv);
   if (n_prompt < 1 || n_decode < 1) fail("--prompt and --decode must be >= 1");
   ModelPreset p = find_preset(Arch::qwen3, preset);
   const ModelConfig cfg = p.config;
@@ -184,9 +184,9 @@ int run(int argc, char** argv) {
                   {"tok_per_s", decode_tps}, {"gbs", decode_gbs},
                   {"kv_bytes_read", kv_bytes_total}, {"step_seconds", step_s}}},
   };
-  std::ofstream f(out);
-  if (!f) fail("cannot write {}", out);
-  f << j.dump(2) << "\n";
+  OutputFile f(out, "bench_cpu");
+  f.write(dump_json(j, 2) + "\n");
+  f.close();
   std::printf("wrote %s\n", out.c_str());
   return 0;
 }

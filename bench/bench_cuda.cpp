@@ -2,16 +2,18 @@
 // benchmark builds with only the CUDA backend's libraries. Prints the table, writes JSON.
 //   bench_cuda [-p PRESET...] [-m DIR...] [-w W...] [-c CTX...] [-r N] [--json FILE] [--no-skinny]
 //   [--no-pdl] [--no-cluster-split] [--gemm]
-#ifdef HOGWILD_HAVE_CUDA
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 
 #include "core/error.h"
+#include "core/io.h"
+#include "core/json_text.h"
 #include "cuda/bench.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Decode throughput of W hogwild workers over a shared context (CUDA backend)"};
+  app.option_defaults()->always_capture_default();
   hogwild::cuda::BenchOptions o;
   std::vector<std::string> presets, dirs;
   std::string json_file = "bench_cuda.json";
@@ -42,21 +44,23 @@ int main(int argc, char** argv) {
   o.skinny_gemm = !no_skinny;
   o.programmatic_launch = !no_pdl;
   o.cluster_split = !no_cluster;
+#ifndef HOGWILD_HAVE_CUDA
+  std::fprintf(stderr,
+               "error: bench_cuda was built without the CUDA backend; rebuild with "
+               "-DHOGWILD_CUDA=ON on a machine with nvcc\n");
+  return 1;
+#else
   try {
     const nlohmann::json j = gemm ? hogwild::cuda::run_gemm_bench(o) : hogwild::cuda::run_bench(o);
     std::printf("%s",
                 (gemm ? hogwild::cuda::gemm_table(j) : hogwild::cuda::bench_table(j)).c_str());
-    std::ofstream(json_file) << j.dump(2) << "\n";
+    hogwild::OutputFile f(json_file, "--json");
+    f.write(hogwild::dump_json(j, 2) + "\n");
+    f.close();
   } catch (const hogwild::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
   return 0;
-}
-#else
-#include <cstdio>
-int main() {
-  std::fprintf(stderr, "bench_cuda: built without the CUDA backend (-DHOGWILD_CUDA=ON)\n");
-  return 1;
-}
 #endif
+}

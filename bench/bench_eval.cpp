@@ -8,6 +8,7 @@
 // The run is the eval's own (eval/runner.h run_jobs): the formatting of the model family, greedy
 // decoding, snapshots at B/4 and B/2 and the finisher at each; scoring is not timed (it is not
 // the engine's work). Problems are the first N of gsm8k/test.jsonl.
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -18,6 +19,8 @@
 
 #include "chat/chat_template.h"
 #include "core/error.h"
+#include "core/io.h"
+#include "core/json_text.h"
 #include "engine/model.h"
 #include "eval/dataset.h"
 #include "eval/runner.h"
@@ -40,31 +43,21 @@ int run(int argc, char** argv) {
   int problems = 200, workers = 2;
   int64_t budget = 1024;
   std::vector<int> concurrency = {1, 16};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) fail("{} needs a value", a);
-      return argv[++i];
-    };
-    if (a == "-m")
-      model_dir = next();
-    else if (a == "--problems")
-      problems = std::stoi(next());
-    else if (a == "--budget")
-      budget = std::stoll(next());
-    else if (a == "--concurrency")
-      concurrency = parse_list(next());
-    else if (a == "--workers")
-      workers = std::stoi(next());
-    else if (a == "--device")
-      device = next();
-    else if (a == "--datasets-dir")
-      datasets_dir = next();
-    else if (a == "--json")
-      json_out = next();
-    else
-      fail("unknown argument '{}'; see the comment at the top of bench/bench_eval.cpp", a);
-  }
+  std::string concurrency_arg = "1,16";
+  CLI::App app{"hogwild eval throughput: problems per hour and tok/s of a GSM8k eval at several "
+               "concurrencies on the Engine (table + JSON)"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("-m,--model", model_dir, "model directory (a small model, e.g. Qwen3-0.6B)")
+      ->required();
+  app.add_option("--problems", problems, "the first N problems of gsm8k/test.jsonl");
+  app.add_option("--budget", budget, "serial-step budget B (snapshots at B/4 and B/2)");
+  app.add_option("--concurrency", concurrency_arg, "sessions per forward, comma-separated");
+  app.add_option("--workers", workers, "workers per session");
+  app.add_option("--device", device, "auto, cpu or cuda");
+  app.add_option("--datasets-dir", datasets_dir, "datasets folder (default: ../shared/datasets)");
+  app.add_option("--json", json_out, "JSON file to write");
+  CLI11_PARSE(app, argc, argv);
+  concurrency = parse_list(concurrency_arg);
   if (model_dir.empty()) fail("give the model with -m DIR (a small model, e.g. Qwen3-0.6B)");
   if (budget < 4) fail("--budget must be >= 4");
 
@@ -118,7 +111,9 @@ int run(int argc, char** argv) {
   nlohmann::json out = {
       {"model", model_dir},      {"device", model->device()}, {"problems", data.problems.size()},
       {"budgets", spec.budgets}, {"workers", workers},        {"rows", rows}};
-  std::ofstream(json_out) << out.dump(2) << "\n";
+  OutputFile f(json_out, "--json");
+  f.write(dump_json(out, 2) + "\n");
+  f.close();
   std::printf("wrote %s\n", json_out.c_str());
   return 0;
 }

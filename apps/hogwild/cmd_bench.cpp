@@ -5,6 +5,8 @@
 #include "apps/hogwild/backend_flags.h"
 #include "apps/hogwild/commands.h"
 #include "core/error.h"
+#include "core/io.h"
+#include "core/json_text.h"
 
 #ifdef HOGWILD_HAVE_CUDA
 #include "cuda/bench.h"
@@ -150,15 +152,15 @@ void register_bench(CLI::App& app) {
       add_hf_baseline(j, a->hf_script, o.presets, o.workers, o.contexts);
     }
     if (a->output == "json") {
-      std::printf("%s\n", j.dump(2).c_str());
+      std::printf("%s\n", dump_json(j, 2).c_str());
     } else {
       std::printf("%s", cuda::bench_table(j).c_str());
       if (!a->hf_script.empty()) std::printf("\n%s", hf_table(j).c_str());
     }
     if (!a->json_file.empty()) {
-      std::ofstream f(a->json_file);
-      if (!f) fail("cannot write {}; check the directory exists", a->json_file);
-      f << j.dump(2) << "\n";
+      OutputFile f(a->json_file, "--json-file");
+      f.write(dump_json(j, 2) + "\n");
+      f.close();
     }
 #else
     fail(

@@ -1,4 +1,4 @@
-// UTF-8 helpers with Python str semantics: Python indexes, slices and measures strings by code
+// UTF-8 functions with Python str semantics: Python indexes, slices and measures strings by code
 // point. Invalid bytes decode to U+DC80+byte (Python's surrogateescape) and encode back to the same
 // byte, so any byte string round-trips.
 #pragma once

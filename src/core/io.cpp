@@ -15,8 +15,7 @@ namespace fs = std::filesystem;
 void require_readable_file(const fs::path& path, std::string_view what, std::string_view hint) {
   std::error_code ec;
   const std::string sep = hint.empty() ? "" : "; ";
-  if (!fs::exists(path, ec))
-    fail("{} '{}' does not exist{}{}", what, path.string(), sep, hint);
+  if (!fs::exists(path, ec)) fail("{} '{}' does not exist{}{}", what, path.string(), sep, hint);
   if (fs::is_directory(path, ec))
     fail("{} '{}' is a directory, not a file{}{}", what, path.string(), sep, hint);
 }
@@ -24,8 +23,9 @@ void require_readable_file(const fs::path& path, std::string_view what, std::str
 std::string read_file(const fs::path& path, std::string_view what) {
   require_readable_file(path, what);
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{} '{}' cannot be read: {}; check its permissions", what, path.string(),
-                std::strerror(errno));
+  if (!in)
+    fail("{} '{}' cannot be read: {}; check its permissions", what, path.string(),
+         std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
   if (in.bad()) fail("{} '{}' cannot be read; check the file", what, path.string());
@@ -33,7 +33,8 @@ std::string read_file(const fs::path& path, std::string_view what) {
 }
 
 OutputFile::OutputFile(const std::string& path, std::string_view flag) : path_(path), flag_(flag) {
-  if (path.empty()) fail("{}: the file name is empty; give a path (or - for standard output)", flag);
+  if (path.empty())
+    fail("{}: the file name is empty; give a path (or - for standard output)", flag);
   if (path == "-") {
     f_ = stdout;
     return;
@@ -130,8 +131,7 @@ void check_stdout() {
   errno = 0;
   const bool flush_failed = std::fflush(stdout) != 0;
   const int err = errno;
-  if (flush_failed && err != 0)
-    fail("cannot write to standard output: {}", std::strerror(err));
+  if (flush_failed && err != 0) fail("cannot write to standard output: {}", std::strerror(err));
   if (flush_failed || std::ferror(stdout))  // an earlier write failed; its errno is gone
     fail("cannot write to standard output: some output was lost (a full disk or a closed pipe)");
 }

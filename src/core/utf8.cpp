@@ -118,8 +118,8 @@ char32_t utf8_next(std::string_view s, size_t& i) {
     i += 3;
     return cp;
   }
-  const char32_t cp = ((c & 0x07) << 18) | ((p[i + 1] & 0x3F) << 12) | ((p[i + 2] & 0x3F) << 6) |
-                      (p[i + 3] & 0x3F);
+  const char32_t cp =
+      ((c & 0x07) << 18) | ((p[i + 1] & 0x3F) << 12) | ((p[i + 2] & 0x3F) << 6) | (p[i + 3] & 0x3F);
   i += 4;
   return cp;
 }

@@ -57,8 +57,11 @@ class CpuBackend : public Backend {
   /// forward, then the host draw of sampling/row_draw.h for every row.
   void forward_sample(const ForwardBatch& batch,
                       const std::vector<std::vector<int32_t>>& banned_sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
-                      std::vector<float>* logits) override;
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override;
+  void forward_sample_logits(const ForwardBatch& batch,
+                             const std::vector<std::vector<int32_t>>& banned_sets,
+                             const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
+                             std::vector<float>& logits) override;
   int64_t kv_capacity_tokens() const override { return table_.num_pages() * kPageTokens; }
   int64_t kv_used_tokens() const override { return table_.used_pages() * kPageTokens; }
   int64_t live_blocks() const override { return table_.live_blocks(); }

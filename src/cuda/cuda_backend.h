@@ -89,8 +89,11 @@ class CudaBackend : public Backend {
   bool samples_on_device() const override { return true; }
   void forward_sample(const ForwardBatch& batch,
                       const std::vector<std::vector<int32_t>>& banned_sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
-                      std::vector<float>* logits) override;
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override;
+  void forward_sample_logits(const ForwardBatch& batch,
+                             const std::vector<std::vector<int32_t>>& banned_sets,
+                             const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
+                             std::vector<float>& logits) override;
 
   /// KV pool capacity, use and free space, in tokens (page granularity: a block holds whole
   /// pages of kPageTokens).
@@ -102,7 +105,7 @@ class CudaBackend : public Backend {
   /// `advice` ends the message (what the caller's user can change).
   void require_kv_tokens(int64_t tokens,
                          const std::string& advice = "use fewer workers or a shorter context") const;
-  /// Bench/test helper: sets block b (empty) to `len` tokens of random K/V (all layers).
+  /// For benches and tests: sets block b (empty) to `len` tokens of random K/V (all layers).
   void fill_block_random(BlockId b, int64_t len, uint64_t seed);
   /// Bytes of weights a decode step reads (every matrix and norm except the embedding table).
   int64_t weight_bytes_per_step() const;
@@ -133,6 +136,11 @@ class CudaBackend : public Backend {
   // prepare + execute without the final synchronisation (forward_sample queues its sampling
   // behind it and synchronises once); -> logit rows.
   int64_t enqueue_forward(const ForwardBatch& batch);
+  // forward_sample and forward_sample_logits (logits null: only the ids come back).
+  void sample_on_device(const ForwardBatch& batch,
+                        const std::vector<std::vector<int32_t>>& banned_sets,
+                        const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
+                        std::vector<float>* logits);
 
   ModelConfig cfg_;
   CudaOptions opt_;

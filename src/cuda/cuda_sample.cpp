@@ -13,7 +13,21 @@ namespace hogwild::cuda {
 void CudaBackend::forward_sample(const ForwardBatch& batch,
                                  const std::vector<std::vector<int32_t>>& banned_sets,
                                  const std::vector<RowSampling>& rows,
-                                 std::vector<int32_t>& tokens, std::vector<float>* logits) {
+                                 std::vector<int32_t>& tokens) {
+  sample_on_device(batch, banned_sets, rows, tokens, nullptr);
+}
+
+void CudaBackend::forward_sample_logits(const ForwardBatch& batch,
+                                        const std::vector<std::vector<int32_t>>& banned_sets,
+                                        const std::vector<RowSampling>& rows,
+                                        std::vector<int32_t>& tokens, std::vector<float>& logits) {
+  sample_on_device(batch, banned_sets, rows, tokens, &logits);
+}
+
+void CudaBackend::sample_on_device(const ForwardBatch& batch,
+                                   const std::vector<std::vector<int32_t>>& banned_sets,
+                                   const std::vector<RowSampling>& rows,
+                                   std::vector<int32_t>& tokens, std::vector<float>* logits) {
   check_row_sampling(batch, banned_sets, rows);
   const int64_t want = static_cast<int64_t>(rows.size());
   auto alloc = [&](size_t bytes) {

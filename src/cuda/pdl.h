@@ -1,7 +1,7 @@
 // Programmatic dependent launch (PDL, Hopper and later): the process-wide switch. Kernels of the
 // forward are launched with cudaLaunchAttributeProgrammaticStreamSerialization, so a kernel's CTAs
 // can start (and stream weights that do not depend on the previous kernel) while the previous
-// kernel in the stream is still running; device side and launch helper in pdl.cuh.
+// kernel in the stream is still running; device side and the launch function in pdl.cuh.
 #pragma once
 
 namespace hogwild::cuda {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_text.h"
 
 namespace hogwild::eval {
 namespace fs = std::filesystem;
@@ -107,7 +108,7 @@ ResultStore::ResultStore(const fs::path& dir, const json& config, size_t n_budge
   } else {
     fs::create_directories(dir / "transcripts", ec);
     if (ec) fail("--out: cannot create '{}': {}", dir.string(), ec.message());
-    write_file(cfg, config.dump(2) + "\n");
+    write_file(cfg, dump_json(config, 2) + "\n");
   }
   fs::create_directories(dir / "transcripts", ec);
   // Existing results: keep the (problem, sample) pairs with all their lines.
@@ -124,7 +125,7 @@ ResultStore::ResultStore(const fs::path& dir, const json& config, size_t n_budge
         continue;
       }
       done_.insert(key);
-      keep += j.dump() + "\n";
+      keep += dump_json(j) + "\n";
       lines_.push_back(std::move(j));
     }
     dropped_ += torn;
@@ -134,9 +135,9 @@ ResultStore::ResultStore(const fs::path& dir, const json& config, size_t n_budge
 
 void ResultStore::append(const std::string& id, int sample, const std::vector<json>& lines,
                          const json& transcript) {
-  write_file(dir_ / "transcripts" / transcript_name(id, sample), transcript.dump(1) + "\n");
+  write_file(dir_ / "transcripts" / transcript_name(id, sample), dump_json(transcript, 1) + "\n");
   std::string block;
-  for (const json& j : lines) block += j.dump() + "\n";
+  for (const json& j : lines) block += dump_json(j) + "\n";
   const std::string path = (dir_ / "results.jsonl").string();
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) fail("cannot open '{}' for appending: {}", path, std::strerror(errno));

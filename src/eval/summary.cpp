@@ -11,6 +11,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/json_text.h"
 
 namespace hogwild::eval {
 namespace fs = std::filesystem;
@@ -189,7 +190,7 @@ std::string summary_markdown(const std::vector<SeriesSummary>& series) {
 std::string write_report(const fs::path& out, const std::vector<SeriesSummary>& series) {
   std::error_code ec;
   fs::create_directories(out, ec);
-  write_text(out / "summary.json", summary_json(series).dump(2) + "\n");
+  write_text(out / "summary.json", dump_json(summary_json(series), 2) + "\n");
   write_text(out / "summary.md", summary_markdown(series));
   // Plot data: one gnuplot index block per series.
   std::string dat;

@@ -50,7 +50,10 @@ void run_forward(Backend& backend, std::span<SessionStep*> steps) {
   std::vector<float> logits;
   std::vector<int32_t> drawn;
   if (!host) {
-    backend.forward_sample(merged, banned_sets, rows, drawn, keep ? &logits : nullptr);
+    if (keep)
+      backend.forward_sample_logits(merged, banned_sets, rows, drawn, logits);
+    else
+      backend.forward_sample(merged, banned_sets, rows, drawn);
   } else {
     backend.forward(merged, logits);
   }

@@ -17,18 +17,22 @@ inline constexpr int64_t kConstTokensPerWorker = 256;
 inline constexpr int64_t kOpeningTokensPerWorker = 64;
 
 struct KvNeed {
-  int64_t prompt_tokens = 0;        // the prompt (+ history header), as tokenized
+  int64_t prompt_tokens = 0;  // the prompt (+ history header), as tokenized
   int n_workers = 1;
   int64_t budget = 0;               // serial steps; 0 = until an answer (no bound from it)
   int64_t context = 0;              // the longest view allowed (--max-context or the model's
                                     // max_position_embeddings); 0 = unknown (no bound from it)
   int64_t finisher_max_tokens = 0;  // formatting finisher.max_tokens
+  bool independent = false;         // layout independent: views do not hold each other, every
+                                    // worker has its own output and finisher
 };
 
 /// KV tokens the run may hold at once: the longest view (at most `context`; with a budget, at
 /// most the prompt + every worker's budget and openings), plus the finisher's tokens, one partly
 /// filled page (kKvPageTokens) for each of the 3 * n_workers + 4 blocks that can be live at once
-/// (history, current and closing steps, constants, finisher) and the constant blocks' tokens.
+/// (history, current and closing steps, constants, finisher) and the constant blocks' tokens. In
+/// the independent layout the views bound each worker's output separately: the prompt + n_workers
+/// x (one output + one finisher).
 /// Never overflows (a huge budget or context saturates at INT64_MAX / 4 before the additions).
 int64_t run_kv_tokens(const KvNeed& n);
 

@@ -19,9 +19,10 @@ constexpr const char* kReset = "\x1b[0m";
 constexpr const char* kDim = "\x1b[2m";
 constexpr const char* kBold = "\x1b[1m";
 
+// A worker's colour; none (bold) for a person's note (w < 0).
 std::string worker_colour(int w) {
   static const int kColours[] = {36, 33, 35, 32, 34, 31, 96, 93};  // cyan yellow magenta ...
-  return fmt::format("\x1b[{}m", kColours[w % 8]);
+  return w < 0 ? std::string(kBold) : fmt::format("\x1b[{}m", kColours[w % 8]);
 }
 
 // Terminal-safe text of a stream, without a trailing character still being written.
@@ -102,8 +103,8 @@ std::vector<std::string> render_frame(const FrameState& s, int rows, int cols, b
         if (c == '\n' || c == '\t') c = ' ';
       const std::string label = name_of(w) + ": ";
       const int left = cols - display_width(label);
-      out.push_back(paint(worker_colour(w),
-                          left > 0 ? label + fit_columns(text, left, true) : fit_columns(label, cols)));
+      out.push_back(paint(worker_colour(w), left > 0 ? label + fit_columns(text, left, true)
+                                                     : fit_columns(label, cols)));
     }
   }
   if (static_cast<int>(out.size()) > avail) out.resize(avail);
@@ -161,6 +162,17 @@ void LiveView::on_snapshot(const FinisherResult& f) {
   if (!opt_.redraw) {
     fmt::print(out_, "[snapshot at serial step {}] answer: {}\n", f.serial_step,
                f.answer ? terminal_safe(*f.answer) : "(none)");
+    std::fflush(out_);
+  }
+}
+
+void LiveView::on_note(const std::string& author, const std::string& text, int64_t serial_step) {
+  history_.emplace_back(-1, text);
+  if (!opt_.redraw) {
+    std::string line = terminal_safe(text);
+    while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+    fmt::print(out_, "[serial step {}] [note from {}] {}\n", serial_step, terminal_safe(author),
+               line);
     std::fflush(out_);
   }
 }
@@ -225,8 +237,8 @@ void LiveView::finish(const SessionResult& r, const std::string& title) {
   fmt::print(out_,
              "speed: {:.1f} tok/s total, {:.1f} tok/s per worker   time: prefill {:.2f} s, "
              "decode {:.2f} s ({:.2f} s in forwards), finisher {:.2f} s\n",
-             tps, n ? tps / n : 0.0, r.prefill_seconds, r.decode_seconds,
-             r.decode_forward_seconds, r.finisher_seconds);
+             tps, n ? tps / n : 0.0, r.prefill_seconds, r.decode_seconds, r.decode_forward_seconds,
+             r.finisher_seconds);
   for (auto& f : r.snapshots)
     fmt::print(out_, "snapshot @{}{}: {}\n", f.serial_step, f.reached ? "" : " (after the end)",
                f.answer ? terminal_safe(*f.answer) : "(none)");

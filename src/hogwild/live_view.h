@@ -22,10 +22,10 @@
 namespace hogwild {
 
 struct LiveViewOptions {
-  bool redraw = false;          // redraw mode (else lines)
-  bool colour = false;          // ANSI colours (redraw mode only)
-  std::FILE* status = nullptr;  // lines mode: where the periodic status line goes (null = none)
-  bool status_in_place = false;     // status is a terminal: one line updated with '\r'
+  bool redraw = false;           // redraw mode (else lines)
+  bool colour = false;           // ANSI colours (redraw mode only)
+  std::FILE* status = nullptr;   // lines mode: where the periodic status line goes (null = none)
+  bool status_in_place = false;  // status is a terminal: one line updated with '\r'
   double status_every_seconds = 10;  // 0: after every serial step
   int64_t budget = 0;                // serial steps (0 = until an answer), for the status line
   int n_snapshots = 0;
@@ -42,10 +42,11 @@ LiveViewOptions live_view_mode(bool out_is_tty, bool err_is_tty, const char* ter
 
 /// What a redraw shows (render_frame's input).
 struct FrameState {
-  std::string status;                                 // the status line
-  std::vector<std::string> names;                     // (n_workers)
-  std::vector<std::string> current;                   // (n_workers) current step bytes
-  std::vector<std::pair<int, std::string>> history;   // finished steps (worker, bytes), oldest first
+  std::string status;                                // the status line
+  std::vector<std::string> names;                    // (n_workers)
+  std::vector<std::string> current;                  // (n_workers) current step bytes
+  std::vector<std::pair<int, std::string>> history;  // finished steps (worker, bytes; -1 for a
+                                                     // person's note), oldest first
 };
 
 /// The redraw frame: at most rows - 1 lines (the last row stays free so the terminal never
@@ -64,6 +65,7 @@ class LiveView : public SessionObserver {
   void on_step_end(int w, int k, const std::string& t,
                    const std::optional<std::string>& a) override;
   void on_snapshot(const FinisherResult& f) override;
+  void on_note(const std::string& author, const std::string& text, int64_t serial_step) override;
   /// Prints the last state, the answer, the settings, warnings and the stats (serial steps, tokens
   /// per worker, tok/s, time).
   void finish(const SessionResult& r, const std::string& title);

@@ -48,7 +48,8 @@ RunFiles::RunFiles(const RunFilePaths& paths, int64_t vocab_size) : paths_(paths
       fail("--json: '{}' is a directory; give a file name inside it", paths.json);
     partial_ = std::make_unique<OutputFile>(partial_path(paths.json), "--json");
   }
-  if (!paths.dump_views.empty()) views_ = std::make_unique<OutputFile>(paths.dump_views, "--dump-views");
+  if (!paths.dump_views.empty())
+    views_ = std::make_unique<OutputFile>(paths.dump_views, "--dump-views");
   if (!paths.dump_logits.empty())
     logits_ = std::make_unique<LogitsDumper>(paths.dump_logits, vocab_size);
 }

@@ -117,16 +117,8 @@ void Session::cancel(const std::string& reason) {
 int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt,
                                   const ModelConfig& config, int64_t prompt_tokens) {
   const int64_t ctx = o.max_context > 0 ? o.max_context : config.max_position_embeddings;
-  if (o.layout != Layout::independent)
-    return run_kv_tokens({prompt_tokens, o.n_workers, o.budget, ctx, fmt.finisher.max_tokens});
-  // Independent layout: views do not hold each other: w outputs, w finishers.
-  const int64_t w = std::max(1, o.n_workers);
-  int64_t need = ctx > 0 ? std::min<int64_t>(ctx, INT64_MAX / 4) : INT64_MAX / 4;
-  int64_t per = std::max<int64_t>(0, std::min<int64_t>(need, INT64_MAX / 4 / w) - prompt_tokens);
-  if (o.budget > 0 && o.budget < INT64_MAX / 8 / w) per = std::min(per, o.budget + 64);
-  need = prompt_tokens + w * (per + fmt.finisher.max_tokens);
-  return need + fmt.finisher.max_tokens + kKvPageTokens * (3 * w + 4) +
-         kConstTokensPerWorker * w;
+  return run_kv_tokens({prompt_tokens, o.n_workers, o.budget, ctx, fmt.finisher.max_tokens,
+                        o.layout == Layout::independent});
 }
 
 LayoutState Session::layout_state() const {

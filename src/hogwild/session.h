@@ -105,12 +105,12 @@ struct SessionOptions {
   // (TokenPicker::device_row); ForwardRecord::logits is then null for those forwards. false: the
   // logits come to the host and TokenPicker::pick draws.
   bool device_sampling = false;
-  // Skeleton-of-Thought (above): layout must be independent; n_workers = the most points.
-  bool skeleton = false;
   // With device sampling, also bring each forward's logits rows to the host (for dumps such as
   // `run --dump-logits`; Backend::forward_sample's logits): ForwardRecord::logits is then never
   // null. Costs one copy per forward.
   bool keep_logits = false;
+  // Skeleton-of-Thought (above): layout must be independent; n_workers = the most points.
+  bool skeleton = false;
 };
 
 /// Where a fed token came from.

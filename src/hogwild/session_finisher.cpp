@@ -51,6 +51,18 @@ void Session::begin_finisher(int64_t serial_step, bool final) {
 void Session::complete_finisher(SessionStep& step, StepReport& rep) {
   rep.phase = StepReport::Phase::finisher;
   result_.finisher_seconds += step.forward_seconds;
+  if (obs_ && !finishers_.empty()) {
+    ForwardRecord rec{finishers_.front().result.serial_step,
+                      step.batch.views,
+                      step.fed,
+                      {},
+                      step.rows,
+                      step.host_logits || step.keep_logits ? &step.logits : nullptr,
+                      ForwardKind::finisher,
+                      {},
+                      !finishers_.front().final};
+    obs_->on_finisher_forward(rec);
+  }
   const int64_t vocab = be_.config().vocab_size;
   if (obs_ && !finishers_.empty()) {
     ForwardRecord rec{finishers_.front().result.serial_step,

@@ -27,6 +27,9 @@ void MultiObserver::on_snapshot(const FinisherResult& f) {
 void MultiObserver::on_finisher_forward(const ForwardRecord& r) {
   for (auto* o : obs_) o->on_finisher_forward(r);
 }
+void MultiObserver::on_note(const std::string& a, const std::string& t, int64_t s) {
+  for (auto* o : obs_) o->on_note(a, t, s);
+}
 
 void TranscriptRecorder::stream_to(OutputFile* out, const nlohmann::json& header) {
   stream_ = out;
@@ -98,6 +101,16 @@ void TranscriptRecorder::on_snapshot(const FinisherResult& f) {
   stream_->flush();
 }
 
+void TranscriptRecorder::on_note(const std::string& author, const std::string& text,
+                                 int64_t serial_step) {
+  nlohmann::json j = nlohmann::json::object();
+  set_text(j, "author", author);
+  set_text(j, "text", text);
+  j["serial_step"] = serial_step;
+  notes_.push_back(j);
+  emit("note", j);
+}
+
 nlohmann::json stats_json(const SessionResult& r) {
   const int64_t total =
       std::accumulate(r.tokens_per_worker.begin(), r.tokens_per_worker.end(), int64_t{0});
@@ -144,6 +157,7 @@ nlohmann::json TranscriptRecorder::to_json(const SessionResult& r) const {
   j["stats"] = stats_json(r);
   j["snapshots"] = snaps;
   set_text(j, "history", r.history_text);
+  j["notes"] = notes_;
   j["finisher"] = r.finisher ? finisher_json(*r.finisher) : nlohmann::json(nullptr);
   return j;
 }

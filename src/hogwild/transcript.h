@@ -26,6 +26,7 @@ class MultiObserver : public SessionObserver {
                    const std::optional<std::string>& a) override;
   void on_snapshot(const FinisherResult& f) override;
   void on_finisher_forward(const ForwardRecord& r) override;
+  void on_note(const std::string& author, const std::string& text, int64_t serial_step) override;
 
  private:
   std::vector<SessionObserver*> obs_;
@@ -35,7 +36,8 @@ class MultiObserver : public SessionObserver {
 /// to_json(): {"tokens": [{"worker", "step", "serial_step", "id", "text", "eos"?}...],
 ///  "steps": [{"worker", "name", "step", "text", "finished", "answer"?, "collab_check"}...] in
 ///  start order, "answer", "answer_worker", "stop_reason", "stats": {...}, "snapshots": [...],
-///  "finisher": {...}, "history"}. Every text is valid UTF-8 (invalid bytes → U+FFFD); where the
+///  "finisher": {...}, "history", "notes": [{"author", "text", "serial_step"}...]}. Every text is
+///  valid UTF-8 (invalid bytes → U+FFFD); where the
 ///  raw bytes were not UTF-8 they are beside it as "<key>_bytes" (core/json_text.h set_text).
 /// With stream_to(), every event is also written at once as one JSON line ({"event": "token",
 /// ...}), flushed after every forward, so a killed run leaves what it produced.
@@ -52,6 +54,7 @@ class TranscriptRecorder : public SessionObserver {
   void on_step_end(int w, int k, const std::string& t,
                    const std::optional<std::string>& a) override;
   void on_snapshot(const FinisherResult& f) override;
+  void on_note(const std::string& author, const std::string& text, int64_t serial_step) override;
   nlohmann::json to_json(const SessionResult& r) const;
 
  private:
@@ -68,6 +71,7 @@ class TranscriptRecorder : public SessionObserver {
   std::vector<std::string> names_;
   std::vector<TokenEvent> tokens_;
   std::vector<Step> steps_;
+  nlohmann::json notes_ = nlohmann::json::array();
   OutputFile* stream_ = nullptr;
 };
 

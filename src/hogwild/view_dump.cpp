@@ -13,23 +13,34 @@ namespace hogwild {
 namespace {
 
 constexpr int kFinisherOwner = -2;  // Owner::worker of a finisher block
+constexpr int kNoteOwner = -3;      // Owner::worker of a person's note block
 
 const char* role_name(FeedRole r) {
   switch (r) {
-    case FeedRole::prompt: return "prompt";
-    case FeedRole::constant: return "constant";
-    case FeedRole::step_start: return "step_start";
-    case FeedRole::generated: return "generated";
-    case FeedRole::finisher: return "finisher";
+    case FeedRole::prompt:
+      return "prompt";
+    case FeedRole::constant:
+      return "constant";
+    case FeedRole::step_start:
+      return "step_start";
+    case FeedRole::generated:
+      return "generated";
+    case FeedRole::note:
+      return "note";
+    case FeedRole::finisher:
+      return "finisher";
   }
   return "?";
 }
 
 const char* kind_name(ForwardKind k) {
   switch (k) {
-    case ForwardKind::prefill: return "prefill";
-    case ForwardKind::step: return "step";
-    case ForwardKind::finisher: return "finisher";
+    case ForwardKind::prefill:
+      return "prefill";
+    case ForwardKind::step:
+      return "step";
+    case ForwardKind::finisher:
+      return "finisher";
   }
   return "?";
 }
@@ -45,7 +56,8 @@ nlohmann::json ViewDumper::block_json(BlockId b, const std::map<BlockId, Owner>&
     if (c.others_header[w] == b) roles.push_back({{"role", "others_header"}, {"worker", w}});
   if (c.sep == b) roles.push_back({{"role", "separator"}});
   for (size_t w = 0; w < c.sep_own_header.size(); ++w)
-    if (c.sep_own_header[w] == b) roles.push_back({{"role", "separator_own_header"}, {"worker", w}});
+    if (c.sep_own_header[w] == b)
+      roles.push_back({{"role", "separator_own_header"}, {"worker", w}});
   auto owner = owners_.find(b);
   if (b == session_->history_block()) {
     j["kind"] = "history";
@@ -58,6 +70,8 @@ nlohmann::json ViewDumper::block_json(BlockId b, const std::map<BlockId, Owner>&
     j["roles"] = roles;
   } else if (owner != owners_.end() && owner->second.worker == kFinisherOwner) {
     j["kind"] = "finisher";
+  } else if (owner != owners_.end() && owner->second.worker == kNoteOwner) {
+    j["kind"] = "note";  // a person's note, appended to the history right after this forward
   } else if (owner != owners_.end()) {
     j["kind"] = "step";
     j["worker"] = owner->second.worker;
@@ -67,8 +81,11 @@ nlohmann::json ViewDumper::block_json(BlockId b, const std::map<BlockId, Owner>&
     if (prev != previous.end() && prev->second.use > 0) {
       if (prev->second.worker == kFinisherOwner)
         j["reuses"] = {{"kind", "finisher"}};
+      else if (prev->second.worker == kNoteOwner)
+        j["reuses"] = {{"kind", "note"}};
       else
-        j["reuses"] = {{"kind", "step"}, {"worker", prev->second.worker}, {"step", prev->second.step}};
+        j["reuses"] = {
+            {"kind", "step"}, {"worker", prev->second.worker}, {"step", prev->second.step}};
     }
   }
   j["ids"] = ids;
@@ -82,7 +99,9 @@ void ViewDumper::write(const ForwardRecord& r) {
   // is a block reused after a promotion (or after a finisher) freed the old one.
   std::map<BlockId, Owner> previous;  // this forward's new owners' predecessors
   for (const FedToken& t : r.tokens) {
-    const int worker = t.role == FeedRole::finisher ? kFinisherOwner : t.worker;
+    const int worker = t.role == FeedRole::finisher ? kFinisherOwner
+                       : t.role == FeedRole::note   ? kNoteOwner
+                                                    : t.worker;
     if (worker == -1) continue;  // prompt and constants
     Owner& o = owners_[t.block];
     if (o.use > 0 && o.worker == worker && o.step == t.step) continue;
@@ -100,12 +119,15 @@ void ViewDumper::write(const ForwardRecord& r) {
     }
     views.push_back(jv);
     if (r.kind == ForwardKind::prefill)
-      writers.push_back(v == 0 ? nlohmann::json{{"writes", "prompt"}, {"block", r.views[v].back()}}
-                               : nlohmann::json{{"writes", "constant"}, {"block", r.views[v].back()}});
+      writers.push_back(v == 0
+                            ? nlohmann::json{{"writes", "prompt"}, {"block", r.views[v].back()}}
+                            : nlohmann::json{{"writes", "constant"}, {"block", r.views[v].back()}});
     else if (r.kind == ForwardKind::finisher)
       writers.push_back({{"writes", "finisher"}, {"block", r.views[v].back()}});
-    else
+    else if (static_cast<int>(v) < session_->options().n_workers)
       writers.push_back({{"worker", v}});
+    else  // after the workers' views: a note's pseudo-writer
+      writers.push_back({{"writes", "note"}, {"block", r.views[v].back()}});
   }
   nlohmann::json feeds = nlohmann::json::array();
   for (size_t i = 0; i < r.tokens.size(); ++i) {
@@ -155,8 +177,10 @@ LogitsDumper::~LogitsDumper() = default;
 
 void LogitsDumper::on_forward(const ForwardRecord& r) {
   if (!r.logits)
-    fail("--dump-logits: the forward of serial step {} kept no logits (device sampling without "
-         "SessionOptions::keep_logits)", r.serial_step);
+    fail(
+        "--dump-logits: the forward of serial step {} kept no logits (device sampling without "
+        "SessionOptions::keep_logits)",
+        r.serial_step);
   serial_ = r.serial_step;
   workers_ = r.logit_workers;
   logits_ = *r.logits;

@@ -91,15 +91,26 @@ class Backend {
   /// Runs one forward and draws one token per logits row (rows in batch order, one RowSampling
   /// each), after setting the ids of the row's banned set (banned_sets[row.banned]; -1 = none) to
   /// -inf in that row. Every backend implements the contract of sampling/row_draw.h. tokens
-  /// receives the ids. When `logits` is not null it also receives the rows drawn from, as
-  /// forward() gives them ((rows, vocab_size) fp32, before the banned ids; on the GPU one more
-  /// device-to-host copy), for dumps such as `run --dump-logits`. Throws hogwild::Error on invalid
-  /// input like forward, when rows.size() differs from the number of want_logits tokens, for a
-  /// malformed row (check_row_sampling), or when a row has nothing left to draw.
+  /// receives the ids. Throws hogwild::Error on invalid input like forward, when rows.size()
+  /// differs from the number of want_logits tokens, for a malformed row (check_row_sampling), or
+  /// when a row has nothing left to draw.
   virtual void forward_sample(const ForwardBatch& batch,
                               const std::vector<std::vector<int32_t>>& banned_sets,
-                              const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
-                              std::vector<float>* logits) = 0;
+                              const std::vector<RowSampling>& rows,
+                              std::vector<int32_t>& tokens) = 0;
+  /// forward_sample that also returns the rows the tokens were drawn from, as forward() gives them
+  /// ((rows, vocab_size) fp32, before the banned ids; on the GPU one more device-to-host copy), for
+  /// dumps such as `run --dump-logits`: the tokens are drawn exactly as forward_sample draws
+  /// them. The CPU and CUDA backends implement it; the default throws hogwild::Error.
+  virtual void forward_sample_logits(const ForwardBatch& /*batch*/,
+                                     const std::vector<std::vector<int32_t>>& /*banned_sets*/,
+                                     const std::vector<RowSampling>& /*rows*/,
+                                     std::vector<int32_t>& /*tokens*/,
+                                     std::vector<float>& /*logits*/) {
+    throw Error(
+        "this backend cannot return the logits it samples from; sample on the host (no device "
+        "sampling) to see them");
+  }
 
   /// KV cache capacity in tokens, counted as the backend allocates (the CUDA pool rounds every
   /// block up to whole pages); 0 = no fixed limit (host memory).

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/io.h"
+#include "core/json_text.h"
 #include "model/safetensors.h"
 #include "model/tensor_names.h"
 
@@ -220,11 +221,11 @@ ModelConfig make_model(const MakeModelOptions& opt) {
   json cj = model_config_to_json(c);
   cj["initializer_range"] = p.init_std;
   cj["hogwild"] = {{"made_by", "hogwild make-model"}, {"preset", p.name}, {"seed", opt.seed}};
-  write_text(out / "config.json", cj.dump(2) + "\n");
+  write_text(out / "config.json", dump_json(cj, 2) + "\n");
   json gen = {{"_from_model_config", true}};
   gen["bos_token_id"] = cj["bos_token_id"];
   gen["eos_token_id"] = cj["eos_token_id"];
-  write_text(out / "generation_config.json", gen.dump(2) + "\n");
+  write_text(out / "generation_config.json", dump_json(gen, 2) + "\n");
 
   // Shard: tensors in table order, a new file when the next tensor would pass max_shard_size.
   std::vector<TensorSpec> specs = model_tensor_specs(c);
@@ -259,7 +260,7 @@ ModelConfig make_model(const MakeModelOptions& opt) {
   }
   if (shards.size() > 1) {
     json idx = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-    write_text(out / "model.safetensors.index.json", idx.dump(2) + "\n");
+    write_text(out / "model.safetensors.index.json", dump_json(idx, 2) + "\n");
   }
   return c;
 }

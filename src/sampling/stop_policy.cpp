@@ -55,7 +55,8 @@ StopPolicy resolve_stop_policy(const std::optional<TokenizerEos>& tokenizer_eos,
   for (int32_t id : p.eos_ids) {
     std::string s;
     auto add = [&](const std::string& what) { s += (s.empty() ? "" : ", ") + what; };
-    if (!tok.empty() && tok[0] == id) add("tokenizer_config.json eos_token '" + tokenizer_eos->text + "'");
+    if (!tok.empty() && tok[0] == id)
+      add("tokenizer_config.json eos_token '" + tokenizer_eos->text + "'");
     if (std::count(config_eos.begin(), config_eos.end(), id)) add("config.json");
     if (std::count(generation_eos.begin(), generation_eos.end(), id)) add("generation_config.json");
     p.sources.push_back(s);

@@ -1,4 +1,4 @@
-// UTF-8 and Unicode helpers for the tokenizer (internal). Character properties come from utf8proc;
+// UTF-8 and Unicode functions for the tokenizer (internal). Character properties come from utf8proc;
 // White_Space is the fixed list of the Unicode property (what Rust char::is_whitespace uses).
 #pragma once
 

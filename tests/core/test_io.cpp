@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 #include "core/error.h"
@@ -50,8 +50,9 @@ TEST(OutputFile, EmptyNameAndDirectoryAreRefused) {
   const std::string dir = testing::TempDir();
   EXPECT_EQ(error_of([&] { OutputFile f(dir, "--json"); }),
             "--json: '" + dir + "' is a directory; give a file name inside it");
-  EXPECT_NE(error_of([] { OutputFile f("/nonexistent-dir/x.json", "--json"); })
-                .find("--json: cannot create '/nonexistent-dir/x.json': No such file or directory"),
+  EXPECT_NE(error_of([] {
+              OutputFile f("/nonexistent-dir/x.json", "--json");
+            }).find("--json: cannot create '/nonexistent-dir/x.json': No such file or directory"),
             std::string::npos);
 }
 

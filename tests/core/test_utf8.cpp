@@ -29,9 +29,9 @@ TEST(Utf8, LossyReplacesEachMaximalSubpart) {
   //   -> a FFFD FFFD FFFD b FFFD c FFFD FFFD d
   EXPECT_EQ(utf8_lossy("\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64"),
             "a" + kFffd + kFffd + kFffd + "b" + kFffd + "c" + kFffd + kFffd + "d");
-  EXPECT_EQ(utf8_lossy("\xC0\x80"), kFffd + kFffd);            // C0 is never a lead byte
+  EXPECT_EQ(utf8_lossy("\xC0\x80"), kFffd + kFffd);                     // C0 is never a lead byte
   EXPECT_EQ(utf8_lossy("\xED\xA0\x80x"), kFffd + kFffd + kFffd + "x");  // ED A0: not a prefix
-  EXPECT_EQ(utf8_lossy("ab\xE4\xB8"), "ab" + kFffd);          // one truncated character
+  EXPECT_EQ(utf8_lossy("ab\xE4\xB8"), "ab" + kFffd);                    // one truncated character
   EXPECT_EQ(utf8_lossy("\xff\xfe"), kFffd + kFffd);
   EXPECT_EQ(utf8_lossy("\xC3\xA9"), "\xC3\xA9");
 }

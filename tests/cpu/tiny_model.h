@@ -1,4 +1,4 @@
-// Test helper: tiny random-weight models built in memory (no files), one per architecture flag set.
+// For tests: tiny random-weight models built in memory (no files), one per architecture flag set.
 #pragma once
 
 #include "model/weights.h"

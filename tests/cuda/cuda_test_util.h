@@ -1,4 +1,4 @@
-// Helpers for the CUDA tests: skip without a GPU, device buffers, bf16 rounding, error norms.
+// Shared code of the CUDA tests: skip without a GPU, device buffers, bf16 rounding, error norms.
 #pragma once
 
 #include <cuda_bf16.h>

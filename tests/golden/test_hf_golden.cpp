@@ -1,4 +1,4 @@
-// The CPU engine against HF transformers (issue: engine foundation, "Correctness against HF").
+// The CPU engine against HF transformers: logits within 1e-4 relative error.
 // Golden files in tests/data/hf_golden were made by tools/hf/make_golden.py (versions inside each
 // .json) from models written by `hogwild make-model` with the args in "make_model_args". Here the
 // same model is regenerated (make-model is deterministic), loaded, and run through plain greedy

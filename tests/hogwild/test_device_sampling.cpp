@@ -26,11 +26,9 @@ class HostTwinDevice : public cpu::CpuBackend {
   bool samples_on_device() const override { return true; }
   void forward_sample(const ForwardBatch& batch,
                       const std::vector<std::vector<int32_t>>& banned_sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
-                      std::vector<float>* fetched) override {
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override {
     std::vector<float> logits;
     forward(batch, logits);
-    if (fetched) *fetched = logits;
     ++calls;
     last_banned = banned_sets.empty() ? std::vector<int32_t>{} : banned_sets[0];
     const int64_t V = config().vocab_size;
@@ -62,7 +60,7 @@ struct Collect : SessionObserver {
 };
 
 SessionRun run_session(cpu::CpuBackend& be, const SamplingParams& sp, bool device, int n_workers,
-                       Layout layout = Layout::combined) {
+                       Layout layout = Layout::combined, bool keep_logits = false) {
   ByteCodec codec;
   Formatting f = test_formatting();
   f.forbidden.texts = {"#", "<t270>"};
@@ -72,6 +70,7 @@ SessionRun run_session(cpu::CpuBackend& be, const SamplingParams& sp, bool devic
   opt.budget = 40;
   opt.stop_on_answer = false;
   opt.device_sampling = device;
+  opt.keep_logits = keep_logits;
   SamplerPicker picker(sp, n_workers, ByteCodec().encode("Q: 6 x 7?\n"));
   Session s(be, codec, f, opt, picker);
   SessionRun out;
@@ -123,6 +122,19 @@ TEST(DeviceSampling, SameTokensAsHostSampling) {
       }
     }
   }
+}
+
+// Keeping the logits for a dump (run --dump-logits) brings every decode forward's rows to the host
+// (Backend::forward_sample_logits) without changing a single draw.
+TEST(DeviceSampling, KeptLogitsDoNotChangeTheDraws) {
+  const test::TinySpec spec = session_specs()[2];
+  const SamplingParams sp = sampled(2.0f, 20, 0.9f, 0.0f);
+  cpu::CpuBackend host(session_model(spec));
+  const SessionRun a = run_session(host, sp, false, 3);
+  HostTwinDevice dev(session_model(spec));
+  const SessionRun b = run_session(dev, sp, true, 3, Layout::combined, /*keep_logits=*/true);
+  EXPECT_EQ(a.ids, b.ids);
+  EXPECT_EQ(b.null_logit_forwards, 0);
 }
 
 TEST(DeviceSampling, RepetitionPenaltyStaysOnTheHost) {

@@ -35,9 +35,14 @@ TEST(TerminalText, ControlCharactersAreShownNotObeyed) {
   EXPECT_EQ(terminal_safe(std::string("nul\0x", 5)), "nul^@x");
   EXPECT_EQ(terminal_safe("del\x7f"), "del^?");
   EXPECT_EQ(terminal_safe("tab\tand\nline"), "tab\tand\nline");
-  EXPECT_EQ(terminal_safe("c1\xC2\x9B" "31m"), "c1<U+009B>31m");    // CSI as a C1 control
-  EXPECT_EQ(terminal_safe("rtl\xE2\x80\xAEx"), "rtl<U+202E>x");     // right-to-left override
-  EXPECT_EQ(terminal_safe("\xff" "ok"), "\xEF\xBF\xBD" "ok");       // invalid byte: U+FFFD
+  EXPECT_EQ(terminal_safe("c1\xC2\x9B"
+                          "31m"),
+            "c1<U+009B>31m");                                    // CSI as a C1 control
+  EXPECT_EQ(terminal_safe("rtl\xE2\x80\xAEx"), "rtl<U+202E>x");  // right-to-left override
+  EXPECT_EQ(terminal_safe("\xff"
+                          "ok"),
+            "\xEF\xBF\xBD"
+            "ok");  // invalid byte: U+FFFD
   EXPECT_EQ(terminal_safe("\xE4\xB8\xAD\xE6\x96\x87"), "\xE4\xB8\xAD\xE6\x96\x87");  // 中文 kept
 }
 
@@ -194,6 +199,9 @@ TEST(KvBudget, HandComputedEstimates) {
   // A huge budget or unknown context saturate instead of overflowing.
   EXPECT_EQ(run_kv_tokens({100, 8, INT64_MAX / 2, 4096, 0}), 4096 + 64 * 28 + 256 * 8);
   EXPECT_GT(run_kv_tokens({100, 8, 0, 0, 32}), INT64_MAX / 8);
+  // Independent layout: each worker's own output and finisher: views 100 + 4 * (50 + 64) = 556,
+  // per worker min(556 - 100, 50 + 64) = 114; 100 + 4 * (114 + 32) = 684; + 32 + 64 * 16 + 256 * 4.
+  EXPECT_EQ(run_kv_tokens({100, 4, 50, 32768, 32, true}), 684 + 32 + 1024 + 1024);
 }
 
 }  // namespace

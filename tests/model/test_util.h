@@ -1,4 +1,4 @@
-// Helpers for the model tests: temporary directories and file I/O.
+// Shared code of the model tests: temporary directories and file I/O.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -51,9 +51,8 @@ class CountingBackend : public Backend {
     }
   }
   void forward_sample(const ForwardBatch& b, const std::vector<std::vector<int32_t>>& sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& t,
-                      std::vector<float>* logits) override {
-    forward_sample_on_host(*this, b, sets, rows, t, logits);
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& t) override {
+    forward_sample_on_host(*this, b, sets, rows, t);
   }
   int64_t kv_used_tokens() const override { return 0; }
   int64_t live_blocks() const override { return 0; }

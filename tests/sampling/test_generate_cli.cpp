@@ -214,7 +214,10 @@ TEST(GenerateCli, TextPromptStreamsTextAndStopsAtStopStrings) {
   // --ids on a model that has a tokenizer: the ids are used as given (same ids, same seed -> the
   // same tokens as the text prompt that encodes to them).
   std::string ids;
-  for (int32_t id : tok.encode("the quick brown fox", true)) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  for (int32_t id : tok.encode("the quick brown fox", true)) {
+    if (!ids.empty()) ids += ',';  // appends, not operator+: GCC 12 reports a false -Wrestrict there
+    ids += std::to_string(id);
+  }
   const auto ji = nlohmann::json::parse(
       run_cli("generate --device cpu -m " + dir + " --ids " + ids + " -n 16 --temperature 1 --seed 4 --json", &rc, &err));
   ASSERT_EQ(rc, 0) << err;

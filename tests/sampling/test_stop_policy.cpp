@@ -53,12 +53,15 @@ TEST(StopPolicy, IdsOutsideTheVocabularyAreRefused) {
   EXPECT_EQ(error_of([] { resolve_stop_policy(std::nullopt, {1}, {-1}, 512); }),
             "generation_config.json: eos_token_id -1 is outside the vocabulary [0, 512) "
             "(vocab_size in config.json); fix eos_token_id");
-  EXPECT_EQ(error_of([] { resolve_stop_policy(TokenizerEos{"</s>", std::nullopt}, {}, {}, 512); }),
+  EXPECT_EQ(error_of([] {
+              resolve_stop_policy(TokenizerEos{"</s>", std::nullopt}, {}, {}, 512);
+            }),
             "tokenizer_config.json: eos_token '</s>' is not a token of tokenizer.json, so "
             "generation could never stop on it; set eos_token to the model's end-of-turn token "
             "(or null)");
-  EXPECT_NE(error_of([] { resolve_stop_policy(TokenizerEos{"<e>", 600}, {}, {}, 512); })
-                .find("id 600, outside the model's vocabulary [0, 512)"),
+  EXPECT_NE(error_of([] {
+              resolve_stop_policy(TokenizerEos{"<e>", 600}, {}, {}, 512);
+            }).find("id 600, outside the model's vocabulary [0, 512)"),
             std::string::npos);
 }
 
