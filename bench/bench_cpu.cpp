@@ -7,6 +7,7 @@
 //
 // Weights are filled in memory with a fast PRNG (values do not matter for speed). fp32 weights:
 // Qwen3-0.6B is ~0.6 G parameters = ~2.4 GB.
+#include "bench/read_bandwidth.h"
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel.h"
@@ -88,37 +89,6 @@ double decode_weight_bytes(const ModelWeights& w) {
   return b;
 }
 
-// Best of 5 parallel reads of a 512 MiB buffer (one slice per pool thread): the host's practical
-// read bandwidth at the time of the run.
-double measure_read_gbs() {
-  const size_t n = (512ull << 20) / sizeof(float);
-  std::vector<float> buf(n, 1.0f);
-  const int nt = cpu::num_threads();
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    std::vector<double> part(nt, 0.0);
-    const auto t = clk::now();
-    cpu::parallel_for(nt, [&](int64_t s, int) {
-      // 8 independent accumulators: bandwidth-bound, not add-latency-bound.
-      float acc[8] = {};
-      const size_t b = n * s / nt, e = n * (s + 1) / nt;
-      size_t i = b;
-      for (; i + 8 <= e; i += 8)
-        for (int k = 0; k < 8; ++k) acc[k] += buf[i + k];
-      double sum = 0;
-      for (; i < e; ++i) sum += buf[i];
-      for (float a : acc) sum += a;
-      part[s] = sum;
-    });
-    const double sec = seconds_since(t);
-    double sum = 0;
-    for (double x : part) sum += x;
-    if (sum != static_cast<double>(n)) std::fprintf(stderr, "read probe: bad sum\n");
-    best = std::max(best, n * sizeof(float) / sec / 1e9);
-  }
-  return best;
-}
-
 int run(int argc, char** argv) {
   std::string out = "bench_cpu.json", preset = "qwen3-0.6b";
   int64_t n_prompt = 128, n_decode = 32;
@@ -180,7 +150,8 @@ int run(int argc, char** argv) {
   }
   double decode_s = 0;
   for (double s : step_s) decode_s += s;
-  const double read_gbs = measure_read_gbs();  // after decode: under the same machine load
+  // After decode: under the same machine load. Best of 4 + 4 reads of 512 MiB.
+  const double read_gbs = bench::measure_read_bandwidth(size_t{512} << 20).best_gbs;
   const double prefill_tps = n_prompt / prefill_s, decode_tps = n_decode / decode_s;
   const double decode_gbs = (wbytes * n_decode + kv_bytes_total) / decode_s / 1e9;
 

@@ -11,7 +11,7 @@ APT_PACKAGES=(
   libpcre2-dev libutf8proc-dev libcpp-httplib-dev libgmp-dev
   bubblewrap gnuplot-nox
   clang libclang-rt-14-dev clang-format
-  python3 python3-jinja2 nodejs
+  python3 python3-jinja2 nodejs chromium
 )
 
 missing=()

@@ -15,5 +15,7 @@ void register_prompt(CLI::App& app);
 void register_run(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_eval(CLI::App& app);
+void register_serve(CLI::App& app);
+void register_collab(CLI::App& app);
 
 }  // namespace hogwild::cli

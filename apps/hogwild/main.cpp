@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   hogwild::cli::register_run(app);
   hogwild::cli::register_bench(app);
   hogwild::cli::register_eval(app);
+  hogwild::cli::register_serve(app);
+  hogwild::cli::register_collab(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,6 +7,7 @@
 #include "cpu/parallel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -18,6 +19,28 @@ void check_size(const std::vector<float>& t, int64_t expected, const std::string
     fail("tensor {}: expected {} values, got {}; the weights do not match config.json", name,
          expected, t.size());
 }
+
+// Adds the time since the previous lap to a CpuProfile field (no-op without a profile).
+class Laps {
+ public:
+  explicit Laps(CpuProfile* p) : p_(p), start_(p ? clock::now() : clock::time_point{}), t_(start_) {}
+  void lap(double CpuProfile::*field) {
+    if (!p_) return;
+    const auto now = clock::now();
+    p_->*field += std::chrono::duration<double>(now - t_).count();
+    t_ = now;
+  }
+  ~Laps() {
+    if (!p_) return;
+    p_->total += std::chrono::duration<double>(clock::now() - start_).count();
+    ++p_->forwards;
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  CpuProfile* p_;
+  clock::time_point start_, t_;
+};
 
 }  // namespace
 
@@ -70,8 +93,8 @@ void CpuBackend::check_weights() const {
 BlockId CpuBackend::new_block() {
   const BlockId id = table_.new_block();
   if (id >= static_cast<BlockId>(blocks_.size())) blocks_.resize(id + 1);
-  blocks_[id].k.assign(w_.config.num_hidden_layers, {});
-  blocks_[id].v.assign(w_.config.num_hidden_layers, {});
+  blocks_[id].k.assign(w_.config.num_hidden_layers * w_.config.num_key_value_heads, {});
+  blocks_[id].v.assign(w_.config.num_hidden_layers * w_.config.num_key_value_heads, {});
   return id;
 }
 
@@ -97,9 +120,9 @@ int64_t CpuBackend::cached_tokens() const {
 
 void CpuBackend::truncate_block(BlockId b, int64_t new_len) {
   table_.truncate(b, new_len);
-  const int64_t kvd = w_.config.num_key_value_heads * w_.config.head_dim;
-  for (auto& k : blocks_[b].k) k.resize(new_len * kvd);
-  for (auto& v : blocks_[b].v) v.resize(new_len * kvd);
+  const int64_t hd = w_.config.head_dim;
+  for (auto& k : blocks_[b].k) k.resize(new_len * hd);
+  for (auto& v : blocks_[b].v) v.resize(new_len * hd);
 }
 
 void CpuBackend::append_block(BlockId dst, BlockId src) {
@@ -109,14 +132,14 @@ void CpuBackend::append_block(BlockId dst, BlockId src) {
   Block& d = blocks_[dst];
   const Block& s = blocks_[src];
   const ModelConfig& c = w_.config;
-  const int64_t kvd = c.num_key_value_heads * c.head_dim;
+  const int64_t hd = c.head_dim;
   rope_.reserve(shift + 1);
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    std::vector<float> k(s.k[l].begin(), s.k[l].begin() + n * kvd);
+  for (size_t lg = 0; lg < d.k.size(); ++lg) {  // (layer, kv head)
+    std::vector<float> k(s.k[lg].begin(), s.k[lg].begin() + n * hd);
     // Keys: rotate once by len(dst), a pure rotation (scale 1): q(p-o).k(j) stays exact.
-    for (int64_t j = 0; j < n; ++j) rope_.rotate(k.data() + j * kvd, c.num_key_value_heads, shift, 1.0f);
-    d.k[l].insert(d.k[l].end(), k.begin(), k.end());
-    d.v[l].insert(d.v[l].end(), s.v[l].begin(), s.v[l].begin() + n * kvd);
+    rope_.rotate(k.data(), n, shift, 1.0f);
+    d.k[lg].insert(d.k[lg].end(), k.begin(), k.end());
+    d.v[lg].insert(d.v[lg].end(), s.v[lg].begin(), s.v[lg].begin() + n * hd);
   }
 }
 
@@ -126,48 +149,58 @@ void CpuBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,
   const Block& blk = blocks_[b];
   if (layer < 0 || layer >= w_.config.num_hidden_layers)
     fail("read_block: layer {} is outside [0, {})", layer, w_.config.num_hidden_layers);
-  k = blk.k[layer];
-  v = blk.v[layer];
+  const int64_t nkv = w_.config.num_key_value_heads, hd = w_.config.head_dim;
+  const int64_t len = table_.len(b);
+  k.resize(len * nkv * hd);
+  v.resize(len * nkv * hd);
+  for (int64_t g = 0; g < nkv; ++g)
+    for (int64_t j = 0; j < len; ++j) {
+      const std::vector<float>& kg = blk.k[layer * nkv + g];
+      const std::vector<float>& vg = blk.v[layer * nkv + g];
+      std::copy(kg.begin() + j * hd, kg.begin() + (j + 1) * hd, k.begin() + (j * nkv + g) * hd);
+      std::copy(vg.begin() + j * hd, vg.begin() + (j + 1) * hd, v.begin() + (j * nkv + g) * hd);
+    }
 }
 
 void CpuBackend::attention(const ForwardBatch& batch, const ForwardPlan& plan, int64_t layer,
                            const float* q, float* out) {
   const ModelConfig& c = w_.config;
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
-  const int64_t nh = c.num_attention_heads, hd = c.head_dim;
-  const int64_t kvd = c.num_key_value_heads * hd, group = nh / c.num_key_value_heads;
+  const int64_t nh = c.num_attention_heads, hd = c.head_dim, nkv = c.num_key_value_heads;
+  const int64_t group = nh / nkv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const float attn_scaling = rope_.params().attention_scaling;
-  // One item per (row, query head); per-thread scratch for the rotated query and two states.
+  // One item per (row, key/value head): the group of query heads that share it read each key
+  // once. Per-thread scratch: the group's rotated queries and their states.
   const int n_threads = num_threads();
-  std::vector<float> scratch(static_cast<size_t>(n_threads) * 3 * hd);
-  parallel_for(T * nh, [&](int64_t idx, int thread) {
-    float* qr = scratch.data() + static_cast<size_t>(thread) * 3 * hd;
-    float* acc_o = qr + hd;
-    float* part_o = qr + 2 * hd;
-    const int64_t t = idx / nh, h = idx % nh, g = h / group;
+  std::vector<float> scratch(static_cast<size_t>(n_threads) * 2 * group * hd);
+  std::vector<AttnState> states(static_cast<size_t>(n_threads) * group);
+  parallel_for(T * nkv, [&](int64_t idx, int thread) {
+    float* qr = scratch.data() + static_cast<size_t>(thread) * 2 * group * hd;
+    AttnState* acc = states.data() + static_cast<size_t>(thread) * group;
+    const int64_t t = idx / nkv, g = idx % nkv;
     const int64_t p = plan.position[t];
-    const float* qh = q + t * nh * hd + h * hd;  // un-rotated query head
-    AttnState acc{0, 0, acc_o};
-    attn_state_init(acc, hd);
+    const float* qg = q + t * nh * hd + g * group * hd;  // un-rotated query heads of the group
+    for (int64_t i = 0; i < group; ++i) {
+      acc[i] = {0, 0, qr + (group + i) * hd};
+      attn_state_init(acc[i], hd);
+    }
     for (const ViewOccurrence& oc : plan.views[batch.tokens[t].worker]) {
       if (oc.offset > p) break;  // offsets grow along the view: nothing further is visible
       const Block& blk = blocks_[oc.block];
-      const int64_t len = static_cast<int64_t>(blk.k[layer].size()) / kvd;  // after the appends
+      const int64_t len = static_cast<int64_t>(blk.k[layer * nkv + g].size()) / hd;  // post-append
       const int64_t n_vis = std::min(len, p - oc.offset + 1);  // keys with o + j <= p
       if (n_vis <= 0) continue;
-      // Query rotated by p - o (with the model's attention scaling: its one rotation for this
+      // Queries rotated by p - o (with the model's attention scaling: its one rotation for this
       // dot product), keys already rotated at j: q(p-o).k(j) = q(p).k(o+j).
-      std::memcpy(qr, qh, sizeof(float) * hd);
-      rope_.rotate(qr, 1, p - oc.offset, attn_scaling);
-      AttnState part{0, 0, part_o};
-      attn_state_init(part, hd);
-      attn_partial(qr, blk.k[layer].data() + g * hd, blk.v[layer].data() + g * hd, n_vis, kvd, hd,
-                   scale, part);
-      attn_state_merge(acc, part, hd);
+      std::memcpy(qr, qg, sizeof(float) * group * hd);
+      rope_.rotate(qr, group, p - oc.offset, attn_scaling);
+      attn_partial(qr, group, blk.k[layer * nkv + g].data(), blk.v[layer * nkv + g].data(), n_vis,
+                   hd, hd, scale, acc);
     }
-    // The token's own key (o + j = p) is always visible, so acc is never empty.
-    attn_state_normalize(acc, out + t * nh * hd + h * hd, hd);
+    // The token's own key (o + j = p) is always visible, so no state is empty.
+    for (int64_t i = 0; i < group; ++i)
+      attn_state_normalize(acc[i], out + t * nh * hd + (g * group + i) * hd, hd);
   });
 }
 
@@ -176,6 +209,7 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   logits.clear();
   if (T == 0) return;
+  Laps laps(profile_);
   const int64_t n_workers = static_cast<int64_t>(batch.views.size());
 
   // ---- check and plan (model/forward_plan.h: positions from the view rule), then append
@@ -184,8 +218,8 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
   rope_.reserve(plan.max_position + 1);
   const int64_t kvd = c.num_key_value_heads * c.head_dim;
   for (const auto& [b, len] : plan.grown) {
-    for (auto& k : blocks_[b].k) k.resize(len * kvd);
-    for (auto& v : blocks_[b].v) v.resize(len * kvd);
+    for (auto& k : blocks_[b].k) k.resize(len * c.head_dim);
+    for (auto& v : blocks_[b].v) v.resize(len * c.head_dim);
   }
 
   // ---- activations (rows = batch tokens)
@@ -200,15 +234,19 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
   std::vector<int32_t> ids(T);
   for (int64_t t = 0; t < T; ++t) ids[t] = batch.tokens[t].token_id;
   embedding(w_.embed_tokens.data(), ids.data(), T, H, x.data());
+  laps.lap(&CpuProfile::plan);
 
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const LayerWeights& L = w_.layers[l];
     auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
     // ---- norm, q/k/v projections (+ bias: Qwen2)
     rmsnorm(x.data(), L.input_layernorm.data(), h.data(), T, H, eps);
-    matmul(h.data(), L.q_proj.data(), bias(L.q_bias), q.data(), T, H, qd);
-    matmul(h.data(), L.k_proj.data(), bias(L.k_bias), k.data(), T, H, kvd);
-    matmul(h.data(), L.v_proj.data(), bias(L.v_bias), v.data(), T, H, kvd);
+    laps.lap(&CpuProfile::norms);
+    matmul_shared(h.data(), T, H,
+                  {{L.q_proj.data(), bias(L.q_bias), q.data(), qd},
+                   {L.k_proj.data(), bias(L.k_bias), k.data(), kvd},
+                   {L.v_proj.data(), bias(L.v_bias), v.data(), kvd}});
+    laps.lap(&CpuProfile::qkv);
     // ---- per-head RMSNorm of q and k (Qwen3), before RoPE
     if (c.qk_norm) {
       rmsnorm(q.data(), L.q_norm.data(), q.data(), T * nh, hd, eps);
@@ -220,20 +258,31 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
       const int64_t j = plan.index[t];
       rope_.rotate(kt, nkv, j, attn_scaling);
       Block& blk = blocks_[batch.tokens[t].block];
-      std::memcpy(blk.k[l].data() + j * kvd, kt, sizeof(float) * kvd);
-      std::memcpy(blk.v[l].data() + j * kvd, v.data() + t * kvd, sizeof(float) * kvd);
+      for (int64_t g = 0; g < nkv; ++g) {
+        std::memcpy(blk.k[l * nkv + g].data() + j * hd, kt + g * hd, sizeof(float) * hd);
+        std::memcpy(blk.v[l * nkv + g].data() + j * hd, v.data() + t * kvd + g * hd,
+                    sizeof(float) * hd);
+      }
     }
+    laps.lap(&CpuProfile::rope);
     // ---- attention over the writer's view (queries rotated per block occurrence)
     attention(batch, plan, l, q.data(), att.data());
+    laps.lap(&CpuProfile::attention);
     // ---- o_proj, residual
     matmul(att.data(), L.o_proj.data(), nullptr, tmp.data(), T, qd, H);
+    laps.lap(&CpuProfile::o_proj);
     add_inplace(x.data(), tmp.data(), T * H);
     // ---- post-attention norm, SwiGLU MLP, residual
     rmsnorm(x.data(), L.post_attention_layernorm.data(), h.data(), T, H, eps);
-    matmul(h.data(), L.gate_proj.data(), nullptr, gate.data(), T, H, I);
-    matmul(h.data(), L.up_proj.data(), nullptr, up.data(), T, H, I);
+    laps.lap(&CpuProfile::norms);
+    matmul_shared(h.data(), T, H,
+                  {{L.gate_proj.data(), nullptr, gate.data(), I},
+                   {L.up_proj.data(), nullptr, up.data(), I}});
+    laps.lap(&CpuProfile::mlp);
     swiglu(gate.data(), up.data(), gate.data(), T * I);
+    laps.lap(&CpuProfile::norms);
     matmul(gate.data(), L.down_proj.data(), nullptr, tmp.data(), T, I, H);
+    laps.lap(&CpuProfile::mlp);
     add_inplace(x.data(), tmp.data(), T * H);
   }
 
@@ -248,7 +297,9 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
   if (n_out == 0) return;
   rmsnorm(sel.data(), w_.norm.data(), sel.data(), n_out, H, eps);
   logits.resize(n_out * c.vocab_size);
+  laps.lap(&CpuProfile::norms);
   matmul(sel.data(), w_.output_weight().data(), nullptr, logits.data(), n_out, H, c.vocab_size);
+  laps.lap(&CpuProfile::lm_head);
 }
 
 }  // namespace hogwild::cpu

@@ -19,6 +19,21 @@
 
 namespace hogwild::cpu {
 
+/// Wall-clock seconds a CpuBackend spent per stage of its forwards, summed (set_profile). For
+/// benchmarks; the stages follow the forward from top to bottom.
+struct CpuProfile {
+  int64_t forwards = 0;
+  double plan = 0;       // validation, view plan, cache growth, embedding
+  double norms = 0;      // RMSNorms (input, post-attention, final), residual adds, SwiGLU
+  double qkv = 0;        // q/k/v projections (one skinny pass)
+  double rope = 0;       // q/k norm, RoPE of the new keys, K/V writes
+  double attention = 0;  // attention over the blocks of each view
+  double o_proj = 0;
+  double mlp = 0;     // gate/up (one skinny pass) and down projections
+  double lm_head = 0;  // final projection onto the vocabulary
+  double total = 0;
+};
+
 class CpuBackend : public Backend {
  public:
   /// Takes the weights. Throws hogwild::Error when a tensor's size does not match the config
@@ -52,12 +67,17 @@ class CpuBackend : public Backend {
   /// Tokens held over all live blocks.
   int64_t cached_tokens() const;
 
+  /// Adds the time of every later forward to *p, stage by stage (nullptr: stop). p must outlive
+  /// its use.
+  void set_profile(CpuProfile* p) { profile_ = p; }
+
  private:
-  // K/V data of one cache block (its length, pages and liveness are in table_): per layer,
-  // (len, num_key_value_heads, head_dim) fp32; keys rotated at block-local positions (scaled by
-  // attention_scaling once).
+  // K/V data of one cache block (its length, pages and liveness are in table_): per layer and
+  // key/value head, K and V (len, head_dim) fp32, so that one head's keys are contiguous for
+  // attention; keys rotated at block-local positions (scaled by attention_scaling once).
   struct Block {
-    std::vector<std::vector<float>> k, v;  // (num_hidden_layers) x (len * kv_dim)
+    // [layer * num_key_value_heads + kv head] -> (len * head_dim)
+    std::vector<std::vector<float>> k, v;
   };
 
   void check_weights() const;
@@ -68,6 +88,7 @@ class CpuBackend : public Backend {
   RopeTable rope_;
   BlockTable table_;
   std::vector<Block> blocks_;  // by BlockId
+  CpuProfile* profile_ = nullptr;
 };
 
 }  // namespace hogwild::cpu

@@ -7,82 +7,9 @@
 #include <cstring>
 #include <limits>
 
-#include "cpu/parallel.h"
+#include "cpu/skinny.h"
 
 namespace hogwild::cpu {
-
-namespace {
-
-// Skinny projection for 2..kSkinnyMaxRows rows (a decode step of several workers): every weight
-// row is read ONCE for all token rows, 16 fp32 lanes per row accumulated separately (vectorised
-// by the compiler; FMA on AVX2 machines through the x86-64-v3 clone). OpenBLAS SGEMM with M <= 8
-// reads W as slowly as M GEMVs (measured: 2 workers were slower than 1).
-constexpr int64_t kSkinnyMaxRows = 8;
-constexpr int64_t kOutBlock = 16;  // output features per parallel_for item (<= 192 KiB of W)
-
-typedef float v8f __attribute__((vector_size(32)));  // 8 fp32 lanes (GCC vector extension)
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"  // v8f never crosses a non-inlined call
-// R token rows, V 8-lane vectors per row per step (R * V accumulators stay in registers).
-template <int R, int V>
-inline __attribute__((always_inline)) void skinny_rows(const float* x, const float* W, float* y,
-                                                       int64_t in, int64_t out, int64_t o0,
-                                                       int64_t o1) {
-  constexpr int64_t step = 8 * V;
-  for (int64_t o = o0; o < o1; ++o) {
-    const float* w = W + o * in;
-    v8f acc[R][V];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-      for (int v = 0; v < V; ++v) acc[r][v] = v8f{};
-    int64_t k = 0;
-    for (; k + step <= in; k += step) {
-      v8f wv[V];
-#pragma GCC unroll 2
-      for (int v = 0; v < V; ++v) std::memcpy(&wv[v], w + k + 8 * v, sizeof(v8f));
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-        for (int v = 0; v < V; ++v) {
-          v8f xv;
-          std::memcpy(&xv, x + r * in + k + 8 * v, sizeof(v8f));
-          acc[r][v] += wv[v] * xv;
-        }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      v8f a = acc[r][0];
-#pragma GCC unroll 2
-      for (int v = 1; v < V; ++v) a += acc[r][v];
-      float sum = 0.0f;
-      for (int j = 0; j < 8; ++j) sum += a[j];
-      for (int64_t kk = k; kk < in; ++kk) sum += w[kk] * x[r * in + kk];
-      y[r * out + o] += sum;  // y holds the bias or 0
-    }
-  }
-}
-#pragma GCC diagnostic pop
-
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void skinny_block(
-    const float* x, const float* W, float* y, int64_t n_rows, int64_t in, int64_t out, int64_t o0,
-    int64_t o1) {
-  // At most 4 rows per pass (8 accumulators + operands stay in the 16 AVX2 registers); a second
-  // pass over the same output block re-reads its weights from L2, not from memory.
-  for (int64_t r0 = 0; r0 < n_rows; r0 += 4) {
-    const float* xr = x + r0 * in;
-    float* yr = y + r0 * out;
-    switch (std::min<int64_t>(4, n_rows - r0)) {
-      case 1: skinny_rows<1, 2>(xr, W, yr, in, out, o0, o1); break;
-      case 2: skinny_rows<2, 2>(xr, W, yr, in, out, o0, o1); break;
-      case 3: skinny_rows<3, 2>(xr, W, yr, in, out, o0, o1); break;
-      default: skinny_rows<4, 2>(xr, W, yr, in, out, o0, o1); break;
-    }
-  }
-}
-
-}  // namespace
 
 void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t dim, float eps) {
   for (int64_t r = 0; r < n_rows; ++r) {
@@ -100,25 +27,26 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t d
 void matmul(const float* x, const float* W, const float* bias, float* y, int64_t n_rows,
             int64_t in, int64_t out) {
   if (n_rows == 0 || out == 0) return;
+  if (n_rows <= kSkinnyMaxRows) {
+    skinny_matmul(x, n_rows, in, {{W, bias, y, out}});
+    return;
+  }
   if (bias) {
     for (int64_t r = 0; r < n_rows; ++r) std::memcpy(y + r * out, bias, sizeof(float) * out);
-  }
-  if (n_rows == 1) {
-    // y (1, out) = W (out, in) . x  — GEMV reads W once with better threading than 1-row GEMM.
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(out), static_cast<int>(in), 1.0f, W,
-                static_cast<int>(in), x, 1, bias ? 1.0f : 0.0f, y, 1);
-    return;
-  }
-  if (n_rows <= kSkinnyMaxRows) {
-    if (!bias) std::memset(y, 0, sizeof(float) * n_rows * out);
-    parallel_for((out + kOutBlock - 1) / kOutBlock, [&](int64_t b, int) {
-      skinny_block(x, W, y, n_rows, in, out, b * kOutBlock, std::min(out, (b + 1) * kOutBlock));
-    });
-    return;
   }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_rows),
               static_cast<int>(out), static_cast<int>(in), 1.0f, x, static_cast<int>(in), W,
               static_cast<int>(in), bias ? 1.0f : 0.0f, y, static_cast<int>(out));
+}
+
+void matmul_shared(const float* x, int64_t n_rows, int64_t in,
+                   std::initializer_list<SkinnyProjection> projections) {
+  if (n_rows == 0) return;
+  if (n_rows <= kSkinnyMaxRows) {
+    skinny_matmul(x, n_rows, in, projections);
+    return;
+  }
+  for (const SkinnyProjection& p : projections) matmul(x, p.W, p.bias, p.y, n_rows, in, p.out);
 }
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
@@ -166,22 +94,38 @@ void attn_state_normalize(const AttnState& s, float* out, int64_t head_dim) {
 
 void attn_partial(const float* q, const float* k, const float* v, int64_t n_keys, int64_t stride,
                   int64_t head_dim, float scale, AttnState& s) {
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const float* kj = k + j * stride;
-    float dot = 0.0f;
-    for (int64_t i = 0; i < head_dim; ++i) dot += q[i] * kj[i];
-    const float score = dot * scale;
-    const float* vj = v + j * stride;
-    if (score > s.m) {
+  attn_partial(q, 1, k, v, n_keys, stride, head_dim, scale, &s);
+}
+
+void attn_partial(const float* q, int64_t n_q, const float* k, const float* v, int64_t n_keys,
+                  int64_t stride, int64_t head_dim, float scale, AttnState* s) {
+  constexpr int64_t kChunk = 64;
+  constexpr int64_t kMaxHeads = 16;  // query heads per call; larger groups go in several calls
+  if (n_q > kMaxHeads) {
+    for (int64_t h = 0; h < n_q; h += kMaxHeads)
+      attn_partial(q + h * head_dim, std::min(kMaxHeads, n_q - h), k, v, n_keys, stride, head_dim,
+                   scale, s + h);
+    return;
+  }
+  float w[kMaxHeads * kChunk];
+  for (int64_t j0 = 0; j0 < n_keys; j0 += kChunk) {
+    const int64_t n = std::min(kChunk, n_keys - j0);
+    skinny_dots({q, n_q, head_dim, k + j0 * stride, stride, nullptr, w, kChunk}, n);
+    for (int64_t h = 0; h < n_q; ++h) {
+      float* wh = w + h * kChunk;
+      AttnState& sh = s[h];
+      float m = sh.m;
+      for (int64_t j = 0; j < n; ++j) m = std::max(m, wh[j] *= scale);
       // New max: rescale what we have (exp(-inf) = 0 handles the empty state).
-      const float c = std::exp(s.m - score);
-      s.d = s.d * c + 1.0f;
-      for (int64_t i = 0; i < head_dim; ++i) s.o[i] = s.o[i] * c + vj[i];
-      s.m = score;
-    } else {
-      const float w = std::exp(score - s.m);
-      s.d += w;
-      for (int64_t i = 0; i < head_dim; ++i) s.o[i] += w * vj[i];
+      const float c = m > sh.m ? std::exp(sh.m - m) : 1.0f;
+      float d = sh.d * c;
+      for (int64_t j = 0; j < n; ++j) {
+        wh[j] = std::exp(wh[j] - m);
+        d += wh[j];
+      }
+      weighted_sum(v + j0 * stride, n, stride, head_dim, wh, c, sh.o);
+      sh.m = m;
+      sh.d = d;
     }
   }
 }

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+
+#include "cpu/skinny.h"
 
 namespace hogwild::cpu {
 
@@ -13,11 +16,16 @@ namespace hogwild::cpu {
 void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t dim, float eps);
 
 /// y = x W^T (+ bias): x (n_rows, in), W (out, in) row-major as HF stores nn.Linear weights,
-/// y (n_rows, out), bias (out) or nullptr. 1 row: OpenBLAS cblas_sgemv; 2..8 rows (decode of
-/// several workers): an own kernel that reads W once for all rows (parallel_for); more rows:
-/// OpenBLAS cblas_sgemm (multithreaded by OpenBLAS).
+/// y (n_rows, out), bias (out) or nullptr. Up to kSkinnyMaxRows rows (decode of up to 64 workers):
+/// cpu/skinny.h, whose row results are bitwise independent of n_rows and of the other rows; more
+/// rows (prefill chunks): OpenBLAS cblas_sgemm (multithreaded by OpenBLAS), whose bits differ.
+constexpr int64_t kSkinnyMaxRows = 64;
 void matmul(const float* x, const float* W, const float* bias, float* y, int64_t n_rows,
             int64_t in, int64_t out);
+/// Several projections of one input x (n_rows, in) (q/k/v, gate/up): the same results as one
+/// matmul per projection; up to kSkinnyMaxRows rows they share one pass over the thread pool.
+void matmul_shared(const float* x, int64_t n_rows, int64_t in,
+                   std::initializer_list<SkinnyProjection> projections);
 
 /// silu(x) = x * sigmoid(x).
 float silu(float x);
@@ -52,8 +60,15 @@ void attn_state_normalize(const AttnState& s, float* out, int64_t head_dim);
 
 /// Partial attention of one query head q (head_dim) over n_keys keys/values laid out with a row
 /// stride: key j is k[j * stride .. + head_dim), value j is v[j * stride ..]. scale = 1/sqrt(head_dim)
-/// usually. Accumulates into s (which may already hold other keys: online softmax).
+/// usually. Accumulates into s (which may already hold other keys: online softmax), keys taken in
+/// chunks of 64: the chunk's scores q.k_j * scale (cpu/skinny.h skinny_dots: a fixed order of
+/// reduction), its max, one rescale of s, then exp(score - max) and the values in key order.
+/// The result depends only on q, the keys, the values and s: never on other heads or rows.
 void attn_partial(const float* q, const float* k, const float* v, int64_t n_keys, int64_t stride,
                   int64_t head_dim, float scale, AttnState& s);
+/// The same for n_q query heads that share one key/value head (a GQA group): q (n_q, head_dim),
+/// s[0..n_q); each head's result is bit for bit what attn_partial gives it alone.
+void attn_partial(const float* q, int64_t n_q, const float* k, const float* v, int64_t n_keys,
+                  int64_t stride, int64_t head_dim, float scale, AttnState* s);
 
 }  // namespace hogwild::cpu

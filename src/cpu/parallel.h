@@ -1,6 +1,8 @@
-// A small pool of worker threads for the CPU backend's own loops (attention). Workers block on a
-// condition variable between jobs instead of spinning, so they share the cores politely with
-// OpenBLAS's threads (OpenMP's default spin-wait made decode 4x slower on a 2-core machine).
+// A small pool of worker threads for the CPU backend's own loops (skinny projections, attention).
+// Between jobs a thread spins for 50 us (the gaps between the projections of a forward), then
+// blocks on a condition variable, so it shares the cores politely with OpenBLAS's threads during
+// a prefill (OpenMP's default, longer spin-wait made decode 4x slower on a 2-core machine).
+// A job waits only for its items, never for a thread the OS has not yet scheduled.
 #pragma once
 
 #include <cstdint>
@@ -8,9 +10,13 @@
 
 namespace hogwild::cpu {
 
-/// Threads used by parallel_for (fixed at first use): std::thread::hardware_concurrency(), or
+/// Threads used by parallel_for (from the first use until set_num_threads): std::thread::hardware_concurrency(), or
 /// HOGWILD_THREADS when set.
 int num_threads();
+
+/// Replaces the pool by one of n threads (tests and benchmarks: results must not depend on it).
+/// Throws hogwild::Error for n < 1. PRECONDITION: no parallel_for is running.
+void set_num_threads(int n);
 
 /// Calls fn(i, thread) for every i in [0, n), spread over the pool (the caller takes part);
 /// returns when all calls are done. thread in [0, num_threads()) identifies the executing thread

@@ -33,7 +33,6 @@ TEST(CpuOps, MatmulIsXTimesWTransposedPlusBias) {
   EXPECT_EQ(y, (std::vector<float>{8, 23, 8, 27.5f}));
   matmul(x.data(), W.data(), nullptr, y.data(), 2, 3, 2);
   EXPECT_EQ(y, (std::vector<float>{-2, 3, -2, 7.5f}));
-  // One row takes the GEMV path.
   std::vector<float> y1(2, -1);
   matmul(x.data() + 3, W.data(), b.data(), y1.data(), 1, 3, 2);
   EXPECT_EQ(y1, (std::vector<float>{8, 27.5f}));
@@ -41,35 +40,60 @@ TEST(CpuOps, MatmulIsXTimesWTransposedPlusBias) {
   EXPECT_EQ(y1, (std::vector<float>{-2, 3}));
 }
 
-// Every path (GEMV 1 row, skinny 2..8 rows in passes of 4, SGEMM 9+ rows) against a double
-// reference, with in = 16k + tail sizes and out not a multiple of the 16-feature blocks.
+// Every path (the skinny kernel of each instruction set this CPU has for 1..64 rows, in
+// register blocks of up to 4 rows; SGEMM for 65+ rows) against a double reference, with
+// in = 16k + tail sizes and out not a multiple of the register groups or the 48-feature tiles.
 TEST(CpuOps, MatmulPathsMatchDoubleReference) {
-  for (int64_t in : {1, 7, 16, 37, 200}) {
-    for (int64_t out : {1, 5, 33}) {
-      for (int64_t rows = 1; rows <= 10; ++rows) {
-        std::vector<float> x(rows * in), W(out * in), b(out);
-        for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * double(i) + 0.1 * rows);
-        for (size_t i = 0; i < W.size(); ++i) W[i] = std::cos(0.11 * double(i) + 0.05 * out);
-        for (size_t i = 0; i < b.size(); ++i) b[i] = 0.25f * float(i) - 1.0f;
-        for (bool with_bias : {false, true}) {
-          std::vector<float> y(rows * out, 123.0f);
-          matmul(x.data(), W.data(), with_bias ? b.data() : nullptr, y.data(), rows, in, out);
-          for (int64_t r = 0; r < rows; ++r)
-            for (int64_t o = 0; o < out; ++o) {
-              double ref = with_bias ? b[o] : 0.0;
-              double mag = std::fabs(ref);
-              for (int64_t k = 0; k < in; ++k) {
-                ref += double(x[r * in + k]) * W[o * in + k];
-                mag += std::fabs(double(x[r * in + k]) * W[o * in + k]);
+  const std::vector<int64_t> row_counts = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 64, 65};
+  for (const char* isa : {"avx512", "avx2", "generic"}) {
+    if (!select_skinny_isa(isa)) continue;
+    for (int64_t in : {1, 7, 16, 37, 200}) {
+      for (int64_t out : {1, 5, 33, 101}) {
+        for (int64_t rows : row_counts) {
+          std::vector<float> x(rows * in), W(out * in), b(out);
+          for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * double(i) + 0.1 * rows);
+          for (size_t i = 0; i < W.size(); ++i) W[i] = std::cos(0.11 * double(i) + 0.05 * out);
+          for (size_t i = 0; i < b.size(); ++i) b[i] = 0.25f * float(i) - 1.0f;
+          for (bool with_bias : {false, true}) {
+            std::vector<float> y(rows * out, 123.0f);
+            matmul(x.data(), W.data(), with_bias ? b.data() : nullptr, y.data(), rows, in, out);
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t o = 0; o < out; ++o) {
+                double ref = with_bias ? b[o] : 0.0;
+                double mag = std::fabs(ref);
+                for (int64_t k = 0; k < in; ++k) {
+                  ref += double(x[r * in + k]) * W[o * in + k];
+                  mag += std::fabs(double(x[r * in + k]) * W[o * in + k]);
+                }
+                // fp32 accumulation: error within a few ulps of the sum of magnitudes.
+                EXPECT_NEAR(y[r * out + o], ref, 1e-6 * mag + 1e-7)
+                    << isa << " in " << in << " out " << out << " rows " << rows << " bias "
+                    << with_bias;
               }
-              // fp32 accumulation: error within a few ulps of the sum of magnitudes.
-              EXPECT_NEAR(y[r * out + o], ref, 1e-6 * mag + 1e-7)
-                  << "in " << in << " out " << out << " rows " << rows << " bias " << with_bias;
-            }
+          }
         }
       }
     }
   }
+  for (const char* isa : {"avx512", "avx2", "generic"})
+    if (select_skinny_isa(isa)) break;  // back to the best one
+}
+
+// Projections sharing one input (q/k/v) give the same bits as one matmul each.
+TEST(CpuOps, MatmulSharedEqualsSeparateMatmuls) {
+  const int64_t in = 40, rows = 3;
+  std::vector<float> x(rows * in), Wq(70 * in), Wk(20 * in), bq(70);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.3 * double(i));
+  for (size_t i = 0; i < Wq.size(); ++i) Wq[i] = std::cos(0.07 * double(i));
+  for (size_t i = 0; i < Wk.size(); ++i) Wk[i] = std::sin(0.05 * double(i) + 1);
+  for (size_t i = 0; i < bq.size(); ++i) bq[i] = 0.1f * float(i);
+  std::vector<float> q(rows * 70), k(rows * 20), q1(rows * 70), k1(rows * 20);
+  matmul_shared(x.data(), rows, in, {{Wq.data(), bq.data(), q.data(), 70}, {Wk.data(), nullptr, k.data(), 20}});
+  matmul(x.data(), Wq.data(), bq.data(), q1.data(), rows, in, 70);
+  matmul(x.data(), Wk.data(), nullptr, k1.data(), rows, in, 20);
+  EXPECT_EQ(q, q1);
+  EXPECT_EQ(k, k1);
+  EXPECT_NE(q[5], 0.0f);
 }
 
 TEST(CpuOps, SiluSwigluEmbedding) {
@@ -115,6 +139,66 @@ TEST(CpuOps, AttentionPartialsMergeByLogSumExp) {
   EXPECT_NEAR(e.d, 1.503214724408055, 1e-6);
   EXPECT_NEAR(out[0], 3.841024969440049, 1e-5);
   EXPECT_NEAR(out[1], 4.841024969440048, 1e-5);
+}
+
+// More keys than one 64-key chunk, head_dim with a tail past the vector lanes (and one shorter
+// than a vector), a row stride, a state that already holds keys, two query heads of one group:
+// softmax attention in double as the reference; each head alone gives the same bits.
+void attention_partial_matches_double_softmax(const char* isa) {
+  for (int64_t hd : {8, 37, 128})
+    for (int64_t n : {1, 64, 65, 200}) {
+      const int64_t stride = hd + 3;
+      std::vector<float> q(hd), k(n * stride), v(n * stride), o(hd), out(hd);
+      for (int64_t i = 0; i < hd; ++i) q[i] = std::sin(0.7 * double(i) + 0.2);
+      for (size_t i = 0; i < k.size(); ++i) k[i] = std::cos(0.13 * double(i)) * 1.5f;
+      for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.29 * double(i) + 1.0);
+      const float scale = 1.0f / std::sqrt(float(hd));
+      AttnState s{0, 0, o.data()};
+      attn_state_init(s, hd);
+      const int64_t split = n / 3;  // two calls: the second starts from a non-empty state
+      attn_partial(q.data(), k.data(), v.data(), split, stride, hd, scale, s);
+      attn_partial(q.data(), k.data() + split * stride, v.data() + split * stride, n - split,
+                   stride, hd, scale, s);
+      attn_state_normalize(s, out.data(), hd);
+      std::vector<double> sc(n), ref(hd, 0.0);
+      double m = -1e300, d = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (int64_t i = 0; i < hd; ++i) dot += double(q[i]) * k[j * stride + i];
+        sc[j] = dot * scale;
+        m = std::max(m, sc[j]);
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        const double w = std::exp(sc[j] - m);
+        d += w;
+        for (int64_t i = 0; i < hd; ++i) ref[i] += w * v[j * stride + i];
+      }
+      EXPECT_NEAR(s.m, m, 1e-5) << hd << " " << n;
+      for (int64_t i = 0; i < hd; ++i)
+        EXPECT_NEAR(out[i], ref[i] / d, 1e-5)
+            << isa << " head_dim " << hd << " keys " << n << " i " << i;
+      // The same head as the second of a group of two (the first: another query).
+      std::vector<float> q2(2 * hd), o2(2 * hd);
+      for (int64_t i = 0; i < hd; ++i) q2[i] = std::cos(0.3 * double(i)), q2[hd + i] = q[i];
+      AttnState s2[2] = {{0, 0, o2.data()}, {0, 0, o2.data() + hd}};
+      attn_state_init(s2[0], hd);
+      attn_state_init(s2[1], hd);
+      attn_partial(q2.data(), 2, k.data(), v.data(), split, stride, hd, scale, s2);
+      attn_partial(q2.data(), 2, k.data() + split * stride, v.data() + split * stride, n - split,
+                   stride, hd, scale, s2);
+      EXPECT_EQ(s2[1].m, s.m);
+      EXPECT_EQ(s2[1].d, s.d);
+      EXPECT_EQ(std::vector<float>(o2.begin() + hd, o2.end()), o) << isa << " " << hd << " " << n;
+    }
+}
+
+TEST(CpuOps, AttentionPartialOverChunksMatchesDoubleSoftmax) {
+  for (const char* isa : {"avx512", "avx2", "generic"}) {
+    if (!select_skinny_isa(isa)) continue;
+    attention_partial_matches_double_softmax(isa);
+  }
+  for (const char* isa : {"avx512", "avx2", "generic"})
+    if (select_skinny_isa(isa)) break;  // back to the best one
 }
 
 }  // namespace

@@ -1,0 +1,333 @@
+// The oracle policy (oracle.h): parsing a worker's view into steps, and the step it writes next.
+#include "collab/oracle.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/error.h"
+
+namespace hogwild::collab {
+
+namespace {
+
+constexpr std::string_view kTake = "take part ";
+constexpr std::string_view kLeave = "leave it";
+constexpr std::string_view kSumOpen = " All parts are done";
+constexpr std::string_view kStop = " Nothing is free, so I stop.";
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+// Digits at s[pos...]: value and end position; nullopt without a digit.
+std::optional<std::pair<int64_t, size_t>> digits_at(std::string_view s, size_t pos) {
+  size_t e = pos;
+  int64_t v = 0;
+  while (e < s.size() && std::isdigit(static_cast<unsigned char>(s[e])) && e - pos < 12)
+    v = v * 10 + (s[e++] - '0');
+  if (e == pos) return std::nullopt;
+  return std::make_pair(v, e);
+}
+
+}  // namespace
+
+int claimed_in(const std::string& content) {
+  const size_t take = content.rfind(kTake);
+  const size_t leave = content.rfind(kLeave);
+  if (leave != std::string::npos && (take == std::string::npos || leave > take)) return -1;
+  if (take == std::string::npos) return 0;
+  auto d = digits_at(content, take + kTake.size());
+  return d ? static_cast<int>(std::min<int64_t>(d->first, 1000)) : 0;
+}
+
+std::pair<int, int64_t> result_in(const std::string& content) {
+  const size_t p = content.rfind("Part ");
+  if (p == std::string::npos) return {0, 0};
+  auto n = digits_at(content, p + 5);
+  if (!n || content.compare(n->second, 3, " = ") != 0) return {0, 0};
+  auto v = digits_at(content, n->second + 3);
+  if (!v || v->second + 1 != content.size() || content[v->second] != '.') return {0, 0};
+  return {static_cast<int>(std::min<int64_t>(n->first, 1000)), v->first};
+}
+
+std::string strip_answer(const std::string& content) {
+  for (std::string_view a : {" yes.", " no."})
+    if (starts_with(content, a)) return content.substr(a.size());
+  if (content == " yes" || content == " no") return "";
+  return content;
+}
+
+Oracle::Oracle(const Pack& pack, const Formatting& fmt, int n_workers, Layout layout)
+    : pack_(pack), fmt_(fmt), n_workers_(n_workers), layout_(layout) {
+  fmt.check_workers(n_workers);
+  if (fmt.step_prefix.find("{step}") != std::string::npos)
+    fail(
+        "formatting '{}': the oracle recognises steps by their prefix, which must not use {{step}}",
+        fmt.name);
+  if (fmt.forbidden.eos)
+    fail("formatting '{}': the oracle's workers stop with EOS; set forbidden.eos to false",
+         fmt.name);
+  for (int w = 0; w < n_workers; ++w) prefix_.push_back(fmt.render_step_prefix(w, 1));
+  check_text_ = fmt.collab_check.text;
+}
+
+SeenState Oracle::read(int me, const std::vector<ViewText>& view) const {
+  SeenState s;
+  s.me = me;
+  const std::string& sep = fmt_.step_separator;
+  // One paragraph (a step's bytes, separator removed) -> a SeenStep; writer -1 if unknown.
+  auto add = [&](std::string_view para, bool finished, int writer) {
+    SeenStep st;
+    st.finished = finished;
+    for (int o = 0; o < n_workers_ && st.writer < 0; ++o)
+      if ((writer < 0 || writer == o) && starts_with(para, prefix_[o])) st.writer = o;
+    if (st.writer < 0) return;
+    std::string_view c = para.substr(prefix_[st.writer].size());
+    if (!check_text_.empty() && starts_with(c, check_text_)) {
+      st.check = true;
+      c.remove_prefix(check_text_.size());
+    }
+    st.content = std::string(c);
+    s.steps.push_back(std::move(st));
+  };
+  // Paragraphs of text: complete ones are finished; the rest (if any) is being written.
+  auto split = [&](std::string_view text, int writer, bool last_unfinished) {
+    size_t pos = 0;
+    for (size_t e; (e = text.find(sep, pos)) != std::string_view::npos; pos = e + sep.size())
+      add(text.substr(pos, e - pos), true, writer);
+    if (pos < text.size()) add(text.substr(pos), !last_unfinished, writer);
+  };
+  for (const ViewText& v : view) {
+    switch (v.kind) {
+      case ViewText::Kind::history:
+        split(v.bytes, -1, false);
+        break;
+      case ViewText::Kind::step: {
+        std::string_view b = v.bytes;
+        if (v.finished && ends_with(b, sep)) b.remove_suffix(sep.size());
+        add(b, v.finished, v.writer);
+        break;
+      }
+      case ViewText::Kind::output:
+        split(v.bytes, v.writer, true);
+        break;
+      case ViewText::Kind::text:
+        break;
+    }
+  }
+  return s;
+}
+
+struct Oracle::Derived {
+  std::vector<int> held;             // (n_workers) part held, 0 = none
+  std::vector<bool> visible;         // an unfinished step of the worker is in the view
+  std::vector<bool> at_digit;        // its unfinished step ends with "take part "
+  std::vector<bool> fresh;           // its unfinished step has no content yet (but a check answer)
+  std::vector<bool> summing;         // its unfinished step writes the sum
+  std::vector<bool> stopped;         // its last finished step is a stop step, nothing written since
+  std::vector<std::string> current;  // its unfinished step's content, check answer removed
+  std::vector<std::optional<int64_t>> result;  // (K)
+  std::vector<int> result_writer;              // (K)
+};
+
+Oracle::Derived Oracle::derive(const SeenState& s) const {
+  const int n = n_workers_;
+  const int k = static_cast<int>(pack_.parts.size());
+  Derived d{std::vector<int>(n, 0),      std::vector<bool>(n, false),
+            std::vector<bool>(n, false), std::vector<bool>(n, false),
+            std::vector<bool>(n, false), std::vector<bool>(n, false),
+            std::vector<std::string>(n), std::vector<std::optional<int64_t>>(k),
+            std::vector<int>(k, -1)};
+  for (const SeenStep& st : s.steps) {
+    const int o = st.writer;
+    const int c = claimed_in(st.content);
+    if (c > 0) d.held[o] = c;
+    if (c < 0) d.held[o] = 0;
+    if (st.finished) {
+      auto [part, value] = result_in(st.content);
+      if (part >= 1 && part <= k) {
+        if (!d.result[part - 1]) d.result[part - 1] = value, d.result_writer[part - 1] = o;
+        if (d.held[o] == part) d.held[o] = 0;
+      }
+      d.visible[o] = false;
+      d.stopped[o] = strip_answer(st.content) == kStop;
+    } else {
+      d.visible[o] = true;
+      d.current[o] = strip_answer(st.content);
+      d.at_digit[o] = ends_with(st.content, kTake);
+      d.fresh[o] = d.current[o].empty();
+      // Writing the sum from its first word on (" All" is one token of the trained tokenizer).
+      const std::string& c = d.current[o];
+      d.summing[o] = starts_with(c, kSumOpen) || (c.size() >= 4 && starts_with(kSumOpen, c));
+      if (!c.empty()) d.stopped[o] = false;
+    }
+  }
+  return d;
+}
+
+std::vector<std::optional<int64_t>> Oracle::results(const SeenState& s) const {
+  return derive(s).result;
+}
+
+int Oracle::held_part(const SeenState& s, int w) const { return derive(s).held.at(w); }
+
+std::vector<int> Oracle::free_parts(const SeenState& s, const Derived& d) const {
+  std::vector<int> f;
+  for (int p = 1; p <= static_cast<int>(pack_.parts.size()); ++p) {
+    bool taken = d.result[p - 1].has_value();
+    for (int o = 0; o < n_workers_ && !taken; ++o) taken = o != s.me && d.held[o] == p;
+    if (!taken) f.push_back(p);
+  }
+  return f;
+}
+
+bool Oracle::check_truth(const SeenState& s) const {
+  const Derived d = derive(s);
+  const int my = d.held[s.me];
+  if (my <= 0 || my > static_cast<int>(pack_.parts.size())) return false;
+  if (d.result[my - 1]) return true;
+  for (int o = 0; o < n_workers_; ++o)
+    if (o != s.me && d.held[o] == my) return true;
+  return false;
+}
+
+namespace {
+// Whether the layout shows the other workers' unfinished steps.
+bool sees_current(Layout l) { return l != Layout::interleaved; }
+}  // namespace
+
+int Oracle::choose_part(const SeenState& s, bool careless) const {
+  const Derived d = derive(s);
+  const std::vector<int> f = free_parts(s, d);
+  int c = 0;
+  for (int o = 0; o < s.me && !careless; ++o)
+    c += sees_current(layout_) ? d.at_digit[o] : d.held[o] == 0 && !d.stopped[o];
+  if (c < static_cast<int>(f.size())) return f[c];
+  // Nothing left for me (others claimed faster than the step's opening foresaw): collide where
+  // it costs least — with a lower-index worker (I give way at my next step), else with a claim
+  // whose work has not started, else on any part without a result.
+  for (int o = 0; o < s.me; ++o)
+    if (d.held[o] > 0) return d.held[o];
+  for (int o = 0; o < n_workers_; ++o)
+    if (o != s.me && d.held[o] > 0 && d.visible[o] && claimed_in(d.current[o]) == d.held[o])
+      return d.held[o];
+  for (int p = 1; p <= static_cast<int>(pack_.parts.size()); ++p)
+    if (!d.result[p - 1]) return p;
+  return 1;
+}
+
+bool Oracle::contested(const SeenState& s) const {
+  const Derived d = derive(s);
+  if (free_parts(s, d).empty()) return false;
+  for (int o = 0; o < s.me; ++o)
+    if (sees_current(layout_) ? d.at_digit[o] : d.held[o] == 0 && !d.stopped[o]) return true;
+  return false;
+}
+
+std::string Oracle::sum_text(const std::vector<std::optional<int64_t>>& r) const {
+  std::string s = " All parts are done:";
+  for (size_t i = 0; i < r.size(); ++i) s += fmt::format("{} {}", i ? "," : "", *r[i]);
+  s += ".";
+  int64_t total = *r[0];
+  for (size_t i = 1; i < r.size(); ++i) {
+    s += fmt::format(" {} + {} = {}.", total, *r[i], total + *r[i]);
+    total += *r[i];
+  }
+  s += fmt::format(" The total is \\boxed{{{}}}.", total);
+  return s;
+}
+
+StepPlan Oracle::plan_step(const SeenState& s, bool check) const {
+  const Derived d = derive(s);
+  const std::string& sep = fmt_.step_separator;
+  const int me = s.me;
+  const int my = d.held[me];
+  const int k = static_cast<int>(pack_.parts.size());
+  StepPlan plan;
+  if (check) {
+    plan.check_answer = check_truth(s);
+    plan.pieces.push_back({*plan.check_answer ? " yes." : " no.", true});
+  }
+  const std::vector<int> f = free_parts(s, d);
+  // Workers that will claim before my digit: lower-index ones starting with me (they take the
+  // first free parts) and any that already write a claim (their digit comes first).
+  int claimers = 0;
+  for (int o = 0; o < n_workers_; ++o) {
+    if (o == me || d.held[o] != 0 || d.stopped[o]) continue;
+    if (!sees_current(layout_)) {
+      claimers += o < me;
+    } else if (d.visible[o]) {
+      const std::string& c = d.current[o];
+      const bool claiming = ends_with(c, kTake) || (!c.empty() && starts_with(" I take part ", c));
+      claimers += claiming || (o < me && d.fresh[o]);
+    }
+  }
+  auto claim_pieces = [&](std::string opening) {
+    plan.pieces.push_back({std::move(opening), true});
+    plan.pieces.push_back({"", true});
+    plan.pieces.push_back({"." + sep, false});
+  };
+  if (my > 0 && my <= k) {
+    int other = -1;  // the worker whose hold or result makes my part redundant
+    bool lose = false;
+    if (d.result[my - 1]) {
+      other = d.result_writer[my - 1];
+      lose = true;
+    }
+    for (int o = 0; o < n_workers_ && other < 0; ++o)
+      if (o != me && d.held[o] == my) other = o, lose = o < me;
+    const std::string name = other >= 0 ? fmt_.worker_name(other) : "";
+    if (lose) {
+      if (claimers < static_cast<int>(f.size())) {
+        plan.kind = StepPlan::Kind::switch_part;
+        claim_pieces(fmt::format(" {} took part {} too, so I take part ", name, my));
+      } else {
+        plan.kind = StepPlan::Kind::leave;
+        plan.pieces.push_back(
+            {fmt::format(" {} took part {} too, so I leave it.", name, my) + sep, true});
+      }
+    } else if (check && other >= 0) {
+      plan.kind = StepPlan::Kind::keep;
+      plan.pieces.push_back(
+          {fmt::format(" {} took part {} too, but I keep it.", name, my) + sep, true});
+    } else {
+      plan.kind = StepPlan::Kind::work;
+      const Part& part = pack_.parts[my - 1];
+      plan.pieces.push_back(
+          {fmt::format(" Part {}: {} Part {} = {}.", my, part.equations(), my, part.result) + sep,
+           true});
+    }
+    return plan;
+  }
+  const bool all_done = std::all_of(d.result.begin(), d.result.end(), [](auto& r) { return r; });
+  if (all_done) {
+    bool someone = false;
+    for (int o = 0; o < n_workers_ && !someone; ++o) {
+      if (o == me) continue;
+      if (d.summing[o]) someone = true;
+      if (o < me && d.held[o] == 0 && !d.stopped[o])
+        someone = !sees_current(layout_) || (d.visible[o] && d.fresh[o]);
+    }
+    if (!someone) {
+      plan.kind = StepPlan::Kind::sum;
+      plan.pieces.push_back({sum_text(d.result) + sep, true});
+      return plan;
+    }
+  } else if (claimers < static_cast<int>(f.size())) {
+    plan.kind = StepPlan::Kind::claim;
+    claim_pieces(" I take part ");
+    return plan;
+  }
+  if (d.stopped[me]) {  // said so in my last step: leave the run
+    plan.kind = StepPlan::Kind::end;
+    plan.check_answer.reset();
+    plan.pieces.assign(1, Piece{"", true, true});
+    return plan;
+  }
+  plan.kind = StepPlan::Kind::stop;
+  plan.pieces.push_back({std::string(kStop) + sep, true});
+  return plan;
+}
+
+}  // namespace hogwild::collab

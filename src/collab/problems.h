@@ -1,0 +1,75 @@
+// Packs of small arithmetic word problems for the collaboration model (tools/collab/README.md):
+// K = 2..8 independent parts, each a short story with 2..5 operations on whole numbers (+, -, *),
+// and the question "what is the sum of the answers". Every part can be worked in parallel; the
+// total needs all of them, so the pack rewards splitting the work.
+//
+// Numbers stay small enough to compute one digit at a time in the text: start values 5..99,
+// additions and subtractions of 2..99, at most one multiplication per part, by 2..9, of a value
+// <= 99; every intermediate value is in 0..9999.
+//
+// Held-out problems, two splits:
+//   test         the training sentence frames, a separate seed space: no training example
+//                contains these packs (the figures of docs/COLLAB.md);
+//   test-frames  sentence frames the train split never uses (the operation cue words "more",
+//                "away", "times" are shared, so the task is the same), also in their own seed
+//                space: generalisation to new wording.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hogwild::collab {
+
+enum class Split { train, test, test_frames };
+
+/// "train" / "test" / "test-frames"; parse_split throws hogwild::Error for any other name.
+std::string_view split_name(Split s);
+Split parse_split(std::string_view name);
+
+/// One operation of a part: value = value op operand.
+struct Operation {
+  char op = '+';  // '+', '-' or '*'
+  int64_t operand = 0;
+};
+
+struct Part {
+  int64_t start = 0;
+  std::vector<Operation> ops;  // 2..5
+  int64_t result = 0;
+  std::string text;  // the story, e.g. "Mia has 23 pens. She gets 14 more. How many ..."
+
+  /// The worked equations, one per operation: "23 + 14 = 37. 37 - 5 = 32." (no leading space).
+  std::string equations() const;
+};
+
+/// A pack: the problem text given to the workers and its exact answer.
+struct Pack {
+  std::vector<Part> parts;  // K
+  int64_t total = 0;        // sum of the parts' results
+  std::string text;  // "Part 1: ...\nPart 2: ...\nWhat is the sum of the answers to all parts?"
+};
+
+/// The pack for (split, k, seed): deterministic on every platform (own integer RNG, no
+/// <random> distributions). Throws hogwild::Error unless 1 <= k <= 9.
+Pack make_pack(Split split, int k, uint64_t seed);
+
+/// The last line of every pack's text.
+inline constexpr std::string_view kPackQuestion = "What is the sum of the answers to all parts?";
+
+/// Small deterministic RNG (splitmix64) shared by the generators of this area.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t next();
+  /// Uniform integer in [lo, hi] (hi >= lo).
+  int64_t uniform(int64_t lo, int64_t hi);
+  /// true with probability p.
+  bool chance(double p);
+
+ private:
+  uint64_t s_;
+};
+
+}  // namespace hogwild::collab

@@ -1,0 +1,201 @@
+// Scripted sessions and the trace files (traces.h).
+#include "collab/traces.h"
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "collab/bookkeeping_backend.h"
+#include "core/error.h"
+#include "hogwild/answer.h"
+#include "hogwild/prompt.h"
+
+namespace hogwild::collab {
+
+std::vector<int32_t> ByteCodec::encode(std::string_view text) const {
+  std::vector<int32_t> ids;
+  ids.reserve(text.size());
+  for (unsigned char c : text) ids.push_back(c);
+  return ids;
+}
+
+std::string ByteCodec::token_bytes(int32_t id) const {
+  if (id == kEos) return "<|end|>";
+  return id >= 0 && id < 256 ? std::string(1, static_cast<char>(id)) : std::string();
+}
+
+Trace run_trace(const TraceSpec& spec, const Formatting& fmt, const chat::ChatTemplate* tmpl,
+                const TextCodec& codec) {
+  Trace t;
+  t.pack = make_pack(spec.split, spec.k, spec.pack_seed);
+  const std::vector<int32_t> prompt =
+      codec.encode(build_prompt(fmt, tmpl, t.pack.text, spec.n_workers));
+  BookkeepingBackend backend(codec.vocab_size(), spec.max_context);
+  Oracle oracle(t.pack, fmt, spec.n_workers, spec.layout);
+  OraclePicker picker(oracle, codec, spec.n_workers, spec.layout, spec.picker);
+  SessionOptions so;
+  so.n_workers = spec.n_workers;
+  so.layout = spec.layout;
+  so.budget = spec.budget;
+  so.collab_every = spec.collab_every;
+  so.max_context = spec.max_context;
+  Session session(backend, codec, fmt, so, picker);
+  picker.attach(&session);
+  session.set_observer(&picker);
+  t.result = session.run(prompt);
+  t.correct = t.result.stop_reason == "answer" && t.result.answer &&
+              *t.result.answer == std::to_string(t.pack.total);
+  t.examples = std::move(picker.examples());
+  t.stats = picker.stats();
+  return t;
+}
+
+namespace {
+
+template <typename T>
+size_t draw(Rng& rng, const std::vector<T>& weights) {
+  double total = 0;
+  for (auto w : weights) total += static_cast<double>(w);
+  double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53 * total;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    u -= static_cast<double>(weights[i]);
+    if (u < 0) return i;
+  }
+  return weights.size() - 1;
+}
+
+TraceSpec draw_spec(const Mix& mix, uint64_t seed) {
+  Rng rng(seed);
+  TraceSpec s;
+  s.split = Split::train;
+  s.k = static_cast<int>(rng.uniform(mix.k_min, mix.k_max));
+  s.pack_seed = rng.next();
+  s.n_workers = rng.chance(mix.single) ? 1 : static_cast<int>(draw(rng, mix.workers));
+  const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
+  s.layout = u < mix.interleaved                    ? Layout::interleaved
+             : u < mix.interleaved + mix.contiguous ? Layout::contiguous
+                                                    : Layout::combined;
+  if (s.n_workers == 1) s.layout = Layout::combined;  // one worker: every layout is the same
+  s.collab_every = mix.collab_every[rng.uniform(0, mix.collab_every.size() - 1)];
+  s.picker.whole = s.n_workers == 1;
+  s.picker.careless = mix.careless;
+  s.picker.keep_decision = mix.keep_decision;
+  s.picker.keep_step_end = mix.keep_step_end;
+  s.picker.keep_stop = mix.keep_stop;
+  s.picker.seed = rng.next();
+  return s;
+}
+
+struct Writer {
+  std::FILE* tok = nullptr;
+  std::FILE* msk = nullptr;
+  std::FILE* idx = nullptr;
+  std::FILE* txt = nullptr;
+  int64_t offset = 0;
+  ~Writer() {
+    for (std::FILE* f : {tok, msk, idx, txt})
+      if (f) std::fclose(f);
+  }
+};
+
+std::FILE* open_out(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) fail("cannot create '{}'; check that its directory exists and is writable", path);
+  return f;
+}
+
+void write_all(std::FILE* f, const void* p, size_t bytes, const std::string& what) {
+  if (bytes && std::fwrite(p, 1, bytes, f) != bytes) fail("writing {} failed (disk full?)", what);
+}
+
+}  // namespace
+
+GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
+                         const chat::ChatTemplate* tmpl, const TextCodec& codec) {
+  if (opt.threads < 1) fail("--threads must be >= 1, got {}", opt.threads);
+  if (opt.format != "tokens" && opt.format != "text")
+    fail("unknown output format '{}'; use tokens or text", opt.format);
+  if (opt.format == "tokens" && codec.vocab_size() > 65536)
+    fail("the vocabulary has {} ids; token files hold uint16 ids (at most 65536)",
+         codec.vocab_size());
+  std::vector<Writer> writers(opt.format == "tokens" ? opt.threads : 1);
+  if (opt.format == "tokens") {
+    for (int t = 0; t < opt.threads; ++t) {
+      const std::string base = fmt::format("{}.{}", opt.prefix, t);
+      writers[t].tok = open_out(base + ".tok");
+      writers[t].msk = open_out(base + ".msk");
+      writers[t].idx = open_out(base + ".idx");
+    }
+  } else {
+    writers[0].txt = open_out(opt.prefix + ".jsonl");
+  }
+  std::vector<GenerateSummary> sums(opt.threads);
+  std::mutex text_mutex;
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&](int t) {
+    try {
+      GenerateSummary& sum = sums[t];
+      for (int64_t i = t; i < opt.sessions; i += opt.threads) {
+        TraceSpec spec = draw_spec(opt.mix, opt.seed * 1000003ull + static_cast<uint64_t>(i));
+        spec.max_context = opt.max_context;
+        spec.split = opt.split;
+        Trace tr = run_trace(spec, fmt, tmpl, codec);
+        sum.sessions += 1;
+        if (!tr.correct) {  // never expected: the oracle is exact; such runs are left out
+          if (sum.wrong++ == 0)
+            std::fprintf(stderr,
+                         "wrong session %lld (k %d, %d workers, %s, check every %lld): stop %s, "
+                         "answer %s, expected %lld\n%s\n",
+                         static_cast<long long>(i), spec.k, spec.n_workers,
+                         layout_name(spec.layout), static_cast<long long>(spec.collab_every),
+                         tr.result.stop_reason.c_str(), tr.result.answer.value_or("-").c_str(),
+                         static_cast<long long>(tr.pack.total), tr.result.history_text.c_str());
+          continue;
+        }
+        sum.stats += tr.stats;
+        for (const Example& e : tr.examples) {
+          sum.examples += 1;
+          sum.tokens += static_cast<int64_t>(e.tokens.size());
+          for (uint8_t l : e.loss) sum.loss_tokens += l;
+          if (opt.format == "tokens") {
+            Writer& w = writers[t];
+            std::vector<uint16_t> ids(e.tokens.begin(), e.tokens.end());
+            write_all(w.tok, ids.data(), ids.size() * 2, opt.prefix + " tokens");
+            write_all(w.msk, e.loss.data(), e.loss.size(), opt.prefix + " loss flags");
+            const int64_t idx[2] = {w.offset, static_cast<int64_t>(ids.size())};
+            write_all(w.idx, idx, sizeof idx, opt.prefix + " index");
+            w.offset += static_cast<int64_t>(ids.size());
+          } else {
+            const std::string line = nlohmann::json{{"text", codec.bytes(e.tokens)}}.dump(
+                                         -1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                                     "\n";
+            std::lock_guard<std::mutex> lock(text_mutex);
+            write_all(writers[0].txt, line.data(), line.size(), opt.prefix + ".jsonl");
+          }
+        }
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < opt.threads; ++t) pool.emplace_back(work, t);
+  for (auto& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+  GenerateSummary total;
+  for (const auto& s : sums) {
+    total.sessions += s.sessions;
+    total.wrong += s.wrong;
+    total.examples += s.examples;
+    total.tokens += s.tokens;
+    total.loss_tokens += s.loss_tokens;
+    total.stats += s.stats;
+  }
+  return total;
+}
+
+}  // namespace hogwild::collab

@@ -1,0 +1,60 @@
+// Skinny fp32 projections for few token rows (decode of 1..64 workers, small prefill chunks):
+// y = x W^T (+ bias) with every weight row streamed from memory ONCE per forward and dotted with
+// all token rows, both threads of the pool working on disjoint output features. The same kernel
+// gives attention its q.k scores (skinny_dots), next to the attention value sum (weighted_sum).
+//
+// Batch invariance: the bits of y[r][o] depend only on x row r, W row o and bias[o] — not on the
+// number of rows, the other rows, the thread count or how the work is split (the fixed order of
+// reduction is described in cpu/skinny_kernel.h). The instruction set is chosen once per process
+// (AVX-512F, else AVX2 + FMA, else portable C++); the bits may differ between instruction sets.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+
+namespace hogwild::cpu {
+
+/// One projection of a skinny_matmul call: W (out, in) row-major as HF stores nn.Linear weights,
+/// bias (out) or nullptr, y (n_rows, out) row-major, written (not accumulated).
+struct SkinnyProjection {
+  const float* W;
+  const float* bias;
+  float* y;
+  int64_t out;
+};
+
+/// One dot-product problem for the kernel (cpu/skinny_kernel.h): y[r * ldy + o] = x[r] . W[o]
+/// (+ bias[o]) for r < n_rows, where x[r] = x + r * in (in values) and W[o] = W + o * ldw.
+struct SkinnyArgs {
+  const float* x;
+  int64_t n_rows, in;
+  const float* W;
+  int64_t ldw;
+  const float* bias;  // or nullptr
+  float* y;
+  int64_t ldy;
+};
+
+/// Single-threaded form for small problems inside a parallel loop (attention scores: a query
+/// head's keys are the weight rows, ldw = the cache row stride): outputs o in [0, out).
+void skinny_dots(const SkinnyArgs& a, int64_t out);
+
+/// o[i] = o[i] * c + sum_j w[j] * v[j * stride + i] for i < dim, j < n (attention values: v the
+/// value rows, w their softmax weights, c the rescale of o). Each element is one chain in
+/// increasing j (cpu/skinny_kernel.h), so its bits do not depend on dim or on the other elements.
+void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w, float c,
+                  float* o);
+
+/// y_p = x W_p^T (+ bias_p) for every projection p sharing the input x (n_rows, in) fp32 row-major,
+/// e.g. q/k/v or gate/up: one parallel_for over the output features of all of them.
+/// PRECONDITION: y buffers do not alias x or each other.
+void skinny_matmul(const float* x, int64_t n_rows, int64_t in,
+                   std::initializer_list<SkinnyProjection> projections);
+
+/// The instruction set in use: "avx512", "avx2" or "generic".
+const char* skinny_isa();
+/// Selects an instruction set by name (for tests and benchmarks; not thread-safe with running
+/// projections). Returns false, changing nothing, when this CPU lacks it or the name is unknown.
+bool select_skinny_isa(const char* name);
+
+}  // namespace hogwild::cpu

@@ -1,0 +1,43 @@
+// skinny_tile for AVX2 + FMA (compiled with -mavx2 -mfma, see CMakeLists.txt; called only after a
+// run-time check, cpu/skinny.cpp). 8 lanes; register block 4 token rows x 3 weight rows.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "cpu/skinny_kernel.h"
+
+namespace hogwild::cpu {
+namespace {
+
+struct Avx2 {
+  using V = __m256;
+  static constexpr int kLanes = 8, kRows = 4, kCols = 3;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static float fma1(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+  static void prefetch(const float* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+  }
+  // Halving tree: lanes i + 4, then i + 2, i + 1.
+  static float sum(V v) {
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+    return _mm_cvtss_f32(s1);
+  }
+};
+
+}  // namespace
+
+void skinny_tile_avx2(const SkinnyArgs& a, int64_t o0, int64_t o1) { skinny_tile<Avx2>(a, o0, o1); }
+
+void weighted_sum_avx2(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                       float c, float* o) {
+  weighted_sum<Avx2>(v, n, stride, dim, w, c, o);
+}
+
+}  // namespace hogwild::cpu
+#endif

@@ -1,0 +1,49 @@
+// skinny_tile for AVX-512F (compiled with -mavx512f -mfma, see CMakeLists.txt; called only after
+// a run-time check, cpu/skinny.cpp). 16 lanes; register block 4 token rows x 6 weight rows.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "cpu/skinny_kernel.h"
+
+namespace hogwild::cpu {
+namespace {
+
+struct Avx512 {
+  using V = __m512;
+  static constexpr int kLanes = 16, kRows = 4, kCols = 6;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static float fma1(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+  static void prefetch(const float* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+  }
+  // Halving tree: lanes i + 8, then i + 4, i + 2, i + 1.
+  static float sum(V v) {
+    // Halves through memory: GCC 12's 512 -> 256 casts warn (-Wuninitialized, bug 105593).
+    alignas(64) float t[16];
+    _mm512_store_ps(t, v);
+    const __m256 s8 = _mm256_add_ps(_mm256_load_ps(t), _mm256_load_ps(t + 8));
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+    return _mm_cvtss_f32(s1);
+  }
+};
+
+}  // namespace
+
+void skinny_tile_avx512(const SkinnyArgs& a, int64_t o0, int64_t o1) {
+  skinny_tile<Avx512>(a, o0, o1);
+}
+
+void weighted_sum_avx512(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                         float c, float* o) {
+  weighted_sum<Avx512>(v, n, stride, dim, w, c, o);
+}
+
+}  // namespace hogwild::cpu
+#endif

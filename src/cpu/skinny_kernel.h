@@ -1,0 +1,152 @@
+// Bodies of the skinny projection kernel and of the attention value sum (cpu/skinny.h), written
+// once against a small SIMD interface and compiled once per instruction set: skinny_avx512.cpp,
+// skinny_avx2.cpp and skinny_generic.cpp each define an `Isa` struct in an anonymous namespace
+// and instantiate skinny_tile<Isa> and weighted_sum<Isa>. Every instantiation therefore has internal linkage, so code built with
+// AVX-512 flags can never be picked by the linker for a caller on an older CPU. Include only
+// from those files; use no std:: inline helpers here for the same reason.
+//
+// Isa provides:
+//   V                         a vector of kLanes fp32 lanes
+//   kLanes, kRows, kCols      lanes per vector; register block = kRows token rows x kCols weight
+//                             rows (kRows * kCols accumulators + kCols weight vectors + 1)
+//   zero(), set1(x), load(p), store(p, v), mul(a, b), fma(a, b, c) = a * b + c (fused, one
+//   rounding, where the instruction set has it), sum(v) (fixed tree, below)
+//   fma1(a, b, c)             the scalar twin of fma (fused where the vector one is)
+//   prefetch(p)               hint that p is read soon, into L2 (prefetcht1: one core streamed
+//                             ~25 GB/s against ~19 with prefetcht0 or none on the 2-core
+//                             development machine, AMD EPYC, Zen 4)
+//
+// ORDER OF REDUCTION (what makes a row's result independent of the batch): the output y[r][o] of
+// token row r and output feature o is
+//   P[l]   = fma chain over k = l, l + kLanes, l + 2 kLanes, ... < inL in increasing k, from 0
+//            (inL = in rounded down to a multiple of kLanes; l in [0, kLanes));
+//   s      = sum(P) by the fixed halving tree: P[i] += P[i + n/2] for n = kLanes, ..., 2;
+//   s      = fma1(W[o][k], x[r][k], s) for k = inL .. in - 1 in increasing k (tail);
+//   y[r][o] = s (+ bias[o] when given: one addition).
+// It reads only x row r and W row o. How rows and features are grouped in registers, how tiles
+// are split over threads and how many rows the batch has change which chains run side by side,
+// never the operations of one chain.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu/skinny.h"
+
+namespace hogwild::cpu {
+namespace {
+
+// Dot products of R token rows (x, (R, in) with row stride in) with kCols weight rows w[c] (in
+// values each), written to out[r * kCols + c]. next, ldw: the first weight row of the next group
+// and the weight row stride, for prefetching the next group while this one streams (nullptr: no
+// prefetch, e.g. when the group is re-read from cache).
+template <class Isa, int R>
+inline void skinny_dots(const float* x, int64_t in, const float* const* w, const float* next,
+                        int64_t ldw, float* out) {
+  constexpr int C = Isa::kCols, L = Isa::kLanes;
+  using V = typename Isa::V;
+  V acc[R][C];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc[r][c] = Isa::zero();
+  int64_t k = 0;
+  for (; k + L <= in; k += L) {
+    V wv[C];
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) wv[c] = Isa::load(w[c] + k);
+    if (next) {
+      // One cache line of the next group's rows per line of this group's: C rows ahead.
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c) Isa::prefetch(next + c * ldw + k);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const V xv = Isa::load(x + r * in + k);
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c) acc[r][c] = Isa::fma(wv[c], xv, acc[r][c]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) {
+      float s = Isa::sum(acc[r][c]);
+      for (int64_t t = k; t < in; ++t) s = Isa::fma1(w[c][t], x[r * in + t], s);
+      out[r * C + c] = s;
+    }
+}
+
+// Rows [r0, r0 + nr) against one weight group, nr in [1, kRows]: the register block of nr rows.
+template <class Isa, int R = Isa::kRows>
+inline void skinny_rows(int nr, const float* x, int64_t in, const float* const* w,
+                        const float* next, int64_t ldw, float* out) {
+  if constexpr (R > 1) {
+    if (nr < R) return skinny_rows<Isa, R - 1>(nr, x, in, w, next, ldw, out);
+  }
+  skinny_dots<Isa, R>(x, in, w, next, ldw, out);
+}
+
+// y[r * ldy + o] = x[r] . W[o] (+ bias[o]) for every row r < n_rows and o in [o0, o1) (see
+// SkinnyArgs, cpu/skinny.h). Weight rows are taken kCols at a time and streamed from memory once;
+// each group is dotted with all n_rows token rows (kRows per pass; passes after the first read
+// the group from L1/L2).
+template <class Isa>
+void skinny_tile(const SkinnyArgs& a, int64_t o0, int64_t o1) {
+  constexpr int C = Isa::kCols, RM = Isa::kRows;
+  float res[RM * C];
+  for (int64_t o = o0; o < o1; o += C) {
+    const int nc = o1 - o < C ? static_cast<int>(o1 - o) : C;
+    const float* w[C];
+    // A short last group repeats its last row (read from cache, results dropped).
+    for (int c = 0; c < C; ++c) w[c] = a.W + (o + (c < nc ? c : nc - 1)) * a.ldw;
+    const float* next = o + C < o1 ? a.W + (o + C) * a.ldw : nullptr;
+    for (int64_t r0 = 0; r0 < a.n_rows; r0 += RM) {
+      const int nr = a.n_rows - r0 < RM ? static_cast<int>(a.n_rows - r0) : RM;
+      skinny_rows<Isa>(nr, a.x + r0 * a.in, a.in, w, r0 == 0 ? next : nullptr, a.ldw, res);
+      for (int r = 0; r < nr; ++r) {
+        float* y = a.y + (r0 + r) * a.ldy + o;
+        for (int c = 0; c < nc; ++c)
+          y[c] = a.bias ? res[r * C + c] + a.bias[o + c] : res[r * C + c];
+      }
+    }
+  }
+}
+
+// o[i] = o[i] * c + sum_j w[j] * v[j * stride + i] for i < dim and j < n: every element is one
+// chain, o[i] * c first, then fma(w[j], v[j][i], .) in increasing j, whatever the lane it sits in.
+// 4 vectors of o stay in registers while the n value rows stream.
+template <class Isa>
+void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w, float c,
+                  float* o) {
+  constexpr int L = Isa::kLanes, B = 4;
+  using V = typename Isa::V;
+  const V cv = Isa::set1(c);
+  int64_t i0 = 0;
+  for (; i0 + B * L <= dim; i0 += B * L) {
+    V acc[B];
+#pragma GCC unroll 4
+    for (int b = 0; b < B; ++b) acc[b] = Isa::mul(Isa::load(o + i0 + b * L), cv);
+    for (int64_t j = 0; j < n; ++j) {
+      const V wj = Isa::set1(w[j]);
+#pragma GCC unroll 4
+      for (int b = 0; b < B; ++b)
+        acc[b] = Isa::fma(wj, Isa::load(v + j * stride + i0 + b * L), acc[b]);
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < B; ++b) Isa::store(o + i0 + b * L, acc[b]);
+  }
+  for (; i0 + L <= dim; i0 += L) {
+    V acc = Isa::mul(Isa::load(o + i0), cv);
+    for (int64_t j = 0; j < n; ++j)
+      acc = Isa::fma(Isa::set1(w[j]), Isa::load(v + j * stride + i0), acc);
+    Isa::store(o + i0, acc);
+  }
+  for (int64_t i = i0; i < dim; ++i) {
+    float a = o[i] * c;
+    for (int64_t j = 0; j < n; ++j) a = Isa::fma1(w[j], v[j * stride + i], a);
+    o[i] = a;
+  }
+}
+
+}  // namespace
+}  // namespace hogwild::cpu

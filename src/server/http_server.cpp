@@ -1,0 +1,397 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <random>
+
+#include "core/error.h"
+#include "server/api_error.h"
+#include "server/connection.h"
+#include "server/responses.h"
+#include "server/web_assets.h"
+
+namespace hogwild::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr auto kPoll = std::chrono::milliseconds(100);  // disconnect checks while waiting
+
+void send_json(httplib::Response& res, int status, const json& j) {
+  res.status = status;
+  res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  if (e.status == 429) res.set_header("Retry-After", "1");
+  if (e.status == 503) res.set_header("Retry-After", "5");
+  send_json(res, e.status, error_json(e));
+}
+
+std::string random_id(const char* prefix) {
+  thread_local std::mt19937_64 rng(std::random_device{}() ^
+                                   std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  return fmt::format("{}{:016x}{:08x}", prefix, rng(), static_cast<uint32_t>(rng()));
+}
+
+// A user-supplied string for a log line: JSON-escaped, ASCII only, invalid bytes replaced.
+std::string escaped(const std::string& s) {
+  return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
+}
+
+bool same_key(const std::string& a, const std::string& b) {  // constant time for equal lengths
+  if (a.size() != b.size()) return false;
+  unsigned char d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
+std::mutex g_log;
+
+}  // namespace
+
+HttpServer::HttpServer(ServerOptions o) : opt_(std::move(o)), svr_(new httplib::Server) {
+  started_unix_ = static_cast<int64_t>(std::time(nullptr));
+  const size_t n = std::max<size_t>(opt_.threads, 4);
+  svr_->new_task_queue = [n] { return new httplib::ThreadPool(n); };
+  svr_->set_payload_max_length(opt_.max_body_bytes);
+  svr_->set_read_timeout(opt_.read_timeout_s, 0);
+  svr_->set_write_timeout(opt_.write_timeout_s, 0);
+  svr_->set_keep_alive_timeout(opt_.keep_alive_s);
+  svr_->set_keep_alive_max_count(1000);
+  svr_->set_tcp_nodelay(true);
+  routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::bind() {
+  if (opt_.port == 0) {
+    port_ = svr_->bind_to_any_port(opt_.host);
+    if (port_ <= 0) fail("cannot listen on {} (any port); check --host", opt_.host);
+  } else {
+    if (!svr_->bind_to_port(opt_.host, opt_.port))
+      fail("cannot listen on {}:{}; is the port in use? choose another with --port", opt_.host,
+           opt_.port);
+    port_ = opt_.port;
+  }
+}
+
+void HttpServer::start() {
+  thread_ = std::thread([this] { svr_->listen_after_bind(); });
+}
+
+void HttpServer::set_ready(const ServedModel* model, Scheduler* scheduler) {
+  model_ = model;
+  sched_ = scheduler;
+  state_.store(State::ready);
+}
+
+void HttpServer::set_draining() { state_.store(State::draining); }
+
+void HttpServer::stop() {
+  if (!thread_.joinable()) return;
+  svr_->stop();
+  thread_.join();
+}
+
+void HttpServer::require_ready() const {
+  const State s = state_.load();
+  if (s == State::loading)
+    throw ApiError(503, "server_error", "the model is still loading; retry in a few seconds", "",
+                   "model_loading");
+  if (s == State::draining)
+    throw ApiError(503, "server_error", "the server is shutting down", "", "shutting_down");
+}
+
+void HttpServer::routes() {
+  httplib::Server& s = *svr_;
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    http_requests_ += 1;
+    if (opt_.api_key.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const bool guarded = req.path.rfind("/v1/", 0) == 0 || req.path == "/metrics";
+    if (!guarded) return httplib::Server::HandlerResponse::Unhandled;
+    std::string auth = req.get_header_value("Authorization");
+    const std::string bearer = "Bearer ";
+    std::string key = auth.rfind(bearer, 0) == 0 ? auth.substr(bearer.size()) : std::string();
+    if (key.empty()) key = req.get_header_value("x-api-key");
+    if (!same_key(key, opt_.api_key)) {
+      send_error(res, ApiError(401, "authentication_error",
+                               key.empty() ? "no API key given; send 'Authorization: Bearer KEY'"
+                                           : "the API key is wrong",
+                               "", "invalid_api_key"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  s.set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
+        if (res.status == 429 || res.status == 503) http_rejected_ += 1;
+        http_errors_ += 1;
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, error_for_status(res.status));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  s.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        send_error(res, ApiError(500, "server_error", "internal error: " + what));
+      });
+  if (opt_.log_requests)
+    s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+      std::lock_guard<std::mutex> l(g_log);
+      std::fprintf(stderr, "http: %s %s %s -> %d\n", req.remote_addr.c_str(), req.method.c_str(),
+                   escaped(req.path).c_str(), res.status);
+    });
+
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    switch (state_.load()) {
+      case State::loading:
+        res.set_header("Retry-After", "5");
+        return send_json(res, 503, {{"status", "loading"}});
+      case State::draining:
+        return send_json(res, 503, {{"status", "draining"}});
+      case State::ready:
+        return send_json(res, 200, {{"status", "ok"}, {"model", model_->id}});
+    }
+  });
+  auto model_json = [this] {
+    return json{{"id", model_->id},
+                {"object", "model"},
+                {"created", started_unix_},
+                {"owned_by", "hogwild"},
+                {"max_model_len", model_->max_context}};
+  };
+  s.Get("/v1/models", [this, model_json](const httplib::Request&, httplib::Response& res) {
+    try {
+      require_ready();
+      send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    }
+  });
+  s.Get(R"(/v1/models/(.+))",
+        [this, model_json](const httplib::Request& req, httplib::Response& res) {
+          try {
+            require_ready();
+            if (req.matches[1] != model_->id)
+              throw ApiError(404, "not_found_error",
+                             fmt::format("The model '{}' does not exist; this server serves '{}'",
+                                         req.matches[1].str(), model_->id),
+                             "model", "model_not_found");
+            send_json(res, 200, model_json());
+          } catch (const ApiError& e) {
+            send_error(res, e);
+          }
+        });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { metrics(res); });
+  s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    completions(req, res, Endpoint::chat);
+  });
+  s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    completions(req, res, Endpoint::completion);
+  });
+  s.Post(R"(/v1/hogwild/sessions/([^/]+)/messages)",
+         [this](const httplib::Request& req, httplib::Response& res) { steer(req, res); });
+  auto page = [](const httplib::Request& req, httplib::Response& res) {
+    const WebAsset* a = find_web_asset(req.path == "/index.html" ? "/" : req.path);
+    if (!a) return send_error(res, error_for_status(404));
+    res.set_content(reinterpret_cast<const char*>(a->data), a->size, std::string(a->content_type));
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+                   "font-src 'self' data:; connect-src 'self'; object-src 'none'; "
+                   "base-uri 'none'; frame-ancestors 'none'");
+  };
+  s.Get("/", page);
+  s.Get("/index.html", page);
+  s.Get(R"(/assets/.+)", page);
+}
+
+void HttpServer::metrics(httplib::Response& res) {
+  std::string out;
+  auto metric = [&out](const char* name, const char* type, const char* help, double v,
+                       const char* labels = "") {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}{} {}\n", name, help, name, type, name,
+                       labels, v);
+  };
+  const bool ready = state_.load() != State::loading && sched_;
+  metric("hogwild_model_loaded", "gauge", "1 once the model is loaded.", ready ? 1 : 0);
+  metric("hogwild_http_requests_total", "counter", "HTTP requests received.",
+         static_cast<double>(http_requests_.load()));
+  metric("hogwild_http_errors_total", "counter", "HTTP responses with a status >= 400.",
+         static_cast<double>(http_errors_.load()));
+  if (ready) {
+    const SchedulerStats st = sched_->stats();
+    metric("hogwild_requests_running", "gauge", "Requests whose sessions run.",
+           static_cast<double>(st.running));
+    metric("hogwild_requests_queued", "gauge", "Requests waiting for the engine.",
+           static_cast<double>(st.queued));
+    out +=
+        "# HELP hogwild_requests_total Requests answered, by outcome.\n"
+        "# TYPE hogwild_requests_total counter\n";
+    out += fmt::format("hogwild_requests_total{{outcome=\"finished\"}} {}\n", st.requests_finished);
+    out +=
+        fmt::format("hogwild_requests_total{{outcome=\"cancelled\"}} {}\n", st.requests_cancelled);
+    out += fmt::format("hogwild_requests_total{{outcome=\"failed\"}} {}\n", st.requests_failed);
+    metric("hogwild_prompt_tokens_total", "counter", "Prompt tokens of finished sessions.",
+           static_cast<double>(st.prompt_tokens));
+    metric("hogwild_generated_tokens_total", "counter", "Tokens sampled by all workers.",
+           static_cast<double>(st.generated_tokens));
+    out += fmt::format(
+        "# HELP hogwild_serial_step_seconds Wall time of a serial step (one forward of a "
+        "session).\n# TYPE hogwild_serial_step_seconds summary\nhogwild_serial_step_seconds_sum "
+        "{}\nhogwild_serial_step_seconds_count {}\n",
+        st.step_seconds, st.serial_steps);
+    metric("hogwild_notes_inserted_total", "counter", "User notes inserted by live steering.",
+           static_cast<double>(st.notes_inserted));
+    metric("hogwild_kv_cache_tokens", "gauge", "Tokens held in the KV cache by live sessions.",
+           static_cast<double>(st.cache.tokens));
+    metric("hogwild_kv_cache_blocks", "gauge", "Cache blocks held by live sessions.",
+           static_cast<double>(st.cache.blocks));
+    metric("hogwild_sessions_active", "gauge", "Sessions in the engine's forwards.",
+           static_cast<double>(st.cache.active_sessions));
+    metric("hogwild_sessions_queued", "gauge", "Sessions waiting for KV memory or a slot.",
+           static_cast<double>(st.cache.queued_sessions));
+  }
+  res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+void HttpServer::completions(const httplib::Request& req, httplib::Response& res, Endpoint ep) {
+  try {
+    require_ready();
+    const CompletionRequest cr = parse_completion_request(req.body, ep, model_->id, opt_.limits);
+    uint64_t seed = 0;
+    std::vector<GenerationRequest> gens;
+    try {
+      gens = build_generation(cr, *model_, &seed);
+    } catch (const Error& e) {  // tokenizer / formatting refusing this input
+      throw bad_request(e.what());
+    }
+    ResponseMeta meta;
+    meta.id = random_id(ep == Endpoint::chat ? "chatcmpl-" : "cmpl-");
+    meta.endpoint = ep;
+    meta.model = model_->id;
+    meta.created = static_cast<int64_t>(std::time(nullptr));
+    meta.n = cr.n;
+    meta.hogwild = cr.hogwild.has_value();
+    meta.include_usage = cr.include_usage;
+    meta.worker_names = worker_names(gens[0]);
+    meta.seed = seed;
+    if (cr.hogwild)
+      meta.options = {{"workers", cr.hogwild->workers},
+                      {"layout", layout_name(cr.hogwild->layout)},
+                      {"budget", cr.hogwild->budget},
+                      {"collab_every", gens[0].options.collab_every >= 0
+                                           ? gens[0].options.collab_every
+                                           : gens[0].formatting.collab_check.every},
+                      {"format", gens[0].formatting.name}};
+    Job job;
+    job.id = meta.id;
+    job.hogwild = meta.hogwild;
+    job.choices = std::move(gens);
+    job.stop = cr.stop;
+    auto ch = sched_->submit(std::move(job));
+    auto probe =
+        std::make_shared<ConnectionProbe>(req.local_port, req.remote_addr, req.remote_port);
+
+    // The engine's answer comes first: accepted, or refused with the reason.
+    auto builder = std::make_shared<ResponseBuilder>(meta);
+    std::vector<Event> pending;
+    for (;;) {
+      std::vector<Event> evs;
+      ch->pop_all(evs, kPoll);
+      if (!evs.empty()) {
+        if (evs[0].kind == Event::Kind::accepted && evs[0].error)
+          throw bad_request("the engine refused the request: " + *evs[0].error);
+        pending.insert(pending.end(), std::make_move_iterator(evs.begin() + 1),
+                       std::make_move_iterator(evs.end()));
+        break;
+      }
+      if (probe->closed()) return sched_->cancel(meta.id);
+    }
+    if (!cr.stream) {
+      for (auto& e : pending) builder->add(e);
+      for (;;) {
+        std::vector<Event> evs;
+        const bool open = ch->pop_all(evs, kPoll);
+        for (auto& e : evs) builder->add(e);
+        if (!open) break;
+        if (probe->closed()) return sched_->cancel(meta.id);  // nobody to answer
+      }
+      if (!builder->error().empty())
+        throw ApiError(500, "server_error", "the session failed: " + builder->error(), "",
+                       "session_failed");
+      return send_json(res, 200, builder->response());
+    }
+    struct Stream {
+      std::shared_ptr<Channel> ch;
+      std::shared_ptr<ResponseBuilder> builder;
+      std::shared_ptr<ConnectionProbe> probe;
+      std::vector<Event> pending;
+      Scheduler* sched;
+      std::string id;
+      bool started = false, ended = false;
+    };
+    auto st = std::make_shared<Stream>(
+        Stream{ch, builder, probe, std::move(pending), sched_, meta.id, false, false});
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [st](size_t, httplib::DataSink& sink) {
+          std::string out;
+          if (!st->started) {
+            st->started = true;
+            out = st->builder->stream_start();
+            for (auto& e : st->pending) out += st->builder->add(e);
+            st->pending.clear();
+          }
+          std::vector<Event> evs;
+          const bool open = st->ch->pop_all(evs, kPoll);
+          for (auto& e : evs) out += st->builder->add(e);
+          if (!open) out += st->builder->stream_end();
+          if (st->probe->closed() || (!out.empty() && !sink.write(out.data(), out.size()))) {
+            st->sched->cancel(st->id);
+            st->ended = true;
+            return false;
+          }
+          if (!open) {
+            st->ended = true;
+            sink.done();
+          }
+          return true;
+        },
+        [st](bool) {
+          if (!st->ended) st->sched->cancel(st->id);  // the library gave up on the connection
+        });
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  }
+}
+
+void HttpServer::steer(const httplib::Request& req, httplib::Response& res) {
+  try {
+    require_ready();
+    const std::string id = req.matches[1];
+    const NoteRequest note = parse_note_request(req.body);
+    sched_->steer(id, note.author, note.text);
+    send_json(res, 200, {{"object", "hogwild.note"}, {"session_id", id}, {"status", "queued"}});
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  }
+}
+
+}  // namespace hogwild::server

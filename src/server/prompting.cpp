@@ -1,0 +1,143 @@
+#include "server/prompting.h"
+
+#include <random>
+
+#include "chat/chat_template.h"
+#include "core/error.h"
+#include "hogwild/prompt.h"
+#include "server/api_error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hogwild::server {
+
+namespace {
+
+SamplingParams sampling_for(const CompletionRequest& r, const GenerationConfig& g, uint64_t seed) {
+  SamplingParams p = SamplingParams::from(g, seed);
+  // As the CLI (apps/hogwild/sampling_flags.h): any sampling knob turns sampling on; temperature
+  // 0 is greedy.
+  if (r.temperature || r.top_k || r.top_p || r.min_p) p.do_sample = true;
+  if (r.temperature) p.temperature = static_cast<float>(*r.temperature);
+  if (r.top_k) p.top_k = *r.top_k;
+  if (r.top_p) p.top_p = static_cast<float>(*r.top_p);
+  if (r.min_p) p.min_p = static_cast<float>(*r.min_p);
+  if (r.repetition_penalty) p.repetition_penalty = static_cast<float>(*r.repetition_penalty);
+  return p;
+}
+
+std::string render_chat(const CompletionRequest& r, const ServedModel& m) {
+  if (!m.chat_template)
+    throw bad_request(fmt::format("the model '{}' has no chat template; use /v1/completions with "
+                                  "a prompt",
+                                  m.id),
+                      "messages", "no_chat_template");
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+  for (auto& msg : r.messages) msgs.push_back({{"role", msg.role}, {"content", msg.content}});
+  try {
+    return m.chat_template->render(msgs, true, r.template_kwargs);
+  } catch (const Error& e) {
+    throw bad_request(
+        fmt::format("the model's chat template failed on these messages: {}", e.what()), "messages",
+        "chat_template_error");
+  }
+}
+
+// The problem of a hogwild request: the user messages of a chat (joined by blank lines), or the
+// prompt of a completion.
+std::string problem_text(const CompletionRequest& r) {
+  if (r.endpoint == Endpoint::completion) return r.prompt;
+  std::string p;
+  for (auto& msg : r.messages)
+    if (msg.role == "user") p += (p.empty() ? "" : "\n\n") + msg.content;
+  return p;
+}
+
+void check_context(size_t prompt_tokens, int64_t completion, const ServedModel& m,
+                   const CompletionRequest& r) {
+  const int64_t total = static_cast<int64_t>(prompt_tokens) + completion;
+  if (total <= m.max_context) return;
+  const char* where = r.endpoint == Endpoint::chat ? "messages" : "prompt";
+  throw bad_request(
+      fmt::format("This model's maximum context length is {} tokens. However, you requested {} "
+                  "tokens ({} in the {}, {} in the completion). Please reduce the length of the {} "
+                  "or of the completion (max_tokens).",
+                  m.max_context, total, prompt_tokens, where, completion, where),
+      where, "context_length_exceeded");
+}
+
+}  // namespace
+
+std::vector<GenerationRequest> build_generation(const CompletionRequest& r, const ServedModel& m,
+                                                uint64_t* seed_used) {
+  uint64_t seed = 0;
+  if (r.seed) {
+    seed = static_cast<uint64_t>(*r.seed);
+  } else {
+    std::random_device rd;
+    seed = (static_cast<uint64_t>(rd()) << 31) ^ rd();
+  }
+  if (seed_used) *seed_used = seed;
+  GenerationRequest g;
+  g.sampling = sampling_for(r, m.generation, seed);
+  g.options.extra_eos = m.stop_ids;
+  g.options.max_context = m.max_context;
+  g.options.device_sampling = true;
+
+  if (!r.hogwild) {
+    // A plain completion: one worker, formatting "plain" (inserts nothing), to the end of the text.
+    g.formatting = builtin_formatting("plain");
+    g.formatting.finisher.max_tokens = 1;  // its answer is not used; keep the closing pass short
+    g.options.n_workers = 1;
+    g.options.stop_on_answer = false;
+    g.prompt = r.endpoint == Endpoint::chat ? m.tokenizer->encode(render_chat(r, m), false)
+                                            : m.tokenizer->encode(r.prompt, true);
+    if (g.prompt.empty())
+      throw bad_request("the prompt is empty; give some text",
+                        r.endpoint == Endpoint::chat ? "messages" : "prompt");
+    const int64_t room = m.max_context - static_cast<int64_t>(g.prompt.size());
+    check_context(g.prompt.size(), r.max_tokens.value_or(1), m, r);
+    g.options.max_tokens_per_worker = r.max_tokens.value_or(room);
+  } else {
+    const HogwildParams& h = *r.hogwild;
+    g.formatting = resolve_formatting(h.format.empty() ? m.default_format : h.format);
+    if (auto it = r.template_kwargs.find("enable_thinking"); it != r.template_kwargs.end()) {
+      g.formatting.chat.has_enable_thinking = true;
+      g.formatting.chat.enable_thinking = it->get<bool>();
+    }
+    if (h.workers > static_cast<int>(g.formatting.worker_names.size()))
+      throw bad_request(fmt::format("'hogwild.workers' is {}; the formatting '{}' names {} workers",
+                                    h.workers, g.formatting.name, g.formatting.worker_names.size()),
+                        "hogwild.workers");
+    const std::string problem = problem_text(r);
+    if (problem.find_first_not_of(" \t\r\n") == std::string::npos)
+      throw bad_request("the problem is empty; give it as the user message (or the prompt)",
+                        r.endpoint == Endpoint::chat ? "messages" : "prompt");
+    std::string text;
+    try {
+      text = build_prompt(g.formatting, m.chat_template, problem, h.workers);
+    } catch (const Error& e) {
+      throw bad_request(e.what(), "hogwild.format", "formatting_error");
+    }
+    g.prompt = m.tokenizer->encode(text, !g.formatting.chat.use_template);
+    check_context(g.prompt.size(), 1, m, r);
+    g.options.n_workers = h.workers;
+    g.options.layout = h.layout;
+    g.options.budget = h.budget;
+    g.options.collab_every = h.collab_every;
+    g.options.max_tokens_per_worker = r.max_tokens.value_or(0);
+  }
+  std::vector<GenerationRequest> out;
+  for (int i = 0; i < r.n; ++i) {
+    out.push_back(g);
+    out.back().sampling.seed = seed + 8 * static_cast<uint64_t>(i);
+  }
+  return out;
+}
+
+std::vector<std::string> worker_names(const GenerationRequest& g) {
+  if (g.formatting.name == "plain") return {"assistant"};
+  return {g.formatting.worker_names.begin(),
+          g.formatting.worker_names.begin() + g.options.n_workers};
+}
+
+}  // namespace hogwild::server

@@ -1,0 +1,396 @@
+#include "server/request.h"
+
+#include <fmt/format.h>
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "hogwild/formatting.h"
+#include "server/api_error.h"
+
+namespace hogwild::server {
+
+using json = nlohmann::json;
+
+bool valid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(s.data());
+  utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(s.size());
+  while (left > 0) {
+    utf8proc_int32_t cp = 0;
+    const utf8proc_ssize_t n = utf8proc_iterate(p, left, &cp);
+    if (n <= 0 || cp < 0) return false;
+    p += n;
+    left -= n;
+  }
+  return true;
+}
+
+namespace {
+
+const char* type_of(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::number_float:
+      return "a non-integer number";
+    default:
+      return "a number";
+  }
+}
+
+json parse_body(std::string_view body) {
+  if (!valid_utf8(body))
+    throw bad_request("the request body is not valid UTF-8; send JSON encoded as UTF-8", "",
+                      "invalid_utf8");
+  try {
+    return json::parse(body);
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    throw bad_request(fmt::format("the request body is not valid JSON: {}", what), "",
+                      "invalid_json");
+  }
+}
+
+// Typed field readers: absent or null gives nullopt; a wrong type throws naming the field.
+const json* field(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::optional<int64_t> get_int(const json& obj, const char* key, const std::string& path) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (v->is_number_unsigned()) {
+    if (v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      throw bad_request(fmt::format("'{}' is too large", path), path);
+    return static_cast<int64_t>(v->get<uint64_t>());
+  }
+  if (!v->is_number_integer())
+    throw bad_request(fmt::format("'{}' must be an integer, got {}", path, type_of(*v)), path);
+  return v->get<int64_t>();
+}
+
+std::optional<double> get_number(const json& obj, const char* key, const std::string& path) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number())
+    throw bad_request(fmt::format("'{}' must be a number, got {}", path, type_of(*v)), path);
+  return v->get<double>();
+}
+
+std::optional<bool> get_bool(const json& obj, const char* key, const std::string& path) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean())
+    throw bad_request(fmt::format("'{}' must be a boolean, got {}", path, type_of(*v)), path);
+  return v->get<bool>();
+}
+
+std::optional<std::string> get_string(const json& obj, const char* key, const std::string& path) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string())
+    throw bad_request(fmt::format("'{}' must be a string, got {}", path, type_of(*v)), path);
+  return v->get<std::string>();
+}
+
+void check_range(const std::optional<double>& v, double lo, double hi, bool lo_open,
+                 const char* name) {
+  if (!v) return;
+  const bool ok = std::isfinite(*v) && (lo_open ? *v > lo : *v >= lo) && *v <= hi;
+  if (!ok)
+    throw bad_request(
+        fmt::format("'{}' is {}; it must be in {}{}, {}]", name, *v, lo_open ? "(" : "[", lo, hi),
+        name);
+}
+
+// Fields whose non-default values the engine cannot honour.
+void refuse_unsupported(const json& j) {
+  auto refuse = [](const char* key, const char* why) {
+    throw bad_request(fmt::format("'{}' is not supported by this server: {}", key, why), key,
+                      "unsupported_parameter");
+  };
+  if (const json* v = field(j, "tools"); v && !(v->is_array() && v->empty()))
+    refuse("tools", "there is no tool calling; leave it out");
+  if (const json* v = field(j, "functions"); v && !(v->is_array() && v->empty()))
+    refuse("functions", "there is no function calling; leave it out");
+  if (const json* v = field(j, "logprobs"); v && !(v->is_boolean() && !v->get<bool>()))
+    refuse("logprobs", "log-probabilities are not returned; leave it out or set it to false");
+  if (field(j, "top_logprobs")) refuse("top_logprobs", "log-probabilities are not returned");
+  if (const json* v = field(j, "logit_bias"); v && !(v->is_object() && v->empty()))
+    refuse("logit_bias", "leave it out");
+  for (const char* k : {"presence_penalty", "frequency_penalty"})
+    if (const json* v = field(j, k); v && !(v->is_number() && v->get<double>() == 0.0))
+      refuse(k, "use repetition_penalty (HF's, > 0; 1 = off) instead");
+  if (const json* v = field(j, "response_format"))
+    if (!v->is_object() || v->value("type", std::string()) != "text")
+      refuse("response_format", "only {\"type\": \"text\"} is available");
+  if (const json* v = field(j, "echo"); v && !(v->is_boolean() && !v->get<bool>()))
+    refuse("echo", "leave it out or set it to false");
+  if (const json* v = field(j, "best_of"); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
+    refuse("best_of", "use n for several choices");
+  if (const json* v = field(j, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
+    refuse("suffix", "there is no insertion mode; leave it out");
+}
+
+std::string message_content(const json& m, size_t i) {
+  const std::string path = fmt::format("messages[{}].content", i);
+  const json* c = field(m, "content");
+  if (!c) throw bad_request(fmt::format("'{}' is missing", path), path);
+  if (c->is_string()) return c->get<std::string>();
+  if (!c->is_array())
+    throw bad_request(
+        fmt::format("'{}' must be a string or an array of text parts, got {}", path, type_of(*c)),
+        path);
+  std::string text;
+  for (size_t k = 0; k < c->size(); ++k) {
+    const json& part = (*c)[k];
+    const std::string pp = fmt::format("{}[{}]", path, k);
+    if (!part.is_object() || part.value("type", std::string()) != "text" ||
+        !part.contains("text") || !part["text"].is_string())
+      throw bad_request(
+          fmt::format("'{}' must be {{\"type\": \"text\", \"text\": \"...\"}}; only text parts are "
+                      "supported",
+                      pp),
+          pp);
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+std::vector<ChatMessage> parse_messages(const json& j) {
+  const json* ms = field(j, "messages");
+  if (!ms) throw bad_request("'messages' is missing; give an array of {role, content}", "messages");
+  if (!ms->is_array())
+    throw bad_request(fmt::format("'messages' must be an array, got {}", type_of(*ms)), "messages");
+  if (ms->empty()) throw bad_request("'messages' is empty; give at least one message", "messages");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < ms->size(); ++i) {
+    const json& m = (*ms)[i];
+    const std::string path = fmt::format("messages[{}]", i);
+    if (!m.is_object())
+      throw bad_request(fmt::format("'{}' must be an object, got {}", path, type_of(m)), path);
+    std::optional<std::string> role = get_string(m, "role", path + ".role");
+    if (!role) throw bad_request(fmt::format("'{}.role' is missing", path), path + ".role");
+    if (*role == "developer") role = "system";
+    if (*role != "system" && *role != "user" && *role != "assistant")
+      throw bad_request(
+          fmt::format("'{}.role' is '{}'; use system, developer, user or assistant", path, *role),
+          path + ".role");
+    out.push_back({*role, message_content(m, i)});
+  }
+  return out;
+}
+
+std::string parse_prompt(const json& j) {
+  const json* p = field(j, "prompt");
+  if (!p) throw bad_request("'prompt' is missing; give the text to complete", "prompt");
+  if (p->is_string()) return p->get<std::string>();
+  if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) return (*p)[0].get<std::string>();
+  throw bad_request(
+      fmt::format("'prompt' must be a string (or an array of one string), got {}", type_of(*p)),
+      "prompt");
+}
+
+std::vector<std::string> parse_stop(const json& j, const RequestLimits& lim) {
+  const json* s = field(j, "stop");
+  if (!s) return {};
+  std::vector<std::string> out;
+  if (s->is_string()) {
+    out.push_back(s->get<std::string>());
+  } else if (s->is_array()) {
+    for (size_t i = 0; i < s->size(); ++i) {
+      if (!(*s)[i].is_string())
+        throw bad_request(fmt::format("'stop[{}]' must be a string, got {}", i, type_of((*s)[i])),
+                          "stop");
+      out.push_back((*s)[i].get<std::string>());
+    }
+  } else {
+    throw bad_request(
+        fmt::format("'stop' must be a string or an array of strings, got {}", type_of(*s)), "stop");
+  }
+  if (out.size() > lim.max_stop)
+    throw bad_request(
+        fmt::format("'stop' has {} strings; give at most {}", out.size(), lim.max_stop), "stop");
+  for (auto& x : out) {
+    if (x.empty()) throw bad_request("'stop' strings must not be empty", "stop");
+    if (x.size() > lim.max_stop_bytes)
+      throw bad_request(fmt::format("a 'stop' string has {} bytes; give at most {}", x.size(),
+                                    lim.max_stop_bytes),
+                        "stop");
+  }
+  return out;
+}
+
+HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
+  if (!h.is_object())
+    throw bad_request(fmt::format("'hogwild' must be an object, got {}", type_of(h)), "hogwild");
+  static const char* kKeys[] = {"workers", "layout", "budget", "collab_every", "format"};
+  for (auto& [k, v] : h.items())
+    if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
+      throw bad_request(fmt::format("'hogwild.{}' is not a known key; use workers, layout, budget, "
+                                    "collab_every or format",
+                                    k),
+                        "hogwild." + k);
+  HogwildParams p;
+  if (auto w = get_int(h, "workers", "hogwild.workers")) {
+    if (*w < 1 || *w > lim.max_workers)
+      throw bad_request(
+          fmt::format("'hogwild.workers' is {}; it must be in 1..{}", *w, lim.max_workers),
+          "hogwild.workers");
+    p.workers = static_cast<int>(*w);
+  }
+  if (auto l = get_string(h, "layout", "hogwild.layout")) {
+    if (*l != "combined" && *l != "interleaved" && *l != "contiguous")
+      throw bad_request(fmt::format("'hogwild.layout' is '{}'; use combined, interleaved or "
+                                    "contiguous",
+                                    *l),
+                        "hogwild.layout");
+    p.layout = parse_layout(*l);
+  }
+  if (auto b = get_int(h, "budget", "hogwild.budget")) {
+    if (*b < 0 || *b > 1000000)
+      throw bad_request(fmt::format("'hogwild.budget' is {}; it must be in 0..1000000 serial steps "
+                                    "(0 = until an answer)",
+                                    *b),
+                        "hogwild.budget");
+    p.budget = *b;
+  }
+  if (auto c = get_int(h, "collab_every", "hogwild.collab_every")) {
+    if (*c < 0 || *c > 1000000)
+      throw bad_request(fmt::format("'hogwild.collab_every' is {}; it must be in 0..1000000 "
+                                    "generated tokens (0 = no collaboration check)",
+                                    *c),
+                        "hogwild.collab_every");
+    p.collab_every = *c;
+  }
+  if (auto f = get_string(h, "format", "hogwild.format")) {
+    auto names = builtin_formatting_names();
+    if (std::find(names.begin(), names.end(), *f) == names.end())
+      throw bad_request(
+          fmt::format("'hogwild.format' is '{}'; use one of: {}", *f, fmt::join(names, ", ")),
+          "hogwild.format");
+    p.format = *f;
+  }
+  return p;
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(std::string_view body, Endpoint endpoint,
+                                           const std::string& served_model,
+                                           const RequestLimits& lim) {
+  const json j = parse_body(body);
+  if (!j.is_object())
+    throw bad_request(fmt::format("the request body must be a JSON object, got {}", type_of(j)));
+  CompletionRequest r;
+  r.endpoint = endpoint;
+  if (auto m = get_string(j, "model", "model")) {
+    if (!m->empty() && *m != served_model)
+      throw ApiError(
+          404, "not_found_error",
+          fmt::format("The model '{}' does not exist; this server serves '{}'", *m, served_model),
+          "model", "model_not_found");
+    r.model = *m;
+  }
+  refuse_unsupported(j);
+  if (endpoint == Endpoint::chat)
+    r.messages = parse_messages(j);
+  else
+    r.prompt = parse_prompt(j);
+
+  auto mt = get_int(j, "max_tokens", "max_tokens");
+  auto mct = get_int(j, "max_completion_tokens", "max_completion_tokens");
+  if (mt && mct && *mt != *mct)
+    throw bad_request("give max_completion_tokens or max_tokens, not both with different values",
+                      "max_tokens");
+  r.max_tokens = mct ? mct : mt;
+  if (r.max_tokens && (*r.max_tokens < 1 || *r.max_tokens > lim.max_tokens_cap))
+    throw bad_request(
+        fmt::format("'{}' is {}; it must be in 1..{}", mct ? "max_completion_tokens" : "max_tokens",
+                    *r.max_tokens, lim.max_tokens_cap),
+        mct ? "max_completion_tokens" : "max_tokens");
+
+  r.temperature = get_number(j, "temperature", "temperature");
+  check_range(r.temperature, 0.0, 2.0, false, "temperature");
+  r.top_p = get_number(j, "top_p", "top_p");
+  check_range(r.top_p, 0.0, 1.0, true, "top_p");
+  r.min_p = get_number(j, "min_p", "min_p");
+  check_range(r.min_p, 0.0, 1.0, false, "min_p");
+  r.repetition_penalty = get_number(j, "repetition_penalty", "repetition_penalty");
+  check_range(r.repetition_penalty, 0.0, 10.0, true, "repetition_penalty");
+  r.top_k = get_int(j, "top_k", "top_k");
+  if (r.top_k && *r.top_k < -1)
+    throw bad_request(fmt::format("'top_k' is {}; it must be >= 0 (0 or -1 = off)", *r.top_k),
+                      "top_k");
+  if (r.top_k && *r.top_k == -1) r.top_k = 0;
+  r.seed = get_int(j, "seed", "seed");
+  r.stop = parse_stop(j, lim);
+  r.stream = get_bool(j, "stream", "stream").value_or(false);
+  if (const json* so = field(j, "stream_options")) {
+    if (!so->is_object())
+      throw bad_request(fmt::format("'stream_options' must be an object, got {}", type_of(*so)),
+                        "stream_options");
+    if (!r.stream)
+      throw bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
+    r.include_usage =
+        get_bool(*so, "include_usage", "stream_options.include_usage").value_or(false);
+  }
+  if (auto n = get_int(j, "n", "n")) {
+    if (*n < 1 || *n > lim.max_n)
+      throw bad_request(fmt::format("'n' is {}; it must be in 1..{}", *n, lim.max_n), "n");
+    r.n = static_cast<int>(*n);
+  }
+  if (const json* k = field(j, "chat_template_kwargs")) {
+    if (endpoint != Endpoint::chat)
+      throw bad_request("'chat_template_kwargs' applies to /v1/chat/completions only",
+                        "chat_template_kwargs");
+    if (!k->is_object())
+      throw bad_request(
+          fmt::format("'chat_template_kwargs' must be an object, got {}", type_of(*k)),
+          "chat_template_kwargs");
+    r.template_kwargs = nlohmann::ordered_json::parse(k->dump());
+    if (r.template_kwargs.contains("enable_thinking") &&
+        !r.template_kwargs["enable_thinking"].is_boolean())
+      throw bad_request("'chat_template_kwargs.enable_thinking' must be a boolean",
+                        "chat_template_kwargs.enable_thinking");
+  }
+  if (const json* h = field(j, "hogwild")) r.hogwild = parse_hogwild(*h, lim);
+  return r;
+}
+
+NoteRequest parse_note_request(std::string_view body, size_t max_bytes) {
+  const json j = parse_body(body);
+  if (!j.is_object())
+    throw bad_request(fmt::format("the request body must be a JSON object, got {}", type_of(j)));
+  if (auto role = get_string(j, "role", "role"); role && *role != "user")
+    throw bad_request(fmt::format("'role' is '{}'; a note is from the user", *role), "role");
+  auto c = get_string(j, "content", "content");
+  if (!c) throw bad_request("'content' is missing; give the note text", "content");
+  if (c->find_first_not_of(" \t\r\n") == std::string::npos)
+    throw bad_request("'content' is empty; give the note text", "content");
+  if (c->size() > max_bytes)
+    throw bad_request(fmt::format("'content' has {} bytes; give at most {}", c->size(), max_bytes),
+                      "content");
+  NoteRequest n;
+  n.text = *c;
+  if (auto name = get_string(j, "name", "name")) {
+    if (name->empty() || name->size() > 64 || name->find_first_of("\r\n") != std::string::npos)
+      throw bad_request("'name' must be 1..64 bytes on one line", "name");
+    n.author = *name;
+  }
+  return n;
+}
+
+}  // namespace hogwild::server

@@ -1,0 +1,87 @@
+// The body of POST /v1/chat/completions and /v1/completions, parsed and validated (docs/SERVER.md
+// "Requests"). Every field clients rely on is checked for type and range here, before the request
+// reaches the engine; a mistake throws ApiError (400, or 404 for an unknown model) naming the
+// field. Fields that change the output in ways the engine cannot honour (tools, logprobs,
+// penalties other than repetition_penalty, logit_bias, ...) are refused rather than ignored.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hogwild/layout.h"
+
+namespace hogwild::server {
+
+enum class Endpoint { chat, completion };
+
+/// The `hogwild` object of a request: a collaborative session instead of a plain completion.
+struct HogwildParams {
+  int workers = 2;  // 1..kMaxWorkers (and the formatting's worker names)
+  Layout layout = Layout::combined;
+  int64_t budget = 0;         // serial steps after the prefill; 0 = until an answer
+  int64_t collab_every = -1;  // generated tokens between collaboration checks; -1 = formatting
+  std::string format;         // built-in formatting name; "" = the model family's math one
+};
+
+/// One chat message with its text content (parts of type "text" joined).
+struct ChatMessage {
+  std::string role;  // "system" (also for "developer"), "user", "assistant"
+  std::string content;
+};
+
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::chat;
+  std::string model;                  // as given; "" = the served model
+  std::vector<ChatMessage> messages;  // chat
+  std::string prompt;                 // completion
+  std::optional<int64_t> max_tokens;  // max_completion_tokens or max_tokens: per worker
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k;  // 0 = off (-1 is taken as off too)
+  std::optional<int64_t> seed;
+  std::vector<std::string> stop;  // non-empty strings
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  int n = 1;                   // choices
+  nlohmann::ordered_json template_kwargs =
+      nlohmann::ordered_json::object();  // chat_template_kwargs
+  std::optional<HogwildParams> hogwild;
+};
+
+/// Limits a request is checked against.
+struct RequestLimits {
+  int max_n = 8;                     // choices per request
+  int max_workers = 8;               // hogwild.workers
+  size_t max_stop = 8;               // stop strings
+  size_t max_stop_bytes = 256;       // bytes of one stop string
+  int64_t max_tokens_cap = 1 << 20;  // largest max_tokens accepted before the context check
+};
+
+inline constexpr int kMaxWorkers = 8;
+
+/// Parses and validates a request body (bytes as received). Throws ApiError: 400 for invalid
+/// UTF-8, malformed JSON, a non-object body, a missing or mistyped field, an out-of-range value,
+/// an empty stop string, an unsupported feature; 404 (code "model_not_found") when `model` is
+/// given and is neither `served_model` nor "".
+CompletionRequest parse_completion_request(std::string_view body, Endpoint endpoint,
+                                           const std::string& served_model,
+                                           const RequestLimits& limits = {});
+
+/// A note for live steering.
+struct NoteRequest {
+  std::string author = "User";  // "name" of the message (the formatting's note_prefix {name})
+  std::string text;
+};
+
+/// Parses the body of POST /v1/hogwild/sessions/{id}/messages: {"content": "..."}, optionally
+/// with "role": "user" and "name" (1..64 bytes, one line). The text has 1..max_bytes bytes.
+/// Throws ApiError 400 otherwise.
+NoteRequest parse_note_request(std::string_view body, size_t max_bytes = 4096);
+
+/// True when `s` is valid UTF-8 (utf8proc).
+bool valid_utf8(std::string_view s);
+
+}  // namespace hogwild::server

@@ -1,0 +1,98 @@
+// The server's engine thread (docs/SERVER.md "Engine thread"): ONE thread owns the
+// GenerationEngine (and so the backend) and steps every session; HTTP threads hand requests,
+// cancels and notes over through a mutex-guarded command list and get events back through each
+// request's Channel. The queue of requests is bounded (429 beyond it); draining stops new
+// requests (503) and lets the others end.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/channel.h"
+#include "server/generation.h"
+
+namespace hogwild::server {
+
+/// One request: n choices, each one session.
+struct Job {
+  std::string id;        // "chatcmpl-..." / "cmpl-...": the response id, also the steering id
+  bool hogwild = false;  // content = the answer (else the text of the single worker)
+  std::vector<GenerationRequest> choices;
+  std::vector<std::string> stop;  // stop strings (plain: on the text; hogwild: on the answer)
+};
+
+/// Counters for /metrics (monotonic unless said otherwise).
+struct SchedulerStats {
+  int64_t running = 0, queued = 0;  // gauges: requests whose sessions run / wait
+  int64_t requests_finished = 0, requests_cancelled = 0, requests_failed = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  int64_t serial_steps = 0;
+  double step_seconds = 0;  // summed wall time between consecutive forwards of a session
+  int64_t notes_inserted = 0;
+  EngineGauges cache;  // gauges of the engine
+};
+
+class Scheduler {
+ public:
+  /// make_engine builds the engine on the engine thread (which alone uses it).
+  /// max_requests: requests admitted at once (running + queued).
+  Scheduler(std::function<std::unique_ptr<GenerationEngine>()> make_engine, size_t max_requests);
+  ~Scheduler();
+
+  /// Admits a request; its events arrive on the returned channel, the first being `accepted`
+  /// (or `accepted` with error set when the engine refused it). Throws ApiError 429 when
+  /// max_requests are in, 503 while draining.
+  std::shared_ptr<Channel> submit(Job job);
+  /// The client of request `id` went away: its sessions stop within one serial step.
+  void cancel(const std::string& id);
+  /// Live steering of request `id`: a note by `author`; blocks until the engine thread took it
+  /// (within one serial step). Throws ApiError 404 (no such request running), 409 (not a hogwild
+  /// request, or it already ended).
+  void steer(const std::string& id, const std::string& author, const std::string& text);
+  /// Refuses new requests from now on (503).
+  void drain();
+  /// Stops every request (cancel), e.g. when draining took too long.
+  void cancel_all();
+  /// Requests admitted and not yet answered.
+  size_t active() const;
+  SchedulerStats stats() const;
+  /// Stops the engine thread (after cancel_all); joins it.
+  void stop();
+
+ private:
+  struct Request;
+  struct Command;
+  class ChoiceObserver;
+
+  void loop(std::function<std::unique_ptr<GenerationEngine>()> make);
+  void poll();  // engine thread: commands in, finished sessions out
+  void run_command(Command& c);
+  void collect();
+
+  mutable std::mutex m_;
+  std::condition_variable cv_;
+  std::vector<Command> commands_;
+  size_t max_requests_;
+  size_t admitted_ = 0;
+  bool draining_ = false, stopping_ = false;
+  SchedulerStats stats_;  // guarded by m_ (engine thread updates under the lock)
+
+  // Engine thread only.
+  std::unique_ptr<GenerationEngine> engine_;
+  std::map<std::string, std::shared_ptr<Request>> requests_;
+  std::map<SessionId, std::pair<std::shared_ptr<Request>, int>> sessions_;  // -> (request, choice)
+  std::vector<SessionId> to_cancel_;  // sessions that met a stop string in the last engine step
+
+  std::thread thread_;
+};
+
+}  // namespace hogwild::server

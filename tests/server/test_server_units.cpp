@@ -1,0 +1,313 @@
+// Units of the server: UTF-8 streaming, stop-string hold-back, request validation (every client
+// mistake a 4xx naming the field), and live steering (a note inserted between serial steps is in
+// every worker's view from the next serial step on).
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "cpu/cpu_backend.h"
+#include "hogwild/picker.h"
+#include "server/api_error.h"
+#include "server/request.h"
+#include "server/server_engine.h"
+#include "server/text_stream.h"
+#include "tests/hogwild/test_support.h"
+
+namespace hogwild::server {
+namespace {
+
+const std::string kFFFD = "\xEF\xBF\xBD";
+
+TEST(Utf8Decoder, HoldsBackASplitCharacter) {
+  Utf8Decoder d;
+  EXPECT_EQ(d.push("a\xE2"), "a");
+  EXPECT_EQ(d.push("\x82"), "");
+  EXPECT_EQ(d.push("\xAC"
+                   "b"),
+            "\xE2\x82\xAC"
+            "b");  // U+20AC
+  EXPECT_EQ(d.push("\xF0\x9F\x98"), "");
+  EXPECT_EQ(d.push("\x80"), "\xF0\x9F\x98\x80");  // U+1F600
+  EXPECT_EQ(d.flush(), "");
+}
+
+TEST(Utf8Decoder, ReplacesEachMaximalInvalidSubpart) {
+  // Unicode 15 §3.9 "U+FFFD Substitution of Maximal Subparts", table 3-8's examples.
+  Utf8Decoder d;
+  EXPECT_EQ(d.push("\xC0\xAF"), kFFFD + kFFFD);              // overlong lead, lone continuation
+  EXPECT_EQ(d.push("\xED\xA0\x80"), kFFFD + kFFFD + kFFFD);  // surrogate
+  EXPECT_EQ(d.push("\xF4\x90\x80\x80"), kFFFD + kFFFD + kFFFD + kFFFD);  // above U+10FFFF
+  EXPECT_EQ(d.push("\xE1\x80"
+                   "A"),
+            kFFFD + "A");  // truncated sequence then ASCII
+  EXPECT_EQ(d.push("\xFF"), kFFFD);
+  EXPECT_EQ(d.push("\xE2\x82"), "");
+  EXPECT_EQ(d.flush(), kFFFD);  // incomplete at the end: one replacement
+  EXPECT_TRUE(valid_utf8(kFFFD + "\xE2\x82\xAC"));
+  EXPECT_FALSE(valid_utf8("\xE2\x82"));
+}
+
+TEST(StopFilter, HoldsBackAPossibleStartAndCutsAtTheMatch) {
+  StopFilter f({"END", "\xC3\xA9t\xC3\xA9"});  // "END", "été"
+  EXPECT_EQ(f.push("abcE"), "abc");
+  EXPECT_EQ(f.push("N"), "");
+  EXPECT_EQ(f.push("X"), "ENX");
+  EXPECT_EQ(f.push("x\xC3\xA9"), "x");  // "é" may start "été"
+  EXPECT_EQ(f.push("s"), "\xC3\xA9s");
+  EXPECT_EQ(f.push("fooE"), "foo");
+  EXPECT_FALSE(f.stopped());
+  EXPECT_EQ(f.push("ND rest"), "");
+  EXPECT_TRUE(f.stopped());
+  EXPECT_EQ(f.matched(), "END");
+  EXPECT_EQ(f.push("more"), "");
+  EXPECT_EQ(f.flush(), "");
+}
+
+TEST(StopFilter, EarliestMatchWinsAndFlushReturnsTheRest) {
+  StopFilter f({"bc", "abcd"});
+  EXPECT_EQ(f.push("xabcd"), "x");  // "abcd" starts at 1, "bc" at 2
+  EXPECT_EQ(f.matched(), "abcd");
+  StopFilter g({"zz"});
+  EXPECT_EQ(g.push("az"), "a");
+  EXPECT_EQ(g.flush(), "z");
+}
+
+// (body, endpoint, status, param, code) for every kind of mistake the issue lists.
+struct BadCase {
+  std::string body;
+  Endpoint ep;
+  int status;
+  std::string param, code;
+};
+
+TEST(RequestValidation, EveryMistakeIsA4xxNamingTheField) {
+  const Endpoint C = Endpoint::chat, P = Endpoint::completion;
+  const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
+  const std::vector<BadCase> cases = {
+      {"{", C, 400, "", "invalid_json"},
+      {"", C, 400, "", "invalid_json"},
+      {"[1,2]", C, 400, "", ""},
+      {"\"text\"", C, 400, "", ""},
+      {"{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}", C, 400, "", "invalid_utf8"},
+      {R"({"model":"gpt-4",)" + msgs + "}", C, 404, "model", "model_not_found"},
+      {"{}", C, 400, "messages", ""},
+      {R"({"messages":"hi"})", C, 400, "messages", ""},
+      {R"({"messages":[]})", C, 400, "messages", ""},
+      {R"({"messages":[{"role":"robot","content":"x"}]})", C, 400, "messages[0].role", ""},
+      {R"({"messages":[{"role":"user"}]})", C, 400, "messages[0].content", ""},
+      {R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", C, 400,
+       "messages[0].content[0]", ""},
+      {"{}", P, 400, "prompt", ""},
+      {R"({"prompt":5})", P, 400, "prompt", ""},
+      {"{" + msgs + R"(,"max_tokens":"10"})", C, 400, "max_tokens", ""},
+      {"{" + msgs + R"(,"max_tokens":0})", C, 400, "max_tokens", ""},
+      {"{" + msgs + R"(,"max_tokens":1.5})", C, 400, "max_tokens", ""},
+      {"{" + msgs + R"(,"max_completion_tokens":-3})", C, 400, "max_completion_tokens", ""},
+      {"{" + msgs + R"(,"temperature":2.5})", C, 400, "temperature", ""},
+      {"{" + msgs + R"(,"temperature":"hot"})", C, 400, "temperature", ""},
+      {"{" + msgs + R"(,"top_p":0})", C, 400, "top_p", ""},
+      {"{" + msgs + R"(,"top_p":1.01})", C, 400, "top_p", ""},
+      {"{" + msgs + R"(,"top_k":-2})", C, 400, "top_k", ""},
+      {"{" + msgs + R"(,"min_p":1.5})", C, 400, "min_p", ""},
+      {"{" + msgs + R"(,"seed":"x"})", C, 400, "seed", ""},
+      {"{" + msgs + R"(,"n":0})", C, 400, "n", ""},
+      {"{" + msgs + R"(,"n":9})", C, 400, "n", ""},
+      {"{" + msgs + R"(,"stop":""})", C, 400, "stop", ""},
+      {"{" + msgs + R"(,"stop":["a",""]})", C, 400, "stop", ""},
+      {"{" + msgs + R"(,"stop":[1]})", C, 400, "stop", ""},
+      {"{" + msgs + R"(,"stream":"yes"})", C, 400, "stream", ""},
+      {"{" + msgs + R"(,"stream_options":{"include_usage":true}})", C, 400, "stream_options", ""},
+      {"{" + msgs + R"(,"hogwild":3})", C, 400, "hogwild", ""},
+      {"{" + msgs + R"(,"hogwild":{"workers":0}})", C, 400, "hogwild.workers", ""},
+      {"{" + msgs + R"(,"hogwild":{"workers":9}})", C, 400, "hogwild.workers", ""},
+      {"{" + msgs + R"(,"hogwild":{"layout":"diagonal"}})", C, 400, "hogwild.layout", ""},
+      {"{" + msgs + R"(,"hogwild":{"budget":-1}})", C, 400, "hogwild.budget", ""},
+      {"{" + msgs + R"(,"hogwild":{"format":"/etc/passwd"}})", C, 400, "hogwild.format", ""},
+      {"{" + msgs + R"(,"hogwild":{"wrokers":2}})", C, 400, "hogwild.wrokers", ""},
+      {"{" + msgs + R"(,"tools":[{"type":"function"}]})", C, 400, "tools", "unsupported_parameter"},
+      {"{" + msgs + R"(,"logprobs":true})", C, 400, "logprobs", "unsupported_parameter"},
+      {"{" + msgs + R"(,"presence_penalty":0.5})", C, 400, "presence_penalty",
+       "unsupported_parameter"},
+      {"{" + msgs + R"(,"chat_template_kwargs":[]})", C, 400, "chat_template_kwargs", ""},
+      {R"({"prompt":"x","chat_template_kwargs":{}})", P, 400, "chat_template_kwargs", ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.body);
+    try {
+      parse_completion_request(c.body, c.ep, "tiny");
+      ADD_FAILURE() << "accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, c.status) << e.what();
+      EXPECT_EQ(e.param, c.param) << e.what();
+      if (!c.code.empty()) {
+        EXPECT_EQ(e.code, c.code);
+      }
+      const nlohmann::json j = error_json(e);
+      EXPECT_EQ(j["error"]["type"], c.status == 404 ? "not_found_error" : "invalid_request_error");
+    }
+  }
+}
+
+TEST(RequestValidation, ReadsTheFieldsClientsSend) {
+  const CompletionRequest r = parse_completion_request(
+      R"({"model":"tiny","messages":[{"role":"developer","content":"be brief"},
+          {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
+          "max_completion_tokens":7,"temperature":0,"top_p":0.9,"top_k":-1,"min_p":0.05,
+          "seed":-5,"stop":"##","stream":true,"stream_options":{"include_usage":true},"n":2,
+          "chat_template_kwargs":{"enable_thinking":false},"user":"ignored",
+          "hogwild":{"workers":4,"layout":"interleaved","budget":64,"collab_every":0}})",
+      Endpoint::chat, "tiny");
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "ab");
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_EQ(r.temperature, 0.0);
+  EXPECT_EQ(r.top_k, 0);
+  EXPECT_EQ(r.seed, -5);
+  EXPECT_EQ(r.stop, std::vector<std::string>{"##"});
+  EXPECT_TRUE(r.stream && r.include_usage);
+  EXPECT_EQ(r.n, 2);
+  EXPECT_EQ(r.template_kwargs["enable_thinking"], false);
+  ASSERT_TRUE(r.hogwild);
+  EXPECT_EQ(r.hogwild->workers, 4);
+  EXPECT_EQ(r.hogwild->layout, Layout::interleaved);
+  EXPECT_EQ(r.hogwild->budget, 64);
+  EXPECT_EQ(r.hogwild->collab_every, 0);
+  const CompletionRequest p =
+      parse_completion_request(R"({"prompt":["once"],"max_tokens":3})", Endpoint::completion, "m");
+  EXPECT_EQ(p.prompt, "once");
+  EXPECT_FALSE(p.hogwild);
+  const NoteRequest note = parse_note_request(R"({"role":"user","content":"check n=1"})");
+  EXPECT_EQ(note.text, "check n=1");
+  EXPECT_EQ(note.author, "User");
+  EXPECT_EQ(parse_note_request(R"({"content":"x","name":"Ann"})").author, "Ann");
+  EXPECT_THROW(parse_note_request(R"({"content":"x","name":"a\nb"})"), ApiError);
+  EXPECT_THROW(parse_note_request(R"({"content":"  "})"), ApiError);
+  EXPECT_THROW(parse_note_request(R"({"role":"assistant","content":"x"})"), ApiError);
+}
+
+// Records block contents (token ids) and every forward's views, beneath the steering backend.
+class RecordingBackend : public Backend {
+ public:
+  explicit RecordingBackend(Backend& in) : in_(in) {}
+  const ModelConfig& config() const override { return in_.config(); }
+  BlockId new_block() override {
+    BlockId b = in_.new_block();
+    blocks_[b].clear();
+    return b;
+  }
+  void free_block(BlockId b) override {
+    in_.free_block(b);
+    blocks_.erase(b);
+  }
+  int64_t block_len(BlockId b) const override { return in_.block_len(b); }
+  void truncate_block(BlockId b, int64_t n) override {
+    in_.truncate_block(b, n);
+    blocks_[b].resize(n);
+  }
+  void append_block(BlockId dst, BlockId src) override {
+    in_.append_block(dst, src);
+    blocks_[dst].insert(blocks_[dst].end(), blocks_[src].begin(), blocks_[src].end());
+  }
+  void read_block(BlockId b, int64_t l, std::vector<float>& k,
+                  std::vector<float>& v) const override {
+    in_.read_block(b, l, k, v);
+  }
+  int64_t kv_used_tokens() const override { return in_.kv_used_tokens(); }
+  int64_t live_blocks() const override { return in_.live_blocks(); }
+  void forward(const ForwardBatch& batch, std::vector<float>& logits) override {
+    in_.forward(batch, logits);
+    record(batch);
+  }
+  void forward_sample(const ForwardBatch& batch, const std::vector<std::vector<int32_t>>& banned,
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override {
+    in_.forward_sample(batch, banned, rows, tokens);
+    record(batch);
+  }
+  std::vector<std::vector<std::vector<int32_t>>> forwards;  // per forward, per view: token ids
+
+ private:
+  void record(const ForwardBatch& batch) {
+    for (auto& t : batch.tokens) blocks_[t.block].push_back(t.token_id);
+    // Each view as the token sequence it reads.
+    std::vector<std::vector<int32_t>> views;
+    for (auto& v : batch.views) {
+      views.emplace_back();
+      for (BlockId b : v)
+        views.back().insert(views.back().end(), blocks_[b].begin(), blocks_[b].end());
+    }
+    forwards.push_back(std::move(views));
+  }
+  Backend& in_;
+  std::map<BlockId, std::vector<int32_t>> blocks_;
+};
+
+bool contains(const std::vector<int32_t>& hay, const std::vector<int32_t>& needle) {
+  return std::search(hay.begin(), hay.end(), needle.begin(), needle.end()) != hay.end();
+}
+
+// Live steering through the server's engine: a note inserted between serial steps is written in
+// the forward of the next serial step s (on_note says s) and every worker's view holds it from
+// serial step s + 1 on, right after the finished steps; no view had it before. The session's
+// blocks are freed when it ends.
+TEST(Steering, NoteIsInEveryViewFromTheSerialStepAfterItsForward) {
+  using namespace hogwild::testing;
+  for (Layout layout : {Layout::combined, Layout::interleaved}) {
+    SCOPED_TRACE(layout_name(layout));
+    cpu::CpuBackend cpu(session_model(session_specs()[2]));
+    RecordingBackend rec(cpu);
+    ByteCodec codec;
+    ServerEngine engine(rec, codec, EngineOptions{});
+    GenerationRequest g;
+    g.formatting = test_formatting();
+    g.prompt = codec.encode("Q: what is 6 times 7?\n");
+    g.options.n_workers = 3;
+    g.options.layout = layout;
+    g.options.budget = 20;
+    g.sampling.do_sample = true;
+    g.sampling.temperature = 1.0f;
+    g.sampling.seed = 3;
+    struct Obs : SessionObserver {
+      RecordingBackend* rec;
+      std::vector<std::pair<int64_t, std::vector<std::vector<int32_t>>>>
+          forwards;  // (serial, views)
+      std::vector<std::tuple<std::string, std::string, int64_t>> notes;
+      void on_forward(const ForwardRecord& r) override {
+        forwards.emplace_back(r.serial_step, rec->forwards.back());
+      }
+      void on_note(const std::string& a, const std::string& t, int64_t s) override {
+        notes.emplace_back(a, t, s);
+      }
+    } obs;
+    obs.rec = &rec;
+    const SessionId id = engine.submit(g, &obs);
+    const int64_t insert_after = 9;  // serial step after which the note is queued
+    while (engine.step()) {
+      if (!obs.forwards.empty() && obs.forwards.back().first == insert_after && obs.notes.empty() &&
+          !engine.finished(id))
+        engine.insert_note(id, "Ann", "try 42");
+    }
+    ASSERT_TRUE(engine.finished(id));
+    const SessionResult res = engine.take_result(id);
+    EXPECT_EQ(res.serial_steps, 20);
+    const std::string text = g.formatting.note_text("Ann", "try 42");
+    EXPECT_EQ(text, "**Note from Ann:** try 42\n\n");
+    ASSERT_EQ(obs.notes.size(), 1u);
+    EXPECT_EQ(std::get<0>(obs.notes[0]), "Ann");
+    EXPECT_EQ(std::get<1>(obs.notes[0]), text);
+    const int64_t s = std::get<2>(obs.notes[0]);
+    EXPECT_EQ(s, insert_after + 1);
+    const std::vector<int32_t> note = codec.encode(text);
+    int64_t checked = 0;
+    for (auto& [serial, views] : obs.forwards) {
+      if (serial == 0 || serial == s) continue;  // prefill; the note's own forward
+      for (auto& v : views) EXPECT_EQ(contains(v, note), serial > s) << "serial step " << serial;
+      checked += serial > s;
+    }
+    EXPECT_EQ(checked, 20 - s);
+    EXPECT_EQ(engine.gauges().blocks, 0);
+  }
+}
+
+}  // namespace
+}  // namespace hogwild::server
