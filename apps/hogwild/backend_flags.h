@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -19,6 +20,8 @@
 #ifdef HOGWILD_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif
+
+extern "C" void openblas_set_num_threads(int);  // OpenBLAS (cblas.h)
 
 namespace hogwild::cli {
 
@@ -46,7 +49,25 @@ inline void add_kv_tokens_flag(CLI::App* c, int64_t& tokens) {
                                      "(0 = the free GPU memory minus 1 GiB)");
         tokens = v;
       },
-      "CUDA: KV cache size in tokens (default: the free GPU memory minus 1 GiB)");
+      "CUDA: KV cache size in tokens (0 = the free GPU memory minus 1 GiB)")
+      ->default_str("0");
+}
+
+/// -t/--threads N (llama.cpp): CPU threads of the CPU backend, for its own loops (cpu/parallel.h
+/// reads HOGWILD_THREADS) and OpenBLAS; 0 = every core (the default). Applied while the flag is
+/// parsed, before any backend exists.
+inline void add_threads_flag(CLI::App* c) {
+  c->add_option_function<int>(
+      "-t,--threads",
+      [](int n) {
+        if (n < 0)
+          throw CLI::ValidationError("--threads", std::to_string(n) + " is not >= 0 (0 = every core)");
+        if (n == 0) return;
+        setenv("HOGWILD_THREADS", std::to_string(n).c_str(), 1);
+        openblas_set_num_threads(n);
+      },
+      "CPU backend threads (0 = every core)")
+      ->default_str("0");
 }
 
 inline void add_device_flags(CLI::App* c, DeviceFlags& f) {

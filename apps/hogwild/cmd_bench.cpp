@@ -28,7 +28,7 @@ namespace {
 
 // Runs the HF baseline script on the presets and shapes of `res` and adds "hf_tok_s_aggregate"
 // (and "hf_step_ms") to every matching row. Throws hogwild::Error when the script fails.
-void add_hf_baseline(nlohmann::json& res, const std::string& script,
+[[maybe_unused]] void add_hf_baseline(nlohmann::json& res, const std::string& script,
                      const std::vector<std::string>& presets, const std::vector<int>& workers,
                      const std::vector<int64_t>& contexts) {
   std::error_code ec;
@@ -68,7 +68,7 @@ void add_hf_baseline(nlohmann::json& res, const std::string& script,
 }
 
 // hogwild against HF, one line per configuration that both ran.
-std::string hf_table(const nlohmann::json& res) {
+[[maybe_unused]] std::string hf_table(const nlohmann::json& res) {
   std::string t =
       "| model | context | workers | hogwild tok/s aggregate | HF tok/s aggregate | x HF |\n"
       "|---|---|---|---|---|---|\n";

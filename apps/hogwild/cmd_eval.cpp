@@ -130,6 +130,7 @@ std::vector<json> result_lines(const RunSpec& spec, const Problem& p, ProblemKin
 
 void run_eval(EvalArgs a) {
   std::error_code ec;
+  const uint64_t seed = resolve_seed(a.sampling.seed);  // -1: a random one, recorded below
   // Arguments first: every check before a model or dataset loads.
   if (a.out.empty()) fail("--out DIR is required: the folder for results, transcripts and plots");
   if (a.method != "hogwild" && a.method != "single" && a.method != "self-consistency" &&
@@ -176,7 +177,7 @@ void run_eval(EvalArgs a) {
   DatasetOptions dopt;
   dopt.name_or_path = a.dataset;
   dopt.fields = a.fields;
-  dopt.seed = a.sampling.seed;
+  dopt.seed = seed;
   const bool named =
       std::find(dataset_names().begin(), dataset_names().end(), a.dataset) != dataset_names().end();
   if (named)
@@ -212,7 +213,7 @@ void run_eval(EvalArgs a) {
   if (spec.formatting.answer.kind != answer_kind)
     fail("--format '{}' answers with {} but dataset '{}' needs {}", spec.format_ref,
          answer_kind_name(spec.formatting.answer.kind), data.name, answer_kind_name(answer_kind));
-  spec.sampling = sampling_params(a.sampling, load_generation_config(a.model_dir));
+  spec.sampling = sampling_params(a.sampling, load_generation_config(a.model_dir), seed);
   spec.collab_every = a.collab_every;
   spec.max_context = a.max_context;
 
@@ -233,7 +234,7 @@ void run_eval(EvalArgs a) {
                  {"layout", layout_name(layout)},
                  {"budgets", budgets},
                  {"samples", a.samples},
-                 {"seed", a.sampling.seed},
+                 {"seed", seed},
                  {"compat", a.compat},
                  {"formatting", spec.formatting.name},
                  {"formatting_hash", fnv_hex(spec.formatting.to_json().dump())},
@@ -263,7 +264,7 @@ void run_eval(EvalArgs a) {
   for (size_t i = 0; i < n; ++i)
     for (int k = 0; k < a.samples; ++k)
       if (!store.done(data.problems[i].id, k))
-        jobs.push_back({i, k, a.sampling.seed + static_cast<uint64_t>(k) * 65536});
+        jobs.push_back({i, k, seed + static_cast<uint64_t>(k) * 65536});
   if (jobs.size() < n * a.samples)
     std::fprintf(stderr, "eval: %zu of %zu runs already in %s; running the other %zu\n",
                  n * a.samples - jobs.size(), n * static_cast<size_t>(a.samples), a.out.c_str(),

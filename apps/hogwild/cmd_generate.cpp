@@ -1,26 +1,36 @@
 // `hogwild generate`: plain single-sequence generation (--device: CUDA when a GPU is usable, else
 // the CPU backend; backend_flags.h).
 //
-//   hogwild generate -m DIR (-p TEXT | --ids 1,2,3) [--temperature T] [--top-k K] [--top-p P]
-//       [--min-p P] [--repetition-penalty R] [--greedy] [--seed N] [-n N] [--json]
-//       [--dump-logits FILE] [--stop STR]...
+//   hogwild generate -m DIR (-p TEXT | -f FILE | --ids 1,2,3 | --messages FILE) [--chat]
+//       [--system TEXT] [--template-kwargs JSON] [--template-name NAME] [--special]
+//       [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R] [--greedy]
+//       [--seed N] [-n N] [-c N] [--ignore-eos] [--json] [--dump-logits FILE] [--stop STR]...
 //
 // Sampling defaults come from DIR/generation_config.json (transformers' defaults when absent);
 // giving --temperature/--top-k/--top-p/--min-p turns sampling on, --greedy or --temperature 0
 // turns it off. -p needs DIR/tokenizer.json and encodes the text as `tokenizer(text)` does
-// (special tokens such as a Llama BOS added); --ids feeds ids as they are.
+// (special tokens such as a Llama BOS added); -p - and -f - read stdin; --ids feeds ids as they
+// are. Chat mode (--chat, --system or --messages): the text is the user's message, rendered by
+// the model's chat template with the generation prompt and encoded without adding special tokens
+// (apply_chat_template(tokenize=True)). The output text leaves out special tokens (such as the
+// end-of-turn token) unless --special. Generation stops at the stop policy's EOS ids
+// (sampling/stop_policy.h, shown on stderr) unless --ignore-eos.
 //
 // --dump-logits FILE writes a NumPy .npy file, float32, shape (n_prompt + n_generated, vocab_size):
 // row i holds the logits at position i of prompt ++ generated (predicting token i + 1), in the
 // order transformers' `model(input_ids).logits[0]` returns them for that sequence.
 #include "apps/hogwild/commands.h"
 #include "apps/hogwild/backend_flags.h"
+#include "apps/hogwild/chat_flags.h"
+#include "apps/hogwild/cli_util.h"
 #include "apps/hogwild/sampling_flags.h"
 #include "core/error.h"
+#include "core/json_text.h"
 #include "model/weights.h"
 #include "sampling/generate.h"
 #include "sampling/generation_config.h"
 #include "sampling/npy.h"
+#include "sampling/stop_policy.h"
 #include "tokenizer/tokenizer.h"
 
 #include <nlohmann/json.hpp>
@@ -39,12 +49,14 @@ namespace hogwild::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model_dir, prompt, ids, dump_logits;
+  std::string model_dir, prompt, prompt_file, ids, dump_logits;
   SamplingFlags sampling;
   DeviceFlags device;
+  ChatFlags chat_flags;
   std::optional<int64_t> max_new_tokens;
+  int64_t max_context = 0;
   std::vector<std::string> stops;
-  bool json = false;
+  bool json = false, chat = false, special = false, ignore_eos = false;
 };
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -69,33 +81,70 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint_generate(int) { g_interrupted.store(true); }
-
-void run_generate(const GenerateArgs& a) {
+void run_generate(GenerateArgs a) {
   namespace fs = std::filesystem;
-  if (a.prompt.empty() && a.ids.empty())
-    fail("no prompt: give -p TEXT (not empty) or --ids 1,2,3");
-  if (!a.prompt.empty() && !a.ids.empty()) fail("give one of -p TEXT or --ids 1,2,3, not both");
+  const bool chat = a.chat || !a.chat_flags.system.empty() || !a.chat_flags.messages_path.empty();
+  const int given = !a.prompt.empty() + !a.prompt_file.empty() + !a.ids.empty() +
+                    !a.chat_flags.messages_path.empty();
+  if (given == 0)
+    fail("no prompt: give -p TEXT (not empty; - = stdin), -f FILE, --ids 1,2,3 or --messages FILE");
+  if (given > 1) fail("give one of -p TEXT, -f FILE, --ids 1,2,3 or --messages FILE, not several");
+  if (chat && !a.ids.empty())
+    fail("--ids feeds token ids as they are; chat mode (--chat, --system, --messages) needs text");
+  if (!a.chat_flags.messages_path.empty() && !a.chat_flags.system.empty())
+    fail("--system adds a system message to -p/-f; with --messages put it in the messages file");
   if (a.max_new_tokens && *a.max_new_tokens < 0) fail("-n must be >= 0, got {}", *a.max_new_tokens);
+  if (a.max_context < 0) fail("--ctx-size must be >= 0 tokens (0 = the model's context length)");
+  for (const std::string& s : a.stops)
+    if (s.empty()) fail("--stop '': an empty stop string would stop at once; give some text");
+  if (!a.prompt_file.empty()) a.prompt = file_or_stdin(a.prompt_file, "prompt file (-f)");
+  else a.prompt = text_or_stdin(a.prompt);
+  if (a.ids.empty() && a.chat_flags.messages_path.empty() && a.prompt.empty())
+    fail("the prompt is empty; give some text with -p or -f");
   std::error_code ec;
   if (!fs::is_directory(a.model_dir, ec))
     fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
   std::unique_ptr<Tokenizer> tok;
   if (fs::exists(fs::path(a.model_dir) / "tokenizer.json", ec))
     tok = std::make_unique<Tokenizer>(Tokenizer::from_dir(a.model_dir));
-  if (!a.prompt.empty() && !tok)
-    fail("-p needs {}/tokenizer.json, which is missing; pass token ids with --ids instead",
-         a.model_dir);
+  if (a.ids.empty() && !tok)
+    fail("{} needs {}/tokenizer.json, which is missing; pass token ids with --ids instead",
+         chat ? "chat mode" : "-p", a.model_dir);
   if (!a.stops.empty() && !tok)
     fail("--stop needs {}/tokenizer.json to decode the output, which is missing", a.model_dir);
 
   const GenerationConfig gen = load_generation_config(a.model_dir);
-  Sampler sampler(sampling_params(a.sampling, gen));
-  // The flag given decides: --ids is used as is even when the model has a tokenizer.
-  const std::vector<int32_t> prompt =
-      !a.prompt.empty() ? tok->encode(a.prompt, true) : parse_ids(a.ids);
+  const uint64_t seed = resolve_seed(a.sampling.seed);
+  Sampler sampler(sampling_params(a.sampling, gen, seed));
+  // The flag given decides: --ids is used as is even when the model has a tokenizer. Chat mode
+  // renders the template, which holds its own special tokens (none are added when encoding).
+  std::vector<int32_t> prompt;
+  if (!a.ids.empty()) {
+    prompt = parse_ids(a.ids);
+  } else if (chat) {
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    if (!a.chat_flags.messages_path.empty()) {
+      messages = load_messages(a.chat_flags.messages_path);
+    } else {
+      if (!a.chat_flags.system.empty())
+        messages.push_back({{"role", "system"}, {"content", a.chat_flags.system}});
+      messages.push_back({{"role", "user"}, {"content", a.prompt}});
+    }
+    prompt = tok->encode(render_chat(a.model_dir, a.chat_flags, messages), false);
+  } else {
+    prompt = tok->encode(a.prompt, true);
+  }
   const ModelConfig config = load_model_config(a.model_dir);
+  if (a.max_context > config.max_position_embeddings && config.max_position_embeddings > 0)
+    fail("--ctx-size {} is beyond the model's context of {} tokens (max_position_embeddings in "
+         "config.json); give at most {}",
+         a.max_context, config.max_position_embeddings, config.max_position_embeddings);
+  if (tok) tok->check_fits(config.vocab_size, a.model_dir);
+  const StopPolicy stop = resolve_stop_policy(
+      tok && tok->config().eos_token
+          ? std::optional<TokenizerEos>(TokenizerEos{*tok->config().eos_token, tok->eos_id()})
+          : std::nullopt,
+      config.eos_token_id, gen.eos_token_id, config.vocab_size, a.ignore_eos);
   for (int32_t id : prompt)  // checked before the weights load (a big model takes a while)
     if (id >= config.vocab_size)
       fail("prompt token id {} is outside the model's vocabulary [0, {})", id, config.vocab_size);
@@ -108,8 +157,11 @@ void run_generate(const GenerateArgs& a) {
   GenerateOptions o;
   o.max_new_tokens = a.max_new_tokens.value_or(gen.max_new_tokens.value_or(128));
   if (o.max_new_tokens < 0) fail("-n must be >= 0, got {}", o.max_new_tokens);
-  o.interrupt = &g_interrupted;
-  o.eos_token_ids = gen.eos_token_id.empty() ? cfg.eos_token_id : gen.eos_token_id;
+  o.max_context = a.max_context;
+  StopSignals signals;
+  o.interrupt = signals.flag();
+  const std::vector<int32_t> stop_ids = stop.stop_ids();
+  o.eos_token_ids.assign(stop_ids.begin(), stop_ids.end());
   require_kv_tokens(backend, static_cast<int64_t>(prompt.size()) + o.max_new_tokens,
                     "lower -n or raise --kv-tokens");
   o.stop_strings = a.stops;
@@ -120,7 +172,7 @@ void run_generate(const GenerateArgs& a) {
   StopStrings shown(a.stops);
   size_t printed = 0;
   if (tok) {
-    dec = std::make_unique<IncrementalDecoder>(*tok);
+    dec = std::make_unique<IncrementalDecoder>(*tok, /*skip_special_tokens=*/!a.special);
     o.decode_piece = [&](int32_t id) {
       std::string piece = dec->push(id);
       shown.push(piece);
@@ -144,17 +196,11 @@ void run_generate(const GenerateArgs& a) {
     o.on_logits = [&](const float* l, int64_t n) { npy->append(l, n); };
   }
 
-  // Ctrl-C: stop after the current token, print what was generated, exit 130 (as `run`).
-  g_interrupted = false;
-  auto old_handler = std::signal(SIGINT, on_sigint_generate);
-  GenerateResult r;
-  try {
-    r = generate(backend, prompt, sampler, o);
-  } catch (...) {
-    std::signal(SIGINT, old_handler);
-    throw;
-  }
-  std::signal(SIGINT, old_handler);
+  // Ctrl-C / SIGTERM: stop after the current token, print what was generated, exit 130 / 143
+  // (as `run`).
+  std::fprintf(stderr, "sampling: %s; stop ids: %s\n", sampler.params().describe().c_str(),
+               stop.describe().c_str());
+  const GenerateResult r = generate(backend, prompt, sampler, o);
   std::string text;
   if (tok) {
     if (!shown.stopped()) shown.push(dec->flush());
@@ -164,8 +210,9 @@ void run_generate(const GenerateArgs& a) {
   if (a.json) {
     nlohmann::json j = {{"prompt_ids", prompt}, {"generated_ids", r.generated},
                         {"stop_reason", r.stop_reason}};
-    if (tok) j["text"] = text;
-    std::printf("%s\n", j.dump().c_str());
+    if (tok) set_text(j, "text", text);
+    j["seed"] = seed;
+    std::printf("%s\n", dump_json(j).c_str());
   } else {
     if (tok && text.size() > printed) std::fwrite(text.data() + printed, 1, text.size() - printed, stdout);
     std::printf("\n");
@@ -180,10 +227,8 @@ void run_generate(const GenerateArgs& a) {
                npy ? fmt::format("; logits ({} x {}) -> {}", npy->rows(), cfg.vocab_size,
                                  a.dump_logits).c_str()
                    : "");
-  if (g_interrupted) {  // the output is complete up to the interruption; scripts see the Ctrl-C
-    std::fflush(stdout);
-    std::exit(130);
-  }
+  // The output is complete up to the interruption; scripts see the signal in the exit status.
+  if (signals.stopped()) exit_after_signal(signals.exit_code());
 }
 
 }  // namespace
@@ -192,15 +237,32 @@ void register_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* c = app.add_subcommand("generate", "Generate text from a prompt (one sequence; GPU or CPU)");
   c->add_option("-m,--model", a->model_dir, "Hugging Face model directory")->required();
-  c->add_option("-p,--prompt", a->prompt, "prompt text (needs tokenizer.json)");
+  c->add_option("-p,--prompt", a->prompt, "prompt text (needs tokenizer.json; - = stdin)");
+  c->add_option("-f,--file", a->prompt_file, "read the prompt text from FILE (- = stdin)")
+      ->check(non_empty_path());
   c->add_option("--ids", a->ids, "prompt token ids, comma-separated, e.g. 1,2,3");
-  add_sampling_flags(c, a->sampling, "RNG seed (default 0)");
+  c->add_flag("--chat", a->chat,
+              "the prompt is a user message rendered with the model's chat template");
+  c->add_option("--system", a->chat_flags.system, "chat mode with this system message first");
+  c->add_option("--messages", a->chat_flags.messages_path,
+                "chat mode with the messages of this JSON file ([{\"role\", \"content\"}...]; - = "
+                "stdin)");
+  add_template_flags(c, a->chat_flags);
+  c->add_flag("--special", a->special,
+              "print special tokens (e.g. the end-of-turn token) in the output text");
+  add_sampling_flags(c, a->sampling, "RNG seed");
   add_device_flags(c, a->device);
-  c->add_option("-n,--max-new-tokens", a->max_new_tokens,
-                "tokens to generate (default: generation_config.json max_new_tokens, else 128)");
+  add_threads_flag(c);
+  c->add_option("-n,--max-new-tokens,--n-predict", a->max_new_tokens,
+                "tokens to generate [default: generation_config.json max_new_tokens, else 128]");
+  c->add_option("-c,--ctx-size", a->max_context,
+                "context length in tokens, prompt included (0 = the model's "
+                "max_position_embeddings)");
+  c->add_flag("--ignore-eos", a->ignore_eos, "do not stop at the EOS ids (llama.cpp)");
   c->add_flag("--json", a->json, "print {prompt_ids, generated_ids, stop_reason, text} as JSON");
   c->add_option("--dump-logits", a->dump_logits,
-                "write fp32 logits of every position to FILE (.npy, shape (positions, vocab))");
+                "write fp32 logits of every position to FILE (.npy, shape (positions, vocab))")
+      ->check(non_empty_path());
   c->add_option("--stop", a->stops, "stop when the output contains STR (repeatable)");
   c->callback([a] { run_generate(*a); });
 }

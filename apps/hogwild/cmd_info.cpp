@@ -1,13 +1,19 @@
 // `hogwild info -m DIR`: what a model directory holds, from config.json and the safetensors headers
 // only (no tensor data is read, so it is instant for any size).
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "apps/hogwild/commands.h"
 #include "core/error.h"
+#include "core/json_text.h"
 #include "model/loader.h"
+#include "sampling/generation_config.h"
+#include "sampling/stop_policy.h"
+#include "tokenizer/tokenizer.h"
 
 namespace hogwild::cli {
 
@@ -34,6 +40,30 @@ std::string rope_desc(const ModelConfig& c) {
   return s;
 }
 
+// The stop policy of the directory (stop_policy.h) in one line, or what is wrong with it.
+struct StopInfo {
+  std::optional<StopPolicy> policy;
+  std::string error;
+};
+
+StopInfo stop_info(const std::string& dir, const ModelConfig& c) {
+  StopInfo s;
+  try {
+    std::optional<TokenizerEos> teos;
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::path(dir) / "tokenizer.json", ec)) {
+      const Tokenizer tok = Tokenizer::from_dir(dir);
+      tok.check_fits(c.vocab_size, dir);
+      if (tok.config().eos_token) teos = TokenizerEos{*tok.config().eos_token, tok.eos_id()};
+    }
+    s.policy = resolve_stop_policy(teos, c.eos_token_id, load_generation_config(dir).eos_token_id,
+                                   c.vocab_size);
+  } catch (const Error& e) {
+    s.error = e.what();
+  }
+  return s;
+}
+
 void run_info(const std::string& dir, bool as_json) {
   ModelConfig c = load_model_config(dir);
   Checkpoint ck(dir);
@@ -48,6 +78,7 @@ void run_info(const std::string& dir, bool as_json) {
   std::string dtype_list;
   for (const std::string& d : dtypes) dtype_list += (dtype_list.empty() ? "" : "+") + d;
   const int64_t kv16 = c.kv_bytes_per_token(2), kv32 = c.kv_bytes_per_token(4);
+  const StopInfo stop = stop_info(dir, c);
   if (as_json) {
     nlohmann::json j = {
         {"architecture", arch_hf_name(c.arch)},
@@ -61,7 +92,11 @@ void run_info(const std::string& dir, bool as_json) {
         {"kv_bytes_per_token_fp32", kv32},
         {"config", model_config_to_json(c)},
     };
-    std::printf("%s\n", j.dump(2).c_str());
+    if (stop.policy)
+      j["stop"] = {{"eos_ids", stop.policy->eos_ids}, {"sources", stop.policy->sources}};
+    else
+      j["stop"] = {{"error", stop.error}};
+    std::printf("%s\n", dump_json(j, 2).c_str());
     return;
   }
   auto line = [](const char* k, const std::string& v) { std::printf("%-26s %s\n", k, v.c_str()); };
@@ -107,6 +142,8 @@ void run_info(const std::string& dir, bool as_json) {
   line("bos / eos token ids",
        fmt::format("{} / {}", c.bos_token_id >= 0 ? std::to_string(c.bos_token_id) : "none",
                    eos.empty() ? "none" : eos));
+  line("stop ids (generate, run)",
+       stop.policy ? stop.policy->describe() : "cannot be used: " + stop.error);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ uint64_t parse_size(const std::string& s) {
 struct Args {
   std::string arch, preset, config, tokenizer, dtype = "bf16", out, max_shard = "2GiB";
   uint64_t seed = 0;
-  bool quiet = false;
+  bool quiet = false, force = false;
 };
 
 }  // namespace
@@ -56,6 +56,8 @@ void register_make_model(CLI::App& app) {
   cmd->add_option("--max-shard-size", args->max_shard,
                   "largest shard (tensor bytes), e.g. 2GiB (default), 100KB");
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines");
+  cmd->add_flag("--force", args->force,
+                "write into a non-empty --out, replacing the model files there");
   cmd->callback([args] {
     MakeModelOptions o;
     o.preset = args->preset;
@@ -84,6 +86,7 @@ void register_make_model(CLI::App& app) {
     o.out_dir = args->out;
     o.max_shard_size = parse_size(args->max_shard);
     o.show_progress = !args->quiet;
+    o.force = args->force;
     ModelConfig c = make_model(o);
     if (!args->quiet)
       std::fprintf(stderr, "made %s: %s, %.3fM parameters, %s, seed %llu\n", o.out_dir.c_str(),

@@ -6,12 +6,16 @@
 //   hogwild run -m DIR [-w N] [--layout combined|interleaved|contiguous|independent] [--budget N]
 //       [--snapshots 256,512] [--collab-every N] [--format NAME|FILE] [--print-format]
 //       [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R] [--greedy]
-//       [--seed N] [--max-context N] [--json FILE|-] [--dump-views FILE] "problem"
+//       [--seed N] [--max-context N] [--n-predict N] [--ignore-eos] [--no-live]
+//       [--json FILE|-] [--dump-views FILE|-] [--dump-logits FILE] ("problem" | -f FILE)
 //
 // The problem "-" is read from stdin. Sampling defaults come from DIR/generation_config.json;
-// worker w samples with seed + w. The formatting defaults to the model family's math variant
-// (detected from the chat template); --format plain inserts nothing (raw prompt, no prefixes).
-// Ctrl-C stops after the current serial step and prints what was produced.
+// worker w samples with seed + w (-1 = a random seed, printed). The formatting defaults to the
+// model family's math variant (detected from the chat template); --format plain inserts nothing
+// (raw prompt, no prefixes). Ctrl-C or SIGTERM stops after the current serial step and writes
+// what was produced (exit status 130 / 143); the transcript grows in FILE.partial.jsonl while the
+// run goes (hogwild/run_files.h). llama.cpp spellings: -c/--ctx-size, -f/--file, -t/--threads,
+// --n-predict, --ignore-eos, --temp.
 #include <unistd.h>
 
 #include <atomic>
@@ -29,19 +33,21 @@
 
 #include "apps/hogwild/commands.h"
 #include "apps/hogwild/backend_flags.h"
+#include "apps/hogwild/cli_util.h"
 #include "engine/engine.h"
 #include "engine/model.h"
 #include "engine/request.h"
 #include "apps/hogwild/sampling_flags.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
+#include "core/json_text.h"
 #include "hogwild/codec.h"
 #include "hogwild/formatting.h"
 #include "hogwild/live_view.h"
 #include "hogwild/picker.h"
 #include "hogwild/prompt.h"
+#include "hogwild/run_files.h"
 #include "hogwild/session.h"
-#include "hogwild/transcript.h"
 #include "model/weights.h"
 #include "sampling/generation_config.h"
 #include "sampling/sampler.h"
@@ -50,14 +56,12 @@
 namespace hogwild::cli {
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
-
 struct RunArgs {
-  std::string model_dir, layout = "combined", snapshots, format, json, dump_views, problem;
+  std::string model_dir, layout = "combined", snapshots, format, problem, problem_file;
+  RunFilePaths files;
   int workers = 2;
-  int64_t budget = 0, collab_every = -1, max_context = 0;
-  bool print_format = false;
+  int64_t budget = 0, collab_every = -1, max_context = 0, n_predict = 0;
+  bool print_format = false, no_live = false, ignore_eos = false;
   SamplingFlags sampling;
   DeviceFlags device;
 };
@@ -81,11 +85,13 @@ std::vector<int64_t> parse_budgets(const std::string& s) {
   return v;
 }
 
+// The template for picking the formatting family (null when it has none or does not parse:
+// Model::load keeps the reason and make_request reports it when the formatting needs it).
 std::unique_ptr<chat::ChatTemplate> load_template(const std::string& dir) {
   try {
     return std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::load(dir));
   } catch (const Error&) {
-    return nullptr;  // Model::load keeps the reason; make_request reports it when it matters
+    return nullptr;
   }
 }
 
@@ -94,12 +100,11 @@ void run(RunArgs a) {
   std::error_code ec;
   if (a.print_format && a.model_dir.empty()) {  // no model: the named (or generic) formatting
     const Formatting f = resolve_formatting(a.format.empty() ? "generic-math" : a.format);
-    std::printf("%s\n", f.to_json().dump(2).c_str());
+    std::printf("%s\n", dump_json(f.to_json(), 2).c_str());
     return;
   }
   // Argument checks first, before any weights load (the flags' own names in the messages).
-  if (!a.json.empty() && a.json != "-" && a.json == a.dump_views)
-    fail("--json and --dump-views both name '{}'; give them different files", a.json);
+  check_output_paths(a.files);
   if (a.model_dir.empty() || !fs::is_directory(a.model_dir, ec))
     fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
   if (!fs::exists(fs::path(a.model_dir) / "tokenizer.json", ec))
@@ -111,23 +116,25 @@ void run(RunArgs a) {
                         : default_formatting_name(tmpl ? tmpl->source() : "", AnswerKind::boxed);
   const Formatting fmt = resolve_formatting(fmt_name);
   if (a.print_format) {
-    std::printf("%s\n", fmt.to_json().dump(2).c_str());
+    std::printf("%s\n", dump_json(fmt.to_json(), 2).c_str());
     return;
   }
-  if (a.problem == "-") {
-    a.problem.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  }
+  if (!a.problem_file.empty() && !a.problem.empty())
+    fail("give the problem as text or with -f FILE, not both");
+  a.problem = a.problem_file.empty() ? text_or_stdin(a.problem)
+                                     : file_or_stdin(a.problem_file, "problem file (-f)");
   if (a.problem.find_first_not_of(" \t\r\n") == std::string::npos)
-    fail("no problem given; pass the problem text as the last argument (or - for stdin)");
+    fail("no problem given; pass the problem text as the last argument, - for stdin, or -f FILE");
   if (a.workers < 1 || a.workers > static_cast<int>(fmt.worker_names.size()))
     fail("-w {}: the formatting '{}' names {} workers; use 1..{}", a.workers, fmt.name,
          fmt.worker_names.size(), fmt.worker_names.size());
   if (a.budget < 0) fail("--budget must be >= 0 serial steps (0 = until an answer)");
   if (a.collab_every < -1) fail("--collab-every must be >= 0 tokens (0 = off)");
   if (a.max_context < 0) fail("--max-context must be >= 0 tokens (0 = the model's context length)");
+  if (a.n_predict < 0) fail("--n-predict must be >= 0 tokens per worker (0 = no limit)");
   const std::vector<int64_t> snapshots = parse_budgets(a.snapshots);
+  const ModelConfig config = load_model_config(a.model_dir);
   {
-    const ModelConfig config = load_model_config(a.model_dir);
     const int64_t model_ctx = config.max_position_embeddings;
     if (model_ctx > 0 && a.max_context > model_ctx)
       fail(
@@ -136,15 +143,7 @@ void run(RunArgs a) {
           a.max_context, model_ctx, model_ctx);
   }
   // Output files are opened before the weights load, so a bad path fails at once.
-  const bool json_stdout = a.json == "-";
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> json_file(nullptr, &std::fclose);
-  if (!a.json.empty() && !json_stdout) {
-    json_file.reset(std::fopen(a.json.c_str(), "w"));
-    if (!json_file)
-      fail("--json: cannot create '{}'; check that the directory exists and is writable", a.json);
-  }
-  std::unique_ptr<ViewDumper> dumper;
-  if (!a.dump_views.empty()) dumper = std::make_unique<ViewDumper>(a.dump_views);
+  RunFiles files(a.files, config.vocab_size);
 
   // The library does the rest: the model, the request, the engine (src/engine).
   ModelOptions mo;
@@ -161,20 +160,60 @@ void run(RunArgs a) {
   pr.snapshots = snapshots;
   pr.collab_every = a.collab_every;
   pr.max_context = a.max_context;
-  pr.sampling = sampling_params(a.sampling, model->generation_config());
+  const uint64_t seed = resolve_seed(a.sampling.seed);
+  pr.sampling = sampling_params(a.sampling, model->generation_config(), seed);
   SessionRequest req = make_request(*model, pr);
-  req.options.interrupt = &g_interrupted;
+  if (a.ignore_eos) req.formatting.forbidden.eos = true;  // llama.cpp: EOS is never sampled
+  StopSignals signals;
+  req.options.interrupt = signals.flag();
+  req.options.max_tokens_per_worker = a.n_predict;
+  req.options.keep_logits = files.keep_logits();
   const SamplingParams sp = req.sampling;
+  StopPolicy stop = model->stop_policy();
+  stop.ignore_eos = a.ignore_eos;
 
   std::vector<std::string> names(fmt.worker_names.begin(), fmt.worker_names.begin() + a.workers);
-  std::FILE* view_out = json_stdout ? stderr : stdout;
-  LiveView view(view_out, isatty(fileno(view_out)) != 0, names);
-  TranscriptRecorder transcript(names);
+  std::FILE* view_out = files.uses_stdout() ? stderr : stdout;
+  LiveViewOptions vo =
+      live_view_mode(isatty(fileno(view_out)) != 0, isatty(fileno(stderr)) != 0,
+                     std::getenv("TERM"), std::getenv("NO_COLOR"), a.no_live, stderr);
+  vo.budget = a.budget;
+  vo.n_snapshots = static_cast<int>(snapshots.size());
+  vo.settings = {
+      "sampling: " + sp.describe() + (a.workers > 1 && !sp.greedy() ? " (worker w: seed + w)" : ""),
+      "EOS ids: " + stop.describe() +
+          (stop.eos_ids.empty()             ? ""
+           : req.formatting.forbidden.eos ? "; forbidden while reasoning"
+                                          : "; a worker that samples one stops")};
+  if (auto w = same_text_warning(sp, req.formatting, a.workers)) vo.warnings.push_back(*w);
+  for (const std::string& w : vo.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  LiveView view(view_out, names, vo);
   MultiObserver obs;
   obs.add(&view);
-  obs.add(&transcript);
-  if (dumper) obs.add(dumper.get());
+  obs.add(files.observer());
   req.observer = &obs;
+  nlohmann::json header = {{"model", a.model_dir},
+                           {"device", model->device()},
+                           {"options",
+                            {{"workers", a.workers},
+                             {"layout", layout_name(layout)},
+                             {"budget", a.budget},
+                             {"snapshots", snapshots},
+                             {"formatting", fmt.name},
+                             {"seed", seed},
+                             {"max_context", a.max_context},
+                             {"collab_every", a.collab_every},
+                             {"n_predict", a.n_predict},
+                             {"sampling",
+                              {{"do_sample", sp.do_sample},
+                               {"temperature", sp.temperature},
+                               {"top_k", sp.top_k},
+                               {"top_p", sp.top_p},
+                               {"min_p", sp.min_p},
+                               {"repetition_penalty", sp.repetition_penalty}}}}},
+                           {"prompt_ids", req.prompt}};
+  set_text(header["options"], "problem", a.problem);
+  const Formatting used_formatting = req.formatting;
 
   // One session alone: the whole prompt in one forward.
   EngineOptions eo;
@@ -182,45 +221,19 @@ void run(RunArgs a) {
   eo.max_batch_tokens = 4096;
   eo.prefill_chunk = 4096;
   Engine engine(model->backend(), model->codec(), eo);
-  g_interrupted = false;
-  auto old = std::signal(SIGINT, on_sigint);
-  SessionResult res;
-  try {
-    const SessionId id = engine.submit(std::move(req));
-    if (dumper) dumper->attach(engine.session(id));
-    engine.run_until_idle();
-    if (!engine.error(id).empty()) fail("{}", engine.error(id));
-    res = engine.take(id);
-  } catch (...) {
-    std::signal(SIGINT, old);
-    throw;
-  }
-  std::signal(SIGINT, old);
-  const std::string dev = model->device();
+  const SessionId id = engine.submit(std::move(req));
+  const Session& session = *engine.session(id);
+  header.update(run_settings_json(session, used_formatting, stop));
+  files.start(session, model->codec(), names, header);
+  engine.run_until_idle();
+  if (!engine.error(id).empty()) fail("{}", engine.error(id));
+  const SessionResult res = engine.take(id);
   view.finish(res, fmt::format("{} worker{}, layout {}, formatting {}, device {}", a.workers,
-                               a.workers == 1 ? "" : "s",
-                               layout_name(layout), fmt.name, dev));
-  if (!a.json.empty()) {
-    nlohmann::json j = transcript.to_json(res);
-    j["model"] = a.model_dir;
-    j["device"] = dev;
-    j["options"] = {{"workers", a.workers},   {"layout", layout_name(layout)},
-                    {"budget", a.budget},     {"snapshots", snapshots},
-                    {"formatting", fmt.name}, {"seed", a.sampling.seed},
-                    {"problem", a.problem}, {"max_context", a.max_context},
-                    {"collab_every", a.collab_every},
-                    {"sampling",
-                     {{"do_sample", sp.do_sample}, {"temperature", sp.temperature},
-                      {"top_k", sp.top_k}, {"top_p", sp.top_p}, {"min_p", sp.min_p},
-                      {"repetition_penalty", sp.repetition_penalty}}}};
-    std::string s = j.dump(1) + "\n";
-    std::fwrite(s.data(), 1, s.size(), json_file ? json_file.get() : stdout);
-    json_file.reset();
-  }
-  if (g_interrupted) {  // what was produced is printed and saved; scripts still see the Ctrl-C
-    std::fflush(stdout);
-    std::exit(130);
-  }
+                               a.workers == 1 ? "" : "s", layout_name(layout), fmt.name,
+                               model->device()));
+  files.finish(res);
+  // What was produced is printed and saved; scripts still see the signal in the exit status.
+  if (signals.stopped()) exit_after_signal(signals.exit_code());
 }
 
 }  // namespace
@@ -244,10 +257,28 @@ void register_run(CLI::App& app) {
   c->add_flag("--print-format", a->print_format, "print the formatting as JSON and exit");
   add_sampling_flags(c, a->sampling, "base seed; worker w uses seed + w");
   add_device_flags(c, a->device);
-  c->add_option("--max-context", a->max_context,
-                "max tokens in a worker's view (default: model's)");
-  c->add_option("--json", a->json, "write a JSON transcript to FILE (- = stdout)");
-  c->add_option("--dump-views", a->dump_views, "write every worker's view per serial step (JSONL)");
+  c->add_option("-c,--ctx-size,--max-context", a->max_context,
+                "max tokens in a worker's view (0 = the model's max_position_embeddings)");
+  c->add_option("--n-predict", a->n_predict,
+                "at most this many generated tokens per worker (0 = no limit)");
+  c->add_flag("--ignore-eos", a->ignore_eos,
+              "never sample EOS, whatever the formatting's forbidden.eos says");
+  add_threads_flag(c);
+  c->add_flag("--no-live", a->no_live,
+              "no redrawn live view on a terminal: one line per finished step");
+  c->add_option("--json", a->files.json,
+                "write a JSON transcript to FILE (- = stdout); it grows in FILE.partial.jsonl "
+                "while the run goes (docs/DUMPS.md)")
+      ->check(non_empty_path());
+  c->add_option("--dump-views", a->files.dump_views,
+                "write every forward's views, feeds and blocks to FILE (JSON lines; - = stdout)")
+      ->check(non_empty_path());
+  c->add_option("--dump-logits", a->files.dump_logits,
+                "write the fp32 logits each sampled token was drawn from to FILE (.npy) and "
+                "their serial steps and workers to FILE.json")
+      ->check(non_empty_path());
+  c->add_option("-f,--file", a->problem_file, "read the problem from FILE (- = stdin)")
+      ->check(non_empty_path());
   c->add_option("problem", a->problem, "the problem text (- = read stdin)");
   c->callback([a] { run(*a); });
 }

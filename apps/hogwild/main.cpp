@@ -1,6 +1,7 @@
 // hogwild: parallel LLM reasoning with a shared KV cache (Hogwild! Inference, arXiv 2504.06261).
 #include "apps/hogwild/commands.h"
 #include "core/error.h"
+#include "core/io.h"
 
 #include <cstdio>
 #include <exception>
@@ -9,6 +10,7 @@ int main(int argc, char** argv) {
   CLI::App app{"hogwild: several workers of one model reason together over one shared KV cache"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "hogwild 0.1.0");
+  app.option_defaults()->always_capture_default();  // --help shows every default
   hogwild::cli::register_make_model(app);
   hogwild::cli::register_info(app);
   hogwild::cli::register_generate(app);
@@ -21,6 +23,7 @@ int main(int argc, char** argv) {
   hogwild::cli::register_collab(app);
   try {
     app.parse(argc, argv);
+    hogwild::check_stdout();  // output lost to a full disk or a closed pipe is an error, not exit 0
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const hogwild::Error& e) {

@@ -5,16 +5,13 @@
 
 #include "chat/parser.h"
 #include "core/error.h"
+#include "core/io.h"
 
 namespace hogwild::chat {
 namespace {
 
 std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) fail("cannot read {}; check that the file exists and is readable.", p.string());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return hogwild::read_file(p, p.filename().string());
 }
 
 nlohmann::ordered_json read_json(const std::filesystem::path& p) {
@@ -26,10 +23,17 @@ nlohmann::ordered_json read_json(const std::filesystem::path& p) {
   }
 }
 
-// transformers' pick from a list of named templates: the requested name, else "default".
+// transformers' pick from a list of named templates: the requested name, else "default". A single
+// template has no name but "default": another name is refused rather than ignored.
 std::string pick_template(const nlohmann::ordered_json& t, const std::string& name,
                           const std::string& where) {
-  if (t.is_string()) return t.get<std::string>();
+  if (t.is_string()) {
+    if (!name.empty() && name != "default")
+      fail("{}: no chat template named '{}': the model has a single template (named default); "
+           "leave out --template-name",
+           where, name);
+    return t.get<std::string>();
+  }
   if (!t.is_array())
     fail("{}: chat_template must be a string or a list of {{name, template}}.", where);
   std::string want = name.empty() ? "default" : name;
@@ -81,16 +85,23 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir, const st
   SpecialTokens tokens = SpecialTokens::from_tokenizer_config(cfg);
   auto jinja_path = model_dir / "chat_template.jinja";
   auto json_path = model_dir / "chat_template.json";
-  std::string source;
+  std::string source, where;
   if (std::filesystem::exists(jinja_path)) {
+    where = jinja_path.string();
+    if (!name.empty() && name != "default")
+      fail("{}: no chat template named '{}': the model has a single template (named default); "
+           "leave out --template-name",
+           jinja_path.string(), name);
     source = read_file(jinja_path);
   } else if (cfg.is_object() && cfg.contains("chat_template") && !cfg["chat_template"].is_null()) {
     source = pick_template(cfg["chat_template"], name, cfg_path.string());
+    where = cfg_path.string();
   } else if (std::filesystem::exists(json_path)) {
     auto j = read_json(json_path);
     if (!j.is_object() || !j.contains("chat_template"))
       fail("{} has no \"chat_template\" key.", json_path.string());
     source = pick_template(j["chat_template"], name, json_path.string());
+    where = json_path.string();
   } else {
     throw NoChatTemplate(fmt::format(
         "{} has no chat template (no chat_template.jinja, and no chat_template in "
@@ -98,7 +109,11 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir, const st
         "use a chat/instruct model or add a chat_template.jinja file.",
         model_dir.string()));
   }
-  return from_string(source, std::move(tokens));
+  try {
+    return from_string(source, std::move(tokens));
+  } catch (const Error& e) {
+    fail("{}: {}", where, e.what());  // which file holds the broken template
+  }
 }
 
 ChatTemplate ChatTemplate::from_string(const std::string& source, SpecialTokens tokens,

@@ -108,8 +108,8 @@ int64_t CpuBackend::block_len(BlockId b) const { return table_.len(b); }
 void CpuBackend::forward_sample(const ForwardBatch& batch,
                                 const std::vector<std::vector<int32_t>>& banned_sets,
                                 const std::vector<RowSampling>& rows,
-                                std::vector<int32_t>& tokens) {
-  forward_sample_on_host(*this, batch, banned_sets, rows, tokens);
+                                std::vector<int32_t>& tokens, std::vector<float>* logits) {
+  forward_sample_on_host(*this, batch, banned_sets, rows, tokens, logits);
 }
 
 int64_t CpuBackend::cached_tokens() const {

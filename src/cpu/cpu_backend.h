@@ -57,12 +57,13 @@ class CpuBackend : public Backend {
   /// forward, then the host draw of sampling/row_draw.h for every row.
   void forward_sample(const ForwardBatch& batch,
                       const std::vector<std::vector<int32_t>>& banned_sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override;
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
+                      std::vector<float>* logits) override;
   int64_t kv_capacity_tokens() const override { return table_.num_pages() * kPageTokens; }
   int64_t kv_used_tokens() const override { return table_.used_pages() * kPageTokens; }
   int64_t live_blocks() const override { return table_.live_blocks(); }
   /// Tokens per page of the block table (the unit of kv_capacity_tokens).
-  static constexpr int64_t kPageTokens = 64;
+  static constexpr int64_t kPageTokens = kKvPageTokens;
 
   /// Tokens held over all live blocks.
   int64_t cached_tokens() const;

@@ -15,6 +15,8 @@
 #include "cuda/gemm.h"
 #include "cuda/pdl.h"
 #include "cuda/skinny_gemm.h"
+#include "hogwild/kv_budget.h"
+#include "hogwild/layout.h"
 #include "model/make_model.h"
 #include "model/weights.h"
 
@@ -33,7 +35,7 @@ double median(std::vector<double> v) {
 nlohmann::json bench_point(CudaBackend& be, const std::string& model, int64_t ctx, int W, int S,
                            const BenchOptions& opt) {
   const int64_t steps_total = opt.warmup + opt.repeat;
-  be.require_kv_tokens(S * (ctx + W * (opt.step_tokens + steps_total) + 64 * (3 * W + 4)));
+  be.require_kv_tokens(S * run_kv_tokens({ctx, W, opt.step_tokens + steps_total, 0, 0}));
   std::vector<BlockId> owned;
   auto block = [&](int64_t len, uint64_t seed) {
     owned.push_back(be.new_block());
@@ -46,27 +48,32 @@ nlohmann::json bench_point(CudaBackend& be, const std::string& model, int64_t ct
     const uint64_t seed = opt.seed + 1000 * static_cast<uint64_t>(s);
     const BlockId shared = block(ctx, seed + 1);
     for (int w = 0; w < W; ++w) step[s * W + w] = block(opt.step_tokens, seed + 100 + w);
-    // Session layout: header 8 tokens, separator 2, separator + own header 10 (Qwen3 tokens of
-    // the default formatting are of that order).
-    const BlockId header = opt.session_layout ? block(8, seed + 2) : -1;
-    const BlockId sep = opt.session_layout ? block(2, seed + 3) : -1;
-    std::vector<BlockId> own_header(W, -1);
-    if (opt.session_layout)
-      for (int w = 0; w < W; ++w) own_header[w] = block(10, seed + 200 + w);
-    for (int w = 0; w < W; ++w) {
-      std::vector<BlockId> v = {shared};
-      if (opt.session_layout && W > 1) v.push_back(header);
-      std::vector<int> others;
-      for (int o = 0; o < W; ++o)
-        if (o != w) others.push_back(o);
-      for (size_t i = 0; i < others.size(); ++i) {
-        v.push_back(step[s * W + others[i]]);
-        if (opt.session_layout && i + 1 < others.size()) v.push_back(sep);
-      }
-      if (opt.session_layout) v.push_back(own_header[w]);
-      v.push_back(step[s * W + w]);
-      b.views.push_back(v);
+    // The combined layout of hogwild/layout.h, as a session builds it. Session layout: the
+    // constant blocks too, header 8 tokens, separator 2, separator + own header 10 (Qwen3 tokens
+    // of the default formatting are of that order); else only the context and the steps.
+    LayoutState st;
+    st.layout = Layout::combined;
+    st.history = shared;
+    st.current.assign(step.begin() + s * W, step.begin() + (s + 1) * W);
+    st.text.others_header.assign(W, -1);
+    st.text.sep_own_header.assign(W, -1);
+    if (opt.session_layout && W > 1) {
+      st.text.others_header.assign(W, block(8, seed + 2));
+      st.text.sep = block(2, seed + 3);
+      for (int w = 0; w < W; ++w) st.text.sep_own_header[w] = block(10, seed + 200 + w);
     }
+    for (std::vector<BlockId>& v : build_views(st)) b.views.push_back(std::move(v));
+  }
+  // Tokens of the constant blocks the views read (each distinct block once).
+  int64_t const_tokens = 0;
+  {
+    std::vector<BlockId> seen;
+    for (const auto& v : b.views)
+      for (BlockId x : v)
+        if (std::find(seen.begin(), seen.end(), x) == seen.end()) {
+          seen.push_back(x);
+          if (std::find(step.begin(), step.end(), x) == step.end()) const_tokens += be.block_len(x);
+        }
   }
 
   std::vector<double> ms;
@@ -82,9 +89,8 @@ nlohmann::json bench_point(CudaBackend& be, const std::string& model, int64_t ct
     const auto t1 = std::chrono::steady_clock::now();
     if (t >= opt.warmup) {
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      // every distinct block once: the small blocks hold 8 + 2 + 10 W tokens per session
-      kv_tokens_read += S * (ctx + W * (opt.step_tokens + t + 1) +
-                             (opt.session_layout ? 10 + 10 * W : 0));
+      // every distinct block once: the contexts and constants, and the steps as they grow
+      kv_tokens_read += const_tokens + S * W * (opt.step_tokens + t + 1);
     }
   }
   for (BlockId x : owned) be.free_block(x);

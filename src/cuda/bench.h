@@ -28,9 +28,10 @@ struct BenchOptions {
   bool programmatic_launch = true;  // pdl.h switch
   bool cluster_split = true;        // skinny_gemm.h set_skinny_cluster_split
   int64_t kv_tokens = 0;            // KV pool size in tokens; 0: all free GPU memory
-  // The combined layout as `hogwild run` builds it (docs/ARCHITECTURE.md §3): besides the steps, an
-  // "others' header" block after the shared context, a separator block after every other
-  // worker's step but the last, and a "separator + own header" block per worker.
+  // The combined layout as `hogwild run` builds it (docs/ARCHITECTURE.md §3, hogwild/layout.h
+  // build_views): besides the steps, an "others' header" block after the shared context, a
+  // separator block after every other worker's step but the last, and a "separator + own header"
+  // block per worker (none with one worker).
   bool session_layout = false;
 };
 

@@ -18,6 +18,9 @@
 
 namespace hogwild::cuda {
 
+static_assert(kPageTokens == hogwild::kKvPageTokens,
+              "model/backend.h kKvPageTokens: the page every backend and the KV estimate count");
+
 std::string cuda_unsupported(const ModelConfig& c) {
   if (c.head_dim != 64 && c.head_dim != 128)
     return fmt::format("the CUDA attention kernel supports head_dim 64 or 128, this model has {}",

@@ -84,11 +84,13 @@ class CudaBackend : public Backend {
   int64_t forward_device(const ForwardBatch& batch);
   const float* logits_device() const { return logits_; }
   /// Backend::forward_sample on the GPU: banned ids, then sampling.h sample_rows; only the token
-  /// ids come back to the host.
+  /// ids come back to the host (and the logits rows when `logits` is not null, copied before the
+  /// banned ids are applied).
   bool samples_on_device() const override { return true; }
   void forward_sample(const ForwardBatch& batch,
                       const std::vector<std::vector<int32_t>>& banned_sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override;
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
+                      std::vector<float>* logits) override;
 
   /// KV pool capacity, use and free space, in tokens (page granularity: a block holds whole
   /// pages of kPageTokens).

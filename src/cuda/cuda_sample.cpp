@@ -13,7 +13,7 @@ namespace hogwild::cuda {
 void CudaBackend::forward_sample(const ForwardBatch& batch,
                                  const std::vector<std::vector<int32_t>>& banned_sets,
                                  const std::vector<RowSampling>& rows,
-                                 std::vector<int32_t>& tokens) {
+                                 std::vector<int32_t>& tokens, std::vector<float>* logits) {
   check_row_sampling(batch, banned_sets, rows);
   const int64_t want = static_cast<int64_t>(rows.size());
   auto alloc = [&](size_t bytes) {
@@ -49,6 +49,12 @@ void CudaBackend::forward_sample(const ForwardBatch& batch,
   const int64_t n = enqueue_forward(batch);
   HOGWILD_CHECK(n == want);
   tokens.assign(static_cast<size_t>(n), -1);
+  if (logits) {  // the rows as forward() gives them, before ban_tokens writes -inf into them
+    logits->resize(static_cast<size_t>(n * cfg_.vocab_size));
+    if (n > 0)
+      HOGWILD_CUDA_CHECK(cudaMemcpyAsync(logits->data(), logits_, logits->size() * 4,
+                                         cudaMemcpyDeviceToHost, stream_));
+  }
   if (n == 0) {
     HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return;

@@ -83,18 +83,16 @@ std::unique_ptr<Model> Model::load(const ModelOptions& o) {
   }
   m->gen_ = load_generation_config(o.model_dir);
   const ModelConfig config = load_model_config(o.model_dir);
+  std::optional<TokenizerEos> teos;
+  if (m->tokenizer_) {
+    m->tokenizer_->check_fits(config.vocab_size, o.model_dir);
+    if (m->tokenizer_->config().eos_token)
+      teos = TokenizerEos{*m->tokenizer_->config().eos_token, m->tokenizer_->eos_id()};
+  }
+  m->stop_ = resolve_stop_policy(teos, config.eos_token_id, m->gen_.eos_token_id,
+                                 config.vocab_size);
   m->device_ = resolve_device(o.device, config);
   m->backend_ = make_backend(o.model_dir, m->device_, o.kv_tokens, o.max_batch_tokens);
-  auto add = [&](int64_t id) {
-    if (id < 0 || id > INT32_MAX) return;
-    const int32_t i = static_cast<int32_t>(id);
-    if (std::find(m->stop_ids_.begin(), m->stop_ids_.end(), i) == m->stop_ids_.end())
-      m->stop_ids_.push_back(i);
-  };
-  if (m->codec_)
-    for (int32_t e : m->codec_->eos_ids()) add(e);
-  for (int64_t e : config.eos_token_id) add(e);
-  for (int64_t e : m->gen_.eos_token_id) add(e);
   return m;
 }
 

@@ -15,6 +15,7 @@
 #include "model/backend.h"
 #include "model/config.h"
 #include "sampling/generation_config.h"
+#include "sampling/stop_policy.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hogwild {
@@ -41,7 +42,8 @@ std::unique_ptr<Backend> make_backend(const std::string& model_dir, const std::s
 class Model {
  public:
   /// Loads everything. Throws hogwild::Error (saying what to do) for a missing directory,
-  /// config, tokenizer (when need_tokenizer), unreadable weights or an unusable device.
+  /// config, tokenizer (when need_tokenizer), a tokenizer that does not fit vocab_size, an EOS id
+  /// outside the vocabulary (resolve_stop_policy), unreadable weights or an unusable device.
   static std::unique_ptr<Model> load(const ModelOptions& options);
 
   const std::string& dir() const { return dir_; }
@@ -57,9 +59,11 @@ class Model {
   const GenerationConfig& generation_config() const { return gen_; }
   Backend& backend() { return *backend_; }
   const std::string& device() const { return device_; }
-  /// The one stop set of every command: tokenizer eos_token, config.json eos_token_id and
-  /// generation_config.json eos_token_id, deduplicated, in that order.
-  const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
+  /// The one stop set of every command (sampling/stop_policy.h): tokenizer eos_token, config.json
+  /// eos_token_id and generation_config.json eos_token_id, deduplicated, in that order.
+  const std::vector<int32_t>& stop_ids() const { return stop_.eos_ids; }
+  /// The same with where each id comes from.
+  const StopPolicy& stop_policy() const { return stop_; }
 
  private:
   Model() = default;
@@ -69,7 +73,7 @@ class Model {
   std::unique_ptr<chat::ChatTemplate> template_;
   GenerationConfig gen_;
   std::unique_ptr<Backend> backend_;
-  std::vector<int32_t> stop_ids_;
+  StopPolicy stop_;
 };
 
 }  // namespace hogwild

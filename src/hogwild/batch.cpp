@@ -12,11 +12,12 @@ void run_forward(Backend& backend, std::span<SessionStep*> steps) {
   std::vector<std::vector<int32_t>> banned_sets;
   std::vector<const std::vector<int32_t>*> set_of;  // dedupe banned sets by identity
   std::vector<RowSampling> rows;
-  bool host = false;
+  bool host = false, keep = false;
   size_t n_tokens = 0;
   for (SessionStep* s : steps) {
     n_tokens += s->batch.tokens.size();
     if (!s->rows.empty() && s->host_logits) host = true;
+    if (!s->rows.empty() && s->keep_logits) keep = true;
   }
   if (n_tokens == 0) return;
   merged.tokens.reserve(n_tokens);
@@ -49,7 +50,7 @@ void run_forward(Backend& backend, std::span<SessionStep*> steps) {
   std::vector<float> logits;
   std::vector<int32_t> drawn;
   if (!host) {
-    backend.forward_sample(merged, banned_sets, rows, drawn);
+    backend.forward_sample(merged, banned_sets, rows, drawn, keep ? &logits : nullptr);
   } else {
     backend.forward(merged, logits);
   }
@@ -62,11 +63,13 @@ void run_forward(Backend& backend, std::span<SessionStep*> steps) {
     s->forward_seconds = seconds;
     if (s->batch.tokens.empty()) continue;
     const size_t n = s->rows.size();
+    if (host || keep) {  // the rows' logits are on the host
+      const float* base = logits.data() + row * vocab;
+      if (s->host_logits || s->keep_logits) s->logits.assign(base, base + n * vocab);
+    }
     if (host) {
       const float* base = logits.data() + row * vocab;
-      if (s->host_logits) {
-        s->logits.assign(base, base + n * vocab);
-      } else {
+      if (!s->host_logits) {
         s->drawn.resize(n);
         for (size_t r = 0; r < n; ++r) {
           std::span<const int32_t> banned;
@@ -83,6 +86,7 @@ void run_forward(Backend& backend, std::span<SessionStep*> steps) {
     } else {
       s->drawn.assign(drawn.begin() + sampled_row, drawn.begin() + sampled_row + n);
       sampled_row += n;
+      row += n;
     }
   }
 }

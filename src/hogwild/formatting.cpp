@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/io.h"
 #include "hogwild/json_reader.h"
 
 namespace hogwild {
@@ -451,6 +452,22 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
   }
   if (f.step_separator.empty())
     fail("{}: key 'step_separator' is empty; steps could never end. Use e.g. \"\\n\\n\".", origin);
+  for (const std::string& t : f.forbidden.texts)
+    if (t.find_first_not_of(" \t\n\r") == std::string::npos)
+      fail(
+          "{}: key 'forbidden.texts' holds an empty or blank string; it would forbid every "
+          "whitespace token (the step separator among them). Remove it.",
+          origin);
+  {
+    bool has_name = false;
+    for_each_brace_id(f.step_prefix,
+                      [&](size_t, size_t, std::string_view id) { has_name |= id == "name"; });
+    if (!f.step_prefix.empty() && !has_name)
+      fail(
+          "{}: key 'step_prefix' has no {{name}}, so no worker could tell whose step it reads. Add "
+          "{{name}} (e.g. \"**{{name}} [{{step}}]:** \"), or make it \"\" for no prefix.",
+          origin);
+  }
   if (f.chat.user.empty())
     fail("{}: key 'chat.user' is empty; it must contain {{problem}}.", origin);
   bool has_problem = false;
@@ -489,15 +506,14 @@ Formatting parse_formatting(const nlohmann::json& j, std::string_view origin) {
 }
 
 Formatting load_formatting(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
     fail("cannot read formatting file '{}'. Check the path, or pass a built-in name ({}).",
          file.string(), fmt::join(builtin_formatting_names(), ", "));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_file(file, "formatting file");
   ojson j;
   try {
-    j = ojson::parse(ss.str());
+    j = ojson::parse(text);
   } catch (const ojson::parse_error& e) {
     fail(
         "formatting file '{}' is not valid JSON: {}. Fix the syntax (strings need \\n for "

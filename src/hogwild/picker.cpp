@@ -4,6 +4,8 @@
 #include <climits>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace hogwild {
 
 SamplerPicker::SamplerPicker(const SamplingParams& params, int n_workers,
@@ -20,6 +22,20 @@ int32_t SamplerPicker::pick(int worker, std::vector<float>& logits) {
   int32_t t = samplers_.at(worker).sample(logits, context_[worker]);
   context_[worker].push_back(t);
   return t;
+}
+
+std::optional<std::string> same_text_warning(const SamplingParams& p, const Formatting& f,
+                                             int n_workers) {
+  if (!p.greedy() || n_workers < 2) return std::nullopt;
+  for (int w = 1; w < n_workers; ++w)
+    if (f.step_start(w, 1, false) != f.step_start(0, 1, false) ||
+        f.step_start(w, 1, true) != f.step_start(0, 1, true) ||
+        f.others_header(w) != f.others_header(0) || f.own_header(w) != f.own_header(0))
+      return std::nullopt;
+  return fmt::format(
+      "greedy decoding with formatting '{}': all {} workers see the same tokens and will write the "
+      "same text; sample (e.g. --temperature 0.6) or use a formatting that names the workers",
+      f.name, n_workers);
 }
 
 bool SamplerPicker::device_row(int worker, RowSampling& out) {

@@ -3,6 +3,8 @@
 // = prompt + the worker's own sampled tokens.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "hogwild/session.h"
@@ -24,5 +26,11 @@ class SamplerPicker : public TokenPicker {
   std::vector<Sampler> samplers_;
   std::vector<std::vector<int32_t>> context_;  // (n_workers) prompt + own sampled tokens
 };
+
+/// A warning when every worker will write the same text: greedy decoding and nothing that tells
+/// the workers apart (formatting f gives every worker the same step opening and layout texts, as
+/// "plain" does), so each forward feeds them the same tokens in the same order. nullopt otherwise.
+std::optional<std::string> same_text_warning(const SamplingParams& p, const Formatting& f,
+                                             int n_workers);
 
 }  // namespace hogwild

@@ -9,7 +9,9 @@
 #include "core/error.h"
 #include "hogwild/answer.h"
 #include "hogwild/batch.h"
+#include "hogwild/kv_budget.h"
 #include "hogwild/steps.h"
+#include "sampling/stop_policy.h"
 
 namespace hogwild {
 
@@ -41,9 +43,8 @@ Session::Session(Backend& backend, const TextCodec& codec, const Formatting& for
     fail("formatting '{}': finisher.suffix is empty; the finisher needs text to continue from",
          fmt_.name);
   const ModelConfig& cfg = be_.config();
-  eos_ = codec_.eos_ids();
-  for (int64_t e : cfg.eos_token_id) eos_.push_back(static_cast<int32_t>(e));
-  for (int32_t e : opt_.extra_eos) eos_.push_back(e);
+  eos_ = eos_id_union(codec_.eos_ids(), cfg.eos_token_id,
+                      std::vector<int64_t>(opt_.extra_eos.begin(), opt_.extra_eos.end()));
   build_forbidden();
 }
 
@@ -115,19 +116,17 @@ void Session::cancel(const std::string& reason) {
 
 int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt,
                                   const ModelConfig& config, int64_t prompt_tokens) {
-  const int64_t w = std::max(1, o.n_workers);
   const int64_t ctx = o.max_context > 0 ? o.max_context : config.max_position_embeddings;
+  if (o.layout != Layout::independent)
+    return run_kv_tokens({prompt_tokens, o.n_workers, o.budget, ctx, fmt.finisher.max_tokens});
+  // Independent layout: views do not hold each other: w outputs, w finishers.
+  const int64_t w = std::max(1, o.n_workers);
   int64_t need = ctx > 0 ? std::min<int64_t>(ctx, INT64_MAX / 4) : INT64_MAX / 4;
-  if (o.budget > 0 && o.budget < INT64_MAX / 8 / w)  // (a huge budget: no bound)
-    need = std::min<int64_t>(need, prompt_tokens + w * (o.budget + 64));
-  if (o.layout == Layout::independent) {  // views do not hold each other: w outputs, w finishers
-    int64_t per = std::max<int64_t>(0, std::min<int64_t>(need, INT64_MAX / 4 / w) - prompt_tokens);
-    if (o.budget > 0 && o.budget < INT64_MAX / 8 / w) per = std::min(per, o.budget + 64);
-    need = prompt_tokens + w * (per + fmt.finisher.max_tokens);
-  }
-  // Finisher tokens; one partly filled 64-token page per live block (history, finisher, a
-  // current and a closing block per worker, constants); the constant texts (~256 per worker).
-  return need + fmt.finisher.max_tokens + 64 * (3 * w + 4) + 256 * w;
+  int64_t per = std::max<int64_t>(0, std::min<int64_t>(need, INT64_MAX / 4 / w) - prompt_tokens);
+  if (o.budget > 0 && o.budget < INT64_MAX / 8 / w) per = std::min(per, o.budget + 64);
+  need = prompt_tokens + w * (per + fmt.finisher.max_tokens);
+  return need + fmt.finisher.max_tokens + kKvPageTokens * (3 * w + 4) +
+         kConstTokensPerWorker * w;
 }
 
 LayoutState Session::layout_state() const {
@@ -187,6 +186,7 @@ bool Session::plan(SessionStep& step, int64_t max_prompt_tokens) {
   step.sampling.clear();
   step.banned = &forbidden_ids_;
   step.host_logits = !opt_.device_sampling;
+  step.keep_logits = opt_.keep_logits;
   step.prompt_tokens = 0;
   step.logits.clear();
   step.drawn.clear();
@@ -311,6 +311,15 @@ bool Session::plan_decode(SessionStep& step) {
     longest = std::max(longest, len);
   }
   if (longest > max_context_) {
+    if (serial_ == 0)  // as a prompt that fills the context: an error, not a 0-step run
+      fail(
+          "the prompt ({} tokens) and the layout's texts leave no room for the first serial step "
+          "within the context limit of {} tokens; shorten the problem{}",
+          prompt_.size(), max_context_,
+          max_context_ < be_.config().max_position_embeddings
+              ? fmt::format(" or raise --max-context (up to the model's {})",
+                            be_.config().max_position_embeddings)
+              : std::string());
     step.batch = ForwardBatch{};
     step.fed.clear();
     step.rows.clear();
@@ -358,8 +367,15 @@ void Session::complete_prefill(SessionStep& step, StepReport& rep) {
   result_.prefill_seconds += step.forward_seconds;
   const bool last = prompt_fed_ == prompt_.size();
   if (obs_) {
-    ForwardRecord rec{0, step.batch.views, step.fed, {}, step.rows,
-                      step.host_logits && last ? &step.logits : nullptr};
+    ForwardRecord rec{0,
+                      step.batch.views,
+                      step.fed,
+                      {},
+                      step.rows,
+                      (step.host_logits || step.keep_logits) && last ? &step.logits : nullptr,
+                      ForwardKind::prefill,
+                      {},
+                      false};
     obs_->on_forward(rec);
   }
   if (!last) return;
@@ -391,8 +407,15 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
   for (WorkerState& ws : workers_)
     if (ws.drain) ws.feed.clear(), ws.drain = false;
   if (obs_) {
-    ForwardRecord rec{serial_, step.batch.views, step.fed, closing_steps_, step.rows,
-                      step.host_logits ? &step.logits : nullptr};
+    ForwardRecord rec{serial_,
+                      step.batch.views,
+                      step.fed,
+                      closing_steps_,
+                      step.rows,
+                      step.host_logits || step.keep_logits ? &step.logits : nullptr,
+                      ForwardKind::step,
+                      closing_,
+                      false};
     obs_->on_forward(rec);
   }
   for (BlockId b : closing_) {  // promotion, finishing order (docs/ARCHITECTURE.md)
@@ -418,7 +441,7 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
   }
   feeding_notes_.clear();
   bool stop = false;
-  for (size_t r = 0; r < step.rows.size() && !stop; ++r) {
+  for (size_t r = 0; r < step.rows.size(); ++r) {
     int32_t t;
     if (!step.host_logits) {
       t = step.drawn[r];
@@ -427,7 +450,10 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
     } else {
       t = sample(step.rows[r], step.logits.data() + r * vocab);
     }
-    stop = on_sampled(step.rows[r], t, rep);
+    if (stop)  // this forward's other rows were computed: their tokens count, nothing follows
+      count_unfed(step.rows[r], t, rep);
+    else
+      stop = on_sampled(step.rows[r], t, rep);
   }
   if (stop) {
     result_.stop_reason = "answer";
@@ -514,6 +540,19 @@ int32_t Session::sample(int w, const float* row) {
   int32_t t = picker_.pick(w, l);
   if (t < 0 || t >= vocab) fail("token picker returned id {} outside the vocabulary", t);
   return t;
+}
+
+// A token sampled in the forward that ended the run, after the row whose answer ended it: counted
+// and reported (on_token) as generated, but neither fed nor scanned for a step end.
+void Session::count_unfed(int w, int32_t token, StepReport& rep) {
+  WorkerState& ws = workers_[w];
+  ws.generated += 1;
+  result_.tokens_per_worker[w] += 1;
+  rep.tokens[w] += 1;
+  total_generated_ += 1;
+  TokenEvent ev{w, ws.step, serial_, token, codec_.token_bytes(token),
+                is_eos(token) && !forbidden_[token]};
+  if (obs_) obs_->on_token(ev);
 }
 
 bool Session::on_sampled(int w, int32_t token, StepReport& rep) {

@@ -99,6 +99,7 @@ struct SessionOptions {
   int64_t max_tokens_per_worker = 0;  // generated tokens per worker; 0 = unlimited
   bool stop_on_answer = true;         // false: run to the budget even when a step holds an answer
   std::vector<int32_t> extra_eos;     // EOS ids besides the codec's and the model config's
+                                      // (generation_config.json's; stop_policy.h)
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT) to stop after this step
   // Draw through Backend::forward_sample (the one sampling contract of sampling/row_draw.h, on
   // the device for CUDA) when the picker describes every row of a forward
@@ -107,10 +108,18 @@ struct SessionOptions {
   bool device_sampling = false;
   // Skeleton-of-Thought (above): layout must be independent; n_workers = the most points.
   bool skeleton = false;
+  // With device sampling, also bring each forward's logits rows to the host (for dumps such as
+  // `run --dump-logits`; Backend::forward_sample's logits): ForwardRecord::logits is then never
+  // null. Costs one copy per forward.
+  bool keep_logits = false;
 };
 
 /// Where a fed token came from.
-enum class FeedRole { prompt, constant, step_start, generated, note };
+enum class FeedRole { prompt, constant, step_start, generated, note, finisher };
+
+/// What a forward was for: the prefill (serial step 0, possibly in chunks), a serial step, or one
+/// of the finisher's forwards (SessionObserver::on_finisher_forward; final or snapshot).
+enum class ForwardKind { prefill, step, finisher };
 
 /// One token fed in a forward (for observers, --dump-views and the reference test).
 struct FedToken {
@@ -124,13 +133,17 @@ struct FedToken {
 
 /// One forward as the session ran it.
 struct ForwardRecord {
-  int64_t serial_step = 0;                  // 0 = prefill
+  int64_t serial_step = 0;                  // 0 = prefill; finisher: the budget it runs at
   std::vector<std::vector<BlockId>> views;  // as passed to the backend (prefill: pseudo-writers)
   std::vector<FedToken> tokens;             // batch order
   std::vector<std::pair<int, int>> closed;  // (worker, step) promoted after this forward, in order
   std::vector<int> logit_workers;           // worker of each logits row (prefill: -1)
   const std::vector<float>* logits = nullptr;  // (logit_workers.size(), vocab_size); null when
                                                // the forward sampled on the device
+  ForwardKind kind = ForwardKind::step;
+  std::vector<BlockId> promoted;  // blocks of `closed`, in order, appended to the history block
+                                  // right after this forward (their ids may be reused later)
+  bool snapshot = false;          // finisher forwards: of a snapshot (else the final finisher)
 };
 
 /// A sampled token, for streaming.
@@ -172,11 +185,14 @@ struct SessionStep {
   std::vector<RowSampling> sampling;
   const std::vector<int32_t>* banned = nullptr;  // the session's forbidden ids
   // true: complete() needs the rows' logits on the host (a TokenPicker::pick, several workers
-  // drawing from the prompt row, or observers that asked for logits).
+  // drawing from the prompt row).
   bool host_logits = false;
+  // true: the rows are drawn as host_logits says, and their logits are wanted on the host as well
+  // (SessionOptions::keep_logits, for dumps); run_forward fills `logits` either way.
+  bool keep_logits = false;
   int64_t prompt_tokens = 0;   // prompt tokens in this forward (prefill chunks)
   // Filled by the caller after the forward (batch.h run_forward):
-  std::vector<float> logits;   // (rows, vocab_size) when host_logits
+  std::vector<float> logits;   // (rows, vocab_size) when host_logits or keep_logits
   std::vector<int32_t> drawn;  // (rows) the drawn tokens when !host_logits
   double forward_seconds = 0;  // wall time of the (merged) forward
 };
@@ -208,6 +224,9 @@ class SessionObserver {
   /// A person's note entered the shared history (text = its bytes as fed, prefix and separator
   /// included), in the forward of serial step `serial_step`; workers read it from the next one.
   virtual void on_note(const std::string& author, const std::string& text, int64_t serial_step) {}
+  /// One forward of the finisher (kind finisher; serial_step = the budget it runs at): the
+  /// suffix, then one greedy token per forward. Its block is freed when the finisher ends.
+  virtual void on_finisher_forward(const ForwardRecord&) {}
 };
 
 struct SessionResult {
@@ -294,6 +313,14 @@ class Session {
   const std::vector<uint8_t>& forbidden() const { return forbidden_; }
   /// Token ids held by block b as the session fed them (for dumps and tests).
   const std::vector<int32_t>& block_tokens(BlockId b) const;
+  /// The history block (prompt + finished steps) and the constant layout blocks, once the
+  /// prefill is planned (for dumps).
+  BlockId history_block() const { return history_; }
+  const ConstBlocks& const_blocks() const { return consts_; }
+  /// Ids that end a worker's generation (sampling/stop_policy.h eos_id_union of the tokenizer's,
+  /// the model config's and SessionOptions::extra_eos), and the ids forbidden during reasoning.
+  const std::vector<int32_t>& eos_ids() const { return eos_; }
+  const std::vector<int32_t>& forbidden_ids() const { return forbidden_ids_; }
 
  private:
   enum class Phase { idle, prefill, decode, finisher, done };
@@ -358,6 +385,7 @@ class Session {
   void sot_begin_answer();
   // Handles worker w's sampled token; returns true when the run must stop (answer found).
   bool on_sampled(int w, int32_t token, StepReport& rep);
+  void count_unfed(int w, int32_t token, StepReport& rep);
   LayoutState layout_state() const;
   void assign_indices(SessionStep& step);
   void record_tokens(const SessionStep& step);

@@ -15,7 +15,7 @@ void Session::plan_finisher(SessionStep& step) {
     step.batch.views.push_back(finisher_view(f.state, f.block, f.worker));
     for (size_t j = 0; j < f.feed.size(); ++j) {
       step.batch.tokens.push_back({f.feed[j], writer, f.block, j + 1 == f.feed.size()});
-      step.fed.push_back({f.feed[j], -1, 0, f.block, 0, FeedRole::generated});
+      step.fed.push_back({f.feed[j], -1, 0, f.block, 0, FeedRole::finisher});
     }
     step.rows.push_back(-1);
   }
@@ -52,6 +52,18 @@ void Session::complete_finisher(SessionStep& step, StepReport& rep) {
   rep.phase = StepReport::Phase::finisher;
   result_.finisher_seconds += step.forward_seconds;
   const int64_t vocab = be_.config().vocab_size;
+  if (obs_ && !finishers_.empty()) {
+    ForwardRecord rec{finishers_.front().result.serial_step,
+                      step.batch.views,
+                      step.fed,
+                      {},
+                      step.rows,
+                      step.host_logits || step.keep_logits ? &step.logits : nullptr,
+                      ForwardKind::finisher,
+                      {},
+                      !finishers_.front().final};
+    obs_->on_finisher_forward(rec);
+  }
   size_t row = 0;
   for (Finisher& f : finishers_) {
     if (f.done) continue;

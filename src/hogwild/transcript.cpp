@@ -1,8 +1,10 @@
+// TranscriptRecorder, MultiObserver, stats (transcript.h).
 #include "hogwild/transcript.h"
 
 #include <numeric>
 
-#include "core/error.h"
+#include "core/io.h"
+#include "core/json_text.h"
 
 namespace hogwild {
 
@@ -22,31 +24,54 @@ void MultiObserver::on_step_end(int w, int k, const std::string& t,
 void MultiObserver::on_snapshot(const FinisherResult& f) {
   for (auto* o : obs_) o->on_snapshot(f);
 }
+void MultiObserver::on_finisher_forward(const ForwardRecord& r) {
+  for (auto* o : obs_) o->on_finisher_forward(r);
+}
 
-std::string utf8_lossy(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool ok = len > 0 && i + len <= s.size();
-    for (int k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (ok) {
-      out.append(s, i, len);
-      i += len;
-    } else {
-      out += "\xEF\xBF\xBD";
-      i += 1;
-    }
-  }
-  return out;
+void TranscriptRecorder::stream_to(OutputFile* out, const nlohmann::json& header) {
+  stream_ = out;
+  emit("run", header);
+  stream_->flush();
+}
+
+void TranscriptRecorder::emit(const char* event, nlohmann::json j) {
+  if (!stream_) return;
+  nlohmann::json line = {{"event", event}};
+  line.update(j);
+  stream_->write(dump_json(line) + "\n");
+}
+
+nlohmann::json TranscriptRecorder::token_json(const TokenEvent& t) const {
+  nlohmann::json j = {
+      {"worker", t.worker}, {"step", t.step}, {"serial_step", t.serial_step}, {"id", t.token}};
+  set_text(j, "text", t.bytes);
+  if (t.eos) j["eos"] = true;
+  return j;
+}
+
+nlohmann::json TranscriptRecorder::step_json(const Step& s) const {
+  nlohmann::json j = {{"worker", s.worker}, {"name", names_.at(s.worker)}, {"step", s.step}};
+  set_text(j, "text", s.text);
+  j["finished"] = s.finished;
+  j["collab_check"] = s.collab;
+  if (s.answer) set_text(j, "answer", *s.answer);
+  return j;
+}
+
+void TranscriptRecorder::on_forward(const ForwardRecord& r) {
+  if (!stream_) return;
+  emit("forward", {{"serial_step", r.serial_step}});
+  stream_->flush();  // a kill after this forward keeps every event up to here
 }
 
 void TranscriptRecorder::on_step_start(int w, int k, const std::string& b, bool c) {
   steps_.push_back({w, k, b, false, c, std::nullopt});
+  emit("step_start", step_json(steps_.back()));
 }
 
 void TranscriptRecorder::on_token(const TokenEvent& e) {
   tokens_.push_back(e);
+  emit("token", token_json(e));
   if (e.eos) return;
   for (auto it = steps_.rbegin(); it != steps_.rend(); ++it)
     if (it->worker == e.worker && it->step == e.step) {
@@ -62,8 +87,15 @@ void TranscriptRecorder::on_step_end(int w, int k, const std::string& t,
       it->text = t;
       it->finished = true;
       it->answer = a;
+      emit("step_end", step_json(*it));
       break;
     }
+}
+
+void TranscriptRecorder::on_snapshot(const FinisherResult& f) {
+  if (!stream_) return;
+  emit("snapshot", finisher_json(f));
+  stream_->flush();
 }
 
 nlohmann::json stats_json(const SessionResult& r) {
@@ -84,92 +116,36 @@ nlohmann::json stats_json(const SessionResult& r) {
           {"tokens_per_second_per_worker", per}};
 }
 
-namespace {
 nlohmann::json finisher_json(const FinisherResult& f) {
-  nlohmann::json j = {{"serial_step", f.serial_step},
-                      {"continuation", utf8_lossy(f.continuation)},
-                      {"reached", f.reached}};
-  j["answer"] = f.answer ? nlohmann::json(*f.answer) : nlohmann::json(nullptr);
+  nlohmann::json j = {{"serial_step", f.serial_step}};
+  set_text(j, "continuation", f.continuation);
+  j["reached"] = f.reached;
+  if (f.answer)
+    set_text(j, "answer", *f.answer);
+  else
+    j["answer"] = nullptr;
   return j;
 }
-}  // namespace
 
 nlohmann::json TranscriptRecorder::to_json(const SessionResult& r) const {
   nlohmann::json toks = nlohmann::json::array();
-  for (auto& t : tokens_) {
-    nlohmann::json j = {{"worker", t.worker},
-                        {"step", t.step},
-                        {"serial_step", t.serial_step},
-                        {"id", t.token},
-                        {"text", utf8_lossy(t.bytes)}};
-    if (t.eos) j["eos"] = true;
-    toks.push_back(j);
-  }
+  for (auto& t : tokens_) toks.push_back(token_json(t));
   nlohmann::json steps = nlohmann::json::array();
-  for (auto& s : steps_) {
-    nlohmann::json j = {{"worker", s.worker},     {"name", names_.at(s.worker)},
-                        {"step", s.step},         {"text", utf8_lossy(s.text)},
-                        {"finished", s.finished}, {"collab_check", s.collab}};
-    if (s.answer) j["answer"] = *s.answer;
-    steps.push_back(j);
-  }
+  for (auto& s : steps_) steps.push_back(step_json(s));
   nlohmann::json snaps = nlohmann::json::array();
   for (auto& f : r.snapshots) snaps.push_back(finisher_json(f));
-  nlohmann::json j = {{"tokens", toks},
-                      {"steps", steps},
-                      {"answer", r.answer ? nlohmann::json(*r.answer) : nlohmann::json(nullptr)},
-                      {"answer_worker", r.answer_worker},
-                      {"stop_reason", r.stop_reason},
-                      {"stats", stats_json(r)},
-                      {"snapshots", snaps},
-                      {"history", utf8_lossy(r.history_text)}};
+  nlohmann::json j = {{"tokens", toks}, {"steps", steps}};
+  if (r.answer)
+    set_text(j, "answer", *r.answer);
+  else
+    j["answer"] = nullptr;
+  j["answer_worker"] = r.answer_worker;
+  j["stop_reason"] = r.stop_reason;
+  j["stats"] = stats_json(r);
+  j["snapshots"] = snaps;
+  set_text(j, "history", r.history_text);
   j["finisher"] = r.finisher ? finisher_json(*r.finisher) : nlohmann::json(nullptr);
   return j;
-}
-
-ViewDumper::ViewDumper(const std::string& path) {
-  if (path == "-") {
-    f_ = stdout;
-  } else {
-    f_ = std::fopen(path.c_str(), "w");
-    if (!f_)
-      fail("--dump-views: cannot create '{}'; check the directory exists and is writable", path);
-    own_ = true;
-  }
-}
-
-ViewDumper::~ViewDumper() {
-  if (own_ && f_) std::fclose(f_);
-}
-
-void ViewDumper::on_forward(const ForwardRecord& r) {
-  static const char* kRoles[] = {"prompt", "constant", "step_start", "generated"};
-  nlohmann::json views = nlohmann::json::array(), blocks = nlohmann::json::object();
-  for (auto& v : r.views) {
-    nlohmann::json jv = nlohmann::json::array();
-    for (BlockId b : v) {
-      const auto& ids = session_->block_tokens(b);
-      jv.push_back({b, ids.size()});
-      blocks[std::to_string(b)] = ids;
-    }
-    views.push_back(jv);
-  }
-  nlohmann::json feeds = nlohmann::json::array();
-  for (auto& t : r.tokens)
-    feeds.push_back({{"worker", t.worker},
-                     {"step", t.step},
-                     {"token", t.token},
-                     {"block", t.block},
-                     {"index", t.index},
-                     {"role", kRoles[static_cast<int>(t.role)]}});
-  nlohmann::json j = {{"serial_step", r.serial_step},
-                      {"views", views},
-                      {"feeds", feeds},
-                      {"closed", r.closed},
-                      {"blocks", blocks}};
-  std::string line = j.dump() + "\n";
-  std::fwrite(line.data(), 1, line.size(), f_);
-  std::fflush(f_);
 }
 
 }  // namespace hogwild

@@ -1,17 +1,19 @@
-// Observers that turn a session into files and streams: a machine-readable transcript (`hogwild run
-// --json`), the per-serial-step view dump (`--dump-views`, JSONL) and a fan-out to several
-// observers.
+// Observers that turn a session into a machine-readable record: the JSON transcript (`hogwild run
+// --json`), written as JSON lines while the run goes and as one document at the end, and a fan-out
+// to several observers. The view and logits dumps are in view_dump.h; the files of a run and
+// their order of writing in run_files.h. Formats: docs/DUMPS.md.
 #pragma once
 
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "hogwild/codec.h"
+#include "core/utf8.h"  // utf8_lossy: every text of a transcript is valid UTF-8
 #include "hogwild/session.h"
 
 namespace hogwild {
+
+class OutputFile;
 
 /// Calls every observer in order.
 class MultiObserver : public SessionObserver {
@@ -23,23 +25,33 @@ class MultiObserver : public SessionObserver {
   void on_step_end(int w, int k, const std::string& t,
                    const std::optional<std::string>& a) override;
   void on_snapshot(const FinisherResult& f) override;
+  void on_finisher_forward(const ForwardRecord& r) override;
 
  private:
   std::vector<SessionObserver*> obs_;
 };
 
-/// Records every sampled token and every step for the JSON transcript.
-/// JSON (to_json): {"tokens": [{"worker", "step", "serial_step", "id", "text", "eos"?}...],
+/// Records every sampled token and every step for the JSON transcript (docs/DUMPS.md).
+/// to_json(): {"tokens": [{"worker", "step", "serial_step", "id", "text", "eos"?}...],
 ///  "steps": [{"worker", "name", "step", "text", "finished", "answer"?, "collab_check"}...] in
-///  start order, "answer", "stop_reason", "stats": {...}, "snapshots": [...], "finisher": {...}}.
-/// "text" fields are the raw token bytes made valid UTF-8 (invalid bytes → U+FFFD).
+///  start order, "answer", "answer_worker", "stop_reason", "stats": {...}, "snapshots": [...],
+///  "finisher": {...}, "history"}. Every text is valid UTF-8 (invalid bytes → U+FFFD); where the
+///  raw bytes were not UTF-8 they are beside it as "<key>_bytes" (core/json_text.h set_text).
+/// With stream_to(), every event is also written at once as one JSON line ({"event": "token",
+/// ...}), flushed after every forward, so a killed run leaves what it produced.
 class TranscriptRecorder : public SessionObserver {
  public:
-  TranscriptRecorder(std::vector<std::string> worker_names) : names_(std::move(worker_names)) {}
+  explicit TranscriptRecorder(std::vector<std::string> worker_names)
+      : names_(std::move(worker_names)) {}
+  /// Writes events to `out` as JSON lines as they happen, starting with {"event": "run", ...
+  /// header} (the run's settings). PRECONDITION: out outlives the recorder's use.
+  void stream_to(OutputFile* out, const nlohmann::json& header);
+  void on_forward(const ForwardRecord& r) override;
   void on_step_start(int w, int k, const std::string& b, bool c) override;
   void on_token(const TokenEvent& e) override;
   void on_step_end(int w, int k, const std::string& t,
                    const std::optional<std::string>& a) override;
+  void on_snapshot(const FinisherResult& f) override;
   nlohmann::json to_json(const SessionResult& r) const;
 
  private:
@@ -49,37 +61,21 @@ class TranscriptRecorder : public SessionObserver {
     bool finished = false, collab = false;
     std::optional<std::string> answer;
   };
+  nlohmann::json token_json(const TokenEvent& t) const;
+  nlohmann::json step_json(const Step& s) const;
+  void emit(const char* event, nlohmann::json j);
+
   std::vector<std::string> names_;
   std::vector<TokenEvent> tokens_;
   std::vector<Step> steps_;
+  OutputFile* stream_ = nullptr;
 };
 
 /// Run statistics as JSON: serial_steps, prompt_tokens, tokens_per_worker, total_tokens, seconds
 /// (prefill, decode, finisher), tok/s aggregate (generated tokens / decode seconds) and per worker.
 nlohmann::json stats_json(const SessionResult& r);
 
-/// `--dump-views`: one JSON line per forward (prefill = serial_step 0):
-///   {"serial_step": s, "views": [[[block, len], ...] per view], "feeds": [{"worker", "step",
-///    "token", "block", "index", "role"}...], "closed": [[worker, step]...],
-///    "blocks": {"<id>": [token ids]}}
-/// views: prefill lists the pseudo-writers' views (history; [history, constant block]); block
-/// lengths and ids are those after the forward's appends and before its promotions; "blocks"
-/// holds every block occurring in a view. Enough to replay the run in another implementation.
-class ViewDumper : public SessionObserver {
- public:
-  /// Opens `path` for writing ("-" = stdout). Throws hogwild::Error when it cannot be created.
-  explicit ViewDumper(const std::string& path);
-  ~ViewDumper() override;
-  void attach(const Session* s) { session_ = s; }
-  void on_forward(const ForwardRecord& r) override;
-
- private:
-  std::FILE* f_ = nullptr;
-  bool own_ = false;
-  const Session* session_ = nullptr;
-};
-
-/// Valid UTF-8 for JSON: invalid bytes become U+FFFD.
-std::string utf8_lossy(const std::string& bytes);
+/// A finisher result as JSON: {"serial_step", "continuation", "reached", "answer"}.
+nlohmann::json finisher_json(const FinisherResult& f);
 
 }  // namespace hogwild

@@ -19,6 +19,12 @@ namespace hogwild {
 
 using BlockId = int32_t;
 
+/// KV cache page in tokens. Both backends hold blocks in whole pages (the CUDA pool's page is the
+/// attention kernel's key tile, cuda/kv_layout.h, which static_asserts the match; the CPU counts
+/// the same pages so that KV admission agrees), and the KV estimate of a run
+/// (hogwild/kv_budget.h) allows one partly filled page per live block.
+inline constexpr int64_t kKvPageTokens = 64;
+
 /// One token fed in a forward.
 struct TokenInput {
   int32_t token_id = 0;  // vocabulary id
@@ -85,13 +91,15 @@ class Backend {
   /// Runs one forward and draws one token per logits row (rows in batch order, one RowSampling
   /// each), after setting the ids of the row's banned set (banned_sets[row.banned]; -1 = none) to
   /// -inf in that row. Every backend implements the contract of sampling/row_draw.h. tokens
-  /// receives the ids. Throws hogwild::Error on invalid input like forward, when rows.size()
-  /// differs from the number of want_logits tokens, for a malformed row (check_row_sampling), or
-  /// when a row has nothing left to draw.
+  /// receives the ids. When `logits` is not null it also receives the rows drawn from, as
+  /// forward() gives them ((rows, vocab_size) fp32, before the banned ids; on the GPU one more
+  /// device-to-host copy), for dumps such as `run --dump-logits`. Throws hogwild::Error on invalid
+  /// input like forward, when rows.size() differs from the number of want_logits tokens, for a
+  /// malformed row (check_row_sampling), or when a row has nothing left to draw.
   virtual void forward_sample(const ForwardBatch& batch,
                               const std::vector<std::vector<int32_t>>& banned_sets,
-                              const std::vector<RowSampling>& rows,
-                              std::vector<int32_t>& tokens) = 0;
+                              const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
+                              std::vector<float>* logits) = 0;
 
   /// KV cache capacity in tokens, counted as the backend allocates (the CUDA pool rounds every
   /// block up to whole pages); 0 = no fixed limit (host memory).

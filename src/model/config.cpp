@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/io.h"
 
 namespace hogwild {
 
@@ -329,11 +330,10 @@ ModelConfig load_model_config(const std::string& model_dir) {
   fs::path p = fs::path(model_dir) / "config.json";
   if (!fs::exists(p, ec))
     fail("{} is missing; a Hugging Face model directory needs its config.json", p.string());
-  std::ifstream in(p);
-  if (!in) fail("cannot read {}; check its permissions", p.string());
+  const std::string text = read_file(p, "config.json");
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text);
   } catch (const json::exception& e) {
     fail("{} is not valid JSON ({}); download it again", p.string(), e.what());
   }

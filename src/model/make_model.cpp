@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/io.h"
 #include "model/safetensors.h"
 #include "model/tensor_names.h"
 
@@ -37,10 +38,9 @@ uint64_t fnv1a64(const std::string& s) {
 }
 
 json read_json_file(const fs::path& p, const char* what) {
-  std::ifstream in(p);
-  if (!in) fail("cannot read {} ({}); check the path", p.string(), what);
+  const std::string text = read_file(p, what);
   try {
-    return json::parse(in);
+    return json::parse(text);
   } catch (const json::exception& e) {
     fail("{} is not valid JSON ({})", p.string(), e.what());
   }
@@ -196,17 +196,26 @@ ModelConfig make_model(const MakeModelOptions& opt) {
 
   const fs::path out(opt.out_dir);
   std::error_code ec;
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+    fail("--out {}: is a file, not a directory; give a directory for the model", out.string());
+  if (fs::is_directory(out, ec) && !fs::is_empty(out, ec) && !opt.force)
+    fail("--out {}: the directory is not empty; give a new directory, or pass --force to replace "
+         "the model files in it",
+         out.string());
   fs::create_directories(out, ec);
   if (!fs::is_directory(out))
     fail("cannot create output directory {}: {}", out.string(), ec.message());
-  if (!opt.tokenizer_dir.empty()) apply_tokenizer(opt.tokenizer_dir, out, c);
-  // Remove weights of an earlier run, which the loader could pick up instead of the new ones.
+  // --force: remove the files of an earlier model, which the loader could pick up beside the new
+  // ones (old shards, a tokenizer that does not fit the new vocab_size).
   for (const auto& e : fs::directory_iterator(out)) {
     const std::string f = e.path().filename().string();
-    if (f == "model.safetensors" || f == "model.safetensors.index.json" ||
+    if (f == "model.safetensors" || f == "model.safetensors.index.json" || f == "config.json" ||
+        f == "generation_config.json" || f == "tokenizer.json" || f == "tokenizer_config.json" ||
+        f == "chat_template.jinja" || f == "special_tokens_map.json" ||
         (f.rfind("model-", 0) == 0 && f.size() > 12 && f.ends_with(".safetensors")))
       fs::remove(e.path(), ec);
   }
+  if (!opt.tokenizer_dir.empty()) apply_tokenizer(opt.tokenizer_dir, out, c);
 
   json cj = model_config_to_json(c);
   cj["initializer_range"] = p.init_std;

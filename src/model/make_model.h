@@ -51,11 +51,16 @@ struct MakeModelOptions {
   std::string out_dir;
   uint64_t max_shard_size = 2ull << 30;  // bytes of tensor data per shard file
   bool show_progress = true;             // one line per written file on stderr
+  bool force = false;  // out_dir may hold files: the model files listed in make_model() go first
 };
 
 /// Writes out_dir/{config.json, generation_config.json, model.safetensors | model-0000i-of-0000n.
 /// safetensors + model.safetensors.index.json} (and the tokenizer files). Creates out_dir if
-/// needed. Returns the config written. Throws hogwild::Error on bad options or I/O failure.
+/// needed. A non-empty out_dir is refused unless `force`; then the files of a model directory
+/// (config.json, generation_config.json, the weights and index, tokenizer.json,
+/// tokenizer_config.json, chat_template.jinja, special_tokens_map.json) are removed first, so that
+/// no old file (a tokenizer that no longer fits vocab_size) stays beside the new model. Returns the
+/// config written. Throws hogwild::Error on bad options or I/O failure.
 ModelConfig make_model(const MakeModelOptions& opt);
 
 /// Fills `out` (n values) with the deterministic approximately-normal values of tensor `name`,

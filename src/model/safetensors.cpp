@@ -17,6 +17,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/io.h"
 
 namespace hogwild {
 
@@ -232,11 +233,10 @@ Checkpoint::Checkpoint(const std::string& model_dir) {
         "safetensors weights (PyTorch .bin and GGUF files are not read)",
         model_dir);
   sharded_ = true;
-  std::ifstream in(index);
-  if (!in) fail("cannot read {}; check its permissions", index.string());
+  const std::string index_text = read_file(index, "model.safetensors.index.json");
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(index_text);
   } catch (const json::exception& e) {
     fail("{} is not valid JSON ({}); download it again", index.string(), e.what());
   }
@@ -252,11 +252,14 @@ Checkpoint::Checkpoint(const std::string& model_dir) {
     by_file[f].push_back(name);
   }
   if (by_file.empty()) fail("{}: weight_map is empty; download it again", index.string());
+  // Every shard the index lists must exist before any is read, so that an error about one shard
+  // never names another that is not there.
+  for (const auto& [fname, names] : by_file)
+    if (!fs::exists(dir / fname, ec))
+      fail("shard {} listed in {} is missing; download all {} shards", (dir / fname).string(),
+           index.string(), by_file.size());
   for (const auto& [fname, names] : by_file) {
     fs::path p = dir / fname;
-    if (!fs::exists(p, ec))
-      fail("shard {} listed in {} is missing; download all {} shards", p.string(), index.string(),
-           by_file.size());
     const SafetensorsFile* f = add_file(p);
     std::set<std::string> listed(names.begin(), names.end());
     for (const std::string& n : names)
@@ -269,8 +272,10 @@ Checkpoint::Checkpoint(const std::string& model_dir) {
       if (!listed.count(t.name)) {
         auto other = j["weight_map"].find(t.name);
         if (other != j["weight_map"].end())
-          fail("tensor '{}' is in {} and {} (the index names {}); remove the stale shard", t.name,
-               fname, other->get<std::string>(), other->get<std::string>());
+          fail(
+              "{}: holds tensor '{}', which model.safetensors.index.json maps to {}; the shards "
+              "and the index come from different downloads: download them again",
+              p.string(), t.name, other->get<std::string>());
         fail(
             "{}: tensor '{}' is not listed in model.safetensors.index.json; the index is out of "
             "date, download it again",

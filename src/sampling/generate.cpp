@@ -42,9 +42,20 @@ GenerateResult generate(Backend& be, std::span<const int32_t> prompt, Sampler& s
   using clock = std::chrono::steady_clock;
   const ModelConfig& c = be.config();
   if (prompt.empty()) fail("generate: the prompt is empty; give at least one token");
-  if (c.max_position_embeddings > 0 && static_cast<int64_t>(prompt.size()) > c.max_position_embeddings)
-    fail("the prompt has {} tokens but the model's context is {} tokens (max_position_embeddings); "
-         "shorten the prompt", prompt.size(), c.max_position_embeddings);
+  int64_t ctx = c.max_position_embeddings > 0 ? c.max_position_embeddings : INT64_MAX;
+  if (opt.max_context > 0) ctx = std::min(ctx, opt.max_context);
+  const std::string what = opt.max_context > 0 && opt.max_context == ctx
+                               ? std::string("the context limit (--ctx-size)")
+                               : std::string("the model's context (max_position_embeddings)");
+  if (static_cast<int64_t>(prompt.size()) > ctx)
+    fail("the prompt has {} tokens but {} is {} tokens; shorten the prompt", prompt.size(), what,
+         ctx);
+  // As `hogwild run`: a prompt that leaves no room for one new token is an error, not a 0-token
+  // result (with max_new_tokens 0 the prompt's logits alone are asked for, which fit).
+  if (opt.max_new_tokens > 0 && static_cast<int64_t>(prompt.size()) >= ctx)
+    fail("the prompt has {} tokens, which leaves no room to generate within {} of {} tokens; "
+         "shorten the prompt (or pass -n 0 for the prompt's logits only)",
+         prompt.size(), what, ctx);
   for (int32_t id : prompt)
     if (id < 0 || id >= c.vocab_size)
       fail("prompt token id {} is outside the model's vocabulary [0, {})", id, c.vocab_size);
@@ -75,7 +86,6 @@ GenerateResult generate(Backend& be, std::span<const int32_t> prompt, Sampler& s
   std::span<const float> last(logits.data() + logits.size() - V, V);
 
   StopStrings stops(opt.stop_strings);
-  const int64_t ctx = c.max_position_embeddings > 0 ? c.max_position_embeddings : INT64_MAX;
   auto t1 = clock::now();
   r.stop_reason = "max_new_tokens";
   for (int64_t n = 0; n < opt.max_new_tokens; ++n) {

@@ -38,6 +38,8 @@ class StopStrings {
 
 struct GenerateOptions {
   int64_t max_new_tokens = 128;
+  int64_t max_context = 0;  // context length, prompt included; 0 = max_position_embeddings
+                            // (a larger value is capped there)
   std::vector<int64_t> eos_token_ids;       // stop after emitting any of these (kept in output)
   std::vector<std::string> stop_strings;    // need `decode_piece`
   /// Streaming detokenizer hook: text completed by one more generated id ("" allowed).
@@ -64,8 +66,9 @@ struct GenerateResult {
 };
 
 /// Runs plain generation of `prompt` on a fresh block of `backend` (freed at the end).
-/// Throws hogwild::Error when the prompt is empty, longer than the model's context
-/// (max_position_embeddings; the message gives both numbers), or holds an id outside the vocab.
+/// Throws hogwild::Error when the prompt is empty, longer than the context (max_context or the
+/// model's max_position_embeddings; the message gives both numbers), fills it while max_new_tokens > 0
+/// (no room for one new token), or holds an id outside the vocab.
 GenerateResult generate(Backend& backend, std::span<const int32_t> prompt, Sampler& sampler,
                         const GenerateOptions& opt);
 

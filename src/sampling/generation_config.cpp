@@ -1,6 +1,7 @@
 #include "sampling/generation_config.h"
 
 #include "core/error.h"
+#include "core/io.h"
 
 #include <nlohmann/json.hpp>
 
@@ -77,13 +78,10 @@ GenerationConfig load_generation_config(const std::string& model_dir) {
   const std::filesystem::path p = std::filesystem::path(model_dir) / "generation_config.json";
   std::error_code ec;
   if (!std::filesystem::exists(p, ec)) return GenerationConfig{};
-  std::ifstream f(p);
-  if (!f) fail("cannot read {}: check the file's permissions", p.string());
-  std::stringstream ss;
-  ss << f.rdbuf();
+  const std::string text = read_file(p, "generation_config.json");
   json j;
   try {
-    j = json::parse(ss.str());
+    j = json::parse(text);
   } catch (const json::exception& e) {
     fail("{} is not valid JSON ({}); fix or delete the file", p.string(), e.what());
   }

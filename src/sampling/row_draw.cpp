@@ -61,9 +61,11 @@ void check_row_sampling(const ForwardBatch& batch,
 
 void forward_sample_on_host(Backend& backend, const ForwardBatch& batch,
                             const std::vector<std::vector<int32_t>>& banned_sets,
-                            const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) {
+                            const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
+                            std::vector<float>* kept) {
   check_row_sampling(batch, banned_sets, rows);
-  std::vector<float> logits;
+  std::vector<float> own;
+  std::vector<float>& logits = kept ? *kept : own;
   backend.forward(batch, logits);
   const int64_t vocab = backend.config().vocab_size;
   tokens.assign(rows.size(), -1);

@@ -21,13 +21,15 @@ int32_t draw_row(std::span<const float> logits, const RowSampling& r,
                  std::span<const int32_t> banned);
 
 /// Backend::forward_sample done on the host: backend.forward, then draw_row for every row with
-/// its banned set (RowSampling::banned indexes banned_sets; -1 = none). Throws hogwild::Error when
+/// its banned set (RowSampling::banned indexes banned_sets; -1 = none); `logits`, when not null,
+/// receives the forward's rows. Throws hogwild::Error when
 /// rows.size() differs from the number of want_logits tokens, a row is malformed (u outside
 /// [0, 1), NaN temperature, top_k < 0, top_p <= 0, min_p outside [0, 1], banned set out of range),
 /// or a row has nothing left to draw.
 void forward_sample_on_host(Backend& backend, const ForwardBatch& batch,
                             const std::vector<std::vector<int32_t>>& banned_sets,
-                            const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens);
+                            const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
+                            std::vector<float>* logits = nullptr);
 
 /// The checks forward_sample applies to its arguments (see forward_sample_on_host); shared by
 /// every backend so that they refuse the same inputs with the same message.

@@ -113,6 +113,14 @@ SamplingParams SamplingParams::from(const GenerationConfig& g, uint64_t seed) {
   return p;
 }
 
+std::string SamplingParams::describe() const {
+  std::string s = greedy() ? std::string("greedy")
+                           : fmt::format("temperature {:g}, top_k {}, top_p {:g}, min_p {:g}, seed {}",
+                                         temperature, top_k, top_p, min_p, seed);
+  if (repetition_penalty != 1.0f) s += fmt::format(", repetition_penalty {:g}", repetition_penalty);
+  return s;
+}
+
 Sampler::Sampler(SamplingParams p) : p_(std::move(p)), rng_(p_.seed) {
   if (p_.top_k < 0) fail("top_k must be >= 0 (0 = off), got {}", p_.top_k);
   if (!(p_.top_p > 0 && p_.top_p <= 1)) fail("top_p must be in (0, 1], got {}", p_.top_p);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace hogwild {
@@ -40,6 +41,9 @@ struct SamplingParams {
   static SamplingParams from(const GenerationConfig& g, uint64_t seed = 0);
   /// True when the next token is the argmax.
   bool greedy() const { return !do_sample || temperature <= 0.0f; }
+  /// The effective settings in one line, for run summaries: "greedy" or "temperature 0.6, top_k
+  /// 20, top_p 0.95, min_p 0, seed 7", plus ", repetition_penalty 1.1" when it is not 1.
+  std::string describe() const;
 };
 
 class Sampler {

@@ -29,7 +29,7 @@ struct ByteLevelDec : Decoder {
         bytes += t;
       }
     }
-    tokens.assign(1, utf8_sanitize(bytes));
+    tokens.assign(1, utf8_lossy(bytes));
   }
 };
 

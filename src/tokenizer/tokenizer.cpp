@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/io.h"
 #include "tokenizer/pipeline.h"
 #include "tokenizer/unicode.h"
 
@@ -18,7 +19,7 @@ namespace tok {
 
 std::vector<int32_t> Pipeline::encode(std::string_view text, bool add_special) const {
   std::vector<Segment> segs;
-  std::string clean = utf8_sanitize(text);
+  std::string clean = utf8_lossy(text);
   if (!clean.empty()) segs.push_back({std::move(clean), -1});
   split_added(segs, raw_trie);
   if (normalizer) {
@@ -138,11 +139,7 @@ void load_added(Pipeline& p, const json& arr) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("cannot open {}; check the path (a HF model directory holds tokenizer.json).", path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return hogwild::read_file(path, std::filesystem::path(path).filename().string());
 }
 
 std::optional<std::string> token_field(const json& cfg, const char* key) {
@@ -269,6 +266,14 @@ bool Tokenizer::is_special(int32_t id) const {
 std::optional<int32_t> Tokenizer::bos_id() const {
   return config_.bos_token ? token_to_id(*config_.bos_token) : std::nullopt;
 }
+void Tokenizer::check_fits(int64_t vocab_size, const std::string& model_dir) const {
+  if (vocab_size > 0 && this->vocab_size() > vocab_size)
+    fail(
+        "{}: tokenizer.json has token ids up to {} but config.json's vocab_size is {}; the "
+        "tokenizer belongs to another model (copy the model's own tokenizer files)",
+        model_dir, this->vocab_size() - 1, vocab_size);
+}
+
 std::optional<int32_t> Tokenizer::eos_id() const {
   return config_.eos_token ? token_to_id(*config_.eos_token) : std::nullopt;
 }

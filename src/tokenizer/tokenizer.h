@@ -98,6 +98,10 @@ class Tokenizer {
   /// Ids of config().bos_token / eos_token when they name a known token; nullopt otherwise.
   std::optional<int32_t> bos_id() const;
   std::optional<int32_t> eos_id() const;
+  /// Throws hogwild::Error when this tokenizer produces ids >= vocab_size (the model's
+  /// config.json vocab_size): tokenizer.json then belongs to another model. `model_dir` names the
+  /// directory in the message.
+  void check_fits(int64_t vocab_size, const std::string& model_dir) const;
 
  private:
   Tokenizer();

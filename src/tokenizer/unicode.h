@@ -7,21 +7,12 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace hogwild::tok {
 
-/// Replaces every invalid UTF-8 subsequence with U+FFFD, one per maximal subpart (Unicode §3.9
-/// "U+FFFD substitution of maximal subparts", the rule of Rust from_utf8_lossy and WHATWG
-/// TextDecoder). Surrogate code points (ED A0..BF ..) and overlongs are invalid.
-std::string utf8_sanitize(std::string_view s);
-/// True if s is valid UTF-8.
-bool utf8_valid(std::string_view s);
-
-/// Length in bytes (1..4) of the valid UTF-8 sequence starting at s[i], or 0 if invalid/truncated.
-int utf8_seq_len(std::string_view s, size_t i);
-/// Decodes the code point at s[i] (PRECONDITION: s is valid UTF-8); advances i past it.
-char32_t utf8_next(std::string_view s, size_t& i);
-/// Appends the UTF-8 encoding of cp (PRECONDITION: cp is a scalar value).
-void utf8_append(std::string& out, char32_t cp);
+// UTF-8 validity, U+FFFD substitution, utf8_seq_len / utf8_next / utf8_append: core/utf8.h
+// (found from this namespace by ordinary lookup).
 
 /// Unicode White_Space property (Rust char::is_whitespace).
 bool is_whitespace(char32_t cp);

@@ -74,7 +74,15 @@ TEST(PromptCli, ClearErrorsForBadInput) {
   std::string qwen = kData + "/models/qwen3";
   std::string ok = write_tmp("ok.json", R"([{"role": "user", "content": "hi"}])");
   EXPECT_EQ(run({"-m", qwen, "--messages", "/nonexistent/m.json"}),
-            "error: cannot read messages file /nonexistent/m.json; check the path.");
+            "error: messages file '/nonexistent/m.json' does not exist");
+  // A directory where the file is expected says so (it was reported as "not valid JSON").
+  EXPECT_EQ(run({"-m", qwen, "--messages", kData}),
+            "error: messages file '" + kData + "' is a directory, not a file");
+  // --template-name naming no template of the model is refused, not ignored.
+  EXPECT_EQ(run({"-m", qwen, "--messages", ok, "--template-name", "tool_use"}).rfind(
+                "error: " + qwen + "/tokenizer_config.json: no chat template named 'tool_use': the "
+                "model has a single template (named default); leave out --template-name", 0),
+            0u);
   EXPECT_EQ(run({"-m", qwen, "--messages", write_tmp("obj.json", R"({"role": "user"})")})
                 .rfind("error: messages file ", 0),
             0u);

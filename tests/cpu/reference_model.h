@@ -1,8 +1,11 @@
 // Test references, written independently of src/cpu (plain loops, double accumulation):
 //  - dense_logits: a plain causal forward over one sequence, RoPE at absolute positions as HF
 //    applies it (cos/sin times attention_scaling on both q and k).
-//  - NaiveHogwild: the reference semantics of docs/ARCHITECTURE.md §2: stores UN-rotated keys, re-rotates
-//    every key to its current view position at every forward, plain masked attention.
+//  - NaiveBackend: the reference semantics of docs/ARCHITECTURE.md §2 at the backend's level (blocks
+//    and ForwardBatch views, as Backend::forward takes them): stores UN-rotated keys, re-rotates
+//    every key to its current view position at every forward, plain masked attention. (The
+//    session-level reference, from text-level state, is tests/hogwild/naive_reference.h
+//    NaiveSession.)
 // Only RopeParams::inv_freq / attention_scaling are shared with the engine (tested on their own in
 // test_rope.cpp against values from the HF formulas).
 #pragma once
@@ -149,9 +152,9 @@ inline std::vector<float> dense_logits(const ModelWeights& w, const std::vector<
 
 /// docs/ARCHITECTURE.md §2 reference: blocks of un-rotated K/V; every key re-rotated to its current view
 /// position each forward.
-class NaiveHogwild {
+class NaiveBackend {
  public:
-  explicit NaiveHogwild(const ModelWeights& w) : w_(w), rp_(cpu::compute_rope_params(w.config)) {}
+  explicit NaiveBackend(const ModelWeights& w) : w_(w), rp_(cpu::compute_rope_params(w.config)) {}
   BlockId new_block() {
     blocks_.emplace_back();
     blocks_.back().k.resize(w_.config.num_hidden_layers);

@@ -128,7 +128,7 @@ TEST_P(PerArch, HogwildMatchesNaiveReference) {
   const ModelWeights w = test::tiny_weights(cfg, 14);
   const int V = static_cast<int>(cfg.vocab_size);
   CpuBackend be(w);
-  test::NaiveHogwild ref(w);
+  test::NaiveBackend ref(w);
   auto both_new = [&] {
     const BlockId a = be.new_block(), b = ref.new_block();
     EXPECT_EQ(a, b);

@@ -171,8 +171,10 @@ TEST(CudaLoading, ForwardSampleMatchesHostSampling) {
   const std::vector<std::vector<int32_t>> sets = {banned, {top1, 11}};
   for (int r = 0; r < rows; ++r) rs[r].banned = r % 3 == 2 ? -1 : r % 3;
   std::vector<int32_t> got;
-  dev.forward_sample(prompt_batch(bd, 30, V, rows), sets, rs, got);
+  std::vector<float> fetched;  // the rows drawn from, fetched for dumps
+  dev.forward_sample(prompt_batch(bd, 30, V, rows), sets, rs, got, &fetched);
   ASSERT_EQ(got.size(), static_cast<size_t>(rows));
+  EXPECT_EQ(fetched, logits) << "the fetched rows are the forward's logits, before the banned ids";
   for (int r = 0; r < rows; ++r) {
     std::vector<float> row(logits.begin() + r * V, logits.begin() + (r + 1) * V);
     const std::vector<int32_t> none_banned;
@@ -185,10 +187,10 @@ TEST(CudaLoading, ForwardSampleMatchesHostSampling) {
   // Wrong row count, or a row naming a set that does not exist: refused before anything runs.
   std::vector<int32_t> none;
   const int64_t len = dev.block_len(bd);
-  EXPECT_THROW(dev.forward_sample(prompt_batch(bd, 2, V, 1), sets, {}, none), Error);
+  EXPECT_THROW(dev.forward_sample(prompt_batch(bd, 2, V, 1), sets, {}, none, nullptr), Error);
   std::vector<RowSampling> bad(1);
   bad[0].banned = 2;
-  EXPECT_THROW(dev.forward_sample(prompt_batch(bd, 2, V, 1), sets, bad, none), Error);
+  EXPECT_THROW(dev.forward_sample(prompt_batch(bd, 2, V, 1), sets, bad, none, nullptr), Error);
   EXPECT_EQ(dev.block_len(bd), len);
 }
 

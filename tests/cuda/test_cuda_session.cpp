@@ -116,8 +116,9 @@ class BlindToOthers : public Backend {
     be_.forward(b, logits);
   }
   void forward_sample(const ForwardBatch& b, const std::vector<std::vector<int32_t>>& sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& t) override {
-    forward_sample_on_host(*this, b, sets, rows, t);
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& t,
+                      std::vector<float>* logits) override {
+    forward_sample_on_host(*this, b, sets, rows, t, logits);
   }
   int64_t kv_used_tokens() const override { return be_.kv_used_tokens(); }
   int64_t live_blocks() const override { return be_.live_blocks(); }

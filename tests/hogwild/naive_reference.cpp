@@ -38,7 +38,7 @@ void rmsnorm(Vec& x, const std::vector<float>& w, int64_t dim, double eps) {
 
 }  // namespace
 
-NaiveHogwild::NaiveHogwild(const ModelWeights& w, Layout layout, int n_workers)
+NaiveSession::NaiveSession(const ModelWeights& w, Layout layout, int n_workers)
     : w_(w), layout_(layout), n_(n_workers) {
   cpu::RopeParams rp = cpu::compute_rope_params(w_.config);
   for (float f : rp.inv_freq) inv_freq_.push_back(f);
@@ -46,7 +46,7 @@ NaiveHogwild::NaiveHogwild(const ModelWeights& w, Layout layout, int n_workers)
   rotary_dim_ = rp.rotary_dim;
 }
 
-int NaiveHogwild::add_token(int32_t id) {
+int NaiveSession::add_token(int32_t id) {
   Tok t;
   t.id = id;
   t.k.resize(w_.config.num_hidden_layers);
@@ -55,7 +55,7 @@ int NaiveHogwild::add_token(int32_t id) {
   return static_cast<int>(toks_.size()) - 1;
 }
 
-NaiveHogwild::Seg NaiveHogwild::current(int w) const {
+NaiveSession::Seg NaiveSession::current(int w) const {
   Seg s;
   auto in_history = [&](const std::pair<int, int>& key) {
     return std::find(history_.begin(), history_.end(), key) != history_.end();
@@ -75,7 +75,7 @@ NaiveHogwild::Seg NaiveHogwild::current(int w) const {
   return s;
 }
 
-std::vector<int> NaiveHogwild::view(int w) const {
+std::vector<int> NaiveSession::view(int w) const {
   Seg v = prompt_;
   for (auto& h : history_) {
     const Seg& s = steps_.at(h);
@@ -97,7 +97,7 @@ std::vector<int> NaiveHogwild::view(int w) const {
   return v;
 }
 
-std::vector<double> NaiveHogwild::prefill(const std::vector<int32_t>& prompt,
+std::vector<double> NaiveSession::prefill(const std::vector<int32_t>& prompt,
                                           const std::vector<std::vector<int32_t>>& others_header,
                                           const std::vector<int32_t>& sep,
                                           const std::vector<std::vector<int32_t>>& sep_own_header) {
@@ -128,7 +128,7 @@ std::vector<double> NaiveHogwild::prefill(const std::vector<int32_t>& prompt,
   return run(rows, views, want).at(0);
 }
 
-std::map<int, std::vector<double>> NaiveHogwild::forward(
+std::map<int, std::vector<double>> NaiveSession::forward(
     const std::vector<RefFed>& fed, const std::vector<std::pair<int, int>>& closed) {
   for (auto& c : closed) history_.push_back(c);
   std::vector<int> rows, writer;
@@ -156,7 +156,7 @@ std::map<int, std::vector<double>> NaiveHogwild::forward(
   return res;
 }
 
-std::vector<std::vector<double>> NaiveHogwild::run(const std::vector<int>& rows,
+std::vector<std::vector<double>> NaiveSession::run(const std::vector<int>& rows,
                                                    const std::vector<std::vector<int>>& views,
                                                    const std::vector<bool>& want) {
   const ModelConfig& c = w_.config;

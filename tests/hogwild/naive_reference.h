@@ -1,5 +1,6 @@
-// Naive reference of the Hogwild! semantics (docs/ARCHITECTURE.md §2), written for the tests only and
-// independent of the engine's blocks, views and kernels:
+// NaiveSession: naive reference of the Hogwild! semantics (docs/ARCHITECTURE.md §2) at the level
+// of a whole session, written for the tests only and independent of the engine's blocks, views and
+// kernels (the backend-level reference is tests/cpu/reference_model.h NaiveBackend):
 //  - every token's K (UN-rotated, after q/k-norm) and V are computed once, in the forward that
 //    feeds it, by its writer in the writer's view, and kept;
 //  - each worker's view is rebuilt at token level from the text-level state (prompt, finished steps
@@ -28,9 +29,9 @@ struct RefFed {
   int32_t token = 0;
 };
 
-class NaiveHogwild {
+class NaiveSession {
  public:
-  NaiveHogwild(const ModelWeights& w, Layout layout, int n_workers);
+  NaiveSession(const ModelWeights& w, Layout layout, int n_workers);
 
   /// Prefill: prompt, then each constant text computed after the prompt. Returns the logits of the
   /// last prompt token (vocab_size).

@@ -1,6 +1,6 @@
 // The engine-vs-naive-reference checker of tests/hogwild/test_session_reference.cpp, for any
 // Backend (CpuBackend there, CudaBackend in tests/cuda/test_cuda_session.cpp): a SessionObserver
-// that recomputes every forward's logits with NaiveHogwild (naive_reference.h) and checks every
+// that recomputes every forward's logits with NaiveSession (naive_reference.h) and checks every
 // step promotion in the cache (read_block). Tolerances are the caller's.
 #pragma once
 
@@ -105,7 +105,7 @@ class PromotionCheck {
   std::vector<Pending> pending_;
 };
 
-/// Session observer that recomputes every forward with the naive reference (NaiveHogwild over
+/// Session observer that recomputes every forward with the naive reference (NaiveSession over
 /// `weights`, the weights the backend holds) and records the worst logits error (rel_err), the
 /// promotions (PromotionCheck) and how much of the semantics the run exercised.
 class Checker : public SessionObserver {
@@ -171,7 +171,7 @@ class Checker : public SessionObserver {
   PromotionCheck& promotion() { return promo_; }
 
  private:
-  NaiveHogwild ref_;
+  NaiveSession ref_;
   PromotionCheck promo_;
   const Formatting& f_;
   Layout layout_;

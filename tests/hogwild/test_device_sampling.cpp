@@ -26,9 +26,11 @@ class HostTwinDevice : public cpu::CpuBackend {
   bool samples_on_device() const override { return true; }
   void forward_sample(const ForwardBatch& batch,
                       const std::vector<std::vector<int32_t>>& banned_sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override {
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
+                      std::vector<float>* fetched) override {
     std::vector<float> logits;
     forward(batch, logits);
+    if (fetched) *fetched = logits;
     ++calls;
     last_banned = banned_sets.empty() ? std::vector<int32_t>{} : banned_sets[0];
     const int64_t V = config().vocab_size;

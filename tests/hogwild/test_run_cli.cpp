@@ -59,6 +59,20 @@ TEST(RunCli, BadArgumentsStopWithTheirMessage) {
       {m + "--format no-such-format x", "cannot read formatting file 'no-such-format'"},
       {m + "--kv-tokens -1 x", "--kv-tokens: '-1' is not a whole number of tokens >= 0"},
       {m + "--device tpu x", "--device: tpu not in {auto,cuda,cpu}"},
+      // Empty names, llama.cpp spellings and the other checks of bad input.
+      {m + "--json '' x", "--json: the file name is empty"},
+      {m + "--dump-views '' x", "--dump-views: the file name is empty"},
+      {m + "--dump-logits '' x", "--dump-logits: the file name is empty"},
+      {m + "--json - --dump-views - x", "--json and --dump-views both name '-'"},
+      {m + "--json " + json + " --dump-logits " + json + " x", "--json and --dump-logits both name"},
+      {m + "-c -1 x", "--max-context must be >= 0 tokens"},
+      {m + "--ctx-size -1 x", "--max-context must be >= 0 tokens"},
+      {m + "--n-predict -1 x", "--n-predict must be >= 0 tokens per worker"},
+      {m + "-t -2 x", "--threads: -2 is not >= 0"},
+      {m + "--seed -2 x", "--seed: '-2' is not a seed; give a whole number >= 0, or -1 for random"},
+      {m + "-f /nonexistent/problem.txt", "problem file (-f) '/nonexistent/problem.txt' does not exist"},
+      {m + "-f " + empty_dir, "problem file (-f) '" + empty_dir + "' is a directory, not a file"},
+      {m + "--format " + empty_dir + " x", "formatting file '" + empty_dir + "' is a directory"},
   };
   for (const auto& c : cases) {
     int rc = 0;

@@ -378,6 +378,17 @@ TEST(FormattingErrors, InvalidValues) {
   EXPECT_EQ(
       parse_error({{"base", "qwen3-math"}, {"step_separator", ""}}),
       "test.json: key 'step_separator' is empty; steps could never end. Use e.g. \"\\n\\n\".");
+  // Accepted silently before: an empty forbidden text (it forbade every whitespace token, the
+  // step separator among them) and a step prefix that names no worker.
+  EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"forbidden", {{"texts", {"#", ""}}}}}),
+            "test.json: key 'forbidden.texts' holds an empty or blank string; it would forbid "
+            "every whitespace token (the step separator among them). Remove it.");
+  EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"forbidden", {{"texts", {" \n"}}}}}).substr(0, 50),
+            "test.json: key 'forbidden.texts' holds an empty or");
+  EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"step_prefix", "Step {step}: "}}),
+            "test.json: key 'step_prefix' has no {name}, so no worker could tell whose step it "
+            "reads. Add {name} (e.g. \"**{name} [{step}]:** \"), or make it \"\" for no prefix.");
+  EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"step_prefix", ""}}), "(no error)");  // no prefix
   EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"chat", {{"user", "{rules}"}}}}),
             "test.json: neither 'chat.user' nor 'chat.system' contains {problem}, so the problem "
             "would never "

@@ -1,6 +1,7 @@
 // load_model on make-model output: every field has its table shape and holds exactly the values
 // make-model wrote (fp32 files: bit-exact; bf16: the bf16 rounding), Phi3 fused tensors split into
 // the right rows, tied embeddings, sharded == single file, and the mismatch errors.
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "model/make_model.h"
@@ -209,6 +210,46 @@ TEST(LoadModel, MissingShardAndStaleIndex) {
   expect_error([&] { load_model(e.str(), {.show_progress = false}); },
                {"model-00001-of-00006.safetensors", "model.norm.weight",
                 "listed in model.safetensors.index.json but not in the shard"});
+}
+
+// A shard error names only shards that exist: the index sends a tensor of shard S to a later
+// shard that is not there (it was reported as "tensor X is in S and <missing shard>"), or to
+// another real shard.
+TEST(LoadModel, ShardErrorsNameRealShards) {
+  TempDir d;
+  make(d, Arch::mistral, Dtype::bf16, 60000);
+  const std::string index = d / "model.safetensors.index.json";
+  auto j = nlohmann::json::parse(test::read_file(index));
+  std::map<std::string, std::vector<std::string>> by_shard;
+  for (const auto& [name, f] : j["weight_map"].items()) by_shard[f].push_back(name);
+  std::string shard, tensor, later;  // a shard holding several tensors, and a later shard
+  for (const auto& [f, names] : by_shard)
+    if (shard.empty() && names.size() > 1) {
+      shard = f;
+      tensor = names[0];
+    } else if (!shard.empty() && later.empty()) {
+      later = f;
+    }
+  ASSERT_FALSE(later.empty());
+  j["weight_map"][tensor] = "model-00009-of-00006.safetensors";
+  test::write_file(index, j.dump());
+  expect_error([&] { load_model(d.str(), {.show_progress = false}); },
+               {"shard " + d.str() + "/model-00009-of-00006.safetensors listed in", "is missing"});
+  j["weight_map"][tensor] = later;
+  test::write_file(index, j.dump());
+  expect_error([&] { load_model(d.str(), {.show_progress = false}); },
+               {d.str() + "/" + shard + ": holds tensor '" + tensor +
+                "', which model.safetensors.index.json maps to " + later});
+}
+
+// A directory where a file is expected says so (it was reported as "not valid JSON").
+TEST(LoadModel, DirectoryWhereAFileIsExpected) {
+  TempDir d;
+  make(d, Arch::qwen3, Dtype::bf16);
+  std::filesystem::remove(d / "config.json");
+  std::filesystem::create_directories(d / "config.json");
+  expect_error([&] { load_model(d.str(), {.show_progress = false}); },
+               {"config.json '" + d.str() + "/config.json' is a directory, not a file"});
 }
 
 TEST(LoadModel, UnsupportedArchitectureListsSupported) {

@@ -143,7 +143,13 @@ TEST(MakeModel, ShardsWithIndexAndReplacesEarlierWeights) {
   EXPECT_EQ(idx["metadata"]["total_size"], total);
   EXPECT_EQ(idx["weight_map"].size(), model_tensor_specs(load_model_config(d.str())).size());
   o.max_shard_size = 2ull << 30;  // now one file: the shards and index must go
+  expect_error([&] { make_model(o); }, {"is not empty", "pass --force"});
+  test::write_file(d / "tokenizer.json", "{}");  // an earlier model's tokenizer: must not stay
+  test::write_file(d / "notes.txt", "mine");      // not a model file: stays
+  o.force = true;
   make_model(o);
+  EXPECT_FALSE(fs::exists(d / "tokenizer.json"));
+  EXPECT_EQ(test::read_file(d / "notes.txt"), "mine");
   EXPECT_TRUE(fs::exists(d / "model.safetensors"));
   EXPECT_FALSE(fs::exists(d / "model.safetensors.index.json"));
   EXPECT_FALSE(fs::exists(d / "model-00001-of-00006.safetensors"));

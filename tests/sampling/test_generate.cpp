@@ -51,8 +51,9 @@ class CountingBackend : public Backend {
     }
   }
   void forward_sample(const ForwardBatch& b, const std::vector<std::vector<int32_t>>& sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& t) override {
-    forward_sample_on_host(*this, b, sets, rows, t);
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& t,
+                      std::vector<float>* logits) override {
+    forward_sample_on_host(*this, b, sets, rows, t, logits);
   }
   int64_t kv_used_tokens() const override { return 0; }
   int64_t live_blocks() const override { return 0; }
@@ -96,9 +97,21 @@ TEST(Generate, ContextLimit) {
   GenerateResult r = generate(be, std::vector<int32_t>{1, 2, 3}, s, o);
   EXPECT_EQ(r.generated, (std::vector<int32_t>{4, 5}));
   EXPECT_EQ(r.stop_reason, "context_length");
+  // A prompt that fills the context leaves no room: an error (as in `hogwild run`), except when
+  // no new token is asked for (the prompt's logits only).
+  try {
+    generate(be, std::vector<int32_t>{1, 2, 3, 4, 5}, s, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("5 tokens, which leaves no room to generate"),
+              std::string::npos)
+        << e.what();
+  }
+  o.max_new_tokens = 0;
   r = generate(be, std::vector<int32_t>{1, 2, 3, 4, 5}, s, o);
   EXPECT_TRUE(r.generated.empty());
-  EXPECT_EQ(r.stop_reason, "context_length");
+  EXPECT_EQ(r.stop_reason, "max_new_tokens");
+  o.max_new_tokens = 10;
   try {
     generate(be, std::vector<int32_t>{1, 2, 3, 4, 5, 6}, s, o);
     FAIL() << "expected an error";

@@ -34,6 +34,7 @@ std::string make_tiny(Arch arch, const std::string& preset, const std::string& t
   o.dtype = Dtype::f32;
   o.seed = 3;
   o.out_dir = testing::TempDir() + "/hogwild_gen_" + tag;
+  o.force = true;  // a directory left by an earlier run of the test
   o.show_progress = false;
   make_model(o);
   return o.out_dir;

@@ -1,0 +1,109 @@
+// Small pieces shared by the `hogwild` subcommands: stopping on SIGINT / SIGTERM, flags that name
+// files, texts read from a file or stdin, and the --seed convention of llama.cpp (-1 = random).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "core/error.h"
+#include "core/io.h"
+
+namespace hogwild::cli {
+
+/// While alive, SIGINT (Ctrl-C) and SIGTERM (what `timeout`, slurm and docker send) set flag()
+/// instead of killing the process, so the command stops after its current step and still writes
+/// what it produced. A second signal kills the process at once (the default action). Restores
+/// the previous handlers when destroyed.
+class StopSignals {
+ public:
+  StopSignals() {
+    received_ = 0;
+    struct sigaction sa {};
+    sa.sa_handler = &StopSignals::handle;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  const std::atomic<bool>* flag() const { return &stop_; }
+  bool stopped() const { return stop_.load(); }
+  /// The shell's status for the signal received: 130 (SIGINT) or 143 (SIGTERM); 0 when none.
+  int exit_code() const { return received_ ? 128 + received_ : 0; }
+
+ private:
+  static void handle(int sig) {
+    if (stop_.exchange(true)) {  // the second signal: the default action (terminate)
+      std::signal(sig, SIG_DFL);
+      std::raise(sig);
+      return;
+    }
+    received_ = sig;
+  }
+  static inline std::atomic<bool> stop_{false};
+  static inline volatile std::sig_atomic_t received_ = 0;
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+/// Ends the process with `code` after flushing stdout (for the signal exit statuses, after a
+/// command wrote everything it produced). Throws hogwild::Error when stdout lost data.
+[[noreturn]] inline void exit_after_signal(int code) {
+  check_stdout();
+  std::exit(code);
+}
+
+/// CLI11 check for flags naming an output file: "" is refused with a message (an empty name was
+/// silently ignored before).
+inline CLI::Validator non_empty_path() {
+  return CLI::Validator(
+      [](std::string& s) {
+        return s.empty() ? std::string("the file name is empty; give a path (or - for standard "
+                                       "output)")
+                         : std::string();
+      },
+      "FILE");
+}
+
+/// `text`, or all of stdin when text is "-".
+inline std::string text_or_stdin(const std::string& text) {
+  if (text != "-") return text;
+  return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+}
+
+/// The contents of the file given with -f/--file ("-" = stdin); `what` names it in messages.
+inline std::string file_or_stdin(const std::string& path, const char* what) {
+  if (path == "-") return text_or_stdin(path);
+  return read_file(path, what);
+}
+
+/// --seed N (a whole number >= 0) or -1 = a random seed (llama.cpp's convention): adds the option
+/// to `c`; resolve_seed() gives the seed to use, which the command prints.
+inline void add_seed_flag(CLI::App* c, int64_t& seed, const std::string& help) {
+  c->add_option("-s,--seed", seed, help + "; -1 = random (the seed used is printed)")
+      ->check(CLI::Validator(
+          [](std::string& s) {
+            return !s.empty() && s[0] == '-' && s != "-1"
+                       ? "'" + s + "' is not a seed; give a whole number >= 0, or -1 for random"
+                       : std::string();
+          },
+          ""));
+}
+inline uint64_t resolve_seed(int64_t seed) {
+  if (seed >= 0) return static_cast<uint64_t>(seed);
+  std::random_device rd;  // a fresh seed small enough to retype (llama.cpp prints a uint32)
+  return static_cast<uint64_t>(rd());
+}
+
+}  // namespace hogwild::cli
