@@ -3,7 +3,7 @@
 // (--device), else on the CPU. A thin CLI: it checks the flags, then hands a ProblemRequest to the
 // library (engine/model.h, engine/request.h) and runs the session on an Engine (engine/engine.h).
 //
-//   hogwild run -m DIR [-w N] [--layout combined|interleaved|contiguous] [--budget N]
+//   hogwild run -m DIR [-w N] [--layout combined|interleaved|contiguous|independent] [--budget N]
 //       [--snapshots 256,512] [--collab-every N] [--format NAME|FILE] [--print-format]
 //       [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R] [--greedy]
 //       [--seed N] [--max-context N] [--n-predict N] [--ignore-eos] [--no-live]
@@ -244,7 +244,8 @@ void register_run(CLI::App& app) {
       app.add_subcommand("run", "N workers solve a problem together (Hogwild! inference)");
   c->add_option("-m,--model", a->model_dir, "Hugging Face model directory (required, except with --print-format)");
   c->add_option("-w,--workers", a->workers, "number of workers (1 = single-worker baseline)");
-  c->add_option("--layout", a->layout, "cache layout: combined, interleaved, contiguous");
+  c->add_option("--layout", a->layout,
+                "cache layout: combined (default), interleaved, contiguous, independent");
   c->add_option("--budget", a->budget,
                 "serial steps (forwards after the prompt); 0 = until answer");
   c->add_option("--snapshots", a->snapshots,

@@ -65,7 +65,8 @@ std::pair<std::string, std::string> judge_endpoint(const std::string& url) {
   std::string path = slash == std::string::npos ? "" : url.substr(slash);
   while (!path.empty() && path.back() == '/') path.pop_back();
   auto ends = [&](std::string_view s) { return path.size() >= s.size() && path.ends_with(s); };
-  if (!ends("/chat/completions")) path += ends("/v1") ? "/chat/completions" : "/v1/chat/completions";
+  if (!ends("/chat/completions"))
+    path += ends("/v1") ? "/chat/completions" : "/v1/chat/completions";
   return {origin, path};
 }
 

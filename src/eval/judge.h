@@ -17,9 +17,9 @@
 namespace hogwild::eval {
 
 struct JudgeOptions {
-  std::string url;        ///< http://host[:port][/path] or https://...; see judge_endpoint
-  std::string model;      ///< the request's "model"
-  std::string api_key;    ///< bearer token; "" = none (the CLI reads $HOGWILD_JUDGE_API_KEY)
+  std::string url;      ///< http://host[:port][/path] or https://...; see judge_endpoint
+  std::string model;    ///< the request's "model"
+  std::string api_key;  ///< bearer token; "" = none (the CLI reads $HOGWILD_JUDGE_API_KEY)
   int64_t max_tokens = 1024;
   int timeout_seconds = 300;  ///< connection and read timeout of one request
 };

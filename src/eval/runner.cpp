@@ -128,6 +128,11 @@ Generation make_generation(const RunSpec& spec, const SessionResult& r, const Jo
                    {"cut", p.cut}});
   g.transcript["budget_points"] = std::move(pts);
   g.transcript["history_text"] = utf8_lossy(r.history_text);
+  if (spec.method == "sot") {
+    nlohmann::json points = nlohmann::json::array();
+    for (const std::string& p : r.outline_points) points.push_back(utf8_lossy(p));
+    g.transcript["outline_points"] = std::move(points);
+  }
   return g;
 }
 
@@ -194,7 +199,8 @@ Generation make_vote_generation(const RunSpec& spec, const SessionResult& r,
     p.answer = majority_vote(answers, spec.kind);
     p.source = p.answer ? "vote" : "none";
     p.tokens_per_worker = obs.tokens_up_to(p.serial_steps);
-    const nlohmann::json chosen = p.answer ? nlohmann::json(utf8_lossy(*p.answer)) : nlohmann::json();
+    const nlohmann::json chosen =
+        p.answer ? nlohmann::json(utf8_lossy(*p.answer)) : nlohmann::json();
     votes.push_back({{"budget", p.budget}, {"answers", each}, {"chosen", chosen}});
     pts.push_back({{"budget", p.budget},
                    {"answer", chosen},
@@ -206,9 +212,10 @@ Generation make_vote_generation(const RunSpec& spec, const SessionResult& r,
   g.transcript = obs.recorder().to_json(r);
   nlohmann::json workers = nlohmann::json::array();
   for (const WorkerResult& wr : r.workers)
-    workers.push_back({{"answer", wr.answer ? nlohmann::json(utf8_lossy(*wr.answer)) : nlohmann::json()},
-                       {"stop_reason", wr.stop_reason},
-                       {"serial_steps", wr.serial_steps}});
+    workers.push_back(
+        {{"answer", wr.answer ? nlohmann::json(utf8_lossy(*wr.answer)) : nlohmann::json()},
+         {"stop_reason", wr.stop_reason},
+         {"serial_steps", wr.serial_steps}});
   g.transcript["workers"] = std::move(workers);
   g.transcript["votes"] = std::move(votes);
   g.transcript["budget_points"] = std::move(pts);

@@ -248,7 +248,7 @@ std::string Formatting::render_example(int n_workers) const {
 }
 
 std::vector<PromptMessage> Formatting::messages(std::string_view problem, int n_workers,
-                                               int skeleton_points) const {
+                                                int skeleton_points) const {
   const bool sk = skeleton_points > 0;
   auto vars = worker_vars(*this, sk ? 1 : n_workers);
   vars["rules"] = sk ? render(sot.rules, {{"n_points", std::to_string(skeleton_points)}})
@@ -262,7 +262,7 @@ std::vector<PromptMessage> Formatting::messages(std::string_view problem, int n_
 }
 
 std::string Formatting::raw_prompt(std::string_view problem, int n_workers,
-                                  int skeleton_points) const {
+                                   int skeleton_points) const {
   std::string s;
   for (const auto& m : messages(problem, n_workers, skeleton_points)) s += m.content;
   return s + chat.assistant_prefix;

@@ -1,4 +1,5 @@
-// The formatting file: every text that shapes collaboration (docs/ARCHITECTURE.md §3, §4; docs/FORMATTING.md).
+// The formatting file: every text that shapes collaboration (docs/ARCHITECTURE.md §3, §4;
+// docs/FORMATTING.md).
 //
 // A Formatting holds the rules prompt, the optional few-shot example, worker names, the step
 // prefix, the step separator, the combined-layout headers/separators, the collaboration-check

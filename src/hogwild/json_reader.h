@@ -16,7 +16,6 @@ namespace hogwild::json_reader {
 
 using ojson = nlohmann::ordered_json;
 
-
 inline const char* type_name(const ojson& v) {
   if (v.is_null()) return "null";
   if (v.is_boolean()) return "a boolean";

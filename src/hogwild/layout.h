@@ -1,5 +1,5 @@
-// Cache layouts (docs/ARCHITECTURE.md §3; paper §3.2): a pure function from the session's block state to
-// every worker's view (ordered block occurrences handed to Backend::forward).
+// Cache layouts (docs/ARCHITECTURE.md §3; paper §3.2): a pure function from the session's block
+// state to every worker's view (ordered block occurrences handed to Backend::forward).
 //
 // Blocks of a session (all created by the Session, see session.h):
 //   history      the prompt, then every finished step in finishing order (combined, interleaved);
@@ -70,11 +70,12 @@ struct LayoutState {
 /// n_workers when there are other workers, closing blocks in the contiguous layout).
 std::vector<std::vector<BlockId>> build_views(const LayoutState& s);
 
-/// The finisher's view (docs/ARCHITECTURE.md §4): [history][closing...][cur w_0][sep]...[cur w_n-1][sep]
-/// followed by the suffix block: the linearised text of the whole run plus "time is up" suffix.
-/// `sep` may be -1 (no separator between unfinished steps); workers without a block are skipped.
-/// worker >= 0 (the independent layout's per-worker finisher): [history][closing...][cur worker]
-/// [sep][suffix], that worker's own text only. Throws hogwild::Error for a worker out of range.
+/// The finisher's view (docs/ARCHITECTURE.md §4):
+///   [history][closing...][cur w_0][sep]...[cur w_n-1][sep][suffix]
+/// the linearised text of the whole run plus the "time is up" suffix block. `sep` may be -1 (no
+/// separator between unfinished steps); workers without a block are skipped. worker >= 0 (the
+/// independent layout's per-worker finisher): [history][closing...][cur worker][sep][suffix], that
+/// worker's own text only. Throws hogwild::Error for a worker out of range.
 std::vector<BlockId> finisher_view(const LayoutState& s, BlockId suffix, int worker = -1);
 
 }  // namespace hogwild

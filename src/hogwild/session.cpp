@@ -237,9 +237,9 @@ bool Session::plan_prefill(SessionStep& step, int64_t max_prompt_tokens) {
     // Workers whose first step opens with nothing continue the prompt directly (formatting
     // "plain"): they draw from the prompt row on the host.
     for (int w = 0; w < n; ++w)
-      if (opt_.skeleton ? w == 0 && fmt_.sot.outline_prefix.empty()
-                        : fmt_.step_start(opt_.layout == Layout::independent ? 0 : w, 1, false)
-                              .empty())
+      if (opt_.skeleton
+              ? w == 0 && fmt_.sot.outline_prefix.empty()
+              : fmt_.step_start(opt_.layout == Layout::independent ? 0 : w, 1, false).empty())
         step.host_logits = true;
     if (!step.host_logits) step.sampling.push_back(RowSampling{});  // drawn, not used
   }
@@ -504,7 +504,8 @@ void Session::finalize() {
 void Session::start_step(int w, bool first) {
   WorkerState& ws = workers_[w];
   const bool indep = opt_.layout == Layout::independent;
-  const BlockId block = first || (opt_.layout != Layout::contiguous && !indep) ? new_block() : ws.cur;
+  const BlockId block =
+      first || (opt_.layout != Layout::contiguous && !indep) ? new_block() : ws.cur;
   bool& due = indep ? ws.collab_due : collab_due_;  // independent: each worker's own tokens
   const bool check = due && !fmt_.collab_check.text.empty();
   if (check) due = false;

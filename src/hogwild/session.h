@@ -7,7 +7,8 @@
 // complete() consumes the result and reports what happened (StepReport). run() is the loop of the
 // three for one session alone.
 //
-// Life of a run (session.cpp):
+// Life of a run (session.cpp; the finisher in session_finisher.cpp, the independent layout's
+// rules in independent.cpp, Skeleton-of-Thought's phases in skeleton.cpp):
 //   prefill   the prompt into the history block, in chunks of at most the caller's prompt-token
 //             budget per forward; the LAST chunk also writes every constant layout text (others'
 //             header, separator, separator + own header) into its own block, by a pseudo-writer

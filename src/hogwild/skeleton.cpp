@@ -51,8 +51,7 @@ void Session::sot_start() {
 bool Session::sot_outline_token(int w, bool eos, StepReport& rep) {
   WorkerState& ws = workers_[w];
   const size_t opened = fmt_.sot.outline_prefix.size();
-  const bool ended = eos ||
-                     ws.step_bytes.find(fmt_.step_separator, opened) != std::string::npos ||
+  const bool ended = eos || ws.step_bytes.find(fmt_.step_separator, opened) != std::string::npos ||
                      ws.generated >= fmt_.sot.outline_max_tokens;
   if (!ended) return false;
   rep.steps_finished += 1;

@@ -21,13 +21,14 @@ class FakeJudge {
     nlohmann::json body;
   };
   FakeJudge() {
-    server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
-      seen_.push_back({req.path, req.get_header_value("Authorization"),
-                       nlohmann::json::parse(req.body, nullptr, false)});
-      res.status = status_;
-      res.set_content(body_, "application/json");
-    });
+    server_.Post("/v1/chat/completions",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   std::lock_guard<std::mutex> lock(mu_);
+                   seen_.push_back({req.path, req.get_header_value("Authorization"),
+                                    nlohmann::json::parse(req.body, nullptr, false)});
+                   res.status = status_;
+                   res.set_content(body_, "application/json");
+                 });
     port_ = server_.bind_to_any_port("127.0.0.1");  // bound and listening: connections queue
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     // stop() before the loop runs would be lost (and join would wait for ever).

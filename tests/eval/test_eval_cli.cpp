@@ -195,12 +195,13 @@ TEST_F(EvalCli, SelfConsistencyVotesOverIndependentSamples) {
   std::vector<int> w1;
   for (const json& tok : tr["tokens"])
     if (tok["worker"] == 1) w1.push_back(tok["id"]);
-  for (const json& st : tr["steps"]) EXPECT_EQ(st["text"].get<std::string>().rfind("**Alice [1]:**", 0), 0u);
+  for (const json& st : tr["steps"])
+    EXPECT_EQ(st["text"].get<std::string>().rfind("**Alice [1]:**", 0), 0u);
   const fs::path one = root_ / "sc_one";
-  ASSERT_EQ(eval("--method single --budgets 8 --limit 2 --temperature 0.7 --seed 1 --out " +
-                     one.string(),
-                 &err),
-            0)
+  ASSERT_EQ(
+      eval("--method single --budgets 8 --limit 2 --temperature 0.7 --seed 1 --out " + one.string(),
+           &err),
+      0)
       << err;
   std::vector<int> single;  // the same problem's transcript (named by problem and sample)
   const json tr1 = json::parse(slurp(one / "transcripts" / t.filename()));
@@ -239,6 +240,9 @@ TEST_F(EvalCli, SkeletonOfThoughtRunsItsPhases) {
   EXPECT_EQ(tr["steps"][0]["text"].get<std::string>().rfind("Outline:\n1. first\n2. second\n3.", 0),
             0u);
   EXPECT_EQ(tr["steps"][1]["text"].get<std::string>().rfind("Point 1 in detail (first): ", 0), 0u);
+  EXPECT_EQ(tr["outline_points"][0], "first");
+  EXPECT_EQ(tr["outline_points"][1], "second");
+  EXPECT_EQ(tr["steps"][0]["name"], "point 1");
 }
 
 // --judge-url: each run's text goes to the (fake) judge once; its score is on every line of the

@@ -26,7 +26,8 @@ TEST(Judge, ScoreInReply) {
 
 TEST(Judge, Endpoint) {
   using P = std::pair<std::string, std::string>;
-  EXPECT_EQ(judge_endpoint("http://127.0.0.1:8000"), (P{"http://127.0.0.1:8000", "/v1/chat/completions"}));
+  EXPECT_EQ(judge_endpoint("http://127.0.0.1:8000"),
+            (P{"http://127.0.0.1:8000", "/v1/chat/completions"}));
   EXPECT_EQ(judge_endpoint("http://h:1/v1"), (P{"http://h:1", "/v1/chat/completions"}));
   EXPECT_EQ(judge_endpoint("https://api.example.org/v1/"),
             (P{"https://api.example.org", "/v1/chat/completions"}));

@@ -1,13 +1,14 @@
 // The independent layout (session.h, "Independent layout"): worker w of an n-worker session draws
 // exactly what a one-worker session with seed + w draws (tokens, stop, finishers, snapshots), so
 // self-consistency shares the prompt's KV without changing its samples; per-worker stopping on an
-// answer, EOS and the budget; the vote; more workers than the formatting names.
+// answer, EOS and the budget; the vote; more workers than the formatting names; the KV bound.
 #include <gtest/gtest.h>
 
 #include <map>
 
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
+#include "hogwild/batch.h"
 #include "hogwild/picker.h"
 #include "tests/hogwild/test_support.h"
 
@@ -117,7 +118,9 @@ TEST(Independent, WorkersEqualOneWorkerSessions) {
         ASSERT_NE(gs, nullptr) << ws.serial_step;
         EXPECT_EQ(gs->reached, ws.reached);
         EXPECT_EQ(gs->answer, ws.answer);
-        if (ws.reached) EXPECT_EQ(gs->continuation, ws.continuation);
+        if (ws.reached) {
+          EXPECT_EQ(gs->continuation, ws.continuation);
+        }
       }
       // The same text: the one-worker session promotes its steps, here they stay in one block.
       EXPECT_EQ(res.history_text + res.unfinished[w], want.history_text + want.unfinished[0]);
@@ -126,7 +129,9 @@ TEST(Independent, WorkersEqualOneWorkerSessions) {
       for (auto& [sw, k, bytes, c] : rec.starts)
         if (sw == w) starts.emplace_back(0, k, bytes, c), checks += c;
       EXPECT_EQ(starts, r1.starts) << "worker " << w;
-      if (mode == scripted) EXPECT_GE(checks, 2) << "worker " << w;
+      if (mode == scripted) {
+        EXPECT_GE(checks, 2) << "worker " << w;
+      }
     }
     // Nothing is promoted: the history is the prompt; each view is [history][own output].
     EXPECT_EQ(res.history_text, codec.bytes(toy_prompt()));
@@ -253,6 +258,50 @@ TEST(Independent, MoreWorkersThanNamesWriteUnderTheFirstName) {
   opt.layout = Layout::combined;
   opt.skeleton = true;
   EXPECT_THROW(Session(be, codec, f, opt, picker), Error);
+}
+
+// Session::kv_tokens_needed bounds what an independent session (8 workers, their finishers at
+// two snapshots and at the end) and a Skeleton-of-Thought session fill: each runs in a cache of
+// exactly that size, and the pages in use never pass it.
+TEST(Independent, KvBoundHolds) {
+  ByteCodec codec;
+  for (bool skeleton : {false, true}) {
+    SCOPED_TRACE(skeleton ? "skeleton" : "independent");
+    Formatting f = test_formatting(7);
+    f.finisher.max_tokens = 12;
+    SessionOptions opt;
+    opt.n_workers = skeleton ? 3 : 8;
+    opt.layout = Layout::independent;
+    opt.skeleton = skeleton;
+    opt.budget = 60;
+    opt.snapshots = {10, 30};
+    const std::vector<int32_t> prompt = toy_prompt();
+    const ModelWeights weights = session_model(qwen3_spec());
+    const int64_t need =
+        Session::kv_tokens_needed(opt, f, weights.config, static_cast<int64_t>(prompt.size()));
+    cpu::CpuBackend be(weights, need);
+    std::vector<std::vector<int32_t>> scripts;
+    for (int k = 0; k < opt.n_workers; ++k) scripts.push_back(worker_script(k, 40));
+    if (skeleton) scripts[0] = cat({codec.encode(" a\n2. b\n3. c"), {kSep}, worker_script(0, 40)});
+    ScriptPicker picker(scripts);
+    Session s(be, codec, f, opt, picker);
+    s.start(prompt);
+    SessionStep step;
+    int64_t peak = 0;
+    while (s.plan(step, INT64_MAX)) {
+      SessionStep* one = &step;
+      run_forward(be, std::span<SessionStep*>(&one, 1));
+      peak = std::max(peak, be.kv_used_tokens());
+      s.complete(step);
+    }
+    EXPECT_EQ(s.result().stop_reason, "budget");
+    EXPECT_EQ(s.result().serial_steps, 60);
+    EXPECT_LE(peak, need);
+    EXPECT_GT(peak, need / 4);  // the bound is not loose beyond use
+    if (skeleton) {
+      EXPECT_EQ(s.result().outline_points.size(), 3u);
+    }
+  }
 }
 
 }  // namespace

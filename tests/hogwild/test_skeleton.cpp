@@ -24,7 +24,8 @@ TEST(Skeleton, ParseOutline) {
   EXPECT_EQ(parse_outline("  1.first\n 2.   \n10. tenth  \n3 nope\n4.", 8),
             (Points{"first", "tenth"}));
   EXPECT_EQ(parse_outline("1. a\n2. b\n3. c\n4. d", 3), (Points{"a", "b", "c"}));
-  EXPECT_EQ(parse_outline("1. **Find x:** solve it\n2. _y_", 8), (Points{"**Find x:** solve it", "y"}));
+  EXPECT_EQ(parse_outline("1. **Find x:** solve it\n2. _y_", 8),
+            (Points{"**Find x:** solve it", "y"}));
   EXPECT_EQ(parse_outline("no numbers here\n- a bullet\n", 8), Points{});
   EXPECT_EQ(parse_outline("1. a", 0), Points{});
 }
@@ -80,10 +81,10 @@ TEST_P(SkeletonVsReference, PhasesMatchTheReference) {
   EXPECT_EQ(res.serial_steps, t_o + 5 + static_cast<int64_t>(answer.size()));
   EXPECT_EQ(res.tokens_per_worker,
             (std::vector<int64_t>{t_o + 4 + static_cast<int64_t>(answer.size()), 5, 2}));
-  const std::string want_history =
-      codec.bytes(prompt) + f.sot.outline_prefix + codec.bytes(outline) +
-      f.point_prefix(1, "add") + "a b.\n\n" + f.point_prefix(2, "double") + "xyzw.\n\n" +
-      f.point_prefix(3, "check") + "p.\n\n";
+  const std::string want_history = codec.bytes(prompt) + f.sot.outline_prefix +
+                                   codec.bytes(outline) + f.point_prefix(1, "add") + "a b.\n\n" +
+                                   f.point_prefix(2, "double") + "xyzw.\n\n" +
+                                   f.point_prefix(3, "check") + "p.\n\n";
   EXPECT_EQ(res.history_text, want_history);
   EXPECT_EQ(res.unfinished[0], f.sot.answer_prefix + "so \\boxed{10}");
 

@@ -105,5 +105,19 @@ TEST(Finisher, Python) {
   EXPECT_FALSE(finisher_done("x = 1\n``", AnswerKind::python));
 }
 
+// The vote of the independent layout (and of eval's self-consistency, with math equivalence):
+// the index of the winning class's first answer; blank and missing answers do not vote.
+TEST(MajorityAnswer, LargestClassFirstSeenOnTies) {
+  auto same = [](const std::string& a, const std::string& b) { return a == b; };
+  using A = std::optional<std::string>;
+  EXPECT_EQ(majority_answer({A("3"), A("4"), A("4")}, same), 1);
+  EXPECT_EQ(majority_answer({A("3"), A("4"), A("4"), A("3")}, same), 0);  // tie: seen first
+  EXPECT_EQ(majority_answer({A(), A(" "), A("5")}, same), 2);
+  EXPECT_EQ(majority_answer({A(), A("\n")}, same), -1);
+  EXPECT_EQ(majority_answer({}, same), -1);
+  auto digits = [](const std::string& a, const std::string& b) { return a.back() == b.back(); };
+  EXPECT_EQ(majority_answer({A("x1"), A("y2"), A("z2")}, digits), 1);
+}
+
 }  // namespace
 }  // namespace hogwild

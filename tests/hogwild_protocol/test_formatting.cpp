@@ -219,11 +219,10 @@ TEST(Formatting, JsonRoundTrip) {
   ojson j = builtin_formatting("qwen3-math").to_json();
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  std::vector<std::string> want = {"name",         "chat",         "rules",
-                                   "rules_single", "example",      "worker_names",
-                                   "step_prefix",  "step_separator", "note_prefix",
-                                   "layout",       "collab_check", "finisher",
-                                   "forbidden",    "answer",       "sot"};
+  std::vector<std::string> want = {"name",        "chat",         "rules",        "rules_single",
+                                   "example",     "worker_names", "step_prefix",  "step_separator",
+                                   "note_prefix", "layout",       "collab_check", "finisher",
+                                   "forbidden",   "answer",       "sot"};
   EXPECT_EQ(keys, want);
   EXPECT_EQ(j["chat"]["enable_thinking"], true);
   EXPECT_TRUE(builtin_formatting("qwq-math").to_json()["chat"]["enable_thinking"].is_null());
@@ -259,16 +258,54 @@ TEST(Formatting, PlaceholdersAndLiteralBraces) {
             "[2 of us: A and B; first A, last C. Keep {answer} and \\boxed{x}.] Q {unknown}");
 }
 
+// Skeleton-of-Thought texts: the prompt ({rules} = sot.rules for n points, no example, the worker
+// placeholders as for one worker), the point prefix, and their placeholders' checks.
+TEST(Formatting, SkeletonOfThought) {
+  ojson j = builtin_formatting("plain").to_json();
+  j["chat"]["user"] = "[{rules}|{example}|{n_workers}] {problem}";
+  j["example"] = "EXAMPLE";
+  j["sot"]["rules"] = "Outline in at most {n_points} points.";
+  j["sot"]["point_prefix"] = "Point {point} ({point_text}): ";
+  Formatting f = parse_formatting(j, "test.json");
+  EXPECT_EQ(f.messages("Q", 3, 4)[0].content, "[Outline in at most 4 points.||1] Q");
+  EXPECT_EQ(f.raw_prompt("Q", 3, 4), "[Outline in at most 4 points.||1] Q");
+  EXPECT_EQ(f.messages("Q", 2)[0].content.find("Outline"), std::string::npos);
+  EXPECT_EQ(f.point_prefix(2, "add {x}"), "Point 2 (add {x}): ");
+  const Formatting q = builtin_formatting("qwen3-math");
+  EXPECT_NE(q.sot.rules.find("{n_points}"), std::string::npos);
+  EXPECT_NE(q.sot.rules.find("\\boxed{answer}"), std::string::npos);
+  EXPECT_NE(builtin_formatting("qwen3-code").sot.rules.find("Final solution:"), std::string::npos);
+  EXPECT_EQ(q.sot.outline_max_tokens, 256);
+  auto bad = [](const char* key, ojson value) {
+    ojson b = {{"base", "qwen3-math"}, {"sot", {{key, value}}}};
+    try {
+      parse_formatting(b, "test.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(bad("rules", "{point}").find("key 'sot.rules' uses the placeholder {point}"),
+            std::string::npos);
+  EXPECT_NE(bad("point_prefix", "{n_points}").find("'sot.point_prefix' uses the placeholder"),
+            std::string::npos);
+  EXPECT_NE(bad("answer_prefix", "{name}").find("'sot.answer_prefix' uses the placeholder"),
+            std::string::npos);
+  EXPECT_EQ(bad("outline_max_tokens", 0),
+            "test.json: key 'sot.outline_max_tokens' must be >= 1, got 0.");
+}
+
 TEST(FormattingErrors, UnknownKeys) {
-  EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"rulez", "x"}}),
-            "test.json: unknown key 'rulez'. The keys of the top level are: name, chat, rules, "
-            "rules_single, "
-            "example, worker_names, step_prefix, step_separator, note_prefix, layout, collab_check, "
-            "finisher, "
-            "forbidden, "
-            "answer, sot. Fix the spelling or remove it (docs/FORMATTING.md lists every key; keys "
-            "starting with "
-            "\"//\" are comments).");
+  EXPECT_EQ(
+      parse_error({{"base", "qwen3-math"}, {"rulez", "x"}}),
+      "test.json: unknown key 'rulez'. The keys of the top level are: name, chat, rules, "
+      "rules_single, "
+      "example, worker_names, step_prefix, step_separator, note_prefix, layout, collab_check, "
+      "finisher, "
+      "forbidden, "
+      "answer, sot. Fix the spelling or remove it (docs/FORMATTING.md lists every key; keys "
+      "starting with "
+      "\"//\" are comments).");
   EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"layout", {{"sep", "x"}}}}),
             "test.json: unknown key 'layout.sep'. The keys of 'layout' are: history_header, "
             "others_header, "
