@@ -42,9 +42,8 @@ void BookkeepingBackend::forward(const ForwardBatch& batch, std::vector<float>& 
 void BookkeepingBackend::forward_sample(const ForwardBatch& batch,
                                         const std::vector<std::vector<int32_t>>& banned_sets,
                                         const std::vector<RowSampling>& rows,
-                                        std::vector<int32_t>& tokens,
-                                        std::vector<float>* logits) {
-  forward_sample_on_host(*this, batch, banned_sets, rows, tokens, logits);
+                                        std::vector<int32_t>& tokens) {
+  forward_sample_on_host(*this, batch, banned_sets, rows, tokens);
 }
 
 }  // namespace hogwild::collab

@@ -33,8 +33,7 @@ class BookkeepingBackend : public Backend {
   /// forward, then the host draw (sampling/row_draw.h) over the zero logits.
   void forward_sample(const ForwardBatch& batch,
                       const std::vector<std::vector<int32_t>>& banned_sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
-                      std::vector<float>* logits) override;
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override;
   int64_t kv_used_tokens() const override { return table_.used_pages() * table_.page_tokens(); }
   int64_t live_blocks() const override { return table_.live_blocks(); }
 

@@ -220,9 +220,8 @@ class RecordingBackend : public Backend {
     record(batch);
   }
   void forward_sample(const ForwardBatch& batch, const std::vector<std::vector<int32_t>>& banned,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
-                      std::vector<float>* logits) override {
-    in_.forward_sample(batch, banned, rows, tokens, logits);
+                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override {
+    in_.forward_sample(batch, banned, rows, tokens);
     record(batch);
   }
   std::vector<std::vector<std::vector<int32_t>>> forwards;  // per forward, per view: token ids
