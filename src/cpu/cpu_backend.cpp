@@ -1,15 +1,14 @@
 #include "cpu/cpu_backend.h"
 
-#include "sampling/row_draw.h"
-
-#include "core/error.h"
-#include "cpu/ops.h"
-#include "cpu/parallel.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+
+#include "core/error.h"
+#include "cpu/ops.h"
+#include "cpu/parallel.h"
+#include "sampling/row_draw.h"
 
 namespace hogwild::cpu {
 namespace {
@@ -23,7 +22,8 @@ void check_size(const std::vector<float>& t, int64_t expected, const std::string
 // Adds the time since the previous lap to a CpuProfile field (no-op without a profile).
 class Laps {
  public:
-  explicit Laps(CpuProfile* p) : p_(p), start_(p ? clock::now() : clock::time_point{}), t_(start_) {}
+  explicit Laps(CpuProfile* p)
+      : p_(p), start_(p ? clock::now() : clock::time_point{}), t_(start_) {}
   void lap(double CpuProfile::*field) {
     if (!p_) return;
     const auto now = clock::now();
@@ -56,8 +56,9 @@ void CpuBackend::check_weights() const {
   if (c.hidden_size <= 0 || c.num_hidden_layers <= 0 || c.num_attention_heads <= 0 ||
       c.num_key_value_heads <= 0 || c.head_dim <= 0 || c.vocab_size <= 0 ||
       c.intermediate_size <= 0)
-    fail("model config: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, "
-         "num_key_value_heads, head_dim and vocab_size must all be positive");
+    fail(
+        "model config: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, "
+        "num_key_value_heads, head_dim and vocab_size must all be positive");
   if (c.num_attention_heads % c.num_key_value_heads != 0)
     fail("model config: num_attention_heads ({}) must be a multiple of num_key_value_heads ({})",
          c.num_attention_heads, c.num_key_value_heads);
@@ -217,7 +218,6 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
   logits.clear();
   if (T == 0) return;
   Laps laps(profile_);
-  const int64_t n_workers = static_cast<int64_t>(batch.views.size());
 
   // ---- check and plan (model/forward_plan.h: positions from the view rule), then append
   const ForwardPlan plan = plan_forward(batch, table_, c, /*max_positions=*/0);
@@ -282,9 +282,9 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
     // ---- post-attention norm, SwiGLU MLP, residual
     rmsnorm(x.data(), L.post_attention_layernorm.data(), h.data(), T, H, eps);
     laps.lap(&CpuProfile::norms);
-    matmul_shared(h.data(), T, H,
-                  {{L.gate_proj.data(), nullptr, gate.data(), I},
-                   {L.up_proj.data(), nullptr, up.data(), I}});
+    matmul_shared(
+        h.data(), T, H,
+        {{L.gate_proj.data(), nullptr, gate.data(), I}, {L.up_proj.data(), nullptr, up.data(), I}});
     laps.lap(&CpuProfile::mlp);
     swiglu(gate.data(), up.data(), gate.data(), T * I);
     laps.lap(&CpuProfile::norms);
