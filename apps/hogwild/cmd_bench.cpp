@@ -31,8 +31,9 @@ namespace {
 // Runs the HF baseline script on the presets and shapes of `res` and adds "hf_tok_s_aggregate"
 // (and "hf_step_ms") to every matching row. Throws hogwild::Error when the script fails.
 [[maybe_unused]] void add_hf_baseline(nlohmann::json& res, const std::string& script,
-                     const std::vector<std::string>& presets, const std::vector<int>& workers,
-                     const std::vector<int64_t>& contexts) {
+                                      const std::vector<std::string>& presets,
+                                      const std::vector<int>& workers,
+                                      const std::vector<int64_t>& contexts) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(script, ec))
     fail("--hf-baseline: {} not found; give the path of tools/hf_baseline.py", script);

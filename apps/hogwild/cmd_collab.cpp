@@ -152,8 +152,9 @@ void show(ShowArgs a) {
   const ModelText m = load_model_text(a.model);
   a.spec.layout = parse_layout(a.layout);
   if (a.spec.layout == Layout::independent)
-    fail("--layout independent: the oracle scripts workers that collaborate; use combined, "
-         "interleaved or contiguous");
+    fail(
+        "--layout independent: the oracle scripts workers that collaborate; use combined, "
+        "interleaved or contiguous");
   a.spec.split = collab::parse_split(a.split);
   a.spec.picker.whole = a.spec.n_workers == 1;
   a.spec.picker.careless = a.careless;

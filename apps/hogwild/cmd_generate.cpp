@@ -19,10 +19,21 @@
 // --dump-logits FILE writes a NumPy .npy file, float32, shape (n_prompt + n_generated, vocab_size):
 // row i holds the logits at position i of prompt ++ generated (predicting token i + 1), in the
 // order transformers' `model(input_ids).logits[0]` returns them for that sequence.
-#include "apps/hogwild/commands.h"
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "apps/hogwild/backend_flags.h"
 #include "apps/hogwild/chat_flags.h"
 #include "apps/hogwild/cli_util.h"
+#include "apps/hogwild/commands.h"
 #include "apps/hogwild/sampling_flags.h"
 #include "core/error.h"
 #include "core/json_text.h"
@@ -32,18 +43,6 @@
 #include "sampling/npy.h"
 #include "sampling/stop_policy.h"
 #include "tokenizer/tokenizer.h"
-
-#include <nlohmann/json.hpp>
-
-#include <atomic>
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <memory>
-#include <optional>
-#include <string>
-#include <vector>
 
 namespace hogwild::cli {
 namespace {
@@ -97,8 +96,10 @@ void run_generate(GenerateArgs a) {
   if (a.max_context < 0) fail("--ctx-size must be >= 0 tokens (0 = the model's context length)");
   for (const std::string& s : a.stops)
     if (s.empty()) fail("--stop '': an empty stop string would stop at once; give some text");
-  if (!a.prompt_file.empty()) a.prompt = file_or_stdin(a.prompt_file, "prompt file (-f)");
-  else a.prompt = text_or_stdin(a.prompt);
+  if (!a.prompt_file.empty())
+    a.prompt = file_or_stdin(a.prompt_file, "prompt file (-f)");
+  else
+    a.prompt = text_or_stdin(a.prompt);
   if (a.ids.empty() && a.chat_flags.messages_path.empty() && a.prompt.empty())
     fail("the prompt is empty; give some text with -p or -f");
   std::error_code ec;
@@ -136,9 +137,10 @@ void run_generate(GenerateArgs a) {
   }
   const ModelConfig config = load_model_config(a.model_dir);
   if (a.max_context > config.max_position_embeddings && config.max_position_embeddings > 0)
-    fail("--ctx-size {} is beyond the model's context of {} tokens (max_position_embeddings in "
-         "config.json); give at most {}",
-         a.max_context, config.max_position_embeddings, config.max_position_embeddings);
+    fail(
+        "--ctx-size {} is beyond the model's context of {} tokens (max_position_embeddings in "
+        "config.json); give at most {}",
+        a.max_context, config.max_position_embeddings, config.max_position_embeddings);
   if (tok) tok->check_fits(config.vocab_size, a.model_dir);
   const StopPolicy stop = resolve_stop_policy(
       tok && tok->config().eos_token
@@ -208,25 +210,27 @@ void run_generate(GenerateArgs a) {
   }
   if (npy) npy->close();
   if (a.json) {
-    nlohmann::json j = {{"prompt_ids", prompt}, {"generated_ids", r.generated},
-                        {"stop_reason", r.stop_reason}};
+    nlohmann::json j = {
+        {"prompt_ids", prompt}, {"generated_ids", r.generated}, {"stop_reason", r.stop_reason}};
     if (tok) set_text(j, "text", text);
     j["seed"] = seed;
     std::printf("%s\n", dump_json(j).c_str());
   } else {
-    if (tok && text.size() > printed) std::fwrite(text.data() + printed, 1, text.size() - printed, stdout);
+    if (tok && text.size() > printed)
+      std::fwrite(text.data() + printed, 1, text.size() - printed, stdout);
     std::printf("\n");
   }
   const double dec_tps = r.decode_seconds > 0 ? r.decode_forwards / r.decode_seconds : 0;
-  std::fprintf(stderr,
-               "prompt %lld tokens in %.3f s (%.1f tok/s); generated %zu tokens, decode %.1f "
-               "tok/s; stop: %s%s\n",
-               static_cast<long long>(r.prompt_tokens), r.prefill_seconds,
-               r.prompt_tokens / std::max(r.prefill_seconds, 1e-9), r.generated.size(), dec_tps,
-               r.stop_reason.c_str(),
-               npy ? fmt::format("; logits ({} x {}) -> {}", npy->rows(), cfg.vocab_size,
-                                 a.dump_logits).c_str()
-                   : "");
+  std::fprintf(
+      stderr,
+      "prompt %lld tokens in %.3f s (%.1f tok/s); generated %zu tokens, decode %.1f "
+      "tok/s; stop: %s%s\n",
+      static_cast<long long>(r.prompt_tokens), r.prefill_seconds,
+      r.prompt_tokens / std::max(r.prefill_seconds, 1e-9), r.generated.size(), dec_tps,
+      r.stop_reason.c_str(),
+      npy ? fmt::format("; logits ({} x {}) -> {}", npy->rows(), cfg.vocab_size, a.dump_logits)
+                .c_str()
+          : "");
   // The output is complete up to the interruption; scripts see the signal in the exit status.
   if (signals.stopped()) exit_after_signal(signals.exit_code());
 }
@@ -235,7 +239,8 @@ void run_generate(GenerateArgs a) {
 
 void register_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
-  CLI::App* c = app.add_subcommand("generate", "Generate text from a prompt (one sequence; GPU or CPU)");
+  CLI::App* c =
+      app.add_subcommand("generate", "Generate text from a prompt (one sequence; GPU or CPU)");
   c->add_option("-m,--model", a->model_dir, "Hugging Face model directory")->required();
   c->add_option("-p,--prompt", a->prompt, "prompt text (needs tokenizer.json; - = stdin)");
   c->add_option("-f,--file", a->prompt_file, "read the prompt text from FILE (- = stdin)")

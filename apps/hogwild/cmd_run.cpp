@@ -31,16 +31,16 @@
 #include <string>
 #include <vector>
 
-#include "apps/hogwild/commands.h"
 #include "apps/hogwild/backend_flags.h"
 #include "apps/hogwild/cli_util.h"
-#include "engine/engine.h"
-#include "engine/model.h"
-#include "engine/request.h"
+#include "apps/hogwild/commands.h"
 #include "apps/hogwild/sampling_flags.h"
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "core/json_text.h"
+#include "engine/engine.h"
+#include "engine/model.h"
+#include "engine/request.h"
 #include "hogwild/codec.h"
 #include "hogwild/formatting.h"
 #include "hogwild/live_view.h"
@@ -182,7 +182,7 @@ void run(RunArgs a) {
   vo.settings = {
       "sampling: " + sp.describe() + (a.workers > 1 && !sp.greedy() ? " (worker w: seed + w)" : ""),
       "EOS ids: " + stop.describe() +
-          (stop.eos_ids.empty()             ? ""
+          (stop.eos_ids.empty()           ? ""
            : req.formatting.forbidden.eos ? "; forbidden while reasoning"
                                           : "; a worker that samples one stops")};
   if (auto w = same_text_warning(sp, req.formatting, a.workers)) vo.warnings.push_back(*w);
@@ -228,9 +228,9 @@ void run(RunArgs a) {
   engine.run_until_idle();
   if (!engine.error(id).empty()) fail("{}", engine.error(id));
   const SessionResult res = engine.take(id);
-  view.finish(res, fmt::format("{} worker{}, layout {}, formatting {}, device {}", a.workers,
-                               a.workers == 1 ? "" : "s", layout_name(layout), fmt.name,
-                               model->device()));
+  view.finish(
+      res, fmt::format("{} worker{}, layout {}, formatting {}, device {}", a.workers,
+                       a.workers == 1 ? "" : "s", layout_name(layout), fmt.name, model->device()));
   files.finish(res);
   // What was produced is printed and saved; scripts still see the signal in the exit status.
   if (signals.stopped()) exit_after_signal(signals.exit_code());
@@ -242,7 +242,8 @@ void register_run(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* c =
       app.add_subcommand("run", "N workers solve a problem together (Hogwild! inference)");
-  c->add_option("-m,--model", a->model_dir, "Hugging Face model directory (required, except with --print-format)");
+  c->add_option("-m,--model", a->model_dir,
+                "Hugging Face model directory (required, except with --print-format)");
   c->add_option("-w,--workers", a->workers, "number of workers (1 = single-worker baseline)");
   c->add_option("--layout", a->layout,
                 "cache layout: combined (default), interleaved, contiguous, independent");

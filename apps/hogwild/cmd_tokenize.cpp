@@ -1,14 +1,13 @@
 // `hogwild tokenize (-m DIR | --tokenizer DIR|FILE) [--json] [--no-special] (TEXT | -)`: the token
-// ids of a text, as AutoTokenizer.from_pretrained(DIR)(TEXT)["input_ids"] gives them (special tokens
-// added by default; --no-special = add_special_tokens=False). Without --json each id is printed with
-// its decoded piece (JSON-quoted, so spaces and newlines show) and its vocab string.
-#include <nlohmann/json.hpp>
-
+// ids of a text, as AutoTokenizer.from_pretrained(DIR)(TEXT)["input_ids"] gives them (special
+// tokens added by default; --no-special = add_special_tokens=False). Without --json each id is
+// printed with its decoded piece (JSON-quoted, so spaces and newlines show) and its vocab string.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "apps/hogwild/commands.h"
 #include "core/error.h"
@@ -25,7 +24,8 @@ struct TokenizeArgs {
 
 void run_tokenize(const TokenizeArgs& a) {
   const std::string& where = a.tokenizer_path.empty() ? a.model_dir : a.tokenizer_path;
-  if (where.empty()) fail("tokenize needs -m DIR or --tokenizer DIR (a directory with tokenizer.json).");
+  if (where.empty())
+    fail("tokenize needs -m DIR or --tokenizer DIR (a directory with tokenizer.json).");
   if (!std::filesystem::exists(where))
     fail("{} does not exist; pass a Hugging Face model directory (with tokenizer.json).", where);
   Tokenizer tok = std::filesystem::is_directory(where) ? Tokenizer::from_dir(where)

@@ -1,10 +1,10 @@
 // hogwild: parallel LLM reasoning with a shared KV cache (Hogwild! Inference, arXiv 2504.06261).
+#include <cstdio>
+#include <exception>
+
 #include "apps/hogwild/commands.h"
 #include "core/error.h"
 #include "core/io.h"
-
-#include <cstdio>
-#include <exception>
 
 int main(int argc, char** argv) {
   CLI::App app{"hogwild: several workers of one model reason together over one shared KV cache"};

@@ -29,9 +29,10 @@ std::string pick_template(const nlohmann::ordered_json& t, const std::string& na
                           const std::string& where) {
   if (t.is_string()) {
     if (!name.empty() && name != "default")
-      fail("{}: no chat template named '{}': the model has a single template (named default); "
-           "leave out --template-name",
-           where, name);
+      fail(
+          "{}: no chat template named '{}': the model has a single template (named default); "
+          "leave out --template-name",
+          where, name);
     return t.get<std::string>();
   }
   if (!t.is_array())
@@ -89,9 +90,10 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir, const st
   if (std::filesystem::exists(jinja_path)) {
     where = jinja_path.string();
     if (!name.empty() && name != "default")
-      fail("{}: no chat template named '{}': the model has a single template (named default); "
-           "leave out --template-name",
-           jinja_path.string(), name);
+      fail(
+          "{}: no chat template named '{}': the model has a single template (named default); "
+          "leave out --template-name",
+          jinja_path.string(), name);
     source = read_file(jinja_path);
   } else if (cfg.is_object() && cfg.contains("chat_template") && !cfg["chat_template"].is_null()) {
     source = pick_template(cfg["chat_template"], name, cfg_path.string());
@@ -103,11 +105,11 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir, const st
     source = pick_template(j["chat_template"], name, json_path.string());
     where = json_path.string();
   } else {
-    throw NoChatTemplate(fmt::format(
-        "{} has no chat template (no chat_template.jinja, and no chat_template in "
-        "tokenizer_config.json); "
-        "use a chat/instruct model or add a chat_template.jinja file.",
-        model_dir.string()));
+    throw NoChatTemplate(
+        fmt::format("{} has no chat template (no chat_template.jinja, and no chat_template in "
+                    "tokenizer_config.json); "
+                    "use a chat/instruct model or add a chat_template.jinja file.",
+                    model_dir.string()));
   }
   try {
     return from_string(source, std::move(tokens));

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/error.h"
 #include "chat/interp.h"
+#include "core/error.h"
 
 namespace hogwild::chat {
 
@@ -39,10 +39,10 @@ class ChatTemplate {
  public:
   /// Loads the chat template of a model directory: `chat_template.jinja` if present, else
   /// tokenizer_config.json's `chat_template` (a string, or a list of {name, template} from which
-  /// `name` is picked, "default" unless given; a single template answers only to "default"). Special
-  /// tokens come from tokenizer_config.json.
-  /// Throws NoChatTemplate when the directory has no chat template, hogwild::Error when a file is
-  /// unreadable or not JSON, or the template has a syntax error (with line/column).
+  /// `name` is picked, "default" unless given; a single template answers only to "default").
+  /// Special tokens come from tokenizer_config.json. Throws NoChatTemplate when the directory has
+  /// no chat template, hogwild::Error when a file is unreadable or not JSON, or the template has a
+  /// syntax error (with line/column).
   static ChatTemplate load(const std::filesystem::path& model_dir, const std::string& name = "");
   /// Parses template source. Throws hogwild::Error on a syntax error.
   static ChatTemplate from_string(const std::string& source, SpecialTokens tokens = {},

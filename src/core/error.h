@@ -1,7 +1,8 @@
 // Error channels (docs/STYLE.md habit 6).
-// - hogwild::Error: user-facing failures (bad path, corrupt file, unsupported architecture, bad request).
-//   The message names the problem and says what to do. The CLI prints it and exits non-zero; the HTTP
-//   server answers 4xx JSON.
+// - hogwild::Error: user-facing failures (bad path, corrupt file, unsupported architecture, bad
+// request).
+//   The message names the problem and says what to do. The CLI prints it and exits non-zero; the
+//   HTTP server answers 4xx JSON.
 // - HOGWILD_CHECK: broken internal invariant (a bug, not bad input): aborts with file:line.
 #pragma once
 
@@ -29,10 +30,10 @@ template <typename... Args>
 }  // namespace hogwild
 
 /// Internal invariant; on failure prints file:line and the expression and aborts.
-#define HOGWILD_CHECK(cond)                                                              \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
+#define HOGWILD_CHECK(cond)                                                                  \
+  do {                                                                                       \
+    if (!(cond)) {                                                                           \
       std::fprintf(stderr, "%s:%d: internal check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                      \
-    }                                                                                    \
+      std::abort();                                                                          \
+    }                                                                                        \
   } while (0)

@@ -8,14 +8,14 @@
 // tie_word_embeddings. Phi3's fused qkv/gate_up tensors are split by the loader.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "cpu/rope.h"
 #include "model/backend.h"
 #include "model/block_table.h"
 #include "model/forward_plan.h"
 #include "model/weights.h"
-
-#include <cstdint>
-#include <vector>
 
 namespace hogwild::cpu {
 
@@ -29,7 +29,7 @@ struct CpuProfile {
   double rope = 0;       // q/k norm, RoPE of the new keys, K/V writes
   double attention = 0;  // attention over the blocks of each view
   double o_proj = 0;
-  double mlp = 0;     // gate/up (one skinny pass) and down projections
+  double mlp = 0;      // gate/up (one skinny pass) and down projections
   double lm_head = 0;  // final projection onto the vocabulary
   double total = 0;
 };
@@ -85,8 +85,8 @@ class CpuBackend : public Backend {
   };
 
   void check_weights() const;
-  void attention(const ForwardBatch& batch, const ForwardPlan& plan, int64_t layer,
-                 const float* q, float* out);
+  void attention(const ForwardBatch& batch, const ForwardPlan& plan, int64_t layer, const float* q,
+                 float* out);
 
   ModelWeights w_;
   RopeTable rope_;

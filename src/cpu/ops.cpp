@@ -24,8 +24,8 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t d
   }
 }
 
-void matmul(const float* x, const float* W, const float* bias, float* y, int64_t n_rows,
-            int64_t in, int64_t out) {
+void matmul(const float* x, const float* W, const float* bias, float* y, int64_t n_rows, int64_t in,
+            int64_t out) {
   if (n_rows == 0 || out == 0) return;
   if (n_rows <= kSkinnyMaxRows) {
     skinny_matmul(x, n_rows, in, {{W, bias, y, out}});
@@ -55,8 +55,7 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
 }
 
-void embedding(const float* table, const int32_t* ids, int64_t n, int64_t hidden_size,
-               float* out) {
+void embedding(const float* table, const int32_t* ids, int64_t n, int64_t hidden_size, float* out) {
   for (int64_t i = 0; i < n; ++i)
     std::memcpy(out + i * hidden_size, table + static_cast<int64_t>(ids[i]) * hidden_size,
                 sizeof(float) * hidden_size);

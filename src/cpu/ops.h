@@ -20,8 +20,8 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t d
 /// cpu/skinny.h, whose row results are bitwise independent of n_rows and of the other rows; more
 /// rows (prefill chunks): OpenBLAS cblas_sgemm (multithreaded by OpenBLAS), whose bits differ.
 constexpr int64_t kSkinnyMaxRows = 64;
-void matmul(const float* x, const float* W, const float* bias, float* y, int64_t n_rows,
-            int64_t in, int64_t out);
+void matmul(const float* x, const float* W, const float* bias, float* y, int64_t n_rows, int64_t in,
+            int64_t out);
 /// Several projections of one input x (n_rows, in) (q/k/v, gate/up): the same results as one
 /// matmul per projection; up to kSkinnyMaxRows rows they share one pass over the thread pool.
 void matmul_shared(const float* x, int64_t n_rows, int64_t in,
@@ -46,9 +46,9 @@ void add_inplace(float* out, const float* x, int64_t n);
 /// The empty set is m = -inf, d = 0, o = 0; merging it into any state leaves that state unchanged
 /// (its weight exp(-inf - m) is 0). Merge uses natural exp (log base e). The final output is o / d.
 struct AttnState {
-  float m;    // running max score (natural-log domain); -inf when empty
-  float d;    // sum of exp(s - m)
-  float* o;   // (head_dim) un-normalised output; owned by the caller
+  float m;   // running max score (natural-log domain); -inf when empty
+  float d;   // sum of exp(s - m)
+  float* o;  // (head_dim) un-normalised output; owned by the caller
 };
 
 /// Sets s to the empty state: m = -inf, d = 0, o[0..head_dim) = 0.
@@ -59,11 +59,12 @@ void attn_state_merge(AttnState& a, const AttnState& b, int64_t head_dim);
 void attn_state_normalize(const AttnState& s, float* out, int64_t head_dim);
 
 /// Partial attention of one query head q (head_dim) over n_keys keys/values laid out with a row
-/// stride: key j is k[j * stride .. + head_dim), value j is v[j * stride ..]. scale = 1/sqrt(head_dim)
-/// usually. Accumulates into s (which may already hold other keys: online softmax), keys taken in
-/// chunks of 64: the chunk's scores q.k_j * scale (cpu/skinny.h skinny_dots: a fixed order of
-/// reduction), its max, one rescale of s, then exp(score - max) and the values in key order.
-/// The result depends only on q, the keys, the values and s: never on other heads or rows.
+/// stride: key j is k[j * stride .. + head_dim), value j is v[j * stride ..]. scale =
+/// 1/sqrt(head_dim) usually. Accumulates into s (which may already hold other keys: online
+/// softmax), keys taken in chunks of 64: the chunk's scores q.k_j * scale (cpu/skinny.h
+/// skinny_dots: a fixed order of reduction), its max, one rescale of s, then exp(score - max) and
+/// the values in key order. The result depends only on q, the keys, the values and s: never on
+/// other heads or rows.
 void attn_partial(const float* q, const float* k, const float* v, int64_t n_keys, int64_t stride,
                   int64_t head_dim, float scale, AttnState& s);
 /// The same for n_q query heads that share one key/value head (a GQA group): q (n_q, head_dim),

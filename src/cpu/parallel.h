@@ -10,8 +10,8 @@
 
 namespace hogwild::cpu {
 
-/// Threads used by parallel_for (from the first use until set_num_threads): std::thread::hardware_concurrency(), or
-/// HOGWILD_THREADS when set.
+/// Threads used by parallel_for (from the first use until set_num_threads):
+/// std::thread::hardware_concurrency(), or HOGWILD_THREADS when set.
 int num_threads();
 
 /// Replaces the pool by one of n threads (tests and benchmarks: results must not depend on it).

@@ -1,9 +1,9 @@
 #include "cpu/rope.h"
 
-#include "core/error.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "core/error.h"
 
 namespace hogwild::cpu {
 namespace {
@@ -33,9 +33,8 @@ void apply_llama3(std::vector<float>& inv, const RopeScaling& rs, int64_t max_po
   const float factor = static_cast<float>(rs.factor);
   const float lff = static_cast<float>(rs.low_freq_factor);
   const float hff = static_cast<float>(rs.high_freq_factor);
-  const int64_t old_ctx = rs.original_max_position_embeddings > 0
-                              ? rs.original_max_position_embeddings
-                              : max_pos;
+  const int64_t old_ctx =
+      rs.original_max_position_embeddings > 0 ? rs.original_max_position_embeddings : max_pos;
   if (rs.high_freq_factor == rs.low_freq_factor)
     fail("rope_scaling llama3: high_freq_factor must differ from low_freq_factor; fix config.json");
   const float low_wl = static_cast<float>(static_cast<double>(old_ctx) / rs.low_freq_factor);
@@ -52,8 +51,7 @@ void apply_llama3(std::vector<float>& inv, const RopeScaling& rs, int64_t max_po
 
 // _compute_yarn_parameters: blend of interpolated (1/(factor*pos)) and extrapolated (1/pos)
 // frequencies with a linear ramp between the dims of beta_fast and beta_slow rotations.
-std::vector<float> yarn_inv_freq(double base, int64_t dim, const RopeScaling& rs,
-                                 int64_t max_pos) {
+std::vector<float> yarn_inv_freq(double base, int64_t dim, const RopeScaling& rs, int64_t max_pos) {
   const double orig = rs.original_max_position_embeddings > 0
                           ? static_cast<double>(rs.original_max_position_embeddings)
                           : static_cast<double>(max_pos);
@@ -88,11 +86,14 @@ std::vector<float> yarn_inv_freq(double base, int64_t dim, const RopeScaling& rs
 RopeParams compute_rope_params(const ModelConfig& cfg) {
   RopeParams p;
   p.head_dim = cfg.head_dim;
-  p.rotary_dim = static_cast<int64_t>(static_cast<double>(cfg.head_dim) * cfg.partial_rotary_factor);
+  p.rotary_dim =
+      static_cast<int64_t>(static_cast<double>(cfg.head_dim) * cfg.partial_rotary_factor);
   if (p.rotary_dim <= 0 || p.rotary_dim % 2 != 0 || p.rotary_dim > cfg.head_dim)
-    fail("RoPE: rotary dim head_dim*partial_rotary_factor = {} must be even and in (0, head_dim={}]; "
-         "fix head_dim or partial_rotary_factor in config.json",
-         p.rotary_dim, cfg.head_dim);
+    fail(
+        "RoPE: rotary dim head_dim*partial_rotary_factor = {} must be even and in (0, "
+        "head_dim={}]; "
+        "fix head_dim or partial_rotary_factor in config.json",
+        p.rotary_dim, cfg.head_dim);
   if (!(cfg.rope_theta > 1.0))
     fail("RoPE: rope_theta must be > 1 (got {}); fix config.json", cfg.rope_theta);
   const RopeScaling& rs = cfg.rope_scaling;

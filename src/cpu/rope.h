@@ -14,18 +14,18 @@
 // promotion) use scale 1: a pure rotation (docs/ARCHITECTURE.md §2).
 #pragma once
 
-#include "model/config.h"
-
 #include <cstdint>
 #include <vector>
+
+#include "model/config.h"
 
 namespace hogwild::cpu {
 
 /// inv_freq and attention scaling of a model's RoPE.
 struct RopeParams {
-  int64_t head_dim = 0;          // values per head
-  int64_t rotary_dim = 0;        // int(head_dim * partial_rotary_factor); rotated prefix, even
-  std::vector<float> inv_freq;   // (rotary_dim / 2) radians per position, float32 as in HF
+  int64_t head_dim = 0;            // values per head
+  int64_t rotary_dim = 0;          // int(head_dim * partial_rotary_factor); rotated prefix, even
+  std::vector<float> inv_freq;     // (rotary_dim / 2) radians per position, float32 as in HF
   float attention_scaling = 1.0f;  // multiplies cos and sin in the model's forward (yarn); else 1
 };
 

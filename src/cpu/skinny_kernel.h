@@ -1,9 +1,10 @@
 // Bodies of the skinny projection kernel and of the attention value sum (cpu/skinny.h), written
 // once against a small SIMD interface and compiled once per instruction set: skinny_avx512.cpp,
 // skinny_avx2.cpp and skinny_generic.cpp each define an `Isa` struct in an anonymous namespace
-// and instantiate skinny_tile<Isa> and weighted_sum<Isa>. Every instantiation therefore has internal linkage, so code built with
-// AVX-512 flags can never be picked by the linker for a caller on an older CPU. Include only
-// from those files; use no std:: inline helpers here for the same reason.
+// and instantiate skinny_tile<Isa> and weighted_sum<Isa>. Every instantiation therefore has
+// internal linkage, so code built with AVX-512 flags can never be picked by the linker for a caller
+// on an older CPU. Include only from those files; use no std:: inline helpers here for the same
+// reason.
 //
 // Isa provides:
 //   V                         a vector of kLanes fp32 lanes

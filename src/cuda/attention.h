@@ -1,5 +1,5 @@
-// The hogwild attention kernel (docs/ARCHITECTURE.md §2): one serial step, every worker's query tokens
-// against every block occurrence in its view, through the paged KV pool.
+// The hogwild attention kernel (docs/ARCHITECTURE.md §2): one serial step, every worker's query
+// tokens against every block occurrence in its view, through the paged KV pool.
 //
 // Work decomposition (flash-decoding with sharing across workers):
 // - A *pair* = (query row t, block occurrence at offset o in t's writer's view) with

@@ -119,20 +119,21 @@ nlohmann::json bench_point(CudaBackend& be, const std::string& model, int64_t ct
 void add_model(nlohmann::json& out, CudaBackend& be, const std::string& name,
                const BenchOptions& opt, double bw) {
   for (int S : opt.sessions)
-  for (int64_t ctx : opt.contexts) {
-    double base = 0;
-    for (int W : opt.workers) {
-      nlohmann::json r = bench_point(be, name, ctx, W, S, opt);
-      if (W == 1) base = r["tok_s_aggregate"].get<double>();
-      r["pct_of_copy_bw"] = 100.0 * r["GBps"].get<double>() * 1e9 / bw;
-      r["speedup_vs_1_worker"] = base > 0 ? r["tok_s_aggregate"].get<double>() / base : 0.0;
-      if (opt.progress)
-        std::fprintf(stderr, "bench %s ctx %ld workers %d sessions %d: %.2f ms/step, %.1f tok/s\n",
-                     name.c_str(), static_cast<long>(ctx), W, S, r["step_ms"].get<double>(),
-                     r["tok_s_aggregate"].get<double>());
-      out["results"].push_back(r);
+    for (int64_t ctx : opt.contexts) {
+      double base = 0;
+      for (int W : opt.workers) {
+        nlohmann::json r = bench_point(be, name, ctx, W, S, opt);
+        if (W == 1) base = r["tok_s_aggregate"].get<double>();
+        r["pct_of_copy_bw"] = 100.0 * r["GBps"].get<double>() * 1e9 / bw;
+        r["speedup_vs_1_worker"] = base > 0 ? r["tok_s_aggregate"].get<double>() / base : 0.0;
+        if (opt.progress)
+          std::fprintf(stderr,
+                       "bench %s ctx %ld workers %d sessions %d: %.2f ms/step, %.1f tok/s\n",
+                       name.c_str(), static_cast<long>(ctx), W, S, r["step_ms"].get<double>(),
+                       r["tok_s_aggregate"].get<double>());
+        out["results"].push_back(r);
+      }
     }
-  }
 }
 
 }  // namespace
@@ -313,8 +314,7 @@ std::string bench_table(const nlohmann::json& j) {
         "| {:<10} | {:>8} | {:>7} | {:>7} | {:>8.2f} | {:>10.1f} | {:>10.1f} | {:>8.0f} | "
         "{:>6.1f} | {:>7.2f} |\n",
         r["model"].get<std::string>(), r.value("sessions", 1), r["context"].get<int64_t>(),
-        r["workers"].get<int>(),
-        r["step_ms"].get<double>(), r["tok_s_per_worker"].get<double>(),
+        r["workers"].get<int>(), r["step_ms"].get<double>(), r["tok_s_per_worker"].get<double>(),
         r["tok_s_aggregate"].get<double>(), r["GBps"].get<double>(),
         r["pct_of_copy_bw"].get<double>(), r["speedup_vs_1_worker"].get<double>());
   return s;

@@ -19,7 +19,7 @@ struct BenchOptions {
   std::vector<int> workers = {1, 2, 4, 8};
   std::vector<int64_t> contexts = {1024, 8192, 16384};
   std::vector<int> sessions = {1};  // S concurrent problems, each with its own shared context
-  int64_t step_tokens = 32;  // tokens already in each worker's current step
+  int64_t step_tokens = 32;         // tokens already in each worker's current step
   int warmup = 3;
   int repeat = 20;
   uint64_t seed = 1;

@@ -1,11 +1,11 @@
 // CudaBackend: construction, cache blocks, promotion and the forward pass (cuda_backend.h).
 #include "cuda/cuda_backend.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "cpu/rope.h"

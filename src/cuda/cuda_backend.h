@@ -103,8 +103,8 @@ class CudaBackend : public Backend {
   int64_t kv_free_tokens() const { return table_.free_pages() * kPageTokens; }
   /// Throws hogwild::Error (with sizes and what to do) when `tokens` more tokens cannot be cached.
   /// `advice` ends the message (what the caller's user can change).
-  void require_kv_tokens(int64_t tokens,
-                         const std::string& advice = "use fewer workers or a shorter context") const;
+  void require_kv_tokens(
+      int64_t tokens, const std::string& advice = "use fewer workers or a shorter context") const;
   /// For benches and tests: sets block b (empty) to `len` tokens of random K/V (all layers).
   void fill_block_random(BlockId b, int64_t len, uint64_t seed);
   /// Bytes of weights a decode step reads (every matrix and norm except the embedding table).

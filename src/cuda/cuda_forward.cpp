@@ -74,8 +74,8 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
         const int64_t added = ad == appended.end() ? 0 : ad->second;
         const int64_t len = table_.len(b);
         const auto fr = first_row.find(b);
-        pin.blocks.push_back(PlanBlock{len, &table_.pages(b), len - added,
-                                       fr == first_row.end() ? -1 : fr->second});
+        pin.blocks.push_back(
+            PlanBlock{len, &table_.pages(b), len - added, fr == first_row.end() ? -1 : fr->second});
         total_keys += len;
       }
       pin.views[w].push_back(PlanOccurrence{it->second, oc.offset});

@@ -82,8 +82,9 @@ void CudaBackend::sample_on_device(const ForwardBatch& batch,
       params[r].ban_count = static_cast<int32_t>(banned_sets[s.banned].size());
     }
   }
-  HOGWILD_CUDA_CHECK(cudaMemcpyAsync(sample_params_, params.data(), params.size() * sizeof(SampleParams),
-                                     cudaMemcpyHostToDevice, stream_));
+  HOGWILD_CUDA_CHECK(cudaMemcpyAsync(sample_params_, params.data(),
+                                     params.size() * sizeof(SampleParams), cudaMemcpyHostToDevice,
+                                     stream_));
   if (!banned_host_.empty())
     ban_tokens(logits_, n, cfg_.vocab_size, banned_dev_,
                static_cast<const SampleParams*>(sample_params_), stream_);

@@ -199,25 +199,44 @@ void CudaBackend::load_checkpoint(const std::string& model_dir, bool show_progre
   auto dest = [&](const TensorSpec& s) -> bf16* {
     const DeviceLayer* L = s.layer >= 0 ? &layers_[static_cast<size_t>(s.layer)] : nullptr;
     switch (s.kind) {
-      case TensorKind::embed_tokens: return embed_tokens_;
-      case TensorKind::norm: return norm_;
-      case TensorKind::lm_head: return lm_head_;
-      case TensorKind::input_layernorm: return L->input_layernorm;
-      case TensorKind::post_attention_layernorm: return L->post_attention_layernorm;
-      case TensorKind::q_proj: return L->qkv_proj;
-      case TensorKind::k_proj: return L->qkv_proj + qd * H;
-      case TensorKind::v_proj: return L->qkv_proj + (qd + kvd) * H;
-      case TensorKind::qkv_proj: return L->qkv_proj;
-      case TensorKind::o_proj: return L->o_proj;
-      case TensorKind::q_bias: return L->qkv_bias;
-      case TensorKind::k_bias: return L->qkv_bias + qd;
-      case TensorKind::v_bias: return L->qkv_bias + qd + kvd;
-      case TensorKind::q_norm: return L->q_norm;
-      case TensorKind::k_norm: return L->k_norm;
-      case TensorKind::gate_proj: return L->gate_up_proj;
-      case TensorKind::up_proj: return L->gate_up_proj + I * H;
-      case TensorKind::gate_up_proj: return L->gate_up_proj;
-      case TensorKind::down_proj: return L->down_proj;
+      case TensorKind::embed_tokens:
+        return embed_tokens_;
+      case TensorKind::norm:
+        return norm_;
+      case TensorKind::lm_head:
+        return lm_head_;
+      case TensorKind::input_layernorm:
+        return L->input_layernorm;
+      case TensorKind::post_attention_layernorm:
+        return L->post_attention_layernorm;
+      case TensorKind::q_proj:
+        return L->qkv_proj;
+      case TensorKind::k_proj:
+        return L->qkv_proj + qd * H;
+      case TensorKind::v_proj:
+        return L->qkv_proj + (qd + kvd) * H;
+      case TensorKind::qkv_proj:
+        return L->qkv_proj;
+      case TensorKind::o_proj:
+        return L->o_proj;
+      case TensorKind::q_bias:
+        return L->qkv_bias;
+      case TensorKind::k_bias:
+        return L->qkv_bias + qd;
+      case TensorKind::v_bias:
+        return L->qkv_bias + qd + kvd;
+      case TensorKind::q_norm:
+        return L->q_norm;
+      case TensorKind::k_norm:
+        return L->k_norm;
+      case TensorKind::gate_proj:
+        return L->gate_up_proj;
+      case TensorKind::up_proj:
+        return L->gate_up_proj + I * H;
+      case TensorKind::gate_up_proj:
+        return L->gate_up_proj;
+      case TensorKind::down_proj:
+        return L->down_proj;
     }
     return nullptr;
   };

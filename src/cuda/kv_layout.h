@@ -1,8 +1,8 @@
-// Layout of the paged KV pool on the GPU. A cache block (docs/ARCHITECTURE.md §2) is a list of pages of
-// kPageTokens tokens; a token's *slot* = page * kPageTokens + index in page. One allocation holds
-// every layer:  pool[layer][page][kind: 0 = K, 1 = V][num_key_value_heads][kPageTokens][head_dim]
-// (bf16), so the K (or V) tile of one page and one KV head is a contiguous
-// kPageTokens x head_dim matrix: the unit the attention kernel loads.
+// Layout of the paged KV pool on the GPU. A cache block (docs/ARCHITECTURE.md §2) is a list of
+// pages of kPageTokens tokens; a token's *slot* = page * kPageTokens + index in page. One
+// allocation holds every layer:  pool[layer][page][kind: 0 = K, 1 =
+// V][num_key_value_heads][kPageTokens][head_dim] (bf16), so the K (or V) tile of one page and one
+// KV head is a contiguous kPageTokens x head_dim matrix: the unit the attention kernel loads.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// Programmatic dependent launch (pdl.h), device side and the launch function (include from .cu only).
+// Programmatic dependent launch (pdl.h), device side and the launch function (include from .cu
+// only).
 //
 // Contract for every kernel launched with launch_pdl: it calls pdl_wait() on every path before it
 // reads memory an earlier kernel wrote or writes memory an earlier kernel reads (in practice: first

@@ -1,10 +1,9 @@
 // RoPE on the GPU: writing new keys/values into the paged cache (keys rotated at their block-local
 // position, scaled once by the model's attention factor) and step promotion (keys rotated by the
-// destination length: a pure rotation, docs/ARCHITECTURE.md §2, §4). Rotate-half pairing (i, i + r/2)
-// over the first rotary_dim values of a head; the rest pass through.
-// cos/sin come from a table (n_positions, rotary_dim / 2) of float2 {cos, sin}, copied from
-// hogwild::cpu::RopeTable so both backends use the same float32 angles.
-// CPU twin: hogwild::cpu::RopeTable::rotate (src/cpu/rope.h).
+// destination length: a pure rotation, docs/ARCHITECTURE.md §2, §4). Rotate-half pairing (i, i +
+// r/2) over the first rotary_dim values of a head; the rest pass through. cos/sin come from a table
+// (n_positions, rotary_dim / 2) of float2 {cos, sin}, copied from hogwild::cpu::RopeTable so both
+// backends use the same float32 angles. CPU twin: hogwild::cpu::RopeTable::rotate (src/cpu/rope.h).
 #pragma once
 
 #include <cuda_bf16.h>

@@ -4,9 +4,10 @@
 // HF's `scores < topk[-1]` removal), found by a radix select over the order-preserving bit
 // patterns (4 histogram passes); top-p the smallest top set whose probability is >= top_p (a
 // bisection over the bit patterns, 32 halvings), min-p keeps p >= min_p * p_max. When the top-k
-// survivors fit shared memory (2048), top-p, min-p and the draw run on them alone. The draw is the inverse CDF, in vocabulary order, of a uniform u given per
-// row (the host's seeded RNG), so a CPU twin can reproduce it exactly.
-// Banned tokens and the repetition penalty are applied to the logits before this (host side).
+// survivors fit shared memory (2048), top-p, min-p and the draw run on them alone. The draw is the
+// inverse CDF, in vocabulary order, of a uniform u given per row (the host's seeded RNG), so a CPU
+// twin can reproduce it exactly. Banned tokens and the repetition penalty are applied to the logits
+// before this (host side).
 #pragma once
 
 #include <cuda_runtime.h>

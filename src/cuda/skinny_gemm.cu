@@ -196,8 +196,8 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
         const unsigned local = unsigned(__cvta_generic_to_shared(&xsplit[blockIdx.y][lane]));
         unsigned remote;
         asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(0));
-        asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(remote),
-                     "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3])
+        asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(remote), "f"(c[0]),
+                     "f"(c[1]), "f"(c[2]), "f"(c[3])
                      : "memory");
       }
     }

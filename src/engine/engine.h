@@ -39,11 +39,12 @@ namespace hogwild {
 using SessionId = int64_t;
 
 struct EngineOptions {
-  int64_t max_sessions = 64;       // sessions running at once
-  int64_t max_queue = 1024;        // sessions waiting for memory or a slot; submit throws beyond
+  int64_t max_sessions = 64;        // sessions running at once
+  int64_t max_queue = 1024;         // sessions waiting for memory or a slot; submit throws beyond
   int64_t max_batch_tokens = 2048;  // tokens of one forward (decode rows + prompt chunks)
   int64_t prefill_chunk = 512;      // most prompt tokens of one session in one forward
-  int64_t kv_tokens = 0;  // KV pool the engine may fill; 0 = Backend::kv_capacity_tokens (0 = no limit)
+  int64_t kv_tokens =
+      0;  // KV pool the engine may fill; 0 = Backend::kv_capacity_tokens (0 = no limit)
 };
 
 /// What happened to one session in an engine step.

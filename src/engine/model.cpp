@@ -89,8 +89,8 @@ std::unique_ptr<Model> Model::load(const ModelOptions& o) {
     if (m->tokenizer_->config().eos_token)
       teos = TokenizerEos{*m->tokenizer_->config().eos_token, m->tokenizer_->eos_id()};
   }
-  m->stop_ = resolve_stop_policy(teos, config.eos_token_id, m->gen_.eos_token_id,
-                                 config.vocab_size);
+  m->stop_ =
+      resolve_stop_policy(teos, config.eos_token_id, m->gen_.eos_token_id, config.vocab_size);
   m->device_ = resolve_device(o.device, config);
   m->backend_ = make_backend(o.model_dir, m->device_, o.kv_tokens, o.max_batch_tokens);
   return m;

@@ -21,9 +21,10 @@
 namespace hogwild {
 
 struct ModelOptions {
-  std::string model_dir;        // a Hugging Face model directory
-  std::string device = "auto";  // "auto" (CUDA when usable and the model fits its kernels), "cuda", "cpu"
-  int64_t kv_tokens = 0;        // CUDA KV pool in tokens; 0 = the free GPU memory minus 1 GiB
+  std::string model_dir;  // a Hugging Face model directory
+  std::string device =
+      "auto";             // "auto" (CUDA when usable and the model fits its kernels), "cuda", "cpu"
+  int64_t kv_tokens = 0;  // CUDA KV pool in tokens; 0 = the free GPU memory minus 1 GiB
   int64_t max_batch_tokens = 0;  // largest forward in tokens (CUDA activations); 0 = 4096
   bool need_tokenizer = true;    // false: a model without tokenizer.json loads (ids only)
 };

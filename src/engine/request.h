@@ -20,8 +20,8 @@ namespace hogwild {
 struct SessionRequest {
   std::vector<int32_t> prompt;  // token ids, chat template applied
   Formatting formatting;
-  SessionOptions options;        // workers, layout, budget, snapshots, stop ids, ...
-  SamplingParams sampling;       // seed = base seed; worker w uses seed + w (SamplerPicker)
+  SessionOptions options;   // workers, layout, budget, snapshots, stop ids, ...
+  SamplingParams sampling;  // seed = base seed; worker w uses seed + w (SamplerPicker)
   // How workers choose tokens; null = a SamplerPicker over `sampling` (set by Engine::submit).
   std::unique_ptr<TokenPicker> picker;
   SessionObserver* observer = nullptr;  // not owned; must outlive the session in the engine

@@ -77,8 +77,8 @@ void run_forward(Backend& backend, std::span<SessionStep*> steps) {
         for (size_t r = 0; r < n; ++r) {
           std::span<const int32_t> banned;
           if (s->sampling[r].banned >= 0 && s->banned) banned = *s->banned;
-          s->drawn[r] = draw_row(std::span<const float>(base + r * vocab, vocab), s->sampling[r],
-                                 banned);
+          s->drawn[r] =
+              draw_row(std::span<const float>(base + r * vocab, vocab), s->sampling[r], banned);
           if (s->drawn[r] < 0)
             fail(
                 "no token can be drawn for a logits row (every logit is -inf or NaN after the "

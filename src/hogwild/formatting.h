@@ -68,13 +68,15 @@ struct ChatFormat {
   std::string assistant_prefix;
 };
 
-/// Texts of the layouts (JSON object "layout"; docs/ARCHITECTURE.md §3). Combined layout view of worker w:
+/// Texts of the layouts (JSON object "layout"; docs/ARCHITECTURE.md §3). Combined layout view of
+/// worker w:
 ///   [prompt + history_header + finished steps] [others_header]
 ///   [other_1 current step] [other_separator] ... [other_k current step]
 ///   [other_separator + own_header] [own current step]
 /// Interleaved: [prompt + history_header + finished steps] [own current step].
 /// Contiguous: [prompt + history_header] [others_header]
-///   [other_1 whole output] [other_separator] ... [other_separator + own_header] [own whole output].
+///   [other_1 whole output] [other_separator] ... [other_separator + own_header] [own whole
+///   output].
 struct LayoutTexts {
   std::string history_header;  ///< after the prompt, before the first finished step; may be ""
   std::string others_header;   ///< {name} = the viewing worker; before the others' current steps
@@ -102,7 +104,8 @@ struct FinisherText {
   int64_t max_tokens = 32;
 };
 
-/// Forbidden tokens during collaborative reasoning (docs/ARCHITECTURE.md §4; JSON object "forbidden").
+/// Forbidden tokens during collaborative reasoning (docs/ARCHITECTURE.md §4; JSON object
+/// "forbidden").
 struct ForbiddenTokens {
   /// Forbid the model's EOS token ids (generation_config.json eos_token_id and tokenizer eos).
   bool eos = true;

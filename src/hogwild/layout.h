@@ -46,10 +46,11 @@ const char* layout_name(Layout l);
 /// Parses a layout name; throws hogwild::Error listing the valid names.
 Layout parse_layout(const std::string& name);
 
-/// Constant formatting blocks (docs/ARCHITECTURE.md §3). Each is tokenized once and its K/V is computed once,
-/// in the prefill forward, by a pseudo-writer whose view is [history][that block], i.e. as if the
-/// text followed the prompt directly. Workers read them at whatever offset their view gives them
-/// (keys are position-free in a block, docs/ARCHITECTURE.md §2). Empty ids (-1) are skipped in views.
+/// Constant formatting blocks (docs/ARCHITECTURE.md §3). Each is tokenized once and its K/V is
+/// computed once, in the prefill forward, by a pseudo-writer whose view is [history][that block],
+/// i.e. as if the text followed the prompt directly. Workers read them at whatever offset their
+/// view gives them (keys are position-free in a block, docs/ARCHITECTURE.md §2). Empty ids (-1) are
+/// skipped in views.
 struct ConstBlocks {
   std::vector<BlockId> others_header;   // (n_workers) header before the others' current steps
   BlockId sep = -1;                     // other_separator: after an other worker's unfinished step

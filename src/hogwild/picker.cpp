@@ -1,10 +1,10 @@
 #include "hogwild/picker.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace hogwild {
 

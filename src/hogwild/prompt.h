@@ -1,6 +1,6 @@
-// The session's prompt text (docs/ARCHITECTURE.md §1): the formatting's chat messages (rules for n_workers,
-// optional example, the problem) rendered by the model's own chat template, completed with the
-// formatting's assistant prefix (e.g. "<think>\n"), then layout.history_header.
+// The session's prompt text (docs/ARCHITECTURE.md §1): the formatting's chat messages (rules for
+// n_workers, optional example, the problem) rendered by the model's own chat template, completed
+// with the formatting's assistant prefix (e.g. "<think>\n"), then layout.history_header.
 #pragma once
 
 #include <string>

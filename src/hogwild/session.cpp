@@ -131,7 +131,6 @@ LayoutState Session::layout_state() const {
   return s;
 }
 
-
 // Block-local index of every fed token (lengths after earlier appends of this forward).
 void Session::assign_indices(SessionStep& step) {
   std::vector<std::pair<BlockId, int64_t>> len;  // few blocks per forward
@@ -213,7 +212,8 @@ bool Session::plan_prefill(SessionStep& step, int64_t max_prompt_tokens) {
     consts_.sep = const_block(fmt_.layout.other_separator);  // also used by the finisher
   }
   const size_t left = prompt_.size() - prompt_fed_;
-  const size_t take = static_cast<size_t>(std::min<int64_t>(left, std::max<int64_t>(0, max_prompt_tokens)));
+  const size_t take =
+      static_cast<size_t>(std::min<int64_t>(left, std::max<int64_t>(0, max_prompt_tokens)));
   if (take == 0) return false;
   const bool last = take == left;
   ForwardBatch& batch = step.batch;
@@ -468,9 +468,9 @@ void Session::advance() {
 
 void Session::end_decoding() {
   result_.serial_steps = serial_;
-  result_.decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                         decode_start_).count() -
-                           result_.finisher_seconds;
+  result_.decode_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start_).count() -
+      result_.finisher_seconds;
   if (independent()) finish_independent();
   if (!result_.answer && result_.stop_reason != "interrupted") {
     begin_finisher(serial_, true);
@@ -542,8 +542,8 @@ void Session::count_unfed(int w, int32_t token, StepReport& rep) {
   result_.tokens_per_worker[w] += 1;
   rep.tokens[w] += 1;
   total_generated_ += 1;
-  TokenEvent ev{w, ws.step, serial_, token, codec_.token_bytes(token),
-                is_eos(token) && !forbidden_[token]};
+  TokenEvent ev{
+      w, ws.step, serial_, token, codec_.token_bytes(token), is_eos(token) && !forbidden_[token]};
   if (obs_) obs_->on_token(ev);
 }
 

@@ -178,9 +178,9 @@ struct WorkerResult {
 /// One session's part of a forward: Session::plan fills it, the caller runs the forward
 /// (batch.h run_forward, alone or merged with other sessions' steps), Session::complete reads it.
 struct SessionStep {
-  ForwardBatch batch;          // the session's tokens; views and writer indices are its own
-  std::vector<FedToken> fed;   // per token of batch.tokens
-  std::vector<int> rows;       // worker of each want_logits row (batch order); -1: prompt/finisher
+  ForwardBatch batch;         // the session's tokens; views and writer indices are its own
+  std::vector<FedToken> fed;  // per token of batch.tokens
+  std::vector<int> rows;      // worker of each want_logits row (batch order); -1: prompt/finisher
   // How each row is drawn when !host_logits (RowSampling::banned: -1 or 0 = *banned).
   std::vector<RowSampling> sampling;
   const std::vector<int32_t>* banned = nullptr;  // the session's forbidden ids
@@ -190,7 +190,7 @@ struct SessionStep {
   // true: the rows are drawn as host_logits says, and their logits are wanted on the host as well
   // (SessionOptions::keep_logits, for dumps); run_forward fills `logits` either way.
   bool keep_logits = false;
-  int64_t prompt_tokens = 0;   // prompt tokens in this forward (prefill chunks)
+  int64_t prompt_tokens = 0;  // prompt tokens in this forward (prefill chunks)
   // Filled by the caller after the forward (batch.h run_forward):
   std::vector<float> logits;   // (rows, vocab_size) when host_logits or keep_logits
   std::vector<int32_t> drawn;  // (rows) the drawn tokens when !host_logits
@@ -200,13 +200,13 @@ struct SessionStep {
 /// What one completed step did (Session::complete), for schedulers, streams and progress.
 struct StepReport {
   enum class Phase { prefill, decode, finisher, done };
-  Phase phase = Phase::prefill;       // phase of the step just completed
-  int64_t serial_step = 0;            // the session's serial steps so far
-  std::vector<int> tokens;            // tokens sampled in this step, per worker
-  int steps_finished = 0;             // steps that ended on a token of this step
-  int promotions = 0;                 // steps appended to the history after this forward
-  bool answer = false;                // a worker's step held a final answer
-  bool finished = false;              // the session is done (result() is final)
+  Phase phase = Phase::prefill;  // phase of the step just completed
+  int64_t serial_step = 0;       // the session's serial steps so far
+  std::vector<int> tokens;       // tokens sampled in this step, per worker
+  int steps_finished = 0;        // steps that ended on a token of this step
+  int promotions = 0;            // steps appended to the history after this forward
+  bool answer = false;           // a worker's step held a final answer
+  bool finished = false;         // the session is done (result() is final)
 };
 
 /// Observer of a session; every callback runs on the session's thread.
@@ -231,8 +231,8 @@ class SessionObserver {
 
 struct SessionResult {
   std::optional<std::string> answer;
-  std::string stop_reason;  // "answer" "budget" "eos" "max_context" "max_tokens" "interrupted"
-                            // "cancelled"
+  std::string stop_reason;   // "answer" "budget" "eos" "max_context" "max_tokens" "interrupted"
+                             // "cancelled"
   int answer_worker = -1;    // worker whose step held the answer (-1: finisher / none)
   int64_t serial_steps = 0;  // forwards after the prefill
   int64_t prompt_tokens = 0;
@@ -343,8 +343,8 @@ class Session {
   // A finisher in progress (snapshot or final), over its own temporary block; the independent
   // layout runs one per worker without an answer, all in the same forwards.
   struct Finisher {
-    LayoutState state;          // the run's blocks when it began
-    int worker = -1;            // finisher_view's worker (-1: the whole run)
+    LayoutState state;  // the run's blocks when it began
+    int worker = -1;    // finisher_view's worker (-1: the whole run)
     BlockId block = -1;
     std::vector<int32_t> feed;  // tokens of the next forward
     FinisherResult result;
@@ -421,7 +421,7 @@ class Session {
   int64_t collab_every_ = 0;
   int64_t max_context_ = 0;
   size_t next_snapshot_ = 0;
-  std::vector<std::pair<std::string, std::string>> notes_;  // (author, note text) not yet fed
+  std::vector<std::pair<std::string, std::string>> notes_;      // (author, note text) not yet fed
   std::vector<std::pair<BlockId, std::string>> feeding_notes_;  // fed in the planned forward
   std::vector<Finisher> finishers_;
   SotPhase sot_ = SotPhase::off;

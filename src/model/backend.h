@@ -1,19 +1,19 @@
 // The interface between the scheduler (plain generation, hogwild sessions) and a compute backend
 // (CPU reference in src/cpu, CUDA in src/cuda). The backend owns the weights and the KV cache.
 //
-// KV cache = a set of cache blocks (docs/ARCHITECTURE.md §2). A block holds K and V of every layer for a
-// run of tokens; keys are stored rotated by RoPE at *block-local* positions 0..len-1. A worker's
-// view is an ordered list of block ids (a block may occur more than once); the offset of an
-// occurrence is the sum of the lengths of the blocks before it in the view.
+// KV cache = a set of cache blocks (docs/ARCHITECTURE.md §2). A block holds K and V of every layer
+// for a run of tokens; keys are stored rotated by RoPE at *block-local* positions 0..len-1. A
+// worker's view is an ordered list of block ids (a block may occur more than once); the offset of
+// an occurrence is the sum of the lengths of the blocks before it in the view.
 //
 // Plain generation is the degenerate case: one block, one worker whose view is that block.
 #pragma once
 
-#include "core/error.h"
-#include "model/config.h"
-
 #include <cstdint>
 #include <vector>
+
+#include "core/error.h"
+#include "model/config.h"
 
 namespace hogwild {
 
@@ -28,8 +28,8 @@ inline constexpr int64_t kKvPageTokens = 64;
 /// One token fed in a forward.
 struct TokenInput {
   int32_t token_id = 0;  // vocabulary id
-  int32_t worker = 0;    // index into ForwardBatch::views: the writer, in whose view K/V are computed
-  BlockId block = 0;     // target block: the token is appended at block index len(block)
+  int32_t worker = 0;  // index into ForwardBatch::views: the writer, in whose view K/V are computed
+  BlockId block = 0;   // target block: the token is appended at block index len(block)
   bool want_logits = false;  // produce logits for this row
 };
 
@@ -39,8 +39,8 @@ struct TokenInput {
 /// A new token's view position p = (offset of the LAST occurrence of its target block in its
 /// writer's view) + its block index. At every layer it attends to every key of every block
 /// occurrence in its writer's view whose view position (offset + block index) is <= p, with the
-/// query rotated by (p - offset) for that occurrence (docs/ARCHITECTURE.md §2). Precondition: the target block
-/// occurs in the writer's view.
+/// query rotated by (p - offset) for that occurrence (docs/ARCHITECTURE.md §2). Precondition: the
+/// target block occurs in the writer's view.
 struct ForwardBatch {
   std::vector<TokenInput> tokens;
   std::vector<std::vector<BlockId>> views;  // views[worker] = ordered block ids (occurrences)
@@ -72,8 +72,9 @@ class Backend {
   virtual int64_t block_len(BlockId b) const = 0;
   /// Drops the last n tokens of block b (n <= len).
   virtual void truncate_block(BlockId b, int64_t new_len) = 0;
-  /// Step promotion (docs/ARCHITECTURE.md §4): appends all of src's tokens to the end of dst. Values are
-  /// copied; keys are rotated once by len(dst) (a pure rotation, no attention factor). No forward.
+  /// Step promotion (docs/ARCHITECTURE.md §4): appends all of src's tokens to the end of dst.
+  /// Values are copied; keys are rotated once by len(dst) (a pure rotation, no attention factor).
+  /// No forward.
   virtual void append_block(BlockId dst, BlockId src) = 0;
 
   /// Copies block b's layer `layer` out as fp32: k and v get (len, num_key_value_heads, head_dim);

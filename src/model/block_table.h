@@ -48,7 +48,7 @@ class BlockTable {
 
   int64_t page_tokens() const { return page_tokens_; }
   int64_t num_pages() const { return num_pages_; }  // 0 = no limit
-  int64_t free_pages() const;                        // INT64_MAX when there is no limit
+  int64_t free_pages() const;                       // INT64_MAX when there is no limit
   int64_t used_pages() const { return used_pages_; }
   int64_t live_blocks() const { return live_; }
   /// Highest block id ever handed out + 1 (ids below it may be dead).

@@ -4,9 +4,8 @@
 //          transformers/modeling_rope_utils.py (rope_scaling).
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -26,38 +25,38 @@ Arch arch_from_short_name(const std::string& name);
 /// "llama3", "yarn". Fields not used by a type keep their defaults.
 struct RopeScaling {
   std::string rope_type = "default";
-  double factor = 1.0;                        // linear, llama3, yarn
-  double low_freq_factor = 1.0;               // llama3
-  double high_freq_factor = 4.0;              // llama3
+  double factor = 1.0;                           // linear, llama3, yarn
+  double low_freq_factor = 1.0;                  // llama3
+  double high_freq_factor = 4.0;                 // llama3
   int64_t original_max_position_embeddings = 0;  // llama3, yarn (0 = use max_position_embeddings)
-  double beta_fast = 32.0;                    // yarn
-  double beta_slow = 1.0;                     // yarn
-  double attention_factor = 0.0;              // yarn; 0 = unset -> 0.1*ln(factor)+1
-  bool truncate = true;                       // yarn
+  double beta_fast = 32.0;                       // yarn
+  double beta_slow = 1.0;                        // yarn
+  double attention_factor = 0.0;                 // yarn; 0 = unset -> 0.1*ln(factor)+1
+  bool truncate = true;                          // yarn
 };
 
 /// One model config for every family.
 struct ModelConfig {
   Arch arch = Arch::qwen3;
-  int64_t hidden_size = 0;              // d_model
-  int64_t intermediate_size = 0;        // MLP inner size
+  int64_t hidden_size = 0;        // d_model
+  int64_t intermediate_size = 0;  // MLP inner size
   int64_t num_hidden_layers = 0;
-  int64_t num_attention_heads = 0;      // query heads
-  int64_t num_key_value_heads = 0;      // KV heads (GQA when < num_attention_heads)
-  int64_t head_dim = 0;                 // explicit for Qwen3; else hidden_size / num_attention_heads
+  int64_t num_attention_heads = 0;  // query heads
+  int64_t num_key_value_heads = 0;  // KV heads (GQA when < num_attention_heads)
+  int64_t head_dim = 0;             // explicit for Qwen3; else hidden_size / num_attention_heads
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;  // context length the model was trained for
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
-  double partial_rotary_factor = 1.0;   // fraction of head_dim that is rotated (rotate-half pairing)
+  double partial_rotary_factor = 1.0;  // fraction of head_dim that is rotated (rotate-half pairing)
   RopeScaling rope_scaling;
-  bool tie_word_embeddings = false;     // lm_head shares model.embed_tokens.weight
-  bool attention_bias = false;          // q/k/v projections have bias (Qwen2: always true)
-  bool qk_norm = false;                 // per-head RMSNorm on q and k before RoPE (Qwen3)
-  bool fused_qkv = false;               // Phi3: self_attn.qkv_proj
-  bool fused_gate_up = false;           // Phi3: mlp.gate_up_proj
-  std::string torch_dtype = "bfloat16"; // dtype the checkpoint declares
-  std::vector<int64_t> eos_token_id;    // may be a list in config.json
+  bool tie_word_embeddings = false;      // lm_head shares model.embed_tokens.weight
+  bool attention_bias = false;           // q/k/v projections have bias (Qwen2: always true)
+  bool qk_norm = false;                  // per-head RMSNorm on q and k before RoPE (Qwen3)
+  bool fused_qkv = false;                // Phi3: self_attn.qkv_proj
+  bool fused_gate_up = false;            // Phi3: mlp.gate_up_proj
+  std::string torch_dtype = "bfloat16";  // dtype the checkpoint declares
+  std::vector<int64_t> eos_token_id;     // may be a list in config.json
   int64_t bos_token_id = -1;
   /// Sliding-window attention span in tokens (Mistral v0.1: 4096; Phi-3: 2047); 0 = none. Qwen2/3
   /// with `use_sliding_window: true` are rejected at parse time. A backend must refuse contexts

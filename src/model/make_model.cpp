@@ -200,9 +200,10 @@ ModelConfig make_model(const MakeModelOptions& opt) {
   if (fs::exists(out, ec) && !fs::is_directory(out, ec))
     fail("--out {}: is a file, not a directory; give a directory for the model", out.string());
   if (fs::is_directory(out, ec) && !fs::is_empty(out, ec) && !opt.force)
-    fail("--out {}: the directory is not empty; give a new directory, or pass --force to replace "
-         "the model files in it",
-         out.string());
+    fail(
+        "--out {}: the directory is not empty; give a new directory, or pass --force to replace "
+        "the model files in it",
+        out.string());
   fs::create_directories(out, ec);
   if (!fs::is_directory(out))
     fail("cannot create output directory {}: {}", out.string(), ec.message());

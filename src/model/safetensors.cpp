@@ -1,7 +1,5 @@
 #include "model/safetensors.h"
 
-#include "model/config.h"
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -18,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/io.h"
+#include "model/config.h"
 
 namespace hogwild {
 

@@ -1,12 +1,13 @@
 // Model weights in fp32 on the host, one field per HF tensor (the HF names live in one table in
 // tensor_names.cpp). Matrices are row-major [out_features, in_features] exactly as stored by HF
-// (y = x W^T). Fused Phi3 tensors (qkv_proj, gate_up_proj) are split at load into q/k/v and gate/up.
+// (y = x W^T). Fused Phi3 tensors (qkv_proj, gate_up_proj) are split at load into q/k/v and
+// gate/up.
 #pragma once
-
-#include "model/config.h"
 
 #include <string>
 #include <vector>
+
+#include "model/config.h"
 
 namespace hogwild {
 
@@ -26,12 +27,14 @@ struct LayerWeights {
 
 struct ModelWeights {
   ModelConfig config;
-  std::vector<float> embed_tokens;  // (vocab_size, hidden_size)
-  std::vector<LayerWeights> layers; // (num_hidden_layers)
-  std::vector<float> norm;          // (hidden_size) final RMSNorm
-  std::vector<float> lm_head;       // (vocab_size, hidden_size); empty when tie_word_embeddings
+  std::vector<float> embed_tokens;   // (vocab_size, hidden_size)
+  std::vector<LayerWeights> layers;  // (num_hidden_layers)
+  std::vector<float> norm;           // (hidden_size) final RMSNorm
+  std::vector<float> lm_head;        // (vocab_size, hidden_size); empty when tie_word_embeddings
   /// The output projection: lm_head, or embed_tokens when tied.
-  const std::vector<float>& output_weight() const { return lm_head.empty() ? embed_tokens : lm_head; }
+  const std::vector<float>& output_weight() const {
+    return lm_head.empty() ? embed_tokens : lm_head;
+  }
 };
 
 struct LoadOptions {

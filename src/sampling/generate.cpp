@@ -1,9 +1,9 @@
 #include "sampling/generate.h"
 
-#include "core/error.h"
-
 #include <algorithm>
 #include <chrono>
+
+#include "core/error.h"
 
 namespace hogwild {
 
@@ -53,9 +53,10 @@ GenerateResult generate(Backend& be, std::span<const int32_t> prompt, Sampler& s
   // As `hogwild run`: a prompt that leaves no room for one new token is an error, not a 0-token
   // result (with max_new_tokens 0 the prompt's logits alone are asked for, which fit).
   if (opt.max_new_tokens > 0 && static_cast<int64_t>(prompt.size()) >= ctx)
-    fail("the prompt has {} tokens, which leaves no room to generate within {} of {} tokens; "
-         "shorten the prompt (or pass -n 0 for the prompt's logits only)",
-         prompt.size(), what, ctx);
+    fail(
+        "the prompt has {} tokens, which leaves no room to generate within {} of {} tokens; "
+        "shorten the prompt (or pass -n 0 for the prompt's logits only)",
+        prompt.size(), what, ctx);
   for (int32_t id : prompt)
     if (id < 0 || id >= c.vocab_size)
       fail("prompt token id {} is outside the model's vocabulary [0, {})", id, c.vocab_size);
@@ -102,7 +103,8 @@ GenerateResult generate(Backend& be, std::span<const int32_t> prompt, Sampler& s
       r.stop_reason = "stop_string";
       stop = true;
     }
-    if (std::find(opt.eos_token_ids.begin(), opt.eos_token_ids.end(), tok) != opt.eos_token_ids.end()) {
+    if (std::find(opt.eos_token_ids.begin(), opt.eos_token_ids.end(), tok) !=
+        opt.eos_token_ids.end()) {
       r.stop_reason = "eos";
       stop = true;
     }

@@ -4,15 +4,15 @@
 // model's context length.
 #pragma once
 
-#include "model/backend.h"
-#include "sampling/sampler.h"
-
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "model/backend.h"
+#include "sampling/sampler.h"
 
 namespace hogwild {
 
@@ -40,8 +40,8 @@ struct GenerateOptions {
   int64_t max_new_tokens = 128;
   int64_t max_context = 0;  // context length, prompt included; 0 = max_position_embeddings
                             // (a larger value is capped there)
-  std::vector<int64_t> eos_token_ids;       // stop after emitting any of these (kept in output)
-  std::vector<std::string> stop_strings;    // need `decode_piece`
+  std::vector<int64_t> eos_token_ids;     // stop after emitting any of these (kept in output)
+  std::vector<std::string> stop_strings;  // need `decode_piece`
   /// Streaming detokenizer hook: text completed by one more generated id ("" allowed).
   std::function<std::string(int32_t)> decode_piece;
   /// Called with each generated id as soon as it is sampled.
@@ -58,17 +58,18 @@ struct GenerateOptions {
 
 struct GenerateResult {
   std::vector<int32_t> generated;  // sampled ids (EOS included when it stopped the run)
-  std::string stop_reason;  // "eos", "stop_string", "max_new_tokens", "context_length", "interrupted"
-  std::string text;                // decoded text cut at a stop string (empty without decode_piece)
+  std::string
+      stop_reason;   // "eos", "stop_string", "max_new_tokens", "context_length", "interrupted"
+  std::string text;  // decoded text cut at a stop string (empty without decode_piece)
   int64_t prompt_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;  // wall time of prefill / all decode forwards
-  int64_t decode_forwards = 0;                      // forwards counted in decode_seconds
+  int64_t decode_forwards = 0;                     // forwards counted in decode_seconds
 };
 
 /// Runs plain generation of `prompt` on a fresh block of `backend` (freed at the end).
 /// Throws hogwild::Error when the prompt is empty, longer than the context (max_context or the
-/// model's max_position_embeddings; the message gives both numbers), fills it while max_new_tokens > 0
-/// (no room for one new token), or holds an id outside the vocab.
+/// model's max_position_embeddings; the message gives both numbers), fills it while max_new_tokens
+/// > 0 (no room for one new token), or holds an id outside the vocab.
 GenerateResult generate(Backend& backend, std::span<const int32_t> prompt, Sampler& sampler,
                         const GenerateOptions& opt);
 

@@ -1,13 +1,12 @@
 #include "sampling/generation_config.h"
 
-#include "core/error.h"
-#include "core/io.h"
-
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "core/error.h"
+#include "core/io.h"
 
 namespace hogwild {
 namespace {
@@ -18,8 +17,7 @@ bool present(const json& j, const char* key) { return j.contains(key) && !j.at(k
 
 double get_number(const json& j, const char* key) {
   const json& v = j.at(key);
-  if (!v.is_number())
-    fail("generation_config.json: '{}' must be a number, got {}", key, v.dump());
+  if (!v.is_number()) fail("generation_config.json: '{}' must be a number, got {}", key, v.dump());
   return v.get<double>();
 }
 
@@ -37,7 +35,8 @@ GenerationConfig parse_generation_config(const json& j) {
   GenerationConfig g;
   if (present(j, "do_sample")) {
     if (!j.at("do_sample").is_boolean())
-      fail("generation_config.json: 'do_sample' must be true or false, got {}", j.at("do_sample").dump());
+      fail("generation_config.json: 'do_sample' must be true or false, got {}",
+           j.at("do_sample").dump());
     g.do_sample = j.at("do_sample").get<bool>();
   }
   if (present(j, "temperature")) g.temperature = get_number(j, "temperature");
@@ -61,7 +60,8 @@ GenerationConfig parse_generation_config(const json& j) {
       fail("generation_config.json: 'eos_token_id' must be an integer or a list, got {}", e.dump());
     }
   }
-  if (g.temperature < 0) fail("generation_config.json: temperature must be >= 0, got {}", g.temperature);
+  if (g.temperature < 0)
+    fail("generation_config.json: temperature must be >= 0, got {}", g.temperature);
   if (g.top_k < 0) fail("generation_config.json: top_k must be >= 0, got {}", g.top_k);
   if (!(g.top_p > 0 && g.top_p <= 1))
     fail("generation_config.json: top_p must be in (0, 1], got {}", g.top_p);

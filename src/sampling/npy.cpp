@@ -1,9 +1,9 @@
 #include "sampling/npy.h"
 
-#include "core/error.h"
-
 #include <bit>
 #include <cstring>
+
+#include "core/error.h"
 
 namespace hogwild {
 namespace {
@@ -13,7 +13,8 @@ constexpr size_t kHeaderBytes = 128;
 }  // namespace
 
 NpyWriter::NpyWriter(const std::string& path, int64_t n_cols) : path_(path), cols_(n_cols) {
-  static_assert(std::endian::native == std::endian::little, "the .npy writer assumes little endian");
+  static_assert(std::endian::native == std::endian::little,
+                "the .npy writer assumes little endian");
   f_ = std::fopen(path.c_str(), "wb");
   if (!f_) fail("cannot create {}: {}; check the path and permissions", path, std::strerror(errno));
   write_header();
@@ -29,14 +30,22 @@ NpyWriter::~NpyWriter() {
 }
 
 void NpyWriter::write_header() {
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
-                     std::to_string(rows_) + ", " + std::to_string(cols_) + "), }";
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows_) +
+                     ", " + std::to_string(cols_) + "), }";
   const size_t pre = 10;  // magic(6) + version(2) + header_len(2)
   dict.append(kHeaderBytes - pre - dict.size() - 1, ' ');
   dict.push_back('\n');
   const uint16_t hl = static_cast<uint16_t>(dict.size());
-  unsigned char head[pre] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                             static_cast<unsigned char>(hl & 0xff), static_cast<unsigned char>(hl >> 8)};
+  unsigned char head[pre] = {0x93,
+                             'N',
+                             'U',
+                             'M',
+                             'P',
+                             'Y',
+                             1,
+                             0,
+                             static_cast<unsigned char>(hl & 0xff),
+                             static_cast<unsigned char>(hl >> 8)};
   if (std::fseek(f_, 0, SEEK_SET) != 0 || std::fwrite(head, 1, pre, f_) != pre ||
       std::fwrite(dict.data(), 1, dict.size(), f_) != dict.size())
     fail("cannot write {}: {}", path_, std::strerror(errno));

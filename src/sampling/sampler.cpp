@@ -1,11 +1,11 @@
 #include "sampling/sampler.h"
 
-#include "core/error.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
+
+#include "core/error.h"
 
 namespace hogwild {
 namespace {
@@ -53,7 +53,8 @@ void sorted_softmax(const std::vector<float>& l, std::vector<int32_t>& idx,
   if (idx.empty()) return;
   const double mx = l[idx.back()];
   double sum = 0;
-  for (size_t i = 0; i < idx.size(); ++i) sum += (p[i] = std::exp(static_cast<double>(l[idx[i]]) - mx));
+  for (size_t i = 0; i < idx.size(); ++i)
+    sum += (p[i] = std::exp(static_cast<double>(l[idx[i]]) - mx));
   for (double& x : p) x /= sum;
 }
 
@@ -114,9 +115,10 @@ SamplingParams SamplingParams::from(const GenerationConfig& g, uint64_t seed) {
 }
 
 std::string SamplingParams::describe() const {
-  std::string s = greedy() ? std::string("greedy")
-                           : fmt::format("temperature {:g}, top_k {}, top_p {:g}, min_p {:g}, seed {}",
-                                         temperature, top_k, top_p, min_p, seed);
+  std::string s = greedy()
+                      ? std::string("greedy")
+                      : fmt::format("temperature {:g}, top_k {}, top_p {:g}, min_p {:g}, seed {}",
+                                    temperature, top_k, top_p, min_p, seed);
   if (repetition_penalty != 1.0f) s += fmt::format(", repetition_penalty {:g}", repetition_penalty);
   return s;
 }
@@ -126,8 +128,7 @@ Sampler::Sampler(SamplingParams p) : p_(std::move(p)), rng_(p_.seed) {
   if (!(p_.top_p > 0 && p_.top_p <= 1)) fail("top_p must be in (0, 1], got {}", p_.top_p);
   if (!(p_.min_p >= 0 && p_.min_p <= 1)) fail("min_p must be in [0, 1], got {}", p_.min_p);
   if (!(p_.repetition_penalty > 0) || std::isinf(p_.repetition_penalty))
-    fail("repetition_penalty must be a finite number > 0 (1 = off), got {}",
-         p_.repetition_penalty);
+    fail("repetition_penalty must be a finite number > 0 (1 = off), got {}", p_.repetition_penalty);
   // 0 means greedy (llama.cpp convention); negative, NaN or infinite values are mistakes.
   if (!(p_.temperature >= 0) || std::isinf(p_.temperature))
     fail("temperature must be a finite number >= 0 (0 = greedy), got {}", p_.temperature);

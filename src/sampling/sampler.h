@@ -1,17 +1,18 @@
 // Token sampling with transformers' logits processors, in transformers' order
 // (transformers/generation/utils.py _get_logits_processor, generation/logits_process.py):
-//   repetition penalty -> [do_sample only:] temperature -> top-k -> top-p -> min-p -> softmax -> draw.
+//   repetition penalty -> [do_sample only:] temperature -> top-k -> top-p -> min-p -> softmax ->
+//   draw.
 // Greedy (do_sample = false, or temperature 0) takes the argmax after the repetition penalty.
-// Draws use the project's own seeded PRNG (xoshiro256**), so a seed reproduces a run on any machine;
-// the draws are not those of torch.multinomial.
+// Draws use the project's own seeded PRNG (xoshiro256**), so a seed reproduces a run on any
+// machine; the draws are not those of torch.multinomial.
 #pragma once
-
-#include "sampling/generation_config.h"
 
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "sampling/generation_config.h"
 
 namespace hogwild {
 

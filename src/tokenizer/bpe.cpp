@@ -180,8 +180,7 @@ void Bpe::merge_word(std::string_view word, std::vector<int32_t>& out) const {
     i += l > 0 ? l : 1;
     std::string_view ch = word.substr(b, i - b);
     std::string_view key = ch;
-    const bool affixed =
-        (b != 0 && !prefix_.empty()) || (i == word.size() && !suffix_.empty());
+    const bool affixed = (b != 0 && !prefix_.empty()) || (i == word.size() && !suffix_.empty());
     if (!affixed) {  // fast path: one character, looked up in the small table
       size_t k = 0;
       char32_t c = utf8_next(ch, k);
@@ -234,7 +233,7 @@ void Bpe::merge_word(std::string_view word, std::vector<int32_t>& out) const {
   std::vector<Cand> heap_store;
   heap_store.reserve(syms.size());
   std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> queue(std::greater<Cand>(),
-                                                                       std::move(heap_store));
+                                                                         std::move(heap_store));
   for (size_t k = 0; k + 1 < syms.size(); ++k) {
     if (auto* m = lookup(syms[k].id, syms[k + 1].id))
       queue.push({m->first, static_cast<int32_t>(k), m->second});
@@ -256,7 +255,8 @@ void Bpe::merge_word(std::string_view word, std::vector<int32_t>& out) const {
         queue.push({pm->first, cur.prev, pm->second});
     }
     if (cur.next >= 0) {
-      if (auto* nm = lookup(cur.id, syms[cur.next].id)) queue.push({nm->first, top.pos, nm->second});
+      if (auto* nm = lookup(cur.id, syms[cur.next].id))
+        queue.push({nm->first, top.pos, nm->second});
     }
   }
   for (const auto& s : syms) {

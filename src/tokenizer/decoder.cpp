@@ -113,9 +113,8 @@ struct StripDec : Decoder {
     if (content.empty()) return;
     for (auto& t : tokens) {
       size_t b = 0, e = t.size();
-      for (size_t k = 0; k < start && e - b >= content.size() &&
-                         t.compare(b, content.size(), content) == 0;
-           ++k)
+      for (size_t k = 0;
+           k < start && e - b >= content.size() && t.compare(b, content.size(), content) == 0; ++k)
         b += content.size();
       for (size_t k = 0; k < stop && e - b >= content.size() &&
                          t.compare(e - content.size(), content.size(), content) == 0;
@@ -208,9 +207,10 @@ std::unique_ptr<Decoder> parse_decoder(const json& j, int depth) {
     }
     return seq;
   }
-  fail("tokenizer.json: decoder type \"{}\" is not supported (supported: ByteLevel, ByteFallback, "
-       "Fuse, Replace, Strip, Metaspace, Sequence).",
-       type);
+  fail(
+      "tokenizer.json: decoder type \"{}\" is not supported (supported: ByteLevel, ByteFallback, "
+      "Fuse, Replace, Strip, Metaspace, Sequence).",
+      type);
 }
 
 namespace {
@@ -257,9 +257,10 @@ std::unique_ptr<PostProcessor> parse_template(const json& j) {
     std::string name = item["SpecialToken"].value("id", std::string());
     if (!specials.is_object() || !specials.contains(name) || !specials[name].is_object() ||
         !specials[name].contains("ids") || !specials[name]["ids"].is_array())
-      fail("tokenizer.json: TemplateProcessing uses special token \"{}\" without ids in "
-           "special_tokens.",
-           name);
+      fail(
+          "tokenizer.json: TemplateProcessing uses special token \"{}\" without ids in "
+          "special_tokens.",
+          name);
     for (const auto& id : specials[name]["ids"]) {
       (seen_seq ? w->after : w->before).push_back(id.get<int32_t>());
     }
@@ -293,9 +294,10 @@ std::unique_ptr<PostProcessor> parse_post_processor(const json& j, int depth) {
     }
     return seq;
   }
-  fail("tokenizer.json: post_processor type \"{}\" is not supported (supported: ByteLevel, "
-       "TemplateProcessing, BertProcessing, RobertaProcessing, Sequence).",
-       type);
+  fail(
+      "tokenizer.json: post_processor type \"{}\" is not supported (supported: ByteLevel, "
+      "TemplateProcessing, BertProcessing, RobertaProcessing, Sequence).",
+      type);
 }
 
 std::unique_ptr<PostProcessor> make_bos_eos_processor(std::optional<int32_t> bos,

@@ -148,9 +148,10 @@ std::unique_ptr<Normalizer> parse_normalizer(const json& j, int depth) {
     }
     return seq;
   }
-  fail("tokenizer.json: normalizer type \"{}\" is not supported (supported: NFC, NFD, NFKC, NFKD, "
-       "Lowercase, Strip, Prepend, Replace, Sequence).",
-       type);
+  fail(
+      "tokenizer.json: normalizer type \"{}\" is not supported (supported: NFC, NFD, NFKC, NFKD, "
+      "Lowercase, Strip, Prepend, Replace, Sequence).",
+      type);
 }
 
 }  // namespace hogwild::tok

@@ -1,13 +1,12 @@
 // Internal pieces of the tokenizer pipeline (see tokenizer.h for the order they run in). Each
-// component mirrors the HF `tokenizers` type of the same name and is built from its JSON object by a
-// parse_* function that throws hogwild::Error naming the unsupported/invalid field.
+// component mirrors the HF `tokenizers` type of the same name and is built from its JSON object by
+// a parse_* function that throws hogwild::Error naming the unsupported/invalid field.
 #pragma once
-
-#include <nlohmann/json.hpp>
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,8 +51,8 @@ class Regex {
 
  private:
   void for_each_impl(std::string_view s, void* ctx, void (*cb)(void*, size_t, size_t)) const;
-  void* code_ = nullptr;   // pcre2_code*
-  void* mctx_ = nullptr;   // pcre2_match_context*
+  void* code_ = nullptr;  // pcre2_code*
+  void* mctx_ = nullptr;  // pcre2_match_context*
   bool jit_ = false;
   bool never_ = false;
 };
@@ -75,7 +74,8 @@ class EmitRef {
  public:
   template <typename F>
   EmitRef(F& f)  // NOLINT: implicit from any callable lvalue
-      : obj_(&f), fn_([](void* o, std::string_view s, bool first) { (*static_cast<F*>(o))(s, first); }) {}
+      : obj_(&f),
+        fn_([](void* o, std::string_view s, bool first) { (*static_cast<F*>(o))(s, first); }) {}
   void operator()(std::string_view s, bool first) const { fn_(obj_, s, first); }
 
  private:
@@ -84,8 +84,8 @@ class EmitRef {
 };
 
 /// HF pre-tokenizers: Sequence, Split, ByteLevel, Digits, Metaspace, Whitespace, WhitespaceSplit.
-/// split() cuts one piece (valid UTF-8) and emits the resulting non-empty pieces in order; it streams
-/// so that a large input never materializes millions of strings.
+/// split() cuts one piece (valid UTF-8) and emits the resulting non-empty pieces in order; it
+/// streams so that a large input never materializes millions of strings.
 struct PreTokenizer {
   virtual ~PreTokenizer() = default;
   virtual void split(std::string_view piece, bool first, EmitRef emit) const = 0;
@@ -130,7 +130,7 @@ class Bpe {
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
   std::optional<int32_t> unk_id_;
   bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;
-  std::string prefix_, suffix_;  // continuing_subword_prefix, end_of_word_suffix
+  std::string prefix_, suffix_;          // continuing_subword_prefix, end_of_word_suffix
   std::array<int32_t, 256> byte_ids_{};  // id of "<0xXX>" or -1 (byte_fallback)
   std::array<int32_t, 512> char_ids_{};  // id of the one-character token U+0000..U+01FF or -1
 };
@@ -172,10 +172,10 @@ struct Pipeline {
   std::unique_ptr<Bpe> model;
   std::unique_ptr<PostProcessor> post_processor;
   std::unique_ptr<Decoder> decoder;
-  std::vector<AddedToken> added;              // in file order, ids resolved as HF does
+  std::vector<AddedToken> added;                     // in file order, ids resolved as HF does
   std::unordered_map<int32_t, int32_t> added_by_id;  // id -> index in `added`
-  StrMap added_by_content;                    // content -> id
-  TokenTrie raw_trie, normalized_trie;        // normalized=false / normalized=true tokens
+  StrMap added_by_content;                           // content -> id
+  TokenTrie raw_trie, normalized_trie;               // normalized=false / normalized=true tokens
 
   /// Cuts added tokens out of each plain segment, matching `trie` (HF find_matches).
   void split_added(std::vector<Segment>& segs, const TokenTrie& trie) const;

@@ -22,8 +22,7 @@ struct Region {
 
 // Turns a sorted list of matches into the alternating match / non-match regions of
 // Pattern::find_matches (an empty piece yields one empty non-match region).
-std::vector<Region> regions_from_matches(size_t n,
-                                         const std::vector<std::pair<size_t, size_t>>& m,
+std::vector<Region> regions_from_matches(size_t n, const std::vector<std::pair<size_t, size_t>>& m,
                                          bool invert) {
   std::vector<Region> out;
   if (n == 0) return {{0, 0, invert}};
@@ -108,9 +107,10 @@ Behavior parse_behavior(const json& j) {
   if (b == "MergedWithPrevious") return Behavior::MergedWithPrevious;
   if (b == "MergedWithNext") return Behavior::MergedWithNext;
   if (b == "Contiguous") return Behavior::Contiguous;
-  fail("tokenizer.json: Split behavior \"{}\" is unknown (Removed, Isolated, MergedWithPrevious, "
-       "MergedWithNext, Contiguous).",
-       b);
+  fail(
+      "tokenizer.json: Split behavior \"{}\" is unknown (Removed, Isolated, MergedWithPrevious, "
+      "MergedWithNext, Contiguous).",
+      b);
 }
 
 // Regions where every character satisfying `pred` is one match (HF Pattern for Fn(char) -> bool).
@@ -230,7 +230,10 @@ struct Metaspace : PreTokenizer {
   void split(std::string_view p, bool first, EmitRef emit) const override {
     std::string s;
     for (char c : p) {
-      if (c == ' ') s += replacement; else s += c;
+      if (c == ' ')
+        s += replacement;
+      else
+        s += c;
     }
     bool prepend = scheme == "always" || (scheme == "first" && first);
     if (prepend && s.compare(0, replacement.size(), replacement) != 0) s.insert(0, replacement);
@@ -254,7 +257,9 @@ struct Sequence : PreTokenizer {
     auto next = [&](std::string_view piece, bool f) { run(k + 1, piece, f, emit); };
     items[k]->split(p, first, EmitRef(next));
   }
-  void split(std::string_view p, bool first, EmitRef emit) const override { run(0, p, first, emit); }
+  void split(std::string_view p, bool first, EmitRef emit) const override {
+    run(0, p, first, emit);
+  }
 };
 
 }  // namespace
@@ -308,9 +313,10 @@ std::unique_ptr<PreTokenizer> parse_pre_tokenizer(const json& j, int depth) {
     }
     return seq;
   }
-  fail("tokenizer.json: pre_tokenizer type \"{}\" is not supported (supported: Split, ByteLevel, "
-       "Digits, Whitespace, WhitespaceSplit, Metaspace, Sequence).",
-       type);
+  fail(
+      "tokenizer.json: pre_tokenizer type \"{}\" is not supported (supported: Split, ByteLevel, "
+      "Digits, Whitespace, WhitespaceSplit, Metaspace, Sequence).",
+      type);
 }
 
 }  // namespace hogwild::tok

@@ -60,9 +60,10 @@ Regex::Regex(const std::string& pattern, bool literal) {
   if (!code) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
-    fail("tokenizer.json: cannot compile regex /{}/ at offset {}: {}. Check the pattern field of "
-         "the pre_tokenizer/normalizer.",
-         pattern, static_cast<size_t>(off), reinterpret_cast<const char*>(msg));
+    fail(
+        "tokenizer.json: cannot compile regex /{}/ at offset {}: {}. Check the pattern field of "
+        "the pre_tokenizer/normalizer.",
+        pattern, static_cast<size_t>(off), reinterpret_cast<const char*>(msg));
   }
   code_ = code;
   jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
@@ -81,8 +82,7 @@ void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>&
   for_each(s, [&](size_t b, size_t e) { out.emplace_back(b, e); });
 }
 
-void Regex::for_each_impl(std::string_view s, void* ctx,
-                          void (*cb)(void*, size_t, size_t)) const {
+void Regex::for_each_impl(std::string_view s, void* ctx, void (*cb)(void*, size_t, size_t)) const {
   if (never_) return;
   auto* code = static_cast<pcre2_code*>(code_);
   // One match-data block per thread and pattern size; grows on demand.
@@ -107,9 +107,10 @@ void Regex::for_each_impl(std::string_view s, void* ctx,
     if (rc < 0) {
       PCRE2_UCHAR msg[256];
       pcre2_get_error_message(rc, msg, sizeof msg);
-      fail("tokenizer regex failed on the input ({}); the pattern in tokenizer.json backtracks "
-           "too much for this text.",
-           reinterpret_cast<const char*>(msg));
+      fail(
+          "tokenizer regex failed on the input ({}); the pattern in tokenizer.json backtracks "
+          "too much for this text.",
+          reinterpret_cast<const char*>(msg));
     }
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t b = ov[0], e = ov[1];

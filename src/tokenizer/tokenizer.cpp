@@ -173,8 +173,8 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
     p.decoder = tok::parse_decoder(j.value("decoder", json()));
     tok::load_added(p, j.value("added_tokens", json()));
   } catch (const json::exception& e) {
-    fail("{}: invalid tokenizer JSON ({}). Re-download the file from the model repository.",
-         source, e.what());
+    fail("{}: invalid tokenizer JSON ({}). Re-download the file from the model repository.", source,
+         e.what());
   } catch (const Error& e) {
     std::string msg = e.what();
     if (msg.rfind(source, 0) != 0) msg = source + ": " + msg;
@@ -224,9 +224,8 @@ Tokenizer Tokenizer::from_dir(const std::string& dir) {
       fail("{}: add_bos_token is set but bos_token is missing or unknown.", cj.string());
     if (add_eos && !t.eos_id())
       fail("{}: add_eos_token is set but eos_token is missing or unknown.", cj.string());
-    t.p_->post_processor =
-        tok::make_bos_eos_processor(add_bos ? t.bos_id() : std::nullopt,
-                                    add_eos ? t.eos_id() : std::nullopt);
+    t.p_->post_processor = tok::make_bos_eos_processor(add_bos ? t.bos_id() : std::nullopt,
+                                                       add_eos ? t.eos_id() : std::nullopt);
   }
   return t;
 }

@@ -55,7 +55,8 @@ class Tokenizer {
   /// Parses the contents of a `tokenizer.json`. `source` names it in error messages.
   /// Throws hogwild::Error on malformed JSON, unsupported component types (only the BPE model is
   /// supported), invalid regexes, or merges that reference tokens missing from the vocab.
-  static Tokenizer from_json(std::string_view json_text, const std::string& source = "tokenizer.json");
+  static Tokenizer from_json(std::string_view json_text,
+                             const std::string& source = "tokenizer.json");
   /// Reads and parses a `tokenizer.json` file. Throws hogwild::Error (with the path) on failure.
   static Tokenizer from_file(const std::string& path);
   /// Loads `dir/tokenizer.json` and, when present, `dir/tokenizer_config.json`. When the config
@@ -76,9 +77,10 @@ class Tokenizer {
   /// limits.
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const;
 
-  /// Token ids -> text, through the tokenizer.json decoder (ByteLevel, ByteFallback, …). Ids outside
-  /// the vocab are skipped (as HF does). With skip_special_tokens, added tokens marked special are
-  /// dropped. Bytes that do not form valid UTF-8 come out as U+FFFD (Rust from_utf8_lossy rule).
+  /// Token ids -> text, through the tokenizer.json decoder (ByteLevel, ByteFallback, …). Ids
+  /// outside the vocab are skipped (as HF does). With skip_special_tokens, added tokens marked
+  /// special are dropped. Bytes that do not form valid UTF-8 come out as U+FFFD (Rust
+  /// from_utf8_lossy rule).
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
 
   /// Token string -> id (added tokens first, then the model vocab); nullopt if unknown.

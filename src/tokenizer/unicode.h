@@ -1,5 +1,6 @@
-// UTF-8 and Unicode functions for the tokenizer (internal). Character properties come from utf8proc;
-// White_Space is the fixed list of the Unicode property (what Rust char::is_whitespace uses).
+// UTF-8 and Unicode functions for the tokenizer (internal). Character properties come from
+// utf8proc; White_Space is the fixed list of the Unicode property (what Rust char::is_whitespace
+// uses).
 #pragma once
 
 #include <array>

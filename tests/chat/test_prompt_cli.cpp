@@ -79,9 +79,11 @@ TEST(PromptCli, ClearErrorsForBadInput) {
   EXPECT_EQ(run({"-m", qwen, "--messages", kData}),
             "error: messages file '" + kData + "' is a directory, not a file");
   // --template-name naming no template of the model is refused, not ignored.
-  EXPECT_EQ(run({"-m", qwen, "--messages", ok, "--template-name", "tool_use"}).rfind(
-                "error: " + qwen + "/tokenizer_config.json: no chat template named 'tool_use': the "
-                "model has a single template (named default); leave out --template-name", 0),
+  EXPECT_EQ(run({"-m", qwen, "--messages", ok, "--template-name", "tool_use"})
+                .rfind("error: " + qwen +
+                           "/tokenizer_config.json: no chat template named 'tool_use': the "
+                           "model has a single template (named default); leave out --template-name",
+                       0),
             0u);
   EXPECT_EQ(run({"-m", qwen, "--messages", write_tmp("obj.json", R"({"role": "user"})")})
                 .rfind("error: messages file ", 0),

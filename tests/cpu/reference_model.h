@@ -1,7 +1,8 @@
 // Test references, written independently of src/cpu (plain loops, double accumulation):
 //  - dense_logits: a plain causal forward over one sequence, RoPE at absolute positions as HF
 //    applies it (cos/sin times attention_scaling on both q and k).
-//  - NaiveBackend: the reference semantics of docs/ARCHITECTURE.md §2 at the backend's level (blocks
+//  - NaiveBackend: the reference semantics of docs/ARCHITECTURE.md §2 at the backend's level
+//  (blocks
 //    and ForwardBatch views, as Backend::forward takes them): stores UN-rotated keys, re-rotates
 //    every key to its current view position at every forward, plain masked attention. (The
 //    session-level reference, from text-level state, is tests/hogwild/naive_reference.h
@@ -10,13 +11,13 @@
 // test_rope.cpp against values from the HF formulas).
 #pragma once
 
-#include "cpu/rope.h"
-#include "model/backend.h"
-#include "model/weights.h"
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
+
+#include "cpu/rope.h"
+#include "model/backend.h"
+#include "model/weights.h"
 
 namespace hogwild::test {
 
@@ -74,7 +75,8 @@ inline RefQKV ref_qkv(const ModelConfig& c, const LayerWeights& L, const Vec& x)
 }
 
 /// o_proj + residual, then MLP + residual, on x in place. att: (nh*hd).
-inline void ref_post_attention(const ModelConfig& c, const LayerWeights& L, Vec& x, const Vec& att) {
+inline void ref_post_attention(const ModelConfig& c, const LayerWeights& L, Vec& x,
+                               const Vec& att) {
   Vec o = ref_linear(L.o_proj, {}, att, c.hidden_size);
   for (int64_t i = 0; i < c.hidden_size; ++i) x[i] += o[i];
   Vec h = x;
@@ -150,8 +152,8 @@ inline std::vector<float> dense_logits(const ModelWeights& w, const std::vector<
   return out;
 }
 
-/// docs/ARCHITECTURE.md §2 reference: blocks of un-rotated K/V; every key re-rotated to its current view
-/// position each forward.
+/// docs/ARCHITECTURE.md §2 reference: blocks of un-rotated K/V; every key re-rotated to its current
+/// view position each forward.
 class NaiveBackend {
  public:
   explicit NaiveBackend(const ModelWeights& w) : w_(w), rp_(cpu::compute_rope_params(w.config)) {}

@@ -1,13 +1,14 @@
 // CpuBackend against independent references (tests/cpu/reference_model.h): dense causal forward
-// for one block, the docs/ARCHITECTURE.md §2 naive hogwild reference for several workers and promotions.
+// for one block, the docs/ARCHITECTURE.md §2 naive hogwild reference for several workers and
+// promotions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "tests/cpu/reference_model.h"
 #include "tests/cpu/tiny_model.h"
-
-#include <gtest/gtest.h>
-
-#include <cmath>
 
 namespace hogwild {
 namespace {
@@ -88,8 +89,10 @@ TEST_P(PerArch, AppendBlockRotatesKeysByOffsetAndCopiesValues) {
   const BlockId dst = be.new_block(), src = be.new_block();
   ForwardBatch fb;
   fb.views = {{dst}, {src}};
-  for (int32_t id : test_ids(7, static_cast<int>(cfg.vocab_size), 7)) fb.tokens.push_back({id, 0, dst});
-  for (int32_t id : test_ids(5, static_cast<int>(cfg.vocab_size), 8)) fb.tokens.push_back({id, 1, src});
+  for (int32_t id : test_ids(7, static_cast<int>(cfg.vocab_size), 7))
+    fb.tokens.push_back({id, 0, dst});
+  for (int32_t id : test_ids(5, static_cast<int>(cfg.vocab_size), 8))
+    fb.tokens.push_back({id, 1, src});
   std::vector<float> logits;
   be.forward(fb, logits);
   EXPECT_TRUE(logits.empty());
@@ -216,7 +219,8 @@ TEST(CpuBackend, BadInputThrowsError) {
     CpuBackend x(std::move(bad));
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("model.layers.1.self_attn.k_proj.weight"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("model.layers.1.self_attn.k_proj.weight"),
+              std::string::npos);
   }
 }
 

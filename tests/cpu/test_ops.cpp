@@ -1,11 +1,11 @@
 // fp32 ops against hand-computed values (python3 math, double precision, quoted per test).
-#include "cpu/ops.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <vector>
+
+#include "cpu/ops.h"
 
 namespace hogwild::cpu {
 namespace {
@@ -88,7 +88,8 @@ TEST(CpuOps, MatmulSharedEqualsSeparateMatmuls) {
   for (size_t i = 0; i < Wk.size(); ++i) Wk[i] = std::sin(0.05 * double(i) + 1);
   for (size_t i = 0; i < bq.size(); ++i) bq[i] = 0.1f * float(i);
   std::vector<float> q(rows * 70), k(rows * 20), q1(rows * 70), k1(rows * 20);
-  matmul_shared(x.data(), rows, in, {{Wq.data(), bq.data(), q.data(), 70}, {Wk.data(), nullptr, k.data(), 20}});
+  matmul_shared(x.data(), rows, in,
+                {{Wq.data(), bq.data(), q.data(), 70}, {Wk.data(), nullptr, k.data(), 20}});
   matmul(x.data(), Wq.data(), bq.data(), q1.data(), rows, in, 70);
   matmul(x.data(), Wk.data(), nullptr, k1.data(), rows, in, 20);
   EXPECT_EQ(q, q1);

@@ -1,13 +1,13 @@
 // RoPE parameters against the HF formulas (values printed by tests/cpu/rope_reference.py, which
 // follows transformers/modeling_rope_utils.py with float32 emulation) and rotation against
 // hand-computed values.
-#include "core/error.h"
-#include "cpu/rope.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
+
+#include "core/error.h"
+#include "cpu/rope.h"
 
 namespace hogwild::cpu {
 namespace {
@@ -41,7 +41,8 @@ TEST(Rope, DefaultInvFreq) {
 }
 
 TEST(Rope, LinearInvFreq) {
-  // linear theta=10000 dim=8 factor=4 [0]=0.25 [1]=0.0250000004 [2]=0.00249999994 [3]=0.000250000012
+  // linear theta=10000 dim=8 factor=4 [0]=0.25 [1]=0.0250000004 [2]=0.00249999994
+  // [3]=0.000250000012
   ModelConfig c = rope_cfg(8, 10000.0);
   c.rope_scaling.rope_type = "linear";
   c.rope_scaling.factor = 4.0;
@@ -52,7 +53,8 @@ TEST(Rope, LinearInvFreq) {
 
 TEST(Rope, Llama3InvFreq) {
   // llama3 theta=5e5 dim=128 f=8 lff=1 hff=4 old=8192 [0]=1 [10]=0.128687382 [20]=0.0165604409
-  // [25]=0.00594073068 [30]=0.00137189368 [40]=3.42810235e-05 [50]=4.41153452e-06 [63]=3.06892588e-07
+  // [25]=0.00594073068 [30]=0.00137189368 [40]=3.42810235e-05 [50]=4.41153452e-06
+  // [63]=3.06892588e-07
   ModelConfig c = rope_cfg(128, 500000.0);
   c.rope_scaling.rope_type = "llama3";
   c.rope_scaling.factor = 8.0;
@@ -61,8 +63,14 @@ TEST(Rope, Llama3InvFreq) {
   c.rope_scaling.original_max_position_embeddings = 8192;
   const RopeParams p = compute_rope_params(c);
   const int idx[8] = {0, 10, 20, 25, 30, 40, 50, 63};
-  const double want[8] = {1,          0.128687382,    0.0165604409,   0.00594073068,
-                          0.00137189368, 3.42810235e-05, 4.41153452e-06, 3.06892588e-07};
+  const double want[8] = {1,
+                          0.128687382,
+                          0.0165604409,
+                          0.00594073068,
+                          0.00137189368,
+                          3.42810235e-05,
+                          4.41153452e-06,
+                          3.06892588e-07};
   for (int i = 0; i < 8; ++i) expect_rel(p.inv_freq[idx[i]], want[i]);
   EXPECT_EQ(p.attention_scaling, 1.0f);
 }
@@ -77,8 +85,8 @@ TEST(Rope, YarnInvFreqAndAttentionFactor) {
   c.rope_scaling.original_max_position_embeddings = 32768;
   const RopeParams p = compute_rope_params(c);
   const int idx[6] = {0, 10, 20, 30, 40, 63};
-  const double want[6] = {1, 0.115478203, 0.0133352149, 0.00106436096, 4.44569851e-05,
-                          3.10234441e-07};
+  const double want[6] = {
+      1, 0.115478203, 0.0133352149, 0.00106436096, 4.44569851e-05, 3.10234441e-07};
   for (int i = 0; i < 6; ++i) expect_rel(p.inv_freq[idx[i]], want[i]);
   expect_rel(p.attention_scaling, 1.13862944);  // 0.1*ln(4)+1
 
@@ -95,8 +103,8 @@ TEST(Rope, YarnInvFreqAndAttentionFactor) {
   d.rope_scaling.attention_factor = 1.25;
   const RopeParams q = compute_rope_params(d);
   const int idx2[6] = {0, 5, 8, 12, 20, 31};
-  const double want2[6] = {1, 0.237137362, 0.100000001, 0.0257716198, 0.000395284733,
-                           1.66690188e-05};
+  const double want2[6] = {
+      1, 0.237137362, 0.100000001, 0.0257716198, 0.000395284733, 1.66690188e-05};
   for (int i = 0; i < 6; ++i) expect_rel(q.inv_freq[idx2[i]], want2[i]);
   EXPECT_EQ(q.attention_scaling, 1.25f);
 }

@@ -1,13 +1,13 @@
 // For tests: tiny random-weight models built in memory (no files), one per architecture flag set.
 #pragma once
 
-#include "model/weights.h"
-
 #include <cmath>
 #include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "model/weights.h"
 
 namespace hogwild::test {
 

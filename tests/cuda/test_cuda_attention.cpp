@@ -223,8 +223,8 @@ double run_scenario(const Scenario& s, uint64_t seed) {
   return worst;
 }
 
-// Combined layout of docs/ARCHITECTURE.md §3: [shared] [other steps...] [own step]; blocks 1..W are the
-// workers' steps, each worker feeds `n_new` tokens at the end of its step.
+// Combined layout of docs/ARCHITECTURE.md §3: [shared] [other steps...] [own step]; blocks 1..W are
+// the workers' steps, each worker feeds `n_new` tokens at the end of its step.
 Scenario combined(int64_t hd, int64_t G, int W, int64_t shared, std::vector<int64_t> step_lens,
                   int n_new = 1) {
   Scenario s;

@@ -1,10 +1,12 @@
 // CudaBackend end to end against HF transformers in bf16 on the GPU. Golden files in
-// tests/data/hf_golden_bf16 were made by tools/hf/make_golden_bf16.py (versions inside each .json) on models written by `hogwild make-model --config` with bf16
-// weights (tools/hf/make_golden_bf16_models.sh; the config is stored in "make_model_args"). Here
-// the same model is regenerated in-process, loaded, and fed teacher-forced on HF's ids with HF's
-// schedule: the 120 prompt ids in one forward (logits of every row), then the 32 greedy ids one
-// per forward. 152 logit rows are compared with
-//   * HF bf16 (sdpa): the reference the backend is held to. Both sides hold the same bf16 weights; HF
+// tests/data/hf_golden_bf16 were made by tools/hf/make_golden_bf16.py (versions inside each .json)
+// on models written by `hogwild make-model --config` with bf16 weights
+// (tools/hf/make_golden_bf16_models.sh; the config is stored in "make_model_args"). Here the same
+// model is regenerated in-process, loaded, and fed teacher-forced on HF's ids with HF's schedule:
+// the 120 prompt ids in one forward (logits of every row), then the 32 greedy ids one per forward.
+// 152 logit rows are compared with
+//   * HF bf16 (sdpa): the reference the backend is held to. Both sides hold the same bf16 weights;
+//   HF
 //     keeps a bf16 residual stream and bf16 logits, we keep an fp32 residual stream and fp32
 //     logits, so the two differ by bf16 rounding of activations on both sides.
 //   * HF fp32 (eager, TF32 off) of the same model and ids: the exact answer, which tells how far

@@ -9,15 +9,14 @@
 // check, so the bf16 tolerance still separates right from wrong semantics.
 #include <gtest/gtest.h>
 
-#include "sampling/row_draw.h"
-
 #include <cstdio>
 #include <set>
 #include <tuple>
 
-#include "cuda/cuda_backend.h"
-#include "tests/cuda/cuda_test_util.h"
 #include "cpu/cpu_backend.h"
+#include "cuda/cuda_backend.h"
+#include "sampling/row_draw.h"
+#include "tests/cuda/cuda_test_util.h"
 #include "tests/hogwild/block_ops_script.h"
 #include "tests/hogwild/engine_checker.h"
 #include "tests/hogwild/session_checker.h"

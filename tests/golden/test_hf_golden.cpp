@@ -4,19 +4,19 @@
 // same model is regenerated (make-model is deterministic), loaded, and run through plain greedy
 // generation: every position's logits (120 prompt tokens, then 32 decode steps) must be within
 // relative error 1e-4 of transformers (fp32), and the 32 greedy tokens identical.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "cpu/cpu_backend.h"
 #include "model/dtype.h"
 #include "model/make_model.h"
 #include "model/weights.h"
 #include "sampling/generate.h"
 #include "sampling/sampler.h"
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
-#include <cmath>
-#include <filesystem>
-#include <fstream>
 
 namespace fs = std::filesystem;
 using hogwild::Arch;

@@ -14,10 +14,10 @@
 namespace hogwild::testing {
 
 struct BlockOpsRecord {
-  std::vector<BlockId> ids;             // every new_block result, in order
-  std::vector<int64_t> lens;            // block lengths checked after each step
-  std::vector<std::string> errors;      // message of each operation expected to throw ("" if not)
-  std::vector<std::vector<float>> logits;  // every forward's logits
+  std::vector<BlockId> ids;         // every new_block result, in order
+  std::vector<int64_t> lens;        // block lengths checked after each step
+  std::vector<std::string> errors;  // message of each operation expected to throw ("" if not)
+  std::vector<std::vector<float>> logits;     // every forward's logits
   std::vector<float> promoted_k, promoted_v;  // layer 0 of the history after the promotions
   int64_t live_end = -1;
 };
@@ -45,8 +45,8 @@ inline BlockOpsRecord run_block_ops(Backend& be) {
   r.logits.push_back(logits);
   ForwardBatch s;
   s.views = {{h, b, a}, {h, a, b}};  // each writer reads the other's block before its own
-  s.tokens = {{11, 0, a, false}, {12, 0, a, false}, {13, 0, a, true}, {21, 1, b, false},
-              {22, 1, b, true}};
+  s.tokens = {
+      {11, 0, a, false}, {12, 0, a, false}, {13, 0, a, true}, {21, 1, b, false}, {22, 1, b, true}};
   be.forward(s, logits);
   r.logits.push_back(logits);
   r.lens.insert(r.lens.end(), {be.block_len(h), be.block_len(a), be.block_len(b)});

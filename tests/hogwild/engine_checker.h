@@ -61,8 +61,8 @@ inline void expect_sessions_match_reference(Backend& be, const ModelWeights& wei
     const Formatting f = test_formatting(7);
     std::vector<std::unique_ptr<Checker>> checkers;
     for (const Planned& p : plan)
-      checkers.push_back(std::make_unique<Checker>(weights, be, f, p.layout, p.workers,
-                                                   codec.encode(p.prompt)));
+      checkers.push_back(
+          std::make_unique<Checker>(weights, be, f, p.layout, p.workers, codec.encode(p.prompt)));
     std::vector<SessionId> ids(plan.size(), -1);
     int most_sessions = 0;
     bool prefill_beside_decode = false;

@@ -37,8 +37,7 @@ class HostTwinDevice : public cpu::CpuBackend {
     for (size_t r = 0; r < rows.size(); ++r) {
       std::span<const int32_t> banned;
       if (rows[r].banned >= 0) banned = banned_sets.at(rows[r].banned);
-      tokens.push_back(draw_row(
-          std::span<const float>(logits.data() + r * V, V), rows[r], banned));
+      tokens.push_back(draw_row(std::span<const float>(logits.data() + r * V, V), rows[r], banned));
     }
   }
   int calls = 0;
@@ -95,9 +94,8 @@ SamplingParams sampled(float temperature, int64_t top_k, float top_p, float min_
 
 TEST(DeviceSampling, SameTokensAsHostSampling) {
   const test::TinySpec spec = session_specs()[2];
-  for (const SamplingParams& sp :
-       {SamplingParams{}, sampled(2.0f, 0, 1.0f, 0.0f), sampled(3.0f, 20, 0.9f, 0.0f),
-        sampled(3.0f, 0, 1.0f, 0.02f)}) {
+  for (const SamplingParams& sp : {SamplingParams{}, sampled(2.0f, 0, 1.0f, 0.0f),
+                                   sampled(3.0f, 20, 0.9f, 0.0f), sampled(3.0f, 0, 1.0f, 0.02f)}) {
     for (int n : {1, 3}) {
       for (Layout layout : {Layout::combined, Layout::interleaved, Layout::contiguous}) {
         SCOPED_TRACE(std::string("layout ") + layout_name(layout));

@@ -68,12 +68,15 @@ TEST(Engine, SessionTokensDoNotDependOnTheOtherSessions) {
   ByteCodec codec;
   const std::string q = "Q: what is 6 times 7?\n";
   // The sessions under test: greedy (3 workers, combined) and seeded sampling (2, interleaved).
-  auto greedy = [&] { return sampled_request(codec, 3, Layout::combined, q, SamplingParams{}, 25); };
+  auto greedy = [&] {
+    return sampled_request(codec, 3, Layout::combined, q, SamplingParams{}, 25);
+  };
   auto sampled = [&] {
     return sampled_request(codec, 2, Layout::interleaved, q, seeded(1.5f, 11), 25);
   };
   std::vector<std::vector<std::vector<int32_t>>> alone;
-  for (auto make : {std::function<SessionRequest()>(greedy), std::function<SessionRequest()>(sampled)}) {
+  for (auto make :
+       {std::function<SessionRequest()>(greedy), std::function<SessionRequest()>(sampled)}) {
     cpu::CpuBackend be(session_model(spec));
     Engine engine(be, codec);
     SessionRequest r = make();
@@ -93,13 +96,13 @@ TEST(Engine, SessionTokensDoNotDependOnTheOtherSessions) {
   SessionRequest rg = greedy(), rs = sampled();
   rg.observer = &g;
   rs.observer = &s;
-  SessionRequest o1 = sampled_request(codec, 8, Layout::combined, "Q: name a colour.\n",
-                                      seeded(0.9f, 5), 30);
+  SessionRequest o1 =
+      sampled_request(codec, 8, Layout::combined, "Q: name a colour.\n", seeded(0.9f, 5), 30);
   o1.formatting.forbidden.texts = {"e", "<t270>"};
   SessionRequest o2 = sampled_request(codec, 1, Layout::contiguous, "Hi\n", SamplingParams{}, 40);
-  SessionRequest o3 = sampled_request(codec, 5, Layout::contiguous,
-                                      "Q: count from one to ten in words, please.\n",
-                                      seeded(2.0f, 1), 18);
+  SessionRequest o3 =
+      sampled_request(codec, 5, Layout::contiguous, "Q: count from one to ten in words, please.\n",
+                      seeded(2.0f, 1), 18);
   engine.submit(std::move(o1));
   engine.submit(std::move(rg));
   engine.submit(std::move(o2));
@@ -146,13 +149,12 @@ TEST(Engine, AdmissionWaitsForKvMemoryAndRefusesWhatCannotFit) {
   const test::TinySpec spec = session_specs()[2];
   ByteCodec codec;
   auto request = [&](int workers, int64_t budget) {
-    return sampled_request(codec, workers, Layout::combined, "Q: 1+1?\n", SamplingParams{},
-                           budget);
+    return sampled_request(codec, workers, Layout::combined, "Q: 1+1?\n", SamplingParams{}, budget);
   };
   SessionRequest probe = request(2, 10);
-  const int64_t need = Session::kv_tokens_needed(probe.options, probe.formatting,
-                                                 session_model(spec).config,
-                                                 static_cast<int64_t>(probe.prompt.size()));
+  const int64_t need =
+      Session::kv_tokens_needed(probe.options, probe.formatting, session_model(spec).config,
+                                static_cast<int64_t>(probe.prompt.size()));
   // Room for one such session, not two (the capacity is whole 64-token pages).
   cpu::CpuBackend be(session_model(spec), need + need / 2);
   const int64_t capacity = be.kv_capacity_tokens();
@@ -176,7 +178,7 @@ TEST(Engine, AdmissionWaitsForKvMemoryAndRefusesWhatCannotFit) {
               std::string::npos)
         << e.what();
   }
-  engine.submit(request(1, 3));  // queue: b and this one
+  engine.submit(request(1, 3));                       // queue: b and this one
   EXPECT_THROW(engine.submit(request(1, 3)), Error);  // the queue holds 2
   // b starts only once a has finished and freed its blocks.
   bool a_done = false;
@@ -292,7 +294,7 @@ TEST(Engine, NoteEntersTheHistoryAndEveryWorkerSeesItFromTheNextStep) {
       EXPECT_EQ(t.worker, -1);
     }
   EXPECT_EQ(note_ids, codec.encode(text));
-  ASSERT_EQ(f7->views.size(), 4u);  // three workers + the note's writer
+  ASSERT_EQ(f7->views.size(), 4u);                        // three workers + the note's writer
   EXPECT_EQ(f7->views[3].front(), f7->views[0].front());  // it reads the history
   EXPECT_EQ(f7->views[3].back(), note_block);
   for (int w = 0; w < 3; ++w)

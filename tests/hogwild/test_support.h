@@ -1,4 +1,5 @@
-// Shared code of the hogwild session tests: a toy byte-level codec, a scripted token source, tiny models.
+// Shared code of the hogwild session tests: a toy byte-level codec, a scripted token source, tiny
+// models.
 #pragma once
 
 #include <string>

@@ -383,8 +383,9 @@ TEST(FormattingErrors, InvalidValues) {
   EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"forbidden", {{"texts", {"#", ""}}}}}),
             "test.json: key 'forbidden.texts' holds an empty or blank string; it would forbid "
             "every whitespace token (the step separator among them). Remove it.");
-  EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"forbidden", {{"texts", {" \n"}}}}}).substr(0, 50),
-            "test.json: key 'forbidden.texts' holds an empty or");
+  EXPECT_EQ(
+      parse_error({{"base", "qwen3-math"}, {"forbidden", {{"texts", {" \n"}}}}}).substr(0, 50),
+      "test.json: key 'forbidden.texts' holds an empty or");
   EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"step_prefix", "Step {step}: "}}),
             "test.json: key 'step_prefix' has no {name}, so no worker could tell whose step it "
             "reads. Add {name} (e.g. \"**{name} [{step}]:** \"), or make it \"\" for no prefix.");

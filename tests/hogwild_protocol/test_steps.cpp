@@ -1,5 +1,5 @@
-// Step-end detection (src/hogwild/steps.h; docs/ARCHITECTURE.md §4). Expected values are hand-computed byte
-// offsets of the separator in each step text.
+// Step-end detection (src/hogwild/steps.h; docs/ARCHITECTURE.md §4). Expected values are
+// hand-computed byte offsets of the separator in each step text.
 #include <gtest/gtest.h>
 
 #include <algorithm>

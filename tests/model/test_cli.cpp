@@ -100,8 +100,9 @@ TEST(ModelCli, BadInputExitsOneWithMessage) {
   // A non-empty --out is refused unless --force (make-model overwrote a model silently).
   CliResult again = run("make-model --arch llama --preset tiny --seed 2 -q --out " + d.str());
   EXPECT_EQ(again.code, 1);
-  EXPECT_TRUE(contains(again.out, "the directory is not empty; give a new directory, or pass "
-                                  "--force"))
+  EXPECT_TRUE(contains(again.out,
+                       "the directory is not empty; give a new directory, or pass "
+                       "--force"))
       << again.out;
   ASSERT_EQ(run("make-model --arch llama --preset tiny --seed 1 -q --force --out " + d.str()).code,
             0);

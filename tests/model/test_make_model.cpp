@@ -145,7 +145,7 @@ TEST(MakeModel, ShardsWithIndexAndReplacesEarlierWeights) {
   o.max_shard_size = 2ull << 30;  // now one file: the shards and index must go
   expect_error([&] { make_model(o); }, {"is not empty", "pass --force"});
   test::write_file(d / "tokenizer.json", "{}");  // an earlier model's tokenizer: must not stay
-  test::write_file(d / "notes.txt", "mine");      // not a model file: stays
+  test::write_file(d / "notes.txt", "mine");     // not a model file: stays
   o.force = true;
   make_model(o);
   EXPECT_FALSE(fs::exists(d / "tokenizer.json"));

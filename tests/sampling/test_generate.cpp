@@ -1,22 +1,21 @@
 // Plain generation driver: stop conditions and logit rows on a scripted backend, greedy decoding on
 // a tiny CpuBackend model against the dense reference, stop strings, the .npy logits format.
-#include "core/error.h"
-#include "cpu/cpu_backend.h"
-#include "sampling/generate.h"
-#include "sampling/npy.h"
-#include "tests/cpu/reference_model.h"
-#include "tests/cpu/tiny_model.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-
-#include "sampling/row_draw.h"
 #include <fstream>
 #include <iterator>
+
+#include "core/error.h"
+#include "cpu/cpu_backend.h"
+#include "sampling/generate.h"
+#include "sampling/npy.h"
+#include "sampling/row_draw.h"
+#include "tests/cpu/reference_model.h"
+#include "tests/cpu/tiny_model.h"
 
 namespace hogwild {
 namespace {

@@ -1,17 +1,8 @@
 // End to end: make_model (tiny presets, every architecture) -> load_model -> CpuBackend: greedy
 // generation equals the dense reference; `hogwild generate --json --dump-logits` writes rows that
 // match the dense reference's logits of prompt ++ generated.
-#include "core/error.h"
-#include "cpu/cpu_backend.h"
-#include "model/make_model.h"
-#include "model/weights.h"
-#include "sampling/generate.h"
-#include "tokenizer/tokenizer.h"
-#include "tests/cpu/reference_model.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -19,6 +10,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "cpu/cpu_backend.h"
+#include "model/make_model.h"
+#include "model/weights.h"
+#include "sampling/generate.h"
+#include "tests/cpu/reference_model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace hogwild {
 namespace {
@@ -71,20 +71,20 @@ TEST_P(Archs, GreedyGenerationOfALoadedModelMatchesDenseReference) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Tiny, Archs,
-    ::testing::Values(std::pair{Arch::qwen3, std::string("tiny")},
-                      std::pair{Arch::qwen3, std::string("tiny-yarn")},
-                      std::pair{Arch::qwen2, std::string("tiny")},
-                      std::pair{Arch::llama, std::string("tiny")},
-                      std::pair{Arch::llama, std::string("tiny-linear")},
-                      std::pair{Arch::mistral, std::string("tiny")},
-                      std::pair{Arch::phi3, std::string("tiny")}),
-    [](const auto& info) {
-      std::string n = std::string(arch_short_name(info.param.first)) + "_" + info.param.second;
-      std::replace(n.begin(), n.end(), '-', '_');
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(Tiny, Archs,
+                         ::testing::Values(std::pair{Arch::qwen3, std::string("tiny")},
+                                           std::pair{Arch::qwen3, std::string("tiny-yarn")},
+                                           std::pair{Arch::qwen2, std::string("tiny")},
+                                           std::pair{Arch::llama, std::string("tiny")},
+                                           std::pair{Arch::llama, std::string("tiny-linear")},
+                                           std::pair{Arch::mistral, std::string("tiny")},
+                                           std::pair{Arch::phi3, std::string("tiny")}),
+                         [](const auto& info) {
+                           std::string n = std::string(arch_short_name(info.param.first)) + "_" +
+                                           info.param.second;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
@@ -106,14 +106,16 @@ std::string run_cli(const std::string& args, int* rc, std::string* err) {
 }
 
 TEST(GenerateCli, JsonAndDumpLogitsMatchTheReference) {
-  if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild")) GTEST_SKIP() << "hogwild not built";
+  if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild"))
+    GTEST_SKIP() << "hogwild not built";
   const std::string dir = make_tiny(Arch::qwen3, "tiny", "cli");
   const std::string npy = testing::TempDir() + "/hogwild_cli_logits.npy";
   int rc = 0;
   std::string err;
-  const std::string out = run_cli(
-      "generate --device cpu -m " + dir + " --ids 5,17,2,40,33 -n 6 --greedy --json --dump-logits " + npy, &rc,
-      &err);
+  const std::string out =
+      run_cli("generate --device cpu -m " + dir +
+                  " --ids 5,17,2,40,33 -n 6 --greedy --json --dump-logits " + npy,
+              &rc, &err);
   ASSERT_EQ(rc, 0) << out << err;
   const auto j = nlohmann::json::parse(out);
   EXPECT_EQ(j["prompt_ids"].get<std::vector<int32_t>>(), (std::vector<int32_t>{5, 17, 2, 40, 33}));
@@ -179,18 +181,21 @@ TEST(GenerateCli, JsonAndDumpLogitsMatchTheReference) {
 }
 
 TEST(GenerateCli, TextPromptStreamsTextAndStopsAtStopStrings) {
-  if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild")) GTEST_SKIP() << "hogwild not built";
+  if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild"))
+    GTEST_SKIP() << "hogwild not built";
   // A small byte-level BPE tokenizer from the tokenizer tests.
   const std::string tdir = testing::TempDir() + "/hogwild_gen_tok_src";
   fs::create_directories(tdir);
   fs::copy_file(std::string(HOGWILD_SOURCE_DIR) + "/tests/data/tokenizer/synthetic/split_a.json",
                 tdir + "/tokenizer.json", fs::copy_options::overwrite_existing);
-  std::ofstream(tdir + "/tokenizer_config.json") << R"({"tokenizer_class": "PreTrainedTokenizerFast"})";
+  std::ofstream(tdir + "/tokenizer_config.json")
+      << R"({"tokenizer_class": "PreTrainedTokenizerFast"})";
   const std::string dir = make_tiny(Arch::llama, "tiny", "clitext", tdir);
   const Tokenizer tok = Tokenizer::from_dir(dir);
   int rc = 0;
   std::string err;
-  const std::string args = "generate --device cpu -m " + dir + " -p \"the quick brown fox\" -n 16 --temperature 1 --seed 4";
+  const std::string args = "generate --device cpu -m " + dir +
+                           " -p \"the quick brown fox\" -n 16 --temperature 1 --seed 4";
   const auto j = nlohmann::json::parse(run_cli(args + " --json", &rc, &err));
   ASSERT_EQ(rc, 0) << err;
   EXPECT_EQ(j["prompt_ids"].get<std::vector<int32_t>>(), tok.encode("the quick brown fox", true));
@@ -210,16 +215,19 @@ TEST(GenerateCli, TextPromptStreamsTextAndStopsAtStopStrings) {
   EXPECT_LT(gs.size(), gen.size());
   EXPECT_TRUE(std::equal(gs.begin(), gs.end(), gen.begin()));
   EXPECT_NE(tok.decode(gs).find(stop), std::string::npos);
-  EXPECT_EQ(tok.decode(std::vector<int32_t>(gs.begin(), gs.end() - 1)).find(stop), std::string::npos);
+  EXPECT_EQ(tok.decode(std::vector<int32_t>(gs.begin(), gs.end() - 1)).find(stop),
+            std::string::npos);
   // --ids on a model that has a tokenizer: the ids are used as given (same ids, same seed -> the
   // same tokens as the text prompt that encodes to them).
   std::string ids;
   for (int32_t id : tok.encode("the quick brown fox", true)) {
-    if (!ids.empty()) ids += ',';  // appends, not operator+: GCC 12 reports a false -Wrestrict there
+    if (!ids.empty())
+      ids += ',';  // appends, not operator+: GCC 12 reports a false -Wrestrict there
     ids += std::to_string(id);
   }
-  const auto ji = nlohmann::json::parse(
-      run_cli("generate --device cpu -m " + dir + " --ids " + ids + " -n 16 --temperature 1 --seed 4 --json", &rc, &err));
+  const auto ji = nlohmann::json::parse(run_cli("generate --device cpu -m " + dir + " --ids " +
+                                                    ids + " -n 16 --temperature 1 --seed 4 --json",
+                                                &rc, &err));
   ASSERT_EQ(rc, 0) << err;
   EXPECT_EQ(ji["prompt_ids"], j["prompt_ids"]);
   EXPECT_EQ(ji["generated_ids"].get<std::vector<int32_t>>(), gen);

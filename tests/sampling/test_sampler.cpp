@@ -1,16 +1,15 @@
 // Sampler and generation_config.json against hand-computed distributions (HF logits-processor
 // semantics, transformers/generation/logits_process.py).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <vector>
+
 #include "core/error.h"
 #include "sampling/generation_config.h"
 #include "sampling/sampler.h"
-
-#include <gtest/gtest.h>
-
-#include <limits>
-#include <nlohmann/json.hpp>
-
-#include <cmath>
-#include <vector>
 
 namespace hogwild {
 namespace {
@@ -86,7 +85,8 @@ TEST(Sampler, TopPRemovesTheLowTail) {
   expect_probs(a.probabilities(log_probs({.5, .3, .15, .05}), {}), {.625, .375, 0, 0});
   // top_p .9: remove cum <= .1 -> {.5 .3 .15} / .95
   Sampler b(sampling(1.0f, 0, 0.9f));
-  expect_probs(b.probabilities(log_probs({.5, .3, .15, .05}), {}), {.5 / .95, .3 / .95, .15 / .95, 0});
+  expect_probs(b.probabilities(log_probs({.5, .3, .15, .05}), {}),
+               {.5 / .95, .3 / .95, .15 / .95, 0});
   // A tiny top_p keeps the most likely token.
   Sampler c(sampling(1.0f, 0, 0.01f));
   expect_probs(c.probabilities(log_probs({.5, .3, .15, .05}), {}), {1, 0, 0, 0});
@@ -95,7 +95,8 @@ TEST(Sampler, TopPRemovesTheLowTail) {
 TEST(Sampler, MinPRelativeToTheTopProbability) {
   // min_p .2 * p_max .5 = .1: removes .05 -> {.5 .3 .15} / .95
   Sampler s(sampling(1.0f, 0, 1.0f, 0.2f));
-  expect_probs(s.probabilities(log_probs({.5, .3, .15, .05}), {}), {.5 / .95, .3 / .95, .15 / .95, 0});
+  expect_probs(s.probabilities(log_probs({.5, .3, .15, .05}), {}),
+               {.5 / .95, .3 / .95, .15 / .95, 0});
 }
 
 TEST(Sampler, HfOrderTopKBeforeTopP) {
@@ -113,7 +114,7 @@ TEST(Sampler, GreedyIgnoresWarpers) {
   s.process(l, {});
   EXPECT_EQ(l, (std::vector<float>{1, 3, 2}));  // untouched: HF applies warpers only when sampling
   EXPECT_EQ(s.sample(l, {}), 1);
-  Sampler t0(sampling(0.0f));  // temperature 0 = greedy
+  Sampler t0(sampling(0.0f));                                   // temperature 0 = greedy
   EXPECT_EQ(t0.sample(std::vector<float>{5, 1, 7, 7}, {}), 2);  // first maximal index
 }
 
@@ -176,7 +177,8 @@ TEST(GenerationConfig, DefaultsAndValues) {
   EXPECT_EQ(q.top_k, 20);
   EXPECT_EQ(q.top_p, 0.95);
   EXPECT_EQ(q.eos_token_id, (std::vector<int64_t>{151645, 151643}));
-  const auto one = parse_generation_config(nlohmann::json::parse(R"({"eos_token_id": 2, "min_p": null,
+  const auto one =
+      parse_generation_config(nlohmann::json::parse(R"({"eos_token_id": 2, "min_p": null,
     "max_new_tokens": 64, "repetition_penalty": 1.1})"));
   EXPECT_EQ(one.eos_token_id, (std::vector<int64_t>{2}));
   EXPECT_EQ(one.min_p, 0.0);

