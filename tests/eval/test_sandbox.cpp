@@ -66,8 +66,9 @@ class SandboxTest : public ::testing::TestWithParam<const char*> {
         box_->run_python("import sys\nprint(sum(map(int, sys.stdin.read().split())))", "2 3 4");
     EXPECT_EQ(r.status(), "ok") << r.err;
     EXPECT_EQ(r.out, "9\n");
-    if (geteuid() == 0)
+    if (geteuid() == 0) {
       EXPECT_LE(sandbox_processes(box_->uid()), before_) << "processes outlived the run";
+    }
   }
   std::unique_ptr<Sandbox> box_;
   int before_ = 0;
