@@ -368,7 +368,9 @@ TEST_F(EvalCli, KilledRunResumesWithoutMixedResults) {
   for (const json& j : lines) ++count[{j["id"], j["budget"]}];
   EXPECT_EQ(count.size(), 10u);  // no duplicate (problem, budget)
   for (auto& [k, n] : count) EXPECT_EQ(n, 1);
-  if (before < 10) EXPECT_NE(err.find("runs already in"), std::string::npos) << err;
+  if (before < 10) {
+    EXPECT_NE(err.find("runs already in"), std::string::npos) << err;
+  }
 }
 
 TEST_F(EvalCli, CompatPaperSnapshotsAfterBPlusOneSteps) {

@@ -185,7 +185,9 @@ TEST(Engine, AdmissionWaitsForKvMemoryAndRefusesWhatCannotFit) {
   while (!engine.idle()) {
     for (const SessionEvent& e : engine.step()) {
       if (e.id == a && e.report.finished) a_done = true;
-      if (e.id == b) EXPECT_TRUE(a_done) << "b ran before a freed its memory";
+      if (e.id == b) {
+        EXPECT_TRUE(a_done) << "b ran before a freed its memory";
+      }
     }
   }
   EXPECT_EQ(engine.take(a).stop_reason, "budget");

@@ -131,7 +131,9 @@ TEST_P(Golden, MatchesHfTokenizers) {
     if (!ok) ++failures;
   }
   EXPECT_EQ(failures, 0);
-  if (fam.roundtrip != RoundTrip::kNone) EXPECT_GE(roundtrips, 300);
+  if (fam.roundtrip != RoundTrip::kNone) {
+    EXPECT_GE(roundtrips, 300);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
