@@ -3,6 +3,7 @@
 // sessions joining mid-prefill, leaving and being cancelled; a session's tokens do not depend on
 // who else runs (CPU); admission by KV memory and the bounded queue; 1000 sessions with
 // cancellations leave the pool empty; chunked prefill.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -212,7 +213,7 @@ TEST(Engine, ThousandSessionsWithCancellationsLeaveThePoolEmpty) {
     while (submitted < 1000 && engine.queued_sessions() < 16) {
       const int w = 1 + static_cast<int>(rng() % 3);
       const Layout l = static_cast<Layout>(rng() % 3);
-      SessionRequest r = sampled_request(codec, w, l, "Q" + std::to_string(submitted) + "?\n",
+      SessionRequest r = sampled_request(codec, w, l, fmt::format("Q{}?\n", submitted),
                                          seeded(1.0f, submitted), 2 + rng() % 4);
       if (rng() % 4 == 0) r.options.snapshots = {1};
       live.push_back(engine.submit(std::move(r)));
