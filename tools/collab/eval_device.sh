@@ -2,23 +2,25 @@
 # The packs-collab measurement through `hogwild eval` (tools/collab/README.md, "Measuring"), in one
 # call on the GPU machine:
 #   tools/collab/eval_device.sh HOGWILD OUT [WORK]
-# HOGWILD is the hogwild binary; OUT receives what comes back (at most a few files: summary.md, the
-# log, runs.tar.xz with every result folder and the report, transcripts.tar.xz with the
-# transcripts of the first problems); WORK holds the result folders (default /tmp/collab-eval; an
-# existing WORK, e.g. runs.tar.xz of an earlier call unpacked, is resumed: every configuration
-# skips the problems already in its folder).
+# HOGWILD is the hogwild binary; OUT receives what comes back (7 files at most: summary.md, log.txt,
+# report.tar.xz (tables, plots, summary.json), runs_k<K>.tar.xz (each K's result folders without
+# transcripts, their collab.jsonl included, and its problems), transcripts.tar.xz (the transcripts
+# of the first 20 problems of every configuration)); WORK holds the result folders (default
+# /tmp/collab-eval; an existing WORK, e.g. the runs_k*.tar.xz of an earlier call unpacked there, is
+# resumed: every configuration skips the problems already in its folder).
 #
 # Problems: `hogwild collab problems --split test --seed 11`, COUNT per K. Configurations, most
 # important first, each one `hogwild eval` folder WORK/k<K>/<name>: one worker; 2, 4 and 8
-# workers in the combined layout; 4 (then 2) workers interleaved and contiguous; self-consistency
-# with 2, 4 and 8 samples (temperature SC_TEMP, the independent layout); greedy otherwise. Budgets
+# workers in the combined layout; 4 workers interleaved and contiguous; self-consistency with 2, 4
+# and 8 samples (temperature SC_TEMP, the independent layout); for K = 4 also 2 and 8 workers
+# interleaved and contiguous. Greedy decoding but for self-consistency. Budgets
 # every 25 serial steps up to 150 K + 200 (every 50 for K = 8). Passes: every K = 4 configuration
 # on the first FIRST problems, then on COUNT, then K = 2 and K = 8 (each pass resumes the last),
 # so a run cut short by the clock still has every K = 4 configuration.
 #
 # Environment (defaults): LIBS (a lib.tar.xz of the binary's shared libraries, unpacked and put on
-# LD_LIBRARY_PATH), DEVICE (cuda), CONCURRENCY (64 sessions per forward), PARALLEL (3 eval
-# processes at once), KV_TOKENS (600000 per process: 4.6 GiB of bf16 KV for this model), COUNT
+# LD_LIBRARY_PATH), DEVICE (cuda), CONCURRENCY (64 sessions per forward), PARALLEL (4 eval
+# processes at once), KV_TOKENS (1000000 per process: 7.6 GiB of bf16 KV for this model), COUNT
 # (500), FIRST (100), KS ("4 2 8"), SC_TEMP (1.0), TIME_LIMIT (430: no eval runs past this many
 # seconds after the start; the one in flight is stopped, losing only its sessions in flight),
 # JOBS (processes reading transcripts for the report, default: every core).
@@ -26,8 +28,8 @@ set -uo pipefail
 H=$(realpath "$1") OUT=$2 WORK=${3:-/tmp/collab-eval}
 HERE=$(cd "$(dirname "$0")" && pwd)
 M=$(realpath "$HERE/../../models/packs-collab")
-DEVICE=${DEVICE:-cuda} CONCURRENCY=${CONCURRENCY:-64} PARALLEL=${PARALLEL:-3}
-KV_TOKENS=${KV_TOKENS:-600000} COUNT=${COUNT:-500} FIRST=${FIRST:-100} KS=${KS:-4 2 8}
+DEVICE=${DEVICE:-cuda} CONCURRENCY=${CONCURRENCY:-64} PARALLEL=${PARALLEL:-4}
+KV_TOKENS=${KV_TOKENS:-1000000} COUNT=${COUNT:-500} FIRST=${FIRST:-100} KS=${KS:-4 2 8}
 SC_TEMP=${SC_TEMP:-1.0} SECONDS_LEFT=${TIME_LIMIT:-430} JOBS=${JOBS:-$(nproc)}
 START=$(date +%s) DEADLINE=$(($(date +%s) + SECONDS_LEFT))
 mkdir -p "$OUT" "$WORK"
@@ -111,7 +113,11 @@ say "runs done"
 python3 "$HERE/eval.py" report "$WORK" --out "$WORK/report" --jobs "$JOBS" >/dev/null 2>>"$LOG" ||
   say "REPORT FAILED"
 cp "$WORK/report/summary.md" "$OUT/" 2>/dev/null
-(cd "$WORK" && tar cJf "$OUT/runs.tar.xz" --exclude=transcripts .)
+export XZ_OPT=-T0
+for k in $KS; do  # one archive per K (each file that comes back is at most 16 MiB)
+  (cd "$WORK" && tar cJf "$OUT/runs_k$k.tar.xz" --exclude=transcripts "k$k" "problems_k$k.jsonl")
+done
+(cd "$WORK" && tar cJf "$OUT/report.tar.xz" report)
 # The transcripts of the first 20 problems of each configuration, for reading.
 (cd "$WORK" && for k in $KS; do
   head -20 "problems_k$k.jsonl" 2>/dev/null | python3 -c '
