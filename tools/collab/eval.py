@@ -1,5 +1,18 @@
 #!/usr/bin/env python3
-"""Measures the packs-collab model through `hogwild run --json` (standard library only).
+"""Measures the packs-collab model (standard library only).
+
+Tables, plots and collaboration counts from `hogwild eval --out` folders (what
+tools/collab/eval_device.sh makes; any folders holding them, grouped by K, the parts per pack, read
+from the problem ids):
+    python3 tools/collab/eval.py report WORK --out docs/collab/eval [--jobs N]
+writes summary.md (per K: accuracy, 95% CI, mean serial steps and tokens, the collaboration counts
+below per series; accuracy at each budget; the targets: 2 workers reach one worker's final accuracy
+in <= 0.6 x its serial steps, 4 workers in <= 0.35 x, combined >= interleaved >= contiguous;
+self-consistency against hogwild at equal serial steps), summary.json (every curve) and
+accuracy_k<K>.svg, layouts_k<K>_w<W>.svg, self_consistency_k<K>.svg. The counts of each run are
+read once from its transcript and kept in the folder's collab.jsonl.
+
+The first measurement ran `hogwild run --json` per problem:
 
 Run (appends one JSON line per run to OUT; runs already in OUT are skipped, so it resumes):
     python3 tools/collab/eval.py run --hogwild build/hogwild --model models/packs-collab \
@@ -12,8 +25,8 @@ A config is K:W:LAYOUT (parts, workers, layout). Problems are the held-out split
 problems --split test`), greedy decoding, the budget 150 * K + 200 serial steps, snapshots every
 25 serial steps (the finisher's answer at that budget; after the run ended, its final answer).
 
-Collaboration behaviour, read from each transcript's steps and tokens with the oracle's language
-(src/collab/oracle.h):
+Collaboration behaviour, read from each transcript's tokens (both commands record the same ones)
+with the oracle's language (src/collab/oracle.h):
   duplicates    parts whose work ("Part N: ...") was started by two or more workers
   checks        collaboration-check answers; true when the answer ("yes"/"no") equals whether another
                 worker held the same part (or its result was written) in the text written before
@@ -203,37 +216,42 @@ def first_reaching(budgets, acc, target):
 
 
 def svg_plot(series, title, path, xlabel="serial steps (budget)", ylabel="accuracy", ymax=1.0,
-             legend="top"):
-    """A line plot as SVG; the legend at the top or bottom right."""
-    W, H, L, B = 720, 400, 60, 50
-    xs = [x for _, pts in series for x, _ in pts]
+             legend="inside"):
+    """A line plot as SVG; the legend inside the plot's top right, or "outside" to its right."""
+    W, H, L, B = (640, 400, 60, 50) if legend == "inside" else (860, 400, 60, 50)
+    R = 20 if legend == "inside" else 230  # right margin
+    xs = [x for entry in series for x, _ in entry[1]]
     xmax = max(xs) if xs else 1
     colors = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
               "#666666", "#1f78b4", "#b2df8a"]
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
            f'<rect width="{W}" height="{H}" fill="white"/>',
-           f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="14">{title}</text>']
-    px = lambda x: L + (W - L - 20) * x / xmax
+           f'<text x="{(W - R + L) / 2}" y="20" text-anchor="middle" font-size="14">{title}</text>']
+    px = lambda x: L + (W - L - R) * x / xmax
     py = lambda y: H - B - (H - B - 40) * y / ymax
-    out.append(f'<line x1="{L}" y1="{py(0)}" x2="{W - 20}" y2="{py(0)}" stroke="black"/>')
+    out.append(f'<line x1="{L}" y1="{py(0)}" x2="{W - R}" y2="{py(0)}" stroke="black"/>')
     out.append(f'<line x1="{L}" y1="{py(0)}" x2="{L}" y2="{py(1)}" stroke="black"/>')
     for t in range(0, 11, 2):
         y = ymax * t / 10
         out.append(f'<text x="{L - 8}" y="{py(y) + 4}" text-anchor="end">{y:.2g}</text>')
-        out.append(f'<line x1="{L}" y1="{py(y)}" x2="{W - 20}" y2="{py(y)}" stroke="#ddd"/>')
+        out.append(f'<line x1="{L}" y1="{py(y)}" x2="{W - R}" y2="{py(y)}" stroke="#ddd"/>')
     step = max(1, round(xmax / 8 / 50) * 50) if xmax >= 400 else max(1, round(xmax / 8))
     for x in range(0, int(xmax) + 1, step):
         out.append(f'<text x="{px(x)}" y="{H - B + 16}" text-anchor="middle">{x}</text>')
-    out.append(f'<text x="{W / 2}" y="{H - 10}" text-anchor="middle">{xlabel}</text>')
+    out.append(f'<text x="{(W - R + L) / 2}" y="{H - 10}" text-anchor="middle">{xlabel}</text>')
     out.append(f'<text x="15" y="{H / 2}" transform="rotate(-90 15 {H / 2})" text-anchor="middle">{ylabel}</text>')
-    for i, (name, pts) in enumerate(series):
+    for i, (name, pts, *style) in enumerate(series):  # style: ["dashed"] draws a dashed line
         c = colors[i % len(colors)]
         d = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts)
-        out.append(f'<polyline fill="none" stroke="{c}" stroke-width="2" points="{d}"/>')
-        y = 60 + 16 * i if legend == "top" else H - B - 12 - 16 * (len(series) - 1 - i)
-        out.append(f'<text x="{W - 220}" y="{y}" fill="{c}">{name}</text>')
+        dash = ' stroke-dasharray="6,4"' if style == ["dashed"] else ""
+        out.append(f'<polyline fill="none" stroke="{c}" stroke-width="2"{dash} points="{d}"/>')
+        lx = W - 150 if legend == "inside" else W - R + 12
+        out.append(f'<line x1="{lx}" y1="{56 + 18 * i}" x2="{lx + 16}" y2="{56 + 18 * i}" '
+                   f'stroke="{c}" stroke-width="2"{dash}/>' if legend != "inside" else "")
+        out.append(f'<text x="{lx + (22 if legend != "inside" else 0)}" y="{60 + 18 * i}" '
+                   f'fill="{c}">{name}</text>')
     out.append("</svg>")
-    open(path, "w").write("\n".join(out) + "\n")
+    open(path, "w").write("\n".join(l for l in out if l) + "\n")
 
 
 def cmd_summarize(args):
@@ -290,7 +308,7 @@ def cmd_summarize(args):
                   for w in sorted({g[1] for g in groups if g[0] == k and g[2] == 'combined'})]
         if series:
             svg_plot(series, f"K = {k} parts, combined layout: accuracy vs serial steps",
-                     os.path.join(args.out, f"accuracy_k{k}.svg"), legend="bottom")
+                     os.path.join(args.out, f"accuracy_k{k}.svg"), legend="outside")
         for w in sorted({g[1] for g in groups if g[0] == k}):
             lay = [(f"{w} workers, {layout}", list(zip(summary[key]["budgets"], summary[key]["curve"])))
                    for layout in ("combined", "interleaved", "contiguous")
@@ -444,15 +462,32 @@ def fmt_num(x, spec):
     return "–" if x is None or x != x else format(x, spec)
 
 
-def pick_budgets(budgets, most=12):
-    """At most `most` budgets for a table: evenly spaced, always the last."""
-    if len(budgets) <= most:
-        return list(budgets)
-    step = -(-len(budgets) // most)
-    picked = budgets[step - 1::step]
+def pick_budgets(series, most=12):
+    """The budgets of a table: those where some curve still moves (from the last budget where
+    every curve is 0 to the first where every curve has its final value), at most `most` of them
+    evenly spaced, and the last budget."""
+    budgets = series[0]["budgets"]
+    curves = [s["curve"] for s in series if s["budgets"] == budgets]
+    lo = max([0] + [i for i in range(len(budgets)) if all(c[i] == 0 for c in curves)])
+    hi = min([len(budgets) - 1] + [i for i in range(len(budgets))
+                                   if all(c[j] == c[-1] for c in curves for j in range(i, len(c)))])
+    inner = budgets[lo:hi + 1]
+    step = max(1, -(-len(inner) // most))
+    picked = inner[::step]
     if picked[-1] != budgets[-1]:
         picked.append(budgets[-1])
     return picked
+
+
+def plot_end(series):
+    """The x-axis end of a K's plots: a quarter past the first budget where every curve has its
+    final value (the rest is flat), at most the last budget."""
+    end = 0
+    for s in series:
+        c = s["curve"]
+        i = next(i for i in range(len(c)) if all(x == c[-1] for x in c[i:]))
+        end = max(end, s["budgets"][i])
+    return min(max(s["budgets"][-1] for s in series), round(end * 1.25))
 
 
 def reach(s, target):
@@ -471,8 +506,8 @@ def k_report(k, series):
           "|---|---|---|---|---|---|---|---|---|---|"]
     for s in series:
         x1 = s["serial_steps"] / one["serial_steps"] if one else None
-        checks = (f"{fmt_num(s.get('checks_true'), '.3f')} ({s['checks']})" if "checks" in s
-                  else "–")
+        checks = (f"{fmt_num(s.get('checks_true'), '.3f')} ({s['checks']}; {s['check_yes']} yes, "
+                  f"{s['check_truth_yes']} true yes)" if "checks" in s else "–")
         md.append(f"| {s['label']} | {s['problems']} | {s['accuracy']:.3f} | "
                   f"{s['ci'][0]:.2f}–{s['ci'][1]:.2f} | {s['serial_steps']:.0f} | "
                   f"{fmt_num(x1, '.2f')} | {s['tokens']:.0f} | "
@@ -485,7 +520,7 @@ def k_report(k, series):
     if notes:
         md += [""] + [f"- {x}" for x in notes]
     # Accuracy at each budget (a budget past a run's end counts its final answer).
-    budgets = pick_budgets(series[0]["budgets"])
+    budgets = pick_budgets(series)
     md += ["", "Accuracy at a budget of B serial steps:", "",
            "| B | " + " | ".join(str(b) for b in budgets) + " |",
            "|---|" + "---|" * len(budgets)]
@@ -556,25 +591,27 @@ def cmd_report(args):
     for k in sorted(by_k, key=lambda x: (x is None, x)):
         ss = sorted(by_k[k], key=series_order)
         md.append(k_report(k, ss))
-        pts = lambda s: list(zip(s["budgets"], s["curve"]))
+        last = plot_end(ss)
+        pts = lambda s: [(b, a) for b, a in zip(s["budgets"], s["curve"]) if b <= last]
         comb = [s for s in ss if s["method"] in ("single", "hogwild") and
                 (s["workers"] == 1 or s["layout"] == "combined")]
         if comb:
             svg_plot([(s["label"], pts(s)) for s in comb],
                      f"K = {k} parts, combined layout: accuracy vs serial steps",
-                     os.path.join(args.out, f"accuracy_k{k}.svg"), legend="bottom")
+                     os.path.join(args.out, f"accuracy_k{k}.svg"), legend="outside")
         for w in sorted({s["workers"] for s in ss if s["method"] == "hogwild"}):
             lay = [s for s in ss if s["method"] == "hogwild" and s["workers"] == w]
             if len(lay) > 1:
                 svg_plot([(s["label"], pts(s)) for s in lay], f"K = {k} parts, {w} workers: layouts",
-                         os.path.join(args.out, f"layouts_k{k}_w{w}.svg"), legend="bottom")
+                         os.path.join(args.out, f"layouts_k{k}_w{w}.svg"), legend="outside")
         sc = [s for s in ss if s["method"] == "self-consistency"]
         if sc:
             ws = {s["workers"] for s in sc}
             rows = [s for s in comb if s["workers"] == 1 or s["workers"] in ws] + sc
-            svg_plot([(s["label"], pts(s)) for s in sorted(rows, key=series_order)],
+            svg_plot([(s["label"], pts(s)) + (("dashed",) if s in sc else ())
+                      for s in sorted(rows, key=series_order)],
                      f"K = {k} parts: hogwild vs self-consistency at equal serial steps",
-                     os.path.join(args.out, f"self_consistency_k{k}.svg"), legend="bottom")
+                     os.path.join(args.out, f"self_consistency_k{k}.svg"), legend="outside")
     text = "\n".join(md)
     open(os.path.join(args.out, "summary.md"), "w").write(text)
     json.dump(series, open(os.path.join(args.out, "summary.json"), "w"), indent=1)
