@@ -18,8 +18,8 @@
 # on the first FIRST problems, then on COUNT, then K = 2 and K = 8 (each pass resumes the last),
 # so a run cut short by the clock still has every K = 4 configuration.
 #
-# Environment (defaults): LIBS (a lib.tar.xz of the binary's shared libraries, unpacked and put on
-# LD_LIBRARY_PATH), DEVICE (cuda), CONCURRENCY (64 sessions per forward), PARALLEL (4 eval
+# Environment (defaults): LIBS (the binary's shared libraries: a folder, or a .tar.xz of a folder
+# lib/ as tools/collab/pack_libs.sh makes it; on the binary's LD_LIBRARY_PATH), DEVICE (cuda), CONCURRENCY (64 sessions per forward), PARALLEL (4 eval
 # processes at once), KV_TOKENS (1000000 per process: 7.6 GiB of bf16 KV for this model), COUNT
 # (500), FIRST (100), KS ("4 2 8"), SC_TEMP (1.0), TIME_LIMIT (430: no eval runs past this many
 # seconds after the start; the one in flight is stopped, losing only its sessions in flight),
@@ -34,14 +34,18 @@ SC_TEMP=${SC_TEMP:-1.0} SECONDS_LEFT=${TIME_LIMIT:-430} JOBS=${JOBS:-$(nproc)}
 START=$(date +%s) DEADLINE=$(($(date +%s) + SECONDS_LEFT))
 mkdir -p "$OUT" "$WORK"
 LOG=$OUT/log.txt
+HW=("$H")  # the binary, with its shared libraries on the path (not python's or tar's)
 if [[ -n ${LIBS:-} ]]; then
-  mkdir -p /tmp/collab-lib && tar xJf "$LIBS" -C /tmp/collab-lib
-  export LD_LIBRARY_PATH=/tmp/collab-lib/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  L=$LIBS
+  if [[ -f $LIBS ]]; then
+    mkdir -p /tmp/collab-lib && tar xJf "$LIBS" -C /tmp/collab-lib && L=/tmp/collab-lib/lib
+  fi
+  HW=(env "LD_LIBRARY_PATH=$(realpath "$L")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$H")
 fi
 export PYTHONUNBUFFERED=1
 say() { echo "[$(($(date +%s) - START)) s] $*" | tee -a "$LOG"; }
 [[ $DEVICE == cuda ]] && nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader | tee -a "$LOG"
-"$H" --version 2>&1 | head -1 | tee -a "$LOG" || true
+"${HW[@]}" --version 2>&1 | head -1 | tee -a "$LOG"
 
 budgets() {  # every 25 serial steps to 150 K + 200 (every 50 for K >= 8)
   local k=$1 step=25
@@ -72,14 +76,10 @@ configs() {
 run_one() {  # K NAME LIMIT FLAGS...
   local k=$1 name=$2 limit=$3
   shift 3
-  local left=$((DEADLINE - $(date +%s)))
-  if ((left < 15)); then
-    say "skip k$k/$name (limit $limit): out of time"
-    return
-  fi
-  local t0=$(date +%s)
+  local left=$((DEADLINE - $(date +%s))) t0
+  t0=$(date +%s)
   # shellcheck disable=SC2068
-  timeout --signal=TERM --kill-after=10 $left "$H" eval -m "$M" \
+  timeout --signal=TERM --kill-after=10 $left "${HW[@]}" eval -m "$M" \
     --format "$M/hogwild_format.json" --dataset "$WORK/problems_k$k.jsonl" \
     --question-field problem --answer-field answer --id-field id --budgets "$(budgets "$k")" \
     --device "$DEVICE" --kv-tokens "$KV_TOKENS" --concurrency "$CONCURRENCY" --limit "$limit" \
@@ -94,12 +94,16 @@ run_one() {  # K NAME LIMIT FLAGS...
 pass() {  # K LIMIT: every configuration of K, PARALLEL at a time, in order
   local k=$1 limit=$2 line
   mkdir -p "$WORK/k$k"
-  "$H" collab problems --split test --k "$k" --count "$COUNT" --seed 11 \
+  "${HW[@]}" collab problems --split test --k "$k" --count "$COUNT" --seed 11 \
     --out "$WORK/problems_k$k.jsonl"
   while IFS= read -r line; do
     while (($(jobs -rp | wc -l) >= PARALLEL)); do wait -n; done
+    if ((DEADLINE - $(date +%s) < 15)); then
+      say "skip k$k/${line%%|*} (limit $limit): out of time"
+      continue
+    fi
     run_one "$k" "${line%%|*}" "$limit" ${line#*|} &
-    sleep 1
+    sleep 1  # the order of starts is the order of importance
   done < <(configs "$k")
   wait
 }
