@@ -78,17 +78,16 @@ run_one() {  # K NAME LIMIT FLAGS...
   shift 3
   local left=$((DEADLINE - $(date +%s))) t0
   t0=$(date +%s)
-  # shellcheck disable=SC2068
   timeout --signal=TERM --kill-after=10 $left "${HW[@]}" eval -m "$M" \
     --format "$M/hogwild_format.json" --dataset "$WORK/problems_k$k.jsonl" \
     --question-field problem --answer-field answer --id-field id --budgets "$(budgets "$k")" \
     --device "$DEVICE" --kv-tokens "$KV_TOKENS" --concurrency "$CONCURRENCY" --limit "$limit" \
-    --out "$WORK/k$k/$name" $@ >"$WORK/k$k/$name.log" 2>&1
+    --out "$WORK/k$k/$name" "$@" >"$WORK/k$k/$name.log" 2>&1
   local rc=$?
   local acc
   acc=$(grep -E '^\| ' "$WORK/k$k/$name.log" | tail -1)
   say "k$k/$name (limit $limit): rc $rc, $(($(date +%s) - t0)) s; $acc"
-  ((rc != 0)) && tail -3 "$WORK/k$k/$name.log" | tee -a "$LOG"
+  if ((rc != 0)); then tail -3 "$WORK/k$k/$name.log" | tee -a "$LOG"; fi
 }
 
 pass() {  # K LIMIT: every configuration of K, PARALLEL at a time, in order
@@ -102,6 +101,7 @@ pass() {  # K LIMIT: every configuration of K, PARALLEL at a time, in order
       say "skip k$k/${line%%|*} (limit $limit): out of time"
       continue
     fi
+    # shellcheck disable=SC2086  # the flags split into words
     run_one "$k" "${line%%|*}" "$limit" ${line#*|} &
     sleep 1  # the order of starts is the order of importance
   done < <(configs "$k")
@@ -130,7 +130,7 @@ sys.path.insert(0, sys.argv[1])
 from eval import transcript_name
 for line in sys.stdin:
     print(transcript_name(json.loads(line)["id"], 0))' "$HERE" |
-    while read -r f; do ls k$k/*/transcripts/"$f" 2>/dev/null; done
+    while read -r f; do ls "k$k"/*/transcripts/"$f" 2>/dev/null; done
 done) >/tmp/collab-eval-transcripts.txt
 (cd "$WORK" && tar cJf "$OUT/transcripts.tar.xz" -T /tmp/collab-eval-transcripts.txt)
 say "packed: $(du -sh "$OUT"/*.tar.xz | tr '\n' ' ')"

@@ -12,5 +12,5 @@ ldd "$BIN" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' |
   grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcudart|libcublas[^/]*|libnv[^/]*)\.so' |
   while read -r f; do cp -L "$f" "$T/lib/"; done
 tar cJf "$OUT" -C "$T" lib
-echo "$OUT: $(ls "$T/lib" | wc -l) libraries, $(du -h "$OUT" | cut -f1)"
+echo "$OUT: $(find "$T/lib" -type f | wc -l) libraries, $(du -h "$OUT" | cut -f1)"
 rm -rf "$T"
