@@ -5,7 +5,7 @@
 # HOGWILD is the hogwild binary; OUT receives what comes back (7 files at most: summary.md, log.txt,
 # report.tar.xz (tables, plots, summary.json), runs_k<K>.tar.xz (each K's result folders without
 # transcripts, their collab.jsonl included, and its problems), transcripts.tar.xz (the transcripts
-# of the first 20 problems of every configuration)); WORK holds the result folders (default
+# of the first TRANSCRIPTS problems of every configuration)); WORK holds the result folders (default
 # /tmp/collab-eval; an existing WORK, e.g. the runs_k*.tar.xz of an earlier call unpacked there, is
 # resumed: every configuration skips the problems already in its folder).
 #
@@ -21,16 +21,18 @@
 # Environment (defaults): LIBS (the binary's shared libraries: a folder, or a .tar.xz of a folder
 # lib/ as tools/collab/pack_libs.sh makes it; on the binary's LD_LIBRARY_PATH), DEVICE (cuda), CONCURRENCY (64 sessions per forward), PARALLEL (4 eval
 # processes at once), KV_TOKENS (1000000 per process: 7.6 GiB of bf16 KV for this model), COUNT
-# (500), FIRST (100), KS ("4 2 8"), SC_TEMP (1.0), TIME_LIMIT (430: no eval runs past this many
+# (500), FIRST (100), KS ("4 2 8"), SC_TEMP (1.0), TIME_LIMIT (400: no eval runs past this many
 # seconds after the start; the one in flight is stopped, losing only its sessions in flight),
-# JOBS (processes reading transcripts for the report, default: every core).
+# JOBS (processes reading transcripts for the report, default: every core), TRANSCRIPTS (50: the
+# problems of each configuration whose transcripts come back).
 set -uo pipefail
 H=$(realpath "$1") OUT=$2 WORK=${3:-/tmp/collab-eval}
 HERE=$(cd "$(dirname "$0")" && pwd)
 M=$(realpath "$HERE/../../models/packs-collab")
 DEVICE=${DEVICE:-cuda} CONCURRENCY=${CONCURRENCY:-64} PARALLEL=${PARALLEL:-4}
 KV_TOKENS=${KV_TOKENS:-1000000} COUNT=${COUNT:-500} FIRST=${FIRST:-100} KS=${KS:-4 2 8}
-SC_TEMP=${SC_TEMP:-1.0} SECONDS_LEFT=${TIME_LIMIT:-430} JOBS=${JOBS:-$(nproc)}
+SC_TEMP=${SC_TEMP:-1.0} SECONDS_LEFT=${TIME_LIMIT:-400} JOBS=${JOBS:-$(nproc)}
+TRANSCRIPTS=${TRANSCRIPTS:-50}
 START=$(date +%s) DEADLINE=$(($(date +%s) + SECONDS_LEFT))
 mkdir -p "$OUT" "$WORK"
 LOG=$OUT/log.txt
@@ -122,9 +124,9 @@ for k in $KS; do  # one archive per K (each file that comes back is at most 16 M
   (cd "$WORK" && tar cJf "$OUT/runs_k$k.tar.xz" --exclude=transcripts "k$k" "problems_k$k.jsonl")
 done
 (cd "$WORK" && tar cJf "$OUT/report.tar.xz" report)
-# The transcripts of the first 20 problems of each configuration, for reading.
+# The transcripts of the first TRANSCRIPTS problems of each configuration, for reading.
 (cd "$WORK" && for k in $KS; do
-  head -20 "problems_k$k.jsonl" 2>/dev/null | python3 -c '
+  head -"$TRANSCRIPTS" "problems_k$k.jsonl" 2>/dev/null | python3 -c '
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from eval import transcript_name
