@@ -36,16 +36,23 @@ TRANSCRIPTS=${TRANSCRIPTS:-50}
 START=$(date +%s) DEADLINE=$(($(date +%s) + SECONDS_LEFT))
 mkdir -p "$OUT" "$WORK"
 LOG=$OUT/log.txt
-HW=("$H")  # the binary, with its shared libraries on the path (not python's or tar's)
+say() { echo "[$(($(date +%s) - START)) s] $*" | tee -a "$LOG"; }
+# The binary's library path (for it alone, not for python or tar): LIBS, then the machine's copy
+# of any library still missing (cuBLAS of the CUDA toolkit or of the Python packages).
+LDP=${LD_LIBRARY_PATH:-}
 if [[ -n ${LIBS:-} ]]; then
   L=$LIBS
   if [[ -f $LIBS ]]; then
     mkdir -p /tmp/collab-lib && tar xJf "$LIBS" -C /tmp/collab-lib && L=/tmp/collab-lib/lib
   fi
-  HW=(env "LD_LIBRARY_PATH=$(realpath "$L")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$H")
+  LDP=$(realpath "$L")${LDP:+:$LDP}
 fi
+for lib in $(LD_LIBRARY_PATH=$LDP ldd "$H" | awk '/not found/ {print $1}'); do
+  f=$(find /usr/local/cuda*/ /opt /usr/lib -name "$lib" 2>/dev/null | head -1)
+  if [[ -n $f ]]; then LDP=$LDP:$(dirname "$f"); else say "missing library: $lib"; fi
+done
+HW=(env "LD_LIBRARY_PATH=$LDP" "$H")
 export PYTHONUNBUFFERED=1
-say() { echo "[$(($(date +%s) - START)) s] $*" | tee -a "$LOG"; }
 [[ $DEVICE == cuda ]] && nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader | tee -a "$LOG"
 "${HW[@]}" --version 2>&1 | head -1 | tee -a "$LOG"
 
