@@ -2,7 +2,9 @@
 # The packs-collab measurement through `hogwild eval` (tools/collab/README.md, "Measuring"), in one
 # call on the GPU machine:
 #   tools/collab/eval_device.sh HOGWILD OUT [WORK]
-# HOGWILD is the hogwild binary; OUT receives what comes back (7 files at most: summary.md, log.txt,
+# HOGWILD is the hogwild binary, or a .tar.xz of it and its shared libraries made here by
+# tools/collab/pack_binary.sh (unpacked to /tmp/collab-bin; its lib/ on the binary's library path);
+# OUT receives what comes back (7 files at most: summary.md, log.txt,
 # report.tar.xz (tables, plots, summary.json), runs_k<K>.tar.xz (each K's result folders without
 # transcripts, their collab.jsonl included, and its problems), transcripts.tar.xz (the transcripts
 # of the first TRANSCRIPTS problems of every configuration)); WORK holds the result folders (default
@@ -18,8 +20,8 @@
 # on the first FIRST problems, then on COUNT, then K = 2 and K = 8 (each pass resumes the last),
 # so a run cut short by the clock still has every K = 4 configuration.
 #
-# Environment (defaults): LIBS (the binary's shared libraries: a folder, or a .tar.xz of a folder
-# lib/ as tools/collab/pack_libs.sh makes it; on the binary's LD_LIBRARY_PATH), DEVICE (cuda), CONCURRENCY (64 sessions per forward), PARALLEL (4 eval
+# Environment (defaults): LIBS (a folder of the binary's shared libraries, or a .tar.xz of a folder
+# lib/; on the binary's LD_LIBRARY_PATH), DEVICE (cuda), CONCURRENCY (64 sessions per forward), PARALLEL (4 eval
 # processes at once), KV_TOKENS (1000000 per process: 7.6 GiB of bf16 KV for this model), COUNT
 # (500), FIRST (100), KS ("4 2 8"), SC_TEMP (1.0), TIME_LIMIT (400: no eval runs past this many
 # seconds after the start; the one in flight is stopped, losing only its sessions in flight),
@@ -27,6 +29,10 @@
 # problems of each configuration whose transcripts come back).
 set -uo pipefail
 H=$(realpath "$1") OUT=$2 WORK=${3:-/tmp/collab-eval}
+if [[ $H == *.tar.xz ]]; then
+  rm -rf /tmp/collab-bin && mkdir -p /tmp/collab-bin && tar xJf "$H" -C /tmp/collab-bin || exit 1
+  H=/tmp/collab-bin/hogwild LIBS=/tmp/collab-bin/lib
+fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 M=$(realpath "$HERE/../../models/packs-collab")
 DEVICE=${DEVICE:-cuda} CONCURRENCY=${CONCURRENCY:-64} PARALLEL=${PARALLEL:-4}
