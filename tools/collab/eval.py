@@ -8,9 +8,10 @@ from the problem ids):
 writes summary.md (per K: accuracy, 95% CI, mean serial steps and tokens, the collaboration counts
 below per series; accuracy at each budget; the targets: 2 workers reach one worker's final accuracy
 in <= 0.6 x its serial steps, 4 workers in <= 0.35 x, combined >= interleaved >= contiguous;
-self-consistency against hogwild at equal serial steps), summary.json (every curve) and
-accuracy_k<K>.svg, layouts_k<K>_w<W>.svg, self_consistency_k<K>.svg. The counts of each run are
-read once from its transcript and kept in the folder's collab.jsonl.
+self-consistency against hogwild at equal serial steps), summary.json (every curve),
+runs_k<K>.jsonl (one line per run: answer, serial steps, tokens, correctness at every budget,
+collaboration counts) and accuracy_k<K>.svg, layouts_k<K>_w<W>.svg, self_consistency_k<K>.svg.
+The counts of each run are read once from its transcript and kept in the folder's collab.jsonl.
 
 The first measurement ran `hogwild run --json` per problem:
 
@@ -441,6 +442,14 @@ def eval_series(d, jobs):
          "tokens": mean([sum(j["tokens_per_worker"]) for j in lasts]),
          "errors": sum(1 for j in lasts if "error" in j), "stop_reasons": stops,
          "collab_runs": len(st)}
+    # One compact line per run (what the tables rest on): its final answer, serial steps, tokens,
+    # correctness at every budget ("0"/"1" per budget) and collaboration counts.
+    s["runs"] = [{"id": key[0], "sample": key[1], "answer": v[-1]["answer"],
+                  "gold": v[-1]["gold"], "correct": bool(v[-1]["correct"]),
+                  "serial_steps": v[-1]["serial_steps"],
+                  "tokens": sum(v[-1]["tokens_per_worker"]), "stop_reason": v[-1]["stop_reason"],
+                  "curve": "".join("1" if j["correct"] else "0" for j in v),
+                  **stats.get(key, {})} for key, v in runs.items()]
     if st:
         s.update(duplicated_parts=sum(a["duplicates"] for a in st) / max(1, parts),
                  parts_worked=parts, checks=checks,
@@ -614,6 +623,15 @@ def cmd_report(args):
                      os.path.join(args.out, f"self_consistency_k{k}.svg"), legend="outside")
     text = "\n".join(md)
     open(os.path.join(args.out, "summary.md"), "w").write(text)
+    for k, ss in by_k.items():
+        with open(os.path.join(args.out, f"runs_k{k}.jsonl"), "w") as f:
+            for s in sorted(ss, key=series_order):
+                for r in s["runs"]:
+                    f.write(json.dumps({"series": s["label"], "method": s["method"],
+                                        "workers": s["workers"], "layout": s["layout"], **r})
+                            + "\n")
+    for s in series:
+        del s["runs"]
     json.dump(series, open(os.path.join(args.out, "summary.json"), "w"), indent=1)
     print(text)
 
