@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "bench/read_bandwidth.h"
@@ -19,6 +20,15 @@
 namespace hogwild::bench {
 
 namespace {
+
+// The 1, 5 and 15 minute load averages ("" where /proc/loadavg is missing): the machine may be
+// shared, and other programs change the figures.
+std::string load_average() {
+  std::ifstream f("/proc/loadavg");
+  std::string a, b, c;
+  f >> a >> b >> c;
+  return f ? a + " " + b + " " + c : "";
+}
 
 const ModelPreset& preset_named(const std::string& name) {
   const auto& all = model_presets();
@@ -52,6 +62,7 @@ nlohmann::json run_cpu_bench(const CpuBenchOptions& opt) {
   for (const std::string& dir : opt.model_dirs)
     if (!std::filesystem::is_directory(dir, ec))
       fail("-m {}: model directory does not exist; pass an HF model directory", dir);
+  const std::string load_start = load_average();
   const ReadBandwidth bw = measure_read_bandwidth(size_t{512} << 20, 2);
   nlohmann::json out;
   out["backend"] = "cpu";
@@ -73,6 +84,8 @@ nlohmann::json run_cpu_bench(const CpuBenchOptions& opt) {
     cpu::CpuBackend be(load_model(dir));
     add_model(out, be, dir, opt, bw.best_gbs);
   }
+  out["load_average_start"] = load_start;
+  out["load_average_end"] = load_average();
   return out;
 }
 

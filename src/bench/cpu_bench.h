@@ -28,7 +28,8 @@ struct CpuBenchOptions : DecodeBenchOptions {
 
 /// Runs the sweep on every preset, then every model directory; returns {"device", "backend":
 /// "cpu", "threads", "skinny_isa", "bandwidth_GBps", "bandwidth_probe", "read_bandwidth_GBps":
-/// {best, median, best_plain, best_prefetch}, "results": [rows of decode_bench.h]}. Throws
+/// {best, median, best_plain, best_prefetch}, "results": [rows of decode_bench.h],
+/// "load_average_start", "load_average_end" (/proc/loadavg)}. Throws
 /// hogwild::Error for bad options (check_decode_bench_options), an unknown preset or an unreadable
 /// model directory (before any timing).
 nlohmann::json run_cpu_bench(const CpuBenchOptions& opt);

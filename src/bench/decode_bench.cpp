@@ -147,8 +147,13 @@ void run_decode_sweep(const DecodeBenchModel& m, const DecodeBenchOptions& opt,
 
 std::string bench_table(const nlohmann::json& j) {
   std::string s =
-      fmt::format("device: {}, {} bandwidth {:.1f} GB/s\n", j.value("device", ""),
+      fmt::format("device: {}, {} bandwidth {:.1f} GB/s", j.value("device", ""),
                   j.value("bandwidth_probe", "measured"), j.value("bandwidth_GBps", 0.0));
+  if (j.contains("load_average_start"))
+    s += fmt::format(", load average {} (start), {} (end)",
+                     j["load_average_start"].get<std::string>(),
+                     j["load_average_end"].get<std::string>());
+  s += "\n";
   s += fmt::format(
       "| {:<10} | {:>8} | {:>7} | {:>7} | {:>8} | {:>10} | {:>10} | {:>8} | {:>6} | {:>7} |\n",
       "model", "sessions", "context", "workers", "step ms", "tok/s/wkr", "tok/s agg", "GB/s",

@@ -71,7 +71,8 @@ void run_decode_sweep(const DecodeBenchModel& m, const DecodeBenchOptions& opt,
                       double bandwidth_gbs, nlohmann::json& out);
 
 /// The results of a run as a text table: a header line from the top-level "device",
-/// "bandwidth_GBps" and "bandwidth_probe", then one row per point.
+/// "bandwidth_GBps", "bandwidth_probe" (and "load_average_start/end" where present), then one row
+/// per point.
 std::string bench_table(const nlohmann::json& results);
 
 }  // namespace hogwild::bench

@@ -52,6 +52,8 @@ TEST(BenchCli, CpuJsonRowsPerSessionsAndWorkers) {
   std::filesystem::remove(file);
   EXPECT_EQ(j["backend"], "cpu");
   EXPECT_EQ(j["bandwidth_probe"], "host read");
+  EXPECT_TRUE(j["load_average_start"].is_string());
+  EXPECT_TRUE(j["load_average_end"].is_string());
   const double bw = j["bandwidth_GBps"].get<double>();
   EXPECT_GT(bw, 0.0);
   EXPECT_EQ(bw, j["read_bandwidth_GBps"]["best"].get<double>());
@@ -102,6 +104,7 @@ TEST(BenchCli, CpuTable) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(contains(r.out, "device: CPU, ")) << r.out;
   EXPECT_TRUE(contains(r.out, "host read bandwidth")) << r.out;
+  EXPECT_TRUE(contains(r.out, " (start), ")) << r.out;  // the load averages
   EXPECT_TRUE(contains(r.out, "| model      | sessions | context | workers |  step ms")) << r.out;
   EXPECT_TRUE(contains(r.out, "| tiny       |        2 |       8 |       3 |")) << r.out;
   EXPECT_TRUE(contains(r.out, "bench tiny ctx 8 workers 3 sessions 2: ")) << r.out;  // progress
