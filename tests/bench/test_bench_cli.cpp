@@ -110,6 +110,17 @@ TEST(BenchCli, CpuTable) {
   EXPECT_TRUE(contains(r.out, "bench tiny ctx 8 workers 3 sessions 2: ")) << r.out;  // progress
 }
 
+// The tiny preset's head_dim (32) is not one the CUDA kernels take: --device auto benches it on the
+// CPU in every build, and --device cuda refuses it (no CUDA in the build, no GPU, or the head_dim).
+TEST(BenchCli, DeviceAutoAndCudaForACpuOnlyModel) {
+  const CliResult a = run("bench -p tiny -w 1 -c 8 -r 1 -o json", "2>/dev/null");
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["backend"], "cpu");
+  const CliResult c = run("bench --device cuda -p tiny -w 1 -c 8 -r 1");
+  EXPECT_EQ(c.code, 1) << c.out;
+  EXPECT_TRUE(contains(c.out, "error: --device cuda: ")) << c.out;
+}
+
 TEST(BenchCli, BadInputExitsOneWithMessage) {
   struct Case {
     std::string args, message;
