@@ -5,14 +5,13 @@
 //
 //   bench_cpu [OUT.json] [--prompt N (128)] [--decode N (32)] [--preset NAME (qwen3-0.6b)]
 //
-// Weights are filled in memory with a fast PRNG (values do not matter for speed). fp32 weights:
-// Qwen3-0.6B is ~0.6 G parameters = ~2.4 GB.
+// Weights: make-model's random values, made in memory (model/make_model.h make_model_weights).
+// fp32 weights: Qwen3-0.6B is ~0.6 G parameters = ~2.4 GB.
 #include <cblas.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,64 +34,6 @@ double seconds_since(clk::time_point t) {
   return std::chrono::duration<double>(clk::now() - t).count();
 }
 
-// Uniform values in [-a, a): one 1 Mi-value xorshift tile per tensor, repeated (the values do not
-// matter for speed; tiling keeps start-up to a memory copy of the 2.4 GB).
-void fill(std::vector<float>& v, size_t n, float a, uint64_t seed) {
-  const size_t tile = std::min<size_t>(n, 1 << 20);
-  std::vector<float> t(tile);
-  uint64_t s = seed * 0x9e3779b97f4a7c15ULL + 1;
-  for (float& x : t) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    x = (static_cast<float>(s >> 40) * 0x1.0p-24f * 2.0f - 1.0f) * a;
-  }
-  v.resize(n);
-  for (size_t i = 0; i < n; i += tile)
-    std::memcpy(v.data() + i, t.data(), sizeof(float) * std::min(tile, n - i));
-}
-
-ModelWeights random_weights(const ModelConfig& c) {
-  ModelWeights w;
-  w.config = c;
-  const size_t H = c.hidden_size, I = c.intermediate_size;
-  const size_t qd = c.num_attention_heads * c.head_dim, kvd = c.num_key_value_heads * c.head_dim;
-  const float a = 0.02f * 1.732f;  // std 0.02 as HF initializer_range
-  uint64_t seed = 1;
-  fill(w.embed_tokens, c.vocab_size * H, a, seed++);
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    LayerWeights L;
-    L.input_layernorm.assign(H, 1.0f);
-    L.post_attention_layernorm.assign(H, 1.0f);
-    fill(L.q_proj, qd * H, a, seed++);
-    fill(L.k_proj, kvd * H, a, seed++);
-    fill(L.v_proj, kvd * H, a, seed++);
-    fill(L.o_proj, H * qd, a, seed++);
-    fill(L.gate_proj, I * H, a, seed++);
-    fill(L.up_proj, I * H, a, seed++);
-    fill(L.down_proj, H * I, a, seed++);
-    if (c.attention_bias) {
-      L.q_bias.assign(qd, 0.0f), L.k_bias.assign(kvd, 0.0f), L.v_bias.assign(kvd, 0.0f);
-    }
-    if (c.qk_norm) L.q_norm.assign(c.head_dim, 1.0f), L.k_norm.assign(c.head_dim, 1.0f);
-    w.layers.push_back(std::move(L));
-  }
-  w.norm.assign(H, 1.0f);
-  if (!c.tie_word_embeddings) fill(w.lm_head, c.vocab_size * H, a, seed++);
-  return w;
-}
-
-// Bytes one decode step reads from the weights: every layer matrix and norm, the output
-// projection, one embedding row.
-double decode_weight_bytes(const ModelWeights& w) {
-  double b = 0;
-  for (const LayerWeights& L : w.layers)
-    for (const auto* t : {&L.input_layernorm, &L.q_proj, &L.k_proj, &L.v_proj, &L.q_bias, &L.k_bias,
-                          &L.v_bias, &L.q_norm, &L.k_norm, &L.o_proj, &L.post_attention_layernorm,
-                          &L.gate_proj, &L.up_proj, &L.down_proj})
-      b += 4.0 * t->size();
-  b += 4.0 * w.output_weight().size() + 4.0 * w.norm.size() + 4.0 * w.config.hidden_size;
-  return b;
-}
-
 int run(int argc, char** argv) {
   std::string out = "bench_cpu.json", preset = "qwen3-0.6b";
   int64_t n_prompt = 128, n_decode = 32;
@@ -110,9 +51,9 @@ int run(int argc, char** argv) {
   const ModelConfig cfg = p.config;
 
   auto t0 = clk::now();
-  ModelWeights w = random_weights(cfg);
+  ModelWeights w = make_model_weights(p);
   const double init_s = seconds_since(t0);
-  const double wbytes = decode_weight_bytes(w);
+  const double wbytes = static_cast<double>(cpu::weight_bytes_per_step(w));
   cpu::CpuBackend be(std::move(w));
 
   // Prompt ids: a fixed pseudo-random sequence.

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   try {
     const nlohmann::json j = gemm ? hogwild::cuda::run_gemm_bench(o) : hogwild::cuda::run_bench(o);
     std::printf("%s",
-                (gemm ? hogwild::cuda::gemm_table(j) : hogwild::cuda::bench_table(j)).c_str());
+                (gemm ? hogwild::cuda::gemm_table(j) : hogwild::bench::bench_table(j)).c_str());
     hogwild::OutputFile f(json_file, "--json");
     f.write(hogwild::dump_json(j, 2) + "\n");
     f.close();

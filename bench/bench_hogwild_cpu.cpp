@@ -1,12 +1,12 @@
-// Hogwild! decode speed on the CPU backend, random weights of a make-model preset's shape
-// (Qwen3-0.6B by default). Prints tables; writes JSON.
+// Hogwild! decode speed on the CPU backend, on make-model's random weights of a preset's shape
+// (model/make_model.h make_model_weights; Qwen3-0.6B by default). Prints tables; writes JSON.
 //
 //   bench_hogwild_cpu [OUT.json] [--preset NAME (qwen3-0.6b)] [--prompt N (256)]
 //       [--rows 1,2,3,4,6,8,16] [--threads 2,1] [--steps N (4)] [--repeats N (5)]
 //       [--session-workers 1,2,4,8] [--session-steps N (16)] [--step-len N (24)]
 //
 // 1. Host read bandwidth: reads of a 1 GiB buffer by all pool threads, plain and with prefetch
-//    (bench/read_bandwidth.h), 4 + 4 at the start and 1 + 1 before every round of step timings;
+//    (src/bench/read_bandwidth.h), 4 + 4 at the start and 1 + 1 before every round of step timings;
 //    best and median.
 //    Pool cost: 2000 parallel_for calls of one 5 us item per thread, time over 5 us (min, median).
 // 2. Decode step by row count: M workers over a shared --prompt history, combined-layout views
@@ -85,61 +85,6 @@ class GreedyWithSteps : public TokenPicker {
   std::vector<int64_t> count_;
   int64_t step_len_;
 };
-
-// Uniform [-a, a) values from a xorshift stream per 1 Mi-value chunk, on the pool threads.
-std::vector<float> random_tensor(size_t n, float a, uint64_t seed) {
-  std::vector<float> v(n);
-  const size_t chunk = 1 << 20;
-  cpu::parallel_for((n + chunk - 1) / chunk, [&](int64_t c, int) {
-    uint64_t s = (seed + 1) * 0x9e3779b97f4a7c15ULL + c * 0xda942042e4dd58b5ULL + 1;
-    for (size_t i = c * chunk; i < std::min(n, (c + 1) * chunk); ++i) {
-      s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-      v[i] = (static_cast<float>(s >> 40) * 0x1.0p-24f * 2.0f - 1.0f) * a;
-    }
-  });
-  return v;
-}
-
-ModelWeights weights_for(const ModelConfig& c) {
-  ModelWeights w;
-  w.config = c;
-  const size_t H = c.hidden_size, I = c.intermediate_size;
-  const size_t qd = c.num_attention_heads * c.head_dim, kvd = c.num_key_value_heads * c.head_dim;
-  const float a = 0.035f;
-  uint64_t seed = 0;
-  w.embed_tokens = random_tensor(c.vocab_size * H, a, seed++);
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    LayerWeights L;
-    L.input_layernorm.assign(H, 1.0f);
-    L.post_attention_layernorm.assign(H, 1.0f);
-    L.q_proj = random_tensor(qd * H, a, seed++);
-    L.k_proj = random_tensor(kvd * H, a, seed++);
-    L.v_proj = random_tensor(kvd * H, a, seed++);
-    L.o_proj = random_tensor(H * qd, a, seed++);
-    L.gate_proj = random_tensor(I * H, a, seed++);
-    L.up_proj = random_tensor(I * H, a, seed++);
-    L.down_proj = random_tensor(H * I, a, seed++);
-    if (c.attention_bias)
-      L.q_bias.assign(qd, 0.f), L.k_bias.assign(kvd, 0.f), L.v_bias.assign(kvd, 0.f);
-    if (c.qk_norm) L.q_norm.assign(c.head_dim, 1.0f), L.k_norm.assign(c.head_dim, 1.0f);
-    w.layers.push_back(std::move(L));
-  }
-  w.norm.assign(H, 1.0f);
-  if (!c.tie_word_embeddings) w.lm_head = random_tensor(c.vocab_size * H, a, seed++);
-  return w;
-}
-
-// Bytes of weights one decode step reads: every layer tensor, the final norm, the output
-// projection (tied or not) and one embedding row per token (counted once).
-double step_weight_bytes(const ModelWeights& w) {
-  double b = 0;
-  for (const LayerWeights& L : w.layers)
-    for (const auto* t : {&L.input_layernorm, &L.q_proj, &L.k_proj, &L.v_proj, &L.q_bias, &L.k_bias,
-                          &L.v_bias, &L.q_norm, &L.k_norm, &L.o_proj, &L.post_attention_layernorm,
-                          &L.gate_proj, &L.up_proj, &L.down_proj})
-      b += 4.0 * t->size();
-  return b + 4.0 * (w.output_weight().size() + w.norm.size() + w.config.hidden_size);
-}
 
 std::vector<int> parse_list(const std::string& s, const char* what) {
   std::vector<int> v;
@@ -276,11 +221,11 @@ int run(int argc, char** argv) {
   for (int t : thread_counts)
     if (t < 1) fail("--threads: counts must be >= 1");
 
-  ModelConfig cfg = find_preset(Arch::qwen3, preset).config;
-  cfg.max_position_embeddings = std::max<int64_t>(cfg.max_position_embeddings, 1 << 16);
   const std::string load_start = load_average();
-  ModelWeights base = weights_for(cfg);
-  const double wbytes = step_weight_bytes(base);
+  ModelWeights base = make_model_weights(find_preset(Arch::qwen3, preset));
+  ModelConfig& cfg = base.config;
+  cfg.max_position_embeddings = std::max<int64_t>(cfg.max_position_embeddings, 1 << 16);
+  const double wbytes = static_cast<double>(cpu::weight_bytes_per_step(base));
   std::printf(
       "bench_hogwild_cpu: preset %s (%.3f B parameters, fp32 weights %.2f GB), skinny "
       "kernel %s, pool %d threads, prompt %lld tokens; load average %s\n",

@@ -31,25 +31,27 @@ struct DeviceFlags {
 };
 
 /// --kv-tokens N into `tokens` (a whole number >= 0; 0 = the free GPU memory minus 1 GiB), with
-/// a message that says what is wrong with a bad value.
-inline void add_kv_tokens_flag(CLI::App* c, int64_t& tokens) {
-  c->add_option_function<std::string>(
-       "--kv-tokens",
-       [&tokens](const std::string& s) {
-         size_t used = 0;
-         long long v = -1;
-         try {
-           v = std::stoll(s, &used);
-         } catch (const std::exception&) {
-           used = 0;
-         }
-         if (used == 0 || used != s.size() || v < 0)
-           throw CLI::ValidationError("--kv-tokens", "'" + s +
-                                                         "' is not a whole number of tokens >= 0 "
-                                                         "(0 = the free GPU memory minus 1 GiB)");
-         tokens = v;
-       },
-       "CUDA: KV cache size in tokens (0 = the free GPU memory minus 1 GiB)")
+/// a message that says what is wrong with a bad value. Returns the option (count() > 0: given).
+inline CLI::Option* add_kv_tokens_flag(CLI::App* c, int64_t& tokens) {
+  return c
+      ->add_option_function<std::string>(
+          "--kv-tokens",
+          [&tokens](const std::string& s) {
+            size_t used = 0;
+            long long v = -1;
+            try {
+              v = std::stoll(s, &used);
+            } catch (const std::exception&) {
+              used = 0;
+            }
+            if (used == 0 || used != s.size() || v < 0)
+              throw CLI::ValidationError("--kv-tokens",
+                                         "'" + s +
+                                             "' is not a whole number of tokens >= 0 "
+                                             "(0 = the free GPU memory minus 1 GiB)");
+            tokens = v;
+          },
+          "CUDA: KV cache size in tokens (0 = the free GPU memory minus 1 GiB)")
       ->default_str("0");
 }
 

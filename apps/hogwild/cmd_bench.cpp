@@ -1,12 +1,18 @@
-// `hogwild bench`: decode throughput of 1..8 workers over a shared context (src/cuda/bench.h),
-// like llama-bench. Needs the CUDA backend and a GPU. --hf-baseline also runs HF transformers on
-// the same presets and shapes (tools/hf_baseline.py: W independent sequences, each with its own
-// copy of the context's KV) after hogwild's runs, and adds its tok/s to every row.
+// `hogwild bench`: decode throughput of S sessions x W workers over a shared context each, like
+// llama-bench (the sweep and table: src/bench/decode_bench.h). --device cuda: bf16 on the GPU
+// (src/cuda/bench.h); --device cpu: fp32 on the host (src/bench/cpu_bench.h); auto: cuda when
+// this binary has the CUDA backend and a GPU is usable. --hf-baseline (CUDA only) also runs HF
+// transformers on the same presets and shapes (tools/hf_baseline.py: W independent sequences, each
+// with its own copy of the context's KV) after hogwild's runs, and adds its tok/s to every row.
 #include "apps/hogwild/backend_flags.h"
 #include "apps/hogwild/commands.h"
+#include "bench/cpu_bench.h"
+#include "bench/decode_bench.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/json_text.h"
+#include "engine/model.h"
+#include "model/make_model.h"
 
 #ifdef HOGWILD_HAVE_CUDA
 #include "cuda/bench.h"
@@ -15,6 +21,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -71,7 +78,7 @@ namespace {
 }
 
 // hogwild against HF, one line per configuration that both ran.
-[[maybe_unused]] std::string hf_table(const nlohmann::json& res) {
+std::string hf_table(const nlohmann::json& res) {
   std::string t =
       "| model | context | workers | hogwild tok/s aggregate | HF tok/s aggregate | x HF |\n"
       "|---|---|---|---|---|---|\n";
@@ -85,77 +92,132 @@ namespace {
   return t;
 }
 
+// "cuda" or "cpu" for --device (engine/model.h resolve_device), judged on the first model the
+// run would bench (the CUDA default preset when none is given).
+std::string bench_device(const std::string& device, const std::vector<std::string>& presets,
+                         const std::vector<std::string>& dirs) {
+  if (device == "cpu") return "cpu";
+  ModelConfig c;
+  if (!presets.empty()) {
+    const auto& all = model_presets();
+    auto it = std::find_if(all.begin(), all.end(),
+                           [&](const ModelPreset& p) { return p.name == presets.front(); });
+    if (it == all.end())
+      fail("bench: unknown preset '{}'; see `hogwild make-model --help`", presets.front());
+    c = it->config;
+  } else if (!dirs.empty()) {
+    c = load_model_config(dirs.front());
+  } else {
+    c = find_preset(Arch::qwen3, "qwen3-8b").config;
+  }
+  return resolve_device(device, c);
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "bench", "Decode throughput of W workers over a shared context on the GPU (table or JSON)");
+      "bench",
+      "Decode throughput of S sessions x W workers over a shared context each, on the GPU or the "
+      "CPU (table or JSON)");
   struct Args {
     std::vector<std::string> presets;
     std::vector<std::string> dirs;
     std::vector<int> workers;
     std::vector<int64_t> contexts;
     std::vector<int> sessions;
+    std::string device = "auto";
     std::string output = "table";
     std::string json_file;
-    int repeat = 20;
+    int repeat = 0;
     int64_t kv_tokens = 0;  // 0: the free GPU memory
     bool session_layout = false;
     std::string hf_script;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option(
-      "-p,--preset", a->presets,
-      "model presets with random bf16 weights made on the GPU (default: qwen3-8b qwq-32b)");
+  cmd->add_option("-p,--preset", a->presets,
+                  "model presets with random weights (default: CUDA qwen3-8b qwq-32b, bf16 made on "
+                  "the GPU; CPU qwen3-0.6b, fp32)");
   cmd->add_option("-m,--model", a->dirs, "Hugging Face model directories to load instead/as well");
-  cmd->add_option("-w,--workers", a->workers, "worker counts (default: 1 2 4 8)");
-  cmd->add_option("-c,--context", a->contexts, "shared context lengths (default: 1024 8192 16384)");
+  cmd->add_option("-w,--workers", a->workers, "worker counts per session (default: 1 2 4 8)");
+  cmd->add_option("-c,--context", a->contexts,
+                  "shared context lengths (default: CUDA 1024 8192 16384, CPU 256)");
   cmd->add_option("-s,--sessions", a->sessions,
                   "concurrent problems, each with its own shared context and W workers, in one "
                   "forward (default: 1)");
-  cmd->add_option("-r,--repeat", a->repeat, "timed steps per configuration (median reported)");
-  add_kv_tokens_flag(cmd, a->kv_tokens);  // a small cache leaves room for a profiler
+  auto* repeat =
+      cmd->add_option("-r,--repeat", a->repeat, "timed steps per configuration, median reported")
+          ->default_str("20 on CUDA, 5 on the CPU");
+  cmd->add_option("--device", a->device,
+                  "auto (default: cuda when this binary has it and a GPU is usable), cuda or cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  add_threads_flag(cmd);
+  auto* kv = add_kv_tokens_flag(cmd, a->kv_tokens);  // a small cache leaves room for a profiler
   cmd->add_flag("--session-layout", a->session_layout,
                 "views as hogwild run builds them (header, separator and own-header blocks "
                 "besides the workers' steps) instead of [context] [other steps] [own step]");
   cmd->add_option("-o,--output", a->output, "table or json (on stdout)")
       ->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--json-file", a->json_file, "also write the JSON results to this file");
-  cmd->add_option("--hf-baseline", a->hf_script,
-                  "also run HF transformers on the presets (path of tools/hf_baseline.py; needs "
-                  "python3 with torch + transformers)");
-  cmd->callback([a] {
-    std::error_code ec;  // argument checks first: a GPU run takes minutes
+  auto* hf = cmd->add_option("--hf-baseline", a->hf_script,
+                             "CUDA: also run HF transformers on the presets (path of "
+                             "tools/hf_baseline.py; needs python3 with torch + transformers)");
+  cmd->callback([a, repeat, kv, hf] {
+    std::error_code ec;  // argument checks first: a run takes minutes
+    // The flags common to both devices, over either device's defaults.
+    auto apply = [&](bench::DecodeBenchOptions& o) {
+      if (!a->workers.empty()) o.workers = a->workers;
+      if (!a->contexts.empty()) o.contexts = a->contexts;
+      if (!a->sessions.empty()) o.sessions = a->sessions;
+      if (repeat->count() > 0) o.repeat = a->repeat;
+      o.session_layout = a->session_layout;
+    };
+    bench::DecodeBenchOptions sweep;
+    apply(sweep);
+    bench::check_decode_bench_options(sweep);
+    for (const std::string& d : a->dirs)
+      if (!std::filesystem::is_directory(d, ec))
+        fail("-m {}: model directory does not exist; pass an HF model directory", d);
+    const std::string dev = bench_device(a->device, a->presets, a->dirs);
+    const char* why_cpu = a->device == "cpu" ? "with --device cpu"
+                                             : "here: no usable GPU, so the bench runs on the CPU";
+    if (dev == "cpu" && hf->count() > 0)
+      fail(
+          "--hf-baseline compares with HF transformers on the GPU and needs the CUDA backend; it "
+          "cannot be used {}",
+          why_cpu);
+    if (dev == "cpu" && kv->count() > 0)
+      fail("--kv-tokens sizes the CUDA KV pool; the CPU backend has none, so it cannot be used {}",
+           why_cpu);
     if (!a->hf_script.empty() && !std::filesystem::is_regular_file(a->hf_script, ec))
       fail("--hf-baseline: {} not found; give the path of tools/hf_baseline.py", a->hf_script);
     if (!a->hf_script.empty() && a->presets.empty() && !a->dirs.empty())
       fail("--hf-baseline needs presets (-p); HF runs the preset shapes, not -m directories");
-    for (int w : a->workers)
-      if (w < 1) fail("-w {}: worker counts must be >= 1", w);
-    for (int64_t c : a->contexts)
-      if (c < 0) fail("-c {}: context lengths must be >= 0 tokens", c);
-    for (int n : a->sessions)
-      if (n < 1) fail("--sessions {}: session counts must be >= 1", n);
-    if (a->repeat < 1) fail("-r {}: give at least 1 timed step", a->repeat);
+    nlohmann::json j;
+    if (dev == "cpu") {
+      bench::CpuBenchOptions o;
+      if (!a->presets.empty() || !a->dirs.empty()) o.presets = a->presets;
+      o.model_dirs = a->dirs;
+      apply(o);
+      j = bench::run_cpu_bench(o);
+    } else {
 #ifdef HOGWILD_HAVE_CUDA
-    cuda::BenchOptions o;
-    if (!a->presets.empty() || !a->dirs.empty()) o.presets = a->presets;
-    o.model_dirs = a->dirs;
-    if (!a->workers.empty()) o.workers = a->workers;
-    if (!a->contexts.empty()) o.contexts = a->contexts;
-    if (!a->sessions.empty()) o.sessions = a->sessions;
-    o.repeat = a->repeat;
-    o.kv_tokens = a->kv_tokens;
-    o.session_layout = a->session_layout;
-    nlohmann::json j = cuda::run_bench(o);
-    if (!a->hf_script.empty()) {
-      if (o.presets.empty()) fail("--hf-baseline needs presets (-p); HF runs the preset shapes");
-      add_hf_baseline(j, a->hf_script, o.presets, o.workers, o.contexts);
+      cuda::BenchOptions o;
+      if (!a->presets.empty() || !a->dirs.empty()) o.presets = a->presets;
+      o.model_dirs = a->dirs;
+      apply(o);
+      o.kv_tokens = a->kv_tokens;
+      j = cuda::run_bench(o);
+      if (!a->hf_script.empty()) {
+        if (o.presets.empty()) fail("--hf-baseline needs presets (-p); HF runs the preset shapes");
+        add_hf_baseline(j, a->hf_script, o.presets, o.workers, o.contexts);
+      }
+#endif
     }
     if (a->output == "json") {
       std::printf("%s\n", dump_json(j, 2).c_str());
     } else {
-      std::printf("%s", cuda::bench_table(j).c_str());
+      std::printf("%s", bench::bench_table(j).c_str());
       if (!a->hf_script.empty()) std::printf("\n%s", hf_table(j).c_str());
     }
     if (!a->json_file.empty()) {
@@ -163,11 +225,6 @@ void register_bench(CLI::App& app) {
       f.write(dump_json(j, 2) + "\n");
       f.close();
     }
-#else
-    fail(
-        "this hogwild was built without the CUDA backend; rebuild with -DHOGWILD_CUDA=ON on a "
-        "machine with nvcc");
-#endif
   });
 }
 

@@ -126,6 +126,44 @@ int64_t CpuBackend::cached_tokens() const {
   return n;
 }
 
+void CpuBackend::fill_block_random(BlockId b, int64_t len, uint64_t seed) {
+  table_.check(b, "fill_block_random");
+  if (table_.len(b) != 0) fail("fill_block_random: block {} is not empty", b);
+  table_.grow(b, len);
+  const int64_t n = len * w_.config.head_dim;
+  Block& blk = blocks_[b];
+  parallel_for(static_cast<int64_t>(blk.k.size()), [&](int64_t lg, int) {  // (layer, kv head)
+    uint64_t s =
+        (seed + 1) * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(lg) * 0xda942042e4dd58b5ULL;
+    for (std::vector<float>* kv : {&blk.k[lg], &blk.v[lg]}) {
+      kv->resize(n);
+      for (float& x : *kv) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;  // xorshift64
+        x = static_cast<float>(s >> 40) * 0x1.0p-23f - 1.0f;
+      }
+    }
+  });
+}
+
+int64_t weight_bytes_per_step(const ModelWeights& w) {
+  int64_t n = 0;
+  for (const LayerWeights& L : w.layers)
+    for (const auto* t : {&L.input_layernorm, &L.q_proj, &L.k_proj, &L.v_proj, &L.q_bias, &L.k_bias,
+                          &L.v_bias, &L.q_norm, &L.k_norm, &L.o_proj, &L.post_attention_layernorm,
+                          &L.gate_proj, &L.up_proj, &L.down_proj})
+      n += static_cast<int64_t>(t->size());
+  n += static_cast<int64_t>(w.norm.size() + w.output_weight().size());
+  return n * static_cast<int64_t>(sizeof(float));
+}
+
+int64_t CpuBackend::weight_bytes_per_step() const { return cpu::weight_bytes_per_step(w_); }
+
+int64_t CpuBackend::kv_bytes_per_token() const {
+  const ModelConfig& c = w_.config;
+  return 2 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim *
+         static_cast<int64_t>(sizeof(float));
+}
+
 void CpuBackend::truncate_block(BlockId b, int64_t new_len) {
   table_.truncate(b, new_len);
   const int64_t hd = w_.config.head_dim;

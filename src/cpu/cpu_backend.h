@@ -34,6 +34,10 @@ struct CpuProfile {
   double total = 0;
 };
 
+/// Bytes of weights a decode step reads: every layer tensor, the final norm and the output
+/// projection (the embedding table when tied), fp32; not the embedding rows of the new tokens.
+int64_t weight_bytes_per_step(const ModelWeights& w);
+
 class CpuBackend : public Backend {
  public:
   /// Takes the weights. Throws hogwild::Error when a tensor's size does not match the config
@@ -70,6 +74,14 @@ class CpuBackend : public Backend {
 
   /// Tokens held over all live blocks.
   int64_t cached_tokens() const;
+
+  /// For benches and tests (as CudaBackend's): sets block b (empty) to `len` tokens of uniform
+  /// [-1, 1) K/V in every layer, from `seed`. Throws hogwild::Error when b is unknown or not empty.
+  void fill_block_random(BlockId b, int64_t len, uint64_t seed);
+  /// weight_bytes_per_step(weights()).
+  int64_t weight_bytes_per_step() const;
+  /// Bytes of one token's K and V over all layers (fp32).
+  int64_t kv_bytes_per_token() const;
 
   /// Adds the time of every later forward to *p, stage by stage (nullptr: stop). p must outlive
   /// its use.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 #include "core/io.h"
@@ -104,18 +105,38 @@ void apply_tokenizer(const fs::path& tdir, const fs::path& out, ModelConfig& c) 
   }
 }
 
+// Runs fn(lo, hi) over [0, n) split across up to 16 threads (1 Mi elements or more each).
+template <typename Fn>
+void parallel_ranges(size_t n, Fn fn) {
+  const size_t kPerThread = size_t(1) << 20;
+  const size_t n_threads = std::min<size_t>(
+      {(n + kPerThread - 1) / kPerThread, 16, std::max(1u, std::thread::hardware_concurrency())});
+  if (n_threads <= 1) return fn(size_t{0}, n);
+  std::vector<std::thread> th;
+  const size_t per = (n + n_threads - 1) / n_threads;
+  for (size_t t = 0; t < n_threads; ++t)
+    th.emplace_back(fn, std::min(n, t * per), std::min(n, (t + 1) * per));
+  for (std::thread& t : th) t.join();
+}
+
+// Mean and std of tensor s's values for preset p (see make_model.h).
+std::pair<double, double> init_of(const ModelPreset& p, const TensorSpec& s) {
+  if (s.role == TensorRole::norm) return {1.0, p.norm_jitter};
+  if (s.role == TensorRole::bias) return {0.0, p.bias_std};
+  return {0.0, p.init_std};
+}
+
 // Fills `bytes` with tensor s's values in dtype dt, on up to 16 threads (counter-based, so the
 // result does not depend on the split).
 void fill_tensor(const MakeModelOptions& opt, const ModelPreset& p, const TensorSpec& s,
                  std::vector<uint8_t>& bytes) {
-  double mean = 0, stdev = p.init_std;
-  if (s.role == TensorRole::norm) mean = 1.0, stdev = p.norm_jitter;
-  if (s.role == TensorRole::bias) stdev = p.bias_std;
+  const std::pair<double, double> init = init_of(p, s);
+  const double mean = init.first, stdev = init.second;
   size_t n = 1;
   for (int64_t d : s.shape) n *= size_t(d);
   const size_t es = dtype_size(opt.dtype);
   bytes.resize(n * es);
-  auto run = [&](size_t lo, size_t hi) {
+  parallel_ranges(n, [&](size_t lo, size_t hi) {
     constexpr size_t kBlock = 4096;
     float tmp[kBlock];
     for (size_t i = lo; i < hi; i += kBlock) {
@@ -123,16 +144,7 @@ void fill_tensor(const MakeModelOptions& opt, const ModelPreset& p, const Tensor
       random_tensor_values(opt.seed, s.name, i, m, mean, stdev, tmp);
       convert_from_f32(tmp, m, opt.dtype, bytes.data() + i * es);
     }
-  };
-  const size_t kPerThread = size_t(1) << 20;
-  const size_t n_threads = std::min<size_t>(
-      {(n + kPerThread - 1) / kPerThread, 16, std::max(1u, std::thread::hardware_concurrency())});
-  if (n_threads <= 1) return run(0, n);
-  std::vector<std::thread> th;
-  const size_t per = (n + n_threads - 1) / n_threads;
-  for (size_t t = 0; t < n_threads; ++t)
-    th.emplace_back(run, std::min(n, t * per), std::min(n, (t + 1) * per));
-  for (std::thread& t : th) t.join();
+  });
 }
 
 }  // namespace
@@ -149,6 +161,27 @@ void random_tensor_values(uint64_t seed, const std::string& name, uint64_t first
     double scaled = stdev * x;
     out[i] = float(mean + scaled);
   }
+}
+
+ModelWeights make_model_weights(const ModelPreset& p, uint64_t seed) {
+  ModelWeights w;
+  w.config = p.config;
+  w.config.torch_dtype = dtype_torch_name(Dtype::f32);
+  w.layers.resize(size_t(w.config.num_hidden_layers));
+  for (const TensorSpec& s : model_tensor_specs(w.config)) {
+    const std::pair<double, double> init = init_of(p, s);
+    const double mean = init.first, stdev = init.second;
+    uint64_t first = 0;  // element offset of this field in the (possibly fused) tensor
+    for (const TensorDestination& d : tensor_destinations(w, s)) {
+      d.field->resize(d.elements);
+      float* out = d.field->data();
+      parallel_ranges(d.elements, [&](size_t lo, size_t hi) {
+        random_tensor_values(seed, s.name, first + lo, hi - lo, mean, stdev, out + lo);
+      });
+      first += d.elements;
+    }
+  }
+  return w;
 }
 
 int64_t tokenizer_vocab_size(const std::string& path) {

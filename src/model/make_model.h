@@ -22,6 +22,7 @@
 
 #include "model/config.h"
 #include "model/dtype.h"
+#include "model/weights.h"
 
 namespace hogwild {
 
@@ -62,6 +63,11 @@ struct MakeModelOptions {
 /// no old file (a tokenizer that no longer fits vocab_size) stays beside the new model. Returns the
 /// config written. Throws hogwild::Error on bad options or I/O failure.
 ModelConfig make_model(const MakeModelOptions& opt);
+
+/// The weights `make-model --dtype f32 --seed seed` writes for preset p, made in memory (as
+/// load_model would return them from those files; config.torch_dtype "float32"), on up to 16
+/// threads. For benchmarks that need a model's shape, not its files.
+ModelWeights make_model_weights(const ModelPreset& p, uint64_t seed = 0);
 
 /// Fills `out` (n values) with the deterministic approximately-normal values of tensor `name`,
 /// element offset `first`, times `stdev`, plus `mean` (described above).

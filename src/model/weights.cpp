@@ -35,69 +35,6 @@ struct Piece {
   size_t n;
 };
 
-// Destination(s) of a tensor in ModelWeights. Fused Phi3 tensors go to several fields, row blocks
-// in order (qkv_proj: q, k, v; gate_up_proj: gate, up).
-std::vector<std::vector<float>*> destinations(ModelWeights& w, const TensorSpec& s) {
-  LayerWeights* L = s.layer >= 0 ? &w.layers[size_t(s.layer)] : nullptr;
-  switch (s.kind) {
-    case TensorKind::embed_tokens:
-      return {&w.embed_tokens};
-    case TensorKind::norm:
-      return {&w.norm};
-    case TensorKind::lm_head:
-      return {&w.lm_head};
-    case TensorKind::input_layernorm:
-      return {&L->input_layernorm};
-    case TensorKind::post_attention_layernorm:
-      return {&L->post_attention_layernorm};
-    case TensorKind::q_proj:
-      return {&L->q_proj};
-    case TensorKind::k_proj:
-      return {&L->k_proj};
-    case TensorKind::v_proj:
-      return {&L->v_proj};
-    case TensorKind::o_proj:
-      return {&L->o_proj};
-    case TensorKind::q_bias:
-      return {&L->q_bias};
-    case TensorKind::k_bias:
-      return {&L->k_bias};
-    case TensorKind::v_bias:
-      return {&L->v_bias};
-    case TensorKind::q_norm:
-      return {&L->q_norm};
-    case TensorKind::k_norm:
-      return {&L->k_norm};
-    case TensorKind::qkv_proj:
-      return {&L->q_proj, &L->k_proj, &L->v_proj};
-    case TensorKind::gate_proj:
-      return {&L->gate_proj};
-    case TensorKind::up_proj:
-      return {&L->up_proj};
-    case TensorKind::gate_up_proj:
-      return {&L->gate_proj, &L->up_proj};
-    case TensorKind::down_proj:
-      return {&L->down_proj};
-  }
-  return {};
-}
-
-// Element counts of the destinations of a fused tensor, in row-block order.
-std::vector<size_t> split_sizes(const ModelConfig& c, const TensorSpec& s) {
-  const size_t h = size_t(c.hidden_size), d = size_t(c.head_dim);
-  if (s.kind == TensorKind::qkv_proj) {
-    size_t q = size_t(c.num_attention_heads) * d * h, kv = size_t(c.num_key_value_heads) * d * h;
-    return {q, kv, kv};
-  }
-  if (s.kind == TensorKind::gate_up_proj) {
-    size_t g = size_t(c.intermediate_size) * h;
-    return {g, g};
-  }
-  size_t n = 1;
-  for (int64_t x : s.shape) n *= size_t(x);
-  return {n};
-}
-
 }  // namespace
 
 std::vector<CheckedTensor> check_checkpoint(const ModelConfig& c, const Checkpoint& ck,
@@ -137,6 +74,60 @@ std::vector<CheckedTensor> check_checkpoint(const ModelConfig& c, const Checkpoi
   return out;
 }
 
+std::vector<TensorDestination> tensor_destinations(ModelWeights& w, const TensorSpec& s) {
+  LayerWeights* L = s.layer >= 0 ? &w.layers.at(size_t(s.layer)) : nullptr;
+  const ModelConfig& c = w.config;
+  const size_t h = size_t(c.hidden_size), d = size_t(c.head_dim);
+  size_t n = 1;
+  for (int64_t x : s.shape) n *= size_t(x);
+  switch (s.kind) {
+    case TensorKind::embed_tokens:
+      return {{&w.embed_tokens, n}};
+    case TensorKind::norm:
+      return {{&w.norm, n}};
+    case TensorKind::lm_head:
+      return {{&w.lm_head, n}};
+    case TensorKind::input_layernorm:
+      return {{&L->input_layernorm, n}};
+    case TensorKind::post_attention_layernorm:
+      return {{&L->post_attention_layernorm, n}};
+    case TensorKind::q_proj:
+      return {{&L->q_proj, n}};
+    case TensorKind::k_proj:
+      return {{&L->k_proj, n}};
+    case TensorKind::v_proj:
+      return {{&L->v_proj, n}};
+    case TensorKind::o_proj:
+      return {{&L->o_proj, n}};
+    case TensorKind::q_bias:
+      return {{&L->q_bias, n}};
+    case TensorKind::k_bias:
+      return {{&L->k_bias, n}};
+    case TensorKind::v_bias:
+      return {{&L->v_bias, n}};
+    case TensorKind::q_norm:
+      return {{&L->q_norm, n}};
+    case TensorKind::k_norm:
+      return {{&L->k_norm, n}};
+    case TensorKind::qkv_proj: {
+      const size_t q = size_t(c.num_attention_heads) * d * h,
+                   kv = size_t(c.num_key_value_heads) * d * h;
+      return {{&L->q_proj, q}, {&L->k_proj, kv}, {&L->v_proj, kv}};
+    }
+    case TensorKind::gate_proj:
+      return {{&L->gate_proj, n}};
+    case TensorKind::up_proj:
+      return {{&L->up_proj, n}};
+    case TensorKind::gate_up_proj: {
+      const size_t g = size_t(c.intermediate_size) * h;
+      return {{&L->gate_proj, g}, {&L->up_proj, g}};
+    }
+    case TensorKind::down_proj:
+      return {{&L->down_proj, n}};
+  }
+  return {};
+}
+
 ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
@@ -154,18 +145,15 @@ ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt) {
   uint64_t total_bytes = 0;
   constexpr size_t kChunk = size_t(1) << 22;
   for (const CheckedTensor& t : tensors) {
-    std::vector<std::vector<float>*> dst = destinations(w, t.spec);
-    std::vector<size_t> sizes = split_sizes(c, t.spec);
-    HOGWILD_CHECK(dst.size() == sizes.size());
     const Dtype dt = t.entry->info->dtype;
     const uint8_t* src = t.entry->file->data(*t.entry->info);
-    for (size_t k = 0; k < dst.size(); ++k) {
-      dst[k]->resize(sizes[k]);
-      for (size_t off = 0; off < sizes[k]; off += kChunk) {
-        size_t n = std::min(kChunk, sizes[k] - off);
-        pieces.push_back(Piece{src + off * dtype_size(dt), dt, dst[k]->data() + off, n});
+    for (const TensorDestination& d : tensor_destinations(w, t.spec)) {
+      d.field->resize(d.elements);
+      for (size_t off = 0; off < d.elements; off += kChunk) {
+        size_t n = std::min(kChunk, d.elements - off);
+        pieces.push_back(Piece{src + off * dtype_size(dt), dt, d.field->data() + off, n});
       }
-      src += sizes[k] * dtype_size(dt);
+      src += d.elements * dtype_size(dt);
     }
     total_bytes += t.entry->info->nbytes();
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/tensor_names.h"
 
 namespace hogwild {
 
@@ -36,6 +37,17 @@ struct ModelWeights {
     return lm_head.empty() ? embed_tokens : lm_head;
   }
 };
+
+/// One field of ModelWeights that a checkpoint tensor fills, and how many of its elements go there.
+struct TensorDestination {
+  std::vector<float>* field;
+  size_t elements;
+};
+
+/// Where the elements of tensor s (model_tensor_specs(w.config)) go in w, in the tensor's element
+/// order: one field, or for a fused Phi3 tensor the fields of its row blocks (qkv_proj: q, k, v;
+/// gate_up_proj: gate, up). w.layers must hold layer s.layer. The fields are not resized.
+std::vector<TensorDestination> tensor_destinations(ModelWeights& w, const TensorSpec& s);
 
 struct LoadOptions {
   bool show_progress = true;  // progress on stderr when it is a terminal

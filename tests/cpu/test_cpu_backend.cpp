@@ -253,5 +253,51 @@ TEST(CpuBackend, TruncateAndReuseBlocks) {
   EXPECT_EQ(be.block_len(b), 0);
 }
 
+// The bench hooks: random K/V of a given length, and the byte counts of a decode step.
+TEST(CpuBackend, FillBlockRandomAndStepBytes) {
+  for (const bool tied : {false, true}) {
+    const ModelConfig cfg =
+        test::tiny_config(test::tiny_spec("x", Arch::qwen3, /*bias=*/true, /*qk_norm=*/true, tied));
+    CpuBackend be(test::tiny_weights(cfg, 1));
+    // Every parameter once, but the embedding table only when it is also the output projection.
+    const int64_t params = cfg.num_parameters() - (tied ? 0 : cfg.vocab_size * cfg.hidden_size);
+    EXPECT_EQ(be.weight_bytes_per_step(), 4 * params);
+    EXPECT_EQ(be.kv_bytes_per_token(),
+              2 * 4 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim);
+  }
+  const ModelConfig cfg = test::tiny_config(test::tiny_spec("x", Arch::qwen3, false, true, false));
+  CpuBackend be(test::tiny_weights(cfg, 1));
+  const BlockId a = be.new_block(), b = be.new_block(), c = be.new_block();
+  be.fill_block_random(a, 70, 5);
+  be.fill_block_random(b, 70, 5);
+  be.fill_block_random(c, 3, 6);
+  EXPECT_EQ(be.block_len(a), 70);
+  EXPECT_EQ(be.kv_used_tokens(), 5 * 64);  // pages: 2 + 2 + 1
+  std::vector<float> ka, va, kb, vb, kc, vc;
+  for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
+    be.read_block(a, l, ka, va);
+    be.read_block(b, l, kb, vb);
+    be.read_block(c, l, kc, vc);
+    ASSERT_EQ(ka.size(), size_t(70 * cfg.num_key_value_heads * cfg.head_dim));
+    EXPECT_EQ(ka, kb);  // same seed, same values
+    EXPECT_EQ(va, vb);
+    EXPECT_NE(ka, va);
+    EXPECT_NE(std::vector<float>(ka.begin(), ka.begin() + kc.size()), kc);
+    float lo = 1, hi = -1;
+    for (const auto* v : {&ka, &va, &kc, &vc})
+      for (float x : *v) lo = std::min(lo, x), hi = std::max(hi, x);
+    EXPECT_GE(lo, -1.0f);
+    EXPECT_LT(hi, 1.0f);
+    EXPECT_LT(lo, -0.9f);  // spread over [-1, 1)
+    EXPECT_GT(hi, 0.9f);
+  }
+  EXPECT_THROW(be.fill_block_random(a, 1, 1), Error);   // not empty
+  EXPECT_THROW(be.fill_block_random(99, 1, 1), Error);  // unknown block
+  CpuBackend small(test::tiny_weights(cfg, 1), /*max_tokens=*/64);
+  const BlockId d = small.new_block();
+  EXPECT_THROW(small.fill_block_random(d, 65, 1), Error);  // beyond the one-page capacity
+  EXPECT_EQ(small.block_len(d), 0);
+}
+
 }  // namespace
 }  // namespace hogwild

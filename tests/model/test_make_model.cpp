@@ -8,6 +8,7 @@
 #include "model/make_model.h"
 #include "model/safetensors.h"
 #include "model/tensor_names.h"
+#include "model/weights.h"
 #include "tests/model/test_util.h"
 
 namespace hogwild {
@@ -90,6 +91,43 @@ TEST(MakeModel, SameSeedSameBytesPinnedHash) {
   make_model(o);
   EXPECT_EQ(fnv1a(test::read_file(p / "model.safetensors")), kGoldenPhi3TinyF32_1);
   EXPECT_EQ(fnv1a(test::read_file(p / "config.json")), kGoldenPhi3TinyConfig);
+}
+
+// make_model_weights = load_model of what make-model --dtype f32 writes, element for element:
+// plain tensors (qwen3: tied embeddings, q/k norms; qwen2: biases; llama) and fused ones split
+// (phi3 qkv_proj, gate_up_proj).
+TEST(MakeModel, InMemoryWeightsEqualTheLoadedF32Files) {
+  for (const Arch a : {Arch::qwen3, Arch::qwen2, Arch::llama, Arch::phi3}) {
+    TempDir d;
+    MakeModelOptions o = opts(d, a, 11);
+    o.dtype = Dtype::f32;
+    make_model(o);
+    const ModelWeights loaded = load_model(d.str(), {.show_progress = false});
+    const ModelWeights made = make_model_weights(find_preset(a, "tiny"), 11);
+    EXPECT_EQ(made.config.torch_dtype, "float32");
+    ASSERT_EQ(made.layers.size(), loaded.layers.size());
+    EXPECT_EQ(made.embed_tokens, loaded.embed_tokens) << arch_short_name(a);
+    EXPECT_EQ(made.norm, loaded.norm) << arch_short_name(a);
+    EXPECT_EQ(made.lm_head, loaded.lm_head) << arch_short_name(a);
+    for (size_t l = 0; l < made.layers.size(); ++l) {
+      const LayerWeights &m = made.layers[l], &f = loaded.layers[l];
+      EXPECT_EQ(m.q_proj, f.q_proj) << arch_short_name(a) << " layer " << l;
+      EXPECT_EQ(m.k_proj, f.k_proj) << arch_short_name(a) << " layer " << l;
+      EXPECT_EQ(m.v_proj, f.v_proj) << arch_short_name(a) << " layer " << l;
+      EXPECT_EQ(m.o_proj, f.o_proj) << arch_short_name(a) << " layer " << l;
+      EXPECT_EQ(m.gate_proj, f.gate_proj) << arch_short_name(a) << " layer " << l;
+      EXPECT_EQ(m.up_proj, f.up_proj) << arch_short_name(a) << " layer " << l;
+      EXPECT_EQ(m.down_proj, f.down_proj) << arch_short_name(a) << " layer " << l;
+      EXPECT_EQ(m.input_layernorm, f.input_layernorm) << arch_short_name(a) << " layer " << l;
+      EXPECT_EQ(m.post_attention_layernorm, f.post_attention_layernorm) << arch_short_name(a);
+      EXPECT_EQ(m.q_norm, f.q_norm) << arch_short_name(a) << " layer " << l;
+      EXPECT_EQ(m.k_norm, f.k_norm) << arch_short_name(a) << " layer " << l;
+      EXPECT_EQ(m.q_bias, f.q_bias) << arch_short_name(a) << " layer " << l;
+      EXPECT_EQ(m.k_bias, f.k_bias) << arch_short_name(a) << " layer " << l;
+      EXPECT_EQ(m.v_bias, f.v_bias) << arch_short_name(a) << " layer " << l;
+    }
+    EXPECT_FALSE(made.layers[0].q_proj.empty());
+  }
 }
 
 TEST(MakeModel, ConfigAndGenerationConfig) {

@@ -1,6 +1,6 @@
-// Host read bandwidth probe shared by the CPU benchmarks: every thread of the backend's pool
-// (cpu/parallel.h) sums its slice of one large buffer; GB/s = buffer bytes / wall time of the
-// whole read. Two ways of reading, the best counts:
+// Host read bandwidth probe of the CPU benchmarks and `hogwild bench --device cpu`: every thread of
+// the backend's pool (cpu/parallel.h) sums its slice of one large buffer; GB/s = buffer bytes /
+// wall time of the whole read. Two ways of reading, the best counts:
 //   plain     one sequential stream per thread, 16 independent accumulators (bound by memory, not
 //             by add latency), hardware prefetch only;
 //   prefetch  the access pattern of the skinny kernel (cpu/skinny_kernel.h): groups of 6 rows of

@@ -1,0 +1,174 @@
+// `hogwild bench`: the backend-neutral sweep and table (decode_bench.h).
+#include "bench/decode_bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "core/error.h"
+#include "hogwild/kv_budget.h"
+#include "hogwild/layout.h"
+
+namespace hogwild::bench {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// One (context, workers, sessions) point (decode_bench.h).
+nlohmann::json bench_point(const DecodeBenchModel& m, int64_t ctx, int W, int S,
+                           const DecodeBenchOptions& opt) {
+  Backend& be = *m.backend;
+  const int64_t steps_total = opt.warmup + opt.repeat;
+  if (m.require_kv_tokens)
+    m.require_kv_tokens(S * run_kv_tokens({ctx, W, opt.step_tokens + steps_total, 0, 0}));
+  std::vector<BlockId> owned;
+  auto block = [&](int64_t len, uint64_t seed) {
+    owned.push_back(be.new_block());
+    m.fill_block(owned.back(), len, seed);
+    return owned.back();
+  };
+  ForwardBatch b;
+  std::vector<BlockId> step(static_cast<size_t>(S) * W);
+  for (int s = 0; s < S; ++s) {
+    const uint64_t seed = opt.seed + 1000 * static_cast<uint64_t>(s);
+    const BlockId shared = block(ctx, seed + 1);
+    for (int w = 0; w < W; ++w) step[s * W + w] = block(opt.step_tokens, seed + 100 + w);
+    // The combined layout of hogwild/layout.h, as a session builds it. Session layout: the
+    // constant blocks too, header 8 tokens, separator 2, separator + own header 10 (Qwen3 tokens
+    // of the default formatting are of that order); else only the context and the steps.
+    LayoutState st;
+    st.layout = Layout::combined;
+    st.history = shared;
+    st.current.assign(step.begin() + s * W, step.begin() + (s + 1) * W);
+    st.text.others_header.assign(W, -1);
+    st.text.sep_own_header.assign(W, -1);
+    if (opt.session_layout && W > 1) {
+      st.text.others_header.assign(W, block(8, seed + 2));
+      st.text.sep = block(2, seed + 3);
+      for (int w = 0; w < W; ++w) st.text.sep_own_header[w] = block(10, seed + 200 + w);
+    }
+    for (std::vector<BlockId>& v : build_views(st)) b.views.push_back(std::move(v));
+  }
+  // Tokens of the constant blocks the views read (each distinct block once).
+  int64_t const_tokens = 0;
+  {
+    std::vector<BlockId> seen;
+    for (const auto& v : b.views)
+      for (BlockId x : v)
+        if (std::find(seen.begin(), seen.end(), x) == seen.end()) {
+          seen.push_back(x);
+          if (std::find(step.begin(), step.end(), x) == step.end()) const_tokens += be.block_len(x);
+        }
+  }
+
+  std::vector<double> ms;
+  int64_t kv_tokens_read = 0;
+  const int rows = S * W;
+  const int64_t vocab = be.config().vocab_size;
+  for (int64_t t = 0; t < steps_total; ++t) {
+    b.tokens.clear();
+    for (int r = 0; r < rows; ++r)
+      b.tokens.push_back({static_cast<int32_t>((t * 131 + r * 17) % vocab), r, step[r], true});
+    const auto t0 = std::chrono::steady_clock::now();
+    m.step(b);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (t >= opt.warmup) {
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      // every distinct block once: the contexts and constants, and the steps as they grow
+      kv_tokens_read += const_tokens + rows * (opt.step_tokens + t + 1);
+    }
+  }
+  for (BlockId x : owned) be.free_block(x);
+
+  const double step_ms = median(ms);
+  const double kv_bytes = double(kv_tokens_read) / opt.repeat * m.kv_bytes_per_token;
+  nlohmann::json r;
+  r["model"] = m.name;
+  r["context"] = ctx;
+  r["workers"] = W;
+  r["sessions"] = S;
+  r["rows"] = rows;
+  r["layout"] = opt.session_layout ? "session" : "bench";
+  r["step_ms"] = step_ms;
+  r["step_ms_min"] = *std::min_element(ms.begin(), ms.end());
+  r["tok_s_per_worker"] = 1000.0 / step_ms;
+  r["tok_s_aggregate"] = rows * 1000.0 / step_ms;
+  r["weight_bytes"] = m.weight_bytes;
+  r["kv_bytes"] = kv_bytes;
+  // What a step must read at least: the weights once and every visible KV block once.
+  r["GBps"] = (m.weight_bytes + kv_bytes) / (step_ms * 1e-3) / 1e9;
+  return r;
+}
+
+}  // namespace
+
+void check_decode_bench_options(const DecodeBenchOptions& o) {
+  if (o.workers.empty()) fail("-w: give at least one worker count");
+  if (o.contexts.empty()) fail("-c: give at least one context length");
+  if (o.sessions.empty()) fail("--sessions: give at least one session count");
+  for (int w : o.workers)
+    if (w < 1) fail("-w {}: worker counts must be >= 1", w);
+  for (int64_t c : o.contexts)
+    if (c < 0) fail("-c {}: context lengths must be >= 0 tokens", c);
+  for (int n : o.sessions)
+    if (n < 1) fail("--sessions {}: session counts must be >= 1", n);
+  if (o.repeat < 1) fail("-r {}: give at least 1 timed step", o.repeat);
+  if (o.warmup < 0) fail("warmup {}: must be >= 0 steps", o.warmup);
+  if (o.step_tokens < 0) fail("step tokens {}: must be >= 0", o.step_tokens);
+}
+
+void run_decode_sweep(const DecodeBenchModel& m, const DecodeBenchOptions& opt,
+                      double bandwidth_gbs, nlohmann::json& out) {
+  check_decode_bench_options(opt);
+  if (!out.contains("results")) out["results"] = nlohmann::json::array();
+  for (int S : opt.sessions)
+    for (int64_t ctx : opt.contexts) {
+      double base = 0;
+      for (int W : opt.workers) {
+        nlohmann::json r = bench_point(m, ctx, W, S, opt);
+        if (W == 1) base = r["tok_s_aggregate"].get<double>();
+        r["pct_of_bw"] = 100.0 * r["GBps"].get<double>() / bandwidth_gbs;
+        r["speedup_vs_1_worker"] = base > 0 ? r["tok_s_aggregate"].get<double>() / base : 0.0;
+        if (opt.progress)
+          std::fprintf(stderr,
+                       "bench %s ctx %ld workers %d sessions %d: %.2f ms/step, %.1f tok/s\n",
+                       m.name.c_str(), static_cast<long>(ctx), W, S, r["step_ms"].get<double>(),
+                       r["tok_s_aggregate"].get<double>());
+        out["results"].push_back(r);
+      }
+    }
+}
+
+std::string bench_table(const nlohmann::json& j) {
+  std::string s =
+      fmt::format("device: {}, {} bandwidth {:.1f} GB/s", j.value("device", ""),
+                  j.value("bandwidth_probe", "measured"), j.value("bandwidth_GBps", 0.0));
+  if (j.contains("load_average_start"))
+    s += fmt::format(", load average {} (start), {} (end)",
+                     j["load_average_start"].get<std::string>(),
+                     j["load_average_end"].get<std::string>());
+  s += "\n";
+  s += fmt::format(
+      "| {:<10} | {:>8} | {:>7} | {:>7} | {:>8} | {:>10} | {:>10} | {:>8} | {:>6} | {:>7} |\n",
+      "model", "sessions", "context", "workers", "step ms", "tok/s/wkr", "tok/s agg", "GB/s",
+      "% BW", "speedup");
+  s += "|------------|----------|---------|---------|----------|------------|------------|--------"
+       "--|--------|---------|\n";
+  for (const auto& r : j["results"])
+    s += fmt::format(
+        "| {:<10} | {:>8} | {:>7} | {:>7} | {:>8.2f} | {:>10.1f} | {:>10.1f} | {:>8.1f} | "
+        "{:>6.1f} | {:>7.2f} |\n",
+        r["model"].get<std::string>(), r.value("sessions", 1), r["context"].get<int64_t>(),
+        r["workers"].get<int>(), r["step_ms"].get<double>(), r["tok_s_per_worker"].get<double>(),
+        r["tok_s_aggregate"].get<double>(), r["GBps"].get<double>(), r["pct_of_bw"].get<double>(),
+        r["speedup_vs_1_worker"].get<double>());
+  return s;
+}
+
+}  // namespace hogwild::bench
