@@ -163,11 +163,14 @@ std::string bench_table(const nlohmann::json& j) {
   for (const auto& r : j["results"])
     s += fmt::format(
         "| {:<10} | {:>8} | {:>7} | {:>7} | {:>8.2f} | {:>10.1f} | {:>10.1f} | {:>8.1f} | "
-        "{:>6.1f} | {:>7.2f} |\n",
+        "{:>6.1f} | {:>7} |\n",
         r["model"].get<std::string>(), r.value("sessions", 1), r["context"].get<int64_t>(),
         r["workers"].get<int>(), r["step_ms"].get<double>(), r["tok_s_per_worker"].get<double>(),
         r["tok_s_aggregate"].get<double>(), r["GBps"].get<double>(), r["pct_of_bw"].get<double>(),
-        r["speedup_vs_1_worker"].get<double>());
+        // 0: the run had no 1-worker row of the same sessions and context to compare with
+        r["speedup_vs_1_worker"].get<double>() > 0
+            ? fmt::format("{:.2f}", r["speedup_vs_1_worker"].get<double>())
+            : std::string("-"));
   return s;
 }
 
