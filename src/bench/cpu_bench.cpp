@@ -41,14 +41,7 @@ const ModelPreset& preset_named(const std::string& name) {
 void add_model(nlohmann::json& out, cpu::CpuBackend& be, const std::string& name,
                const CpuBenchOptions& opt, double bw_gbs) {
   std::vector<float> logits;
-  DecodeBenchModel m;
-  m.name = name;
-  m.backend = &be;
-  m.weight_bytes = static_cast<double>(be.weight_bytes_per_step());
-  m.kv_bytes_per_token = static_cast<double>(be.kv_bytes_per_token());
-  m.fill_block = [&be](BlockId b, int64_t len, uint64_t seed) {
-    be.fill_block_random(b, len, seed);
-  };
+  DecodeBenchModel m = decode_bench_model(be, name);
   m.step = [&be, &logits](const ForwardBatch& b) { be.forward(b, logits); };
   run_decode_sweep(m, opt, bw_gbs, out);
 }

@@ -64,6 +64,22 @@ struct DecodeBenchModel {
   std::function<void(int64_t tokens)> require_kv_tokens;
 };
 
+/// The fields of a DecodeBenchModel that every backend fills alike: name, backend, the bytes a
+/// step reads (B::weight_bytes_per_step(), B::kv_bytes_per_token()) and fill_block from
+/// B::fill_block_random. The caller adds step (and require_kv_tokens). be must outlive the result.
+template <class B>
+DecodeBenchModel decode_bench_model(B& be, const std::string& name) {
+  DecodeBenchModel m;
+  m.name = name;
+  m.backend = &be;
+  m.weight_bytes = static_cast<double>(be.weight_bytes_per_step());
+  m.kv_bytes_per_token = static_cast<double>(be.kv_bytes_per_token());
+  m.fill_block = [&be](BlockId b, int64_t len, uint64_t seed) {
+    be.fill_block_random(b, len, seed);
+  };
+  return m;
+}
+
 /// Runs every point of opt (sessions outermost, then contexts, then workers) on m and appends its
 /// rows (fields above) to out["results"]. bandwidth_gbs: the measured bandwidth (1e9 bytes/s) that
 /// pct_of_bw refers to. Throws what m's functions throw.

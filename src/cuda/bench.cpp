@@ -29,14 +29,7 @@ double median(std::vector<double> v) {
 
 void add_model(nlohmann::json& out, CudaBackend& be, const std::string& name,
                const BenchOptions& opt, double bw) {
-  bench::DecodeBenchModel m;
-  m.name = name;
-  m.backend = &be;
-  m.weight_bytes = static_cast<double>(be.weight_bytes_per_step());
-  m.kv_bytes_per_token = static_cast<double>(be.kv_bytes_per_token());
-  m.fill_block = [&be](BlockId b, int64_t len, uint64_t seed) {
-    be.fill_block_random(b, len, seed);
-  };
+  bench::DecodeBenchModel m = bench::decode_bench_model(be, name);
   m.step = [&be](const ForwardBatch& b) { be.forward_device(b); };  // synchronizes
   m.require_kv_tokens = [&be](int64_t tokens) { be.require_kv_tokens(tokens); };
   run_decode_sweep(m, opt, bw / 1e9, out);

@@ -12,28 +12,15 @@
 #include <string>
 
 #include "model/make_model.h"
+#include "tests/cli_run.h"
 
 namespace hogwild {
 namespace {
 
-struct CliResult {
-  int code;
-  std::string out;
-};
+using test::CliResult;
 
-// Runs `hogwild ARGS`; `streams` is the shell redirection (stderr to /dev/null for JSON on stdout,
-// or merged into it for messages).
 CliResult run(const std::string& args, const std::string& streams = "2>&1") {
-  const std::string cmd = std::string(HOGWILD_BINARY_DIR) + "/hogwild " + args + " " + streams;
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  CliResult r{-1, ""};
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = ::pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return test::run_hogwild(args, streams);
 }
 
 bool contains(const std::string& s, const std::string& part) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "model/safetensors.h"
+#include "tests/cli_run.h"
 #include "tests/model/test_util.h"
 
 namespace hogwild {
@@ -13,23 +14,9 @@ namespace {
 
 using test::TempDir;
 
-struct CliResult {
-  int code;
-  std::string out;  // stdout + stderr
-};
+using test::CliResult;
 
-CliResult run(const std::string& args) {
-  std::string cmd = std::string(HOGWILD_BINARY_DIR) + "/hogwild " + args + " 2>&1";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  CliResult r{-1, ""};
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = ::pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+CliResult run(const std::string& args) { return test::run_hogwild(args); }
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
