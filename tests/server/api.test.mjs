@@ -388,12 +388,12 @@ test('a full queue answers 429 with Retry-After; SIGTERM drains the running requ
   assert.equal(busy.status, 429);
   assert.equal(busy.headers.get('retry-after'), '1');
   assert.equal(busy.json.error.type, 'rate_limit_error');
-  s.proc.kill('SIGTERM');
+  const stopped = s.stop();  // SIGTERM
   const done = await events;
   assert.equal(done.at(-1), '[DONE]', 'the running request finished');
   const usage = done.filter((e) => e.choices?.[0]?.finish_reason);
   assert.equal(usage[0].choices[0].finish_reason, 'length');
-  const { code } = await s.exited;
+  const { code } = await stopped;
   assert.equal(code, 0);
   assert.match(s.stderr, /draining/);
 });

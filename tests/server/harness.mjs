@@ -102,14 +102,21 @@ export async function startServer(args = [], { wait = true, model = null } = {})
     });
     exited.then(({ code }) => rej(new Error(`hogwild serve exited ${code}: ${stderr}`)));
   });
+  let stopping = false;
   const server = {
     url, proc, exited,
     get stderr() { return stderr; },
     async stop(signal = 'SIGTERM') {
+      stopping = true;
       proc.kill(signal);
       return exited;
     },
   };
+  // A server that ends without being asked to fails every later request with "fetch failed":
+  // say how it ended and what it printed last, so such a failure can be told apart.
+  exited.then(({ code, signal }) => {
+    if (!stopping) console.error(`hogwild serve ended unasked (exit ${code}, signal ${signal}):\n${stderr.slice(-4000)}`);
+  });
   if (wait) {
     for (let i = 0; i < 600; i++) {
       try {
