@@ -43,10 +43,17 @@ class Pool {
 
   void run(int64_t n, const std::function<void(int64_t, int)>& fn) {
     std::lock_guard<std::mutex> one_job(job_m_);
+    // First a closed generation (no index below kIndexMask is free): a thread that read the last
+    // job's ticket before this job began, and reads n_ / fn_ only after they change below, then
+    // fails its compare-and-swap instead of claiming an index of the last job with this job's
+    // count and function (an item run twice, a job ending while its item still ran, or a call of
+    // the last job's function after its caller returned).
+    const uint64_t closed = (ticket_.load() >> kIndexBits) + 1;
+    ticket_.store((closed << kIndexBits) | kIndexMask);
     fn_.store(&fn);
     n_.store(n);
     done_.store(0);
-    const uint64_t gen = (ticket_.load() >> kIndexBits) + 1;
+    const uint64_t gen = closed + 1;
     ticket_.store(gen << kIndexBits);  // publishes the job: index 0 of a new generation
     {
       std::lock_guard<std::mutex> l(m_);  // a worker between its check and its wait sees it
