@@ -85,17 +85,24 @@ void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>&
 void Regex::for_each_impl(std::string_view s, void* ctx, void (*cb)(void*, size_t, size_t)) const {
   if (never_) return;
   auto* code = static_cast<pcre2_code*>(code_);
-  // One match-data block per thread and pattern size; grows on demand.
-  thread_local pcre2_match_data* md = nullptr;
-  thread_local uint32_t md_pairs = 0;
+  // One match-data block per thread, grown on demand and freed when the thread ends.
+  struct MatchData {
+    pcre2_match_data* md = nullptr;
+    uint32_t pairs = 0;
+    ~MatchData() {
+      if (md) pcre2_match_data_free(md);
+    }
+  };
+  thread_local MatchData data;
   uint32_t need = 0;
   pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &need);
   need += 1;
-  if (!md || md_pairs < need) {
-    if (md) pcre2_match_data_free(md);
-    md_pairs = std::max<uint32_t>(need, 16);
-    md = pcre2_match_data_create(md_pairs, nullptr);
+  if (!data.md || data.pairs < need) {
+    if (data.md) pcre2_match_data_free(data.md);
+    data.pairs = std::max<uint32_t>(need, 16);
+    data.md = pcre2_match_data_create(data.pairs, nullptr);
   }
+  pcre2_match_data* md = data.md;
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(s.data());
   size_t pos = 0;
   while (pos <= s.size()) {
