@@ -64,18 +64,6 @@ void Session::complete_finisher(SessionStep& step, StepReport& rep) {
     obs_->on_finisher_forward(rec);
   }
   const int64_t vocab = be_.config().vocab_size;
-  if (obs_ && !finishers_.empty()) {
-    ForwardRecord rec{finishers_.front().result.serial_step,
-                      step.batch.views,
-                      step.fed,
-                      {},
-                      step.rows,
-                      step.host_logits || step.keep_logits ? &step.logits : nullptr,
-                      ForwardKind::finisher,
-                      {},
-                      !finishers_.front().final};
-    obs_->on_finisher_forward(rec);
-  }
   size_t row = 0;
   for (Finisher& f : finishers_) {
     if (f.done) continue;
