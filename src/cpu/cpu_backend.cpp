@@ -216,37 +216,92 @@ void CpuBackend::attention(const ForwardBatch& batch, const ForwardPlan& plan, i
   const int64_t group = nh / nkv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const float attn_scaling = rope_.params().attention_scaling;
-  // One item per (row, key/value head): the group of query heads that share it read each key
-  // once. Per-thread scratch: the group's rotated queries and their states.
+  // Work per (row t, key/value head g): the group of query heads that share g read each key once.
+  // Items are (g, run of consecutive rows). Rows of one problem begin their views with the same
+  // blocks (header, prompt, finished steps), each fully visible to each of them: these leading
+  // occurrences are attended by all rows of the run together, one attn_partial over the rows'
+  // stacked queries (each rotated by its own p - o), so every key is read once for the run; the
+  // rest of each row's view follows row by row. A row's states see the same partial updates in
+  // the same order either way (attn_partial's per-head results do not depend on the other
+  // queries of a call), so the bits do not depend on the batch. Runs are as long as ~4 items per
+  // thread allow. Per-thread scratch: the run's rotated queries, states and their outputs.
   const int n_threads = num_threads();
-  std::vector<float> scratch(static_cast<size_t>(n_threads) * 2 * group * hd);
-  std::vector<AttnState> states(static_cast<size_t>(n_threads) * group);
-  parallel_for(T * nkv, [&](int64_t idx, int thread) {
-    float* qr = scratch.data() + static_cast<size_t>(thread) * 2 * group * hd;
-    AttnState* acc = states.data() + static_cast<size_t>(thread) * group;
-    const int64_t t = idx / nkv, g = idx % nkv;
-    const int64_t p = plan.position[t];
-    const float* qg = q + t * nh * hd + g * group * hd;  // un-rotated query heads of the group
-    for (int64_t i = 0; i < group; ++i) {
-      acc[i] = {0, 0, qr + (group + i) * hd};
+  const int64_t run = std::clamp<int64_t>(T * nkv / (4 * static_cast<int64_t>(n_threads)), 1, T);
+  const int64_t n_runs = (T + run - 1) / run;
+  const size_t per_thread = static_cast<size_t>(run * group * hd);
+  std::vector<float> scratch(static_cast<size_t>(n_threads) * 2 * per_thread);
+  std::vector<AttnState> states(static_cast<size_t>(n_threads) * run * group);
+  auto view_of = [&](int64_t t) -> const std::vector<ViewOccurrence>& {
+    return plan.views[batch.tokens[t].worker];
+  };
+  auto keys = [&](BlockId b, int64_t g) {  // post-append length of block b
+    return static_cast<int64_t>(blocks_[b].k[layer * nkv + g].size()) / hd;
+  };
+  // Rows [t0, t1) of one item: states init, the shared leading occurrences together, the rest
+  // row by row, normalised into `out`.
+  auto attend = [&](int64_t t0, int64_t t1, int64_t g, int thread) {
+    float* qr = scratch.data() + static_cast<size_t>(thread) * 2 * per_thread;
+    float* ob = qr + per_thread;
+    AttnState* acc = states.data() + static_cast<size_t>(thread) * run * group;
+    const int64_t n = t1 - t0;
+    for (int64_t i = 0; i < n * group; ++i) {
+      acc[i] = {0, 0, ob + i * hd};
       attn_state_init(acc[i], hd);
     }
-    for (const ViewOccurrence& oc : plan.views[batch.tokens[t].worker]) {
-      if (oc.offset > p) break;  // offsets grow along the view: nothing further is visible
-      const Block& blk = blocks_[oc.block];
-      const int64_t len = static_cast<int64_t>(blk.k[layer * nkv + g].size()) / hd;  // post-append
-      const int64_t n_vis = std::min(len, p - oc.offset + 1);  // keys with o + j <= p
-      if (n_vis <= 0) continue;
-      // Queries rotated by p - o (with the model's attention scaling: its one rotation for this
-      // dot product), keys already rotated at j: q(p-o).k(j) = q(p).k(o+j).
-      std::memcpy(qr, qg, sizeof(float) * group * hd);
-      rope_.rotate(qr, group, p - oc.offset, attn_scaling);
-      attn_partial(qr, group, blk.k[layer * nkv + g].data(), blk.v[layer * nkv + g].data(), n_vis,
-                   hd, hd, scale, acc);
+    // Queries of row t rotated by p - o into its slice of qr (with the model's attention
+    // scaling: its one rotation for this dot product); keys are already rotated at j, so
+    // q(p-o).k(j) = q(p).k(o+j).
+    auto rotate_row = [&](int64_t t, int64_t o) {
+      float* dst = qr + (t - t0) * group * hd;
+      std::memcpy(dst, q + t * nh * hd + g * group * hd, sizeof(float) * group * hd);
+      rope_.rotate(dst, group, plan.position[t] - o, attn_scaling);
+    };
+    size_t k = 0;  // leading occurrences done together
+    for (;; ++k) {
+      const std::vector<ViewOccurrence>& v0 = view_of(t0);
+      if (n < 2 || k >= v0.size()) break;
+      const BlockId b = v0[k].block;
+      const int64_t len = keys(b, g);
+      bool shared = len > 0;
+      for (int64_t t = t0; t < t1 && shared; ++t) {
+        const std::vector<ViewOccurrence>& v = view_of(t);
+        shared = k < v.size() && v[k].block == b && plan.position[t] - v[k].offset + 1 >= len;
+      }
+      if (!shared) break;
+      for (int64_t t = t0; t < t1; ++t) rotate_row(t, view_of(t)[k].offset);
+      attn_partial(qr, n * group, blocks_[b].k[layer * nkv + g].data(),
+                   blocks_[b].v[layer * nkv + g].data(), len, hd, hd, scale, acc);
     }
-    // The token's own key (o + j = p) is always visible, so no state is empty.
-    for (int64_t i = 0; i < group; ++i)
-      attn_state_normalize(acc[i], out + t * nh * hd + (g * group + i) * hd, hd);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t p = plan.position[t];
+      const std::vector<ViewOccurrence>& v = view_of(t);
+      for (size_t i = k; i < v.size(); ++i) {
+        const ViewOccurrence& oc = v[i];
+        if (oc.offset > p) break;  // offsets grow along the view: nothing further is visible
+        const int64_t n_vis = std::min(keys(oc.block, g), p - oc.offset + 1);  // o + j <= p
+        if (n_vis <= 0) continue;
+        rotate_row(t, oc.offset);
+        attn_partial(qr + (t - t0) * group * hd, group, blocks_[oc.block].k[layer * nkv + g].data(),
+                     blocks_[oc.block].v[layer * nkv + g].data(), n_vis, hd, hd, scale,
+                     acc + (t - t0) * group);
+      }
+      // The token's own key (o + j = p) is always visible, so no state is empty.
+      for (int64_t i = 0; i < group; ++i)
+        attn_state_normalize(acc[(t - t0) * group + i], out + t * nh * hd + (g * group + i) * hd,
+                             hd);
+    }
+  };
+  parallel_for(n_runs * nkv, [&](int64_t idx, int thread) {
+    const int64_t g = idx / n_runs, r0 = idx % n_runs * run, r1 = std::min(T, r0 + run);
+    // Sub-runs of rows whose views start with the same block (one problem's rows).
+    for (int64_t t0 = r0; t0 < r1;) {
+      int64_t t1 = t0 + 1;
+      const auto& v0 = view_of(t0);
+      while (t1 < r1 && !v0.empty() && !view_of(t1).empty() && view_of(t1)[0].block == v0[0].block)
+        ++t1;
+      attend(t0, t1, g, thread);
+      t0 = t1;
+    }
   });
 }
 

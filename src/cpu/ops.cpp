@@ -52,7 +52,7 @@ void matmul_shared(const float* x, int64_t n_rows, int64_t in,
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
+  silu_mul(gate, up, out, n);  // vectorised (cpu/skinny.h)
 }
 
 void embedding(const float* table, const int32_t* ids, int64_t n, int64_t hidden_size, float* out) {
@@ -113,18 +113,13 @@ void attn_partial(const float* q, int64_t n_q, const float* k, const float* v, i
     for (int64_t h = 0; h < n_q; ++h) {
       float* wh = w + h * kChunk;
       AttnState& sh = s[h];
-      float m = sh.m;
-      for (int64_t j = 0; j < n; ++j) m = std::max(m, wh[j] *= scale);
+      float m;
+      const float sum = softmax_chunk(wh, n, scale, sh.m, &m);
       // New max: rescale what we have (exp(-inf) = 0 handles the empty state).
       const float c = m > sh.m ? std::exp(sh.m - m) : 1.0f;
-      float d = sh.d * c;
-      for (int64_t j = 0; j < n; ++j) {
-        wh[j] = std::exp(wh[j] - m);
-        d += wh[j];
-      }
       weighted_sum(v + j0 * stride, n, stride, head_dim, wh, c, sh.o);
       sh.m = m;
-      sh.d = d;
+      sh.d = sh.d * c + sum;
     }
   }
 }

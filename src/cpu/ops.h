@@ -30,6 +30,7 @@ void matmul_shared(const float* x, int64_t n_rows, int64_t in,
 /// silu(x) = x * sigmoid(x).
 float silu(float x);
 /// SwiGLU of the Llama MLP: out[i] = silu(gate[i]) * up[i], n elements; out may alias gate or up.
+/// Vectorised (cpu::silu_mul, cpu/skinny.h): within ~4e-7 relative of silu() here.
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 
 /// Embedding lookup: out (n, hidden_size) = table rows ids[0..n). table (vocab_size, hidden_size).

@@ -18,17 +18,27 @@ void weighted_sum_avx2(const float* v, int64_t n, int64_t stride, int64_t dim, c
                        float c, float* o);
 void weighted_sum_generic(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
                           float c, float* o);
+float softmax_chunk_avx512(float* w, int64_t n, float scale, float m_in, float* m_out);
+float softmax_chunk_avx2(float* w, int64_t n, float scale, float m_in, float* m_out);
+float softmax_chunk_generic(float* w, int64_t n, float scale, float m_in, float* m_out);
+void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n);
+void silu_mul_avx2(const float* gate, const float* up, float* out, int64_t n);
+void silu_mul_generic(const float* gate, const float* up, float* out, int64_t n);
 
 namespace {
 
 using TileFn = void (*)(const SkinnyArgs&, int64_t, int64_t);
 using WeightedSumFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, float,
                                float*);
+using SoftmaxFn = float (*)(float*, int64_t, float, float, float*);
+using SiluMulFn = void (*)(const float*, const float*, float*, int64_t);
 
 struct Isa {
   const char* name;
   TileFn tile;
   WeightedSumFn weighted_sum;
+  SoftmaxFn softmax_chunk;
+  SiluMulFn silu_mul;
 };
 
 bool cpu_has(const char* name) {
@@ -45,10 +55,10 @@ bool cpu_has(const char* name) {
 const std::vector<Isa>& isas() {
   static const std::vector<Isa> v = {
 #if defined(__x86_64__)
-    {"avx512", skinny_tile_avx512, weighted_sum_avx512},
-    {"avx2", skinny_tile_avx2, weighted_sum_avx2},
+    {"avx512", skinny_tile_avx512, weighted_sum_avx512, softmax_chunk_avx512, silu_mul_avx512},
+    {"avx2", skinny_tile_avx2, weighted_sum_avx2, softmax_chunk_avx2, silu_mul_avx2},
 #endif
-    {"generic", skinny_tile_generic, weighted_sum_generic}
+    {"generic", skinny_tile_generic, weighted_sum_generic, softmax_chunk_generic, silu_mul_generic}
   };
   return v;
 }
@@ -87,6 +97,14 @@ void skinny_dots(const SkinnyArgs& a, int64_t out) {
 void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w, float c,
                   float* o) {
   current()->weighted_sum(v, n, stride, dim, w, c, o);
+}
+
+float softmax_chunk(float* w, int64_t n, float scale, float m_in, float* m_out) {
+  return current()->softmax_chunk(w, n, scale, m_in, m_out);
+}
+
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  current()->silu_mul(gate, up, out, n);
 }
 
 void skinny_matmul(const float* x, int64_t n_rows, int64_t in,

@@ -45,6 +45,16 @@ void skinny_dots(const SkinnyArgs& a, int64_t out);
 void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w, float c,
                   float* o);
 
+/// One chunk of an online softmax over n attention scores w (fp32, in place): w[j] *= scale;
+/// m = max(m_in, max_j w[j]); w[j] = exp(w[j] - m) (a vectorised exp, relative error about 2e-7,
+/// cpu/skinny_kernel.h); returns sum_j w[j] and writes m to *m_out. m_in may be -inf (no keys yet).
+/// Its bits depend on n and the scores only (fixed order of the sum), never on the batch.
+float softmax_chunk(float* w, int64_t n, float scale, float m_in, float* m_out);
+
+/// out[i] = silu(gate[i]) * up[i] for i < n (fp32; out may alias gate or up) with the vectorised
+/// exp of softmax_chunk: within ~4e-7 relative of cpu::silu's std::exp form (cpu/skinny_kernel.h).
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+
 /// y_p = x W_p^T (+ bias_p) for every projection p sharing the input x (n_rows, in) fp32 row-major,
 /// e.g. q/k/v or gate/up: one parallel_for over the output features of all of them.
 /// PRECONDITION: y buffers do not alias x or each other.

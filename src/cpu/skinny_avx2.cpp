@@ -18,6 +18,20 @@ struct Avx2 {
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static float fma1(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V select_nonneg(V x, V a, V b) {
+    return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
+  }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V round(V v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // 2^t built in the exponent field (t + 127 in [1, 127]: a normal number).
+  static V scale2(V y, V t) {
+    const __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(t), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  }
   static void prefetch(const float* p) {
     _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
   }
@@ -37,6 +51,14 @@ void skinny_tile_avx2(const SkinnyArgs& a, int64_t o0, int64_t o1) { skinny_tile
 void weighted_sum_avx2(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
                        float c, float* o) {
   weighted_sum<Avx2>(v, n, stride, dim, w, c, o);
+}
+
+float softmax_chunk_avx2(float* w, int64_t n, float scale, float m_in, float* m_out) {
+  return softmax_chunk<Avx2>(w, n, scale, m_in, m_out);
+}
+
+void silu_mul_avx2(const float* gate, const float* up, float* out, int64_t n) {
+  silu_mul<Avx2>(gate, up, out, n);
 }
 
 }  // namespace hogwild::cpu

@@ -18,6 +18,17 @@ struct Avx512 {
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static float fma1(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  // The masked forms with every lane set: GCC 12's unmasked ones read _mm512_undefined_ps() and
+  // warn (-Wmaybe-uninitialized, bug 105593).
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V select_nonneg(V x, V a, V b) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), b, a);
+  }
+  static V max(V a, V b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }
+  static V round(V v) { return _mm512_mask_roundscale_ps(v, 0xFFFF, v, _MM_FROUND_TO_NEAREST_INT); }
+  static V scale2(V y, V t) { return _mm512_mask_scalef_ps(y, 0xFFFF, y, t); }
   static void prefetch(const float* p) {
     _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
   }
@@ -43,6 +54,14 @@ void skinny_tile_avx512(const SkinnyArgs& a, int64_t o0, int64_t o1) {
 void weighted_sum_avx512(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
                          float c, float* o) {
   weighted_sum<Avx512>(v, n, stride, dim, w, c, o);
+}
+
+float softmax_chunk_avx512(float* w, int64_t n, float scale, float m_in, float* m_out) {
+  return softmax_chunk<Avx512>(w, n, scale, m_in, m_out);
+}
+
+void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n) {
+  silu_mul<Avx512>(gate, up, out, n);
 }
 
 }  // namespace hogwild::cpu

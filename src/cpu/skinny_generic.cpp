@@ -34,6 +34,40 @@ struct Generic {
     return c;
   }
   static float fma1(float a, float b, float c) { return a * b + c; }
+  static V add(V a, V b) {
+    for (int i = 0; i < 8; ++i) a.l[i] += b.l[i];
+    return a;
+  }
+  static V sub(V a, V b) {
+    for (int i = 0; i < 8; ++i) a.l[i] -= b.l[i];
+    return a;
+  }
+  static V div(V a, V b) {
+    for (int i = 0; i < 8; ++i) a.l[i] /= b.l[i];
+    return a;
+  }
+  static V select_nonneg(V x, V a, V b) {
+    for (int i = 0; i < 8; ++i) a.l[i] = x.l[i] >= 0.0f ? a.l[i] : b.l[i];
+    return a;
+  }
+  static V max(V a, V b) {
+    for (int i = 0; i < 8; ++i) a.l[i] = a.l[i] > b.l[i] ? a.l[i] : b.l[i];
+    return a;
+  }
+  static V round(V v) {
+    for (int i = 0; i < 8; ++i) v.l[i] = __builtin_nearbyintf(v.l[i]);  // ties to even
+    return v;
+  }
+  // 2^t built in the exponent field (t + 127 in [1, 127]: a normal number).
+  static V scale2(V y, V t) {
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(t.l[i]) + 127) << 23;
+      float p;
+      __builtin_memcpy(&p, &bits, sizeof p);
+      y.l[i] *= p;
+    }
+    return y;
+  }
   static void prefetch(const float* p) { __builtin_prefetch(p, 0, 2); }
   // Halving tree: lanes i + 4, then i + 2, i + 1.
   static float sum(V v) {
@@ -52,6 +86,14 @@ void skinny_tile_generic(const SkinnyArgs& a, int64_t o0, int64_t o1) {
 void weighted_sum_generic(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
                           float c, float* o) {
   weighted_sum<Generic>(v, n, stride, dim, w, c, o);
+}
+
+float softmax_chunk_generic(float* w, int64_t n, float scale, float m_in, float* m_out) {
+  return softmax_chunk<Generic>(w, n, scale, m_in, m_out);
+}
+
+void silu_mul_generic(const float* gate, const float* up, float* out, int64_t n) {
+  silu_mul<Generic>(gate, up, out, n);
 }
 
 }  // namespace hogwild::cpu

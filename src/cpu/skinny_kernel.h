@@ -13,6 +13,9 @@
 //   zero(), set1(x), load(p), store(p, v), mul(a, b), fma(a, b, c) = a * b + c (fused, one
 //   rounding, where the instruction set has it), sum(v) (fixed tree, below)
 //   fma1(a, b, c)             the scalar twin of fma (fused where the vector one is)
+//   add(a, b), sub(a, b), div(a, b), max(a, b), round(v) (to the nearest integer, ties to even),
+//   select_nonneg(x, a, b) = lane-wise x >= 0 ? a : b,
+//   scale2(y, t) = y * 2^t for integer-valued t in [-126, 0] (exact: a power of two)
 //   prefetch(p)               hint that p is read soon, into L2 (prefetcht1: one core streamed
 //                             ~25 GB/s against ~19 with prefetcht0 or none on the 2-core
 //                             development machine, AMD EPYC, Zen 4)
@@ -146,6 +149,102 @@ void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const 
     float a = o[i] * c;
     for (int64_t j = 0; j < n; ++j) a = Isa::fma1(w[j], v[j * stride + i], a);
     o[i] = a;
+  }
+}
+
+// exp(x) for x <= 0, lane by lane (the softmax weights of attention, below). Range reduction
+// x = t ln 2 + r with t = round(x log2 e), |r| <= ln 2 / 2, ln 2 split in two constants so that r
+// is exact; exp(r) by the degree-7 minimax polynomial of the Cephes expf (relative error about
+// 2e-7); then times 2^t. x below -87 is taken as -87 (exp = 1.6e-38, not 0: a weight that small
+// changes no sum of weights that holds a 1). One fixed sequence of operations per lane.
+template <class Isa>
+inline typename Isa::V exp_nonpositive(typename Isa::V x) {
+  using V = typename Isa::V;
+  x = Isa::max(x, Isa::set1(-87.0f));
+  const V t = Isa::round(Isa::mul(x, Isa::set1(1.44269504088896341f)));
+  V r = Isa::fma(t, Isa::set1(-0.693359375f), x);
+  r = Isa::fma(t, Isa::set1(2.12194440e-4f), r);
+  V p = Isa::set1(1.9875691500e-4f);
+  p = Isa::fma(p, r, Isa::set1(1.3981999507e-3f));
+  p = Isa::fma(p, r, Isa::set1(8.3334519073e-3f));
+  p = Isa::fma(p, r, Isa::set1(4.1665795894e-2f));
+  p = Isa::fma(p, r, Isa::set1(1.6666665459e-1f));
+  p = Isa::fma(p, r, Isa::set1(5.0000001201e-1f));
+  const V y = Isa::add(Isa::fma(p, Isa::mul(r, r), r), Isa::set1(1.0f));
+  return Isa::scale2(y, t);
+}
+
+// One chunk of an online softmax (attention, cpu/ops.cpp attn_partial): w[j] = w[j] * scale;
+// m = max(m_in, max_j w[j]); w[j] = exp(w[j] - m); returns sum_j w[j] and sets *m_out = m.
+// Order: the max is exact in any order; the sum adds lane l's weights j = l, l + kLanes, ... in
+// increasing j, then the lanes by the halving tree of sum(), then the last n mod kLanes weights in
+// increasing j. It depends on n and the scores only, never on the batch.
+template <class Isa>
+float softmax_chunk(float* w, int64_t n, float scale, float m_in, float* m_out) {
+  constexpr int L = Isa::kLanes;
+  using V = typename Isa::V;
+  const V sv = Isa::set1(scale);
+  V mv = Isa::set1(m_in);
+  int64_t j = 0;
+  for (; j + L <= n; j += L) {
+    const V x = Isa::mul(Isa::load(w + j), sv);
+    Isa::store(w + j, x);
+    mv = Isa::max(mv, x);
+  }
+  float lanes[L];
+  Isa::store(lanes, mv);
+  float m = m_in;
+  for (int l = 0; l < L; ++l) m = lanes[l] > m ? lanes[l] : m;
+  const int64_t n_full = j;
+  for (; j < n; ++j) {
+    w[j] *= scale;
+    m = w[j] > m ? w[j] : m;
+  }
+  const V mm = Isa::set1(m);
+  V acc = Isa::zero();
+  for (j = 0; j < n_full; j += L) {
+    const V e = exp_nonpositive<Isa>(Isa::sub(Isa::load(w + j), mm));
+    Isa::store(w + j, e);
+    acc = Isa::add(acc, e);
+  }
+  float s = Isa::sum(acc);
+  if (n_full < n) {  // the tail through one vector: lanes past n are computed and dropped
+    for (int l = 0; l < L; ++l) lanes[l] = n_full + l < n ? w[n_full + l] : m;
+    Isa::store(lanes, exp_nonpositive<Isa>(Isa::sub(Isa::load(lanes), mm)));
+    for (int64_t k = n_full; k < n; ++k) {
+      w[k] = lanes[k - n_full];
+      s += w[k];
+    }
+  }
+  *m_out = m;
+  return s;
+}
+
+// out[i] = silu(gate[i]) * up[i] for i < n (the SwiGLU of the MLP), silu(x) = x sigmoid(x) with
+// sigmoid(x) = (x >= 0 ? 1 : e) / (1 + e), e = exp(-|x|) (exp_nonpositive: no overflow for any
+// x). Lane by lane; the last n mod kLanes elements go through one padded vector. out may alias
+// gate or up.
+template <class Isa>
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  constexpr int L = Isa::kLanes;
+  using V = typename Isa::V;
+  const V one = Isa::set1(1.0f), zero = Isa::zero();
+  auto one_vector = [&](V x, V u) {
+    const V e = exp_nonpositive<Isa>(Isa::sub(zero, Isa::max(x, Isa::sub(zero, x))));
+    const V s = Isa::div(Isa::select_nonneg(x, one, e), Isa::add(one, e));
+    return Isa::mul(Isa::mul(x, s), u);
+  };
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    Isa::store(out + i, one_vector(Isa::load(gate + i), Isa::load(up + i)));
+  if (i < n) {
+    float g[L], u[L];
+    for (int l = 0; l < L; ++l) {
+      g[l] = i + l < n ? gate[i + l] : 0.0f;
+      u[l] = i + l < n ? up[i + l] : 0.0f;
+    }
+    Isa::store(g, one_vector(Isa::load(g), Isa::load(u)));
+    for (int64_t k = i; k < n; ++k) out[k] = g[k - i];
   }
 }
 

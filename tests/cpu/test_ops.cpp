@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu/ops.h"
+#include "cpu/skinny.h"
 
 namespace hogwild::cpu {
 namespace {
@@ -197,6 +198,76 @@ TEST(CpuOps, AttentionPartialOverChunksMatchesDoubleSoftmax) {
   for (const char* isa : {"avx512", "avx2", "generic"}) {
     if (!select_skinny_isa(isa)) continue;
     attention_partial_matches_double_softmax(isa);
+  }
+  for (const char* isa : {"avx512", "avx2", "generic"})
+    if (select_skinny_isa(isa)) break;  // back to the best one
+}
+
+// softmax_chunk (the vectorised exp of attention's softmax) against std::exp in double: every
+// weight within 4e-7 relative (the polynomial's ~2e-7 plus the roundings), the max exact, the sum
+// within 1e-6; vector bodies and tails (n not a multiple of the 8 or 16 lanes), a running max from
+// an earlier chunk above every score, and scores far enough below the max that the clamp at -87
+// applies (their weight is then at most 1.7e-38).
+TEST(CpuOps, SoftmaxChunkMatchesDoubleExp) {
+  for (const char* isa : {"avx512", "avx2", "generic"}) {
+    if (!select_skinny_isa(isa)) continue;
+    for (int64_t n : {1, 7, 8, 15, 16, 17, 33, 64}) {
+      for (float m_in : {-std::numeric_limits<float>::infinity(), 40.0f, -3.0f}) {
+        std::vector<float> w(n);
+        for (int64_t j = 0; j < n; ++j)
+          w[j] = static_cast<float>(30.0 * std::sin(1.7 * double(j) + 0.3 * n) -
+                                    (j % 5 == 4 ? 90.0 : 0.0));
+        const std::vector<float> raw = w;
+        const float scale = 0.75f;
+        double m = m_in;
+        for (int64_t j = 0; j < n; ++j) m = std::max(m, double(raw[j] * scale));
+        float m_out = 0;
+        const float sum = softmax_chunk(w.data(), n, scale, m_in, &m_out);
+        EXPECT_EQ(m_out, static_cast<float>(m)) << isa << " n " << n;
+        double ref_sum = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          // The argument as the kernel forms it (one fp32 subtraction); the error measured is
+          // the exp's own.
+          const double x = raw[j] * scale - static_cast<float>(m);
+          const double ref = std::exp(x);
+          ref_sum += ref;
+          if (x >= -87.0)
+            EXPECT_NEAR(w[j], ref, 4e-7 * ref) << isa << " n " << n << " j " << j << " x " << x;
+          else
+            EXPECT_LE(w[j], 1.7e-38f) << isa << " n " << n << " j " << j << " x " << x;
+        }
+        EXPECT_NEAR(sum, ref_sum, 1e-6 * ref_sum + 1e-37) << isa << " n " << n;
+      }
+    }
+  }
+  for (const char* isa : {"avx512", "avx2", "generic"})
+    if (select_skinny_isa(isa)) break;  // back to the best one
+}
+
+// silu_mul (the MLP's SwiGLU, vectorised) against x / (1 + exp(-x)) * u in double, for each
+// instruction set: relative error within 1e-6 for |x| up to 80; beyond 87 the exp is clamped, so
+// large negative x give a result within 1e-30 of the (tiny) true one; tails of every length.
+TEST(CpuOps, SiluMulMatchesDoubleReference) {
+  for (const char* isa : {"avx512", "avx2", "generic"}) {
+    if (!select_skinny_isa(isa)) continue;
+    for (int64_t n : {1, 5, 8, 16, 23, 100}) {
+      std::vector<float> g(n), u(n), out(n);
+      for (int64_t i = 0; i < n; ++i) {
+        g[i] = static_cast<float>(80.0 * std::sin(0.9 * double(i) + n) * std::cos(0.3 * double(i)));
+        u[i] = static_cast<float>(1.5 + std::cos(1.1 * double(i)));
+      }
+      g[0] = n % 2 ? 0.0f : -100.0f;  // zero; far below the clamp
+      silu_mul(g.data(), u.data(), out.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double ref = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * u[i];
+        EXPECT_NEAR(out[i], ref, 1e-6 * std::fabs(ref) + 1e-30)
+            << isa << " n " << n << " x " << g[i];
+      }
+      // In place over gate: the same values.
+      std::vector<float> g2 = g;
+      silu_mul(g2.data(), u.data(), g2.data(), n);
+      EXPECT_EQ(g2, out) << isa;
+    }
   }
   for (const char* isa : {"avx512", "avx2", "generic"})
     if (select_skinny_isa(isa)) break;  // back to the best one
