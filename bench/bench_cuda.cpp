@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
                  "KV pool size in tokens (default: all free GPU memory; a small pool leaves room "
                  "for profilers)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--attn-chunk", o.attn_chunk,
+                 "keys per attention chunk, a multiple of 64 (default 0: chosen per forward)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-skinny", no_skinny, "cuBLAS for every projection (no skinny kernel)");
   app.add_flag("--no-pdl", no_pdl, "ordinary launches (no programmatic dependent launch)");
   app.add_flag("--no-cluster-split", no_cluster,

@@ -89,6 +89,8 @@ nlohmann::json run_bench(const BenchOptions& opt) {
   co.max_batch_tokens = std::max(64, max_rows);
   co.max_kv_tokens = opt.kv_tokens;
   co.skinny_gemm = opt.skinny_gemm;
+  co.attn_chunk = opt.attn_chunk;
+  out["attn_chunk"] = opt.attn_chunk;
   for (const std::string& name : opt.presets) {
     const auto& all = model_presets();
     auto it =

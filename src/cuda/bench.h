@@ -21,6 +21,7 @@ struct BenchOptions : bench::DecodeBenchOptions {
   bool programmatic_launch = true;                             // pdl.h switch
   bool cluster_split = true;  // skinny_gemm.h set_skinny_cluster_split
   int64_t kv_tokens = 0;      // KV pool size in tokens; 0: all free GPU memory
+  int32_t attn_chunk = 0;     // CudaOptions::attn_chunk
 };
 
 /// Measured device-to-device copy bandwidth in bytes/s (bytes read + written over time).

@@ -98,7 +98,10 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   // memory: 1 CTA per SM); a second, mostly idle wave cost ~5 us per layer (measured,
   // docs/CUDA.md).
   const int32_t resident = sm_count_ * 9 / 10;
-  pin.chunk = choose_chunk(total_keys, T, static_cast<int32_t>(cfg_.num_key_value_heads), resident);
+  pin.chunk =
+      opt_.attn_chunk > 0
+          ? opt_.attn_chunk
+          : choose_chunk(total_keys, T, static_cast<int32_t>(cfg_.num_key_value_heads), resident);
 
   // Split rows so every launch's entries fit the partial-state buffer.
   Staging& st = *st_;
