@@ -56,7 +56,9 @@ for (const workers of [2, 4]) {
     // Steer once while it runs.
     await page.fill('#note', 'Remember to check the smallest case.');
     await page.click('#send-note');
-    await page.waitForSelector('#history .entry.note', { timeout: 30000 });
+    // The note enters the history at the next serial step; under a loaded CI machine (ctest -j2
+    // beside Chromium) that can take longer than 30 s.
+    await page.waitForSelector('#history .entry.note', { timeout: 120000 });
     const note = await page.textContent('#history .entry.note');
     assert.match(note, /Note from User · serial step \d+/);
     assert.match(note, /Remember to check the smallest case\./);
