@@ -13,38 +13,23 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // One CTA per row; blockDim.x a multiple of 32 (<= 1024). With add != nullptr, first x += add
-// (each thread updates the elements it later normalises, so no extra barrier is needed). A
-// thread's first kKeep elements stay in registers for the second pass (no second read of x).
+// (each thread updates the elements it later normalises, so no extra barrier is needed).
 __global__ void rmsnorm_rows_kernel(float* x, const bf16* add, const bf16* w, bf16* y, int64_t dim,
                                     float eps) {
-  constexpr int kKeep = 8;
   __shared__ float partial[32];
   pdl_wait();
   pdl_launch_dependents();
   float* xr = x + blockIdx.x * dim;
-  const bf16* ar = add != nullptr ? add + blockIdx.x * dim : nullptr;
-  float keep[kKeep];
   float ss = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kKeep; ++k) {
-    const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
-    if (i < dim) {
-      float v = xr[i];
-      if (ar != nullptr) {
-        v += __bfloat162float(ar[i]);
-        xr[i] = v;
-      }
-      keep[k] = v;
+  if (add != nullptr) {
+    const bf16* ar = add + blockIdx.x * dim;
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+      const float v = xr[i] + __bfloat162float(ar[i]);
+      xr[i] = v;
       ss += v * v;
     }
-  }
-  for (int64_t i = threadIdx.x + int64_t(kKeep) * blockDim.x; i < dim; i += blockDim.x) {
-    float v = xr[i];
-    if (ar != nullptr) {
-      v += __bfloat162float(ar[i]);
-      xr[i] = v;
-    }
-    ss += v * v;
+  } else {
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) ss += xr[i] * xr[i];
   }
   ss = warp_sum(ss);
   if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = ss;
@@ -57,12 +42,7 @@ __global__ void rmsnorm_rows_kernel(float* x, const bf16* add, const bf16* w, bf
   __syncthreads();
   const float r = rsqrtf(partial[0] / float(dim) + eps);
   bf16* yr = y + blockIdx.x * dim;
-#pragma unroll
-  for (int k = 0; k < kKeep; ++k) {
-    const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
-    if (i < dim) yr[i] = __float2bfloat16(keep[k] * r * __bfloat162float(w[i]));
-  }
-  for (int64_t i = threadIdx.x + int64_t(kKeep) * blockDim.x; i < dim; i += blockDim.x)
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x)
     yr[i] = __float2bfloat16(xr[i] * r * __bfloat162float(w[i]));
 }
 
