@@ -16,9 +16,11 @@ min of --steps after --warmup. Bytes per step = weights (all but the embedding t
 context x KV bytes of one token; GB/s = that / median step. Prints a markdown table; --json FILE
 saves it after every configuration.
 
---attn: sdpa-gqa = scaled_dot_product_attention(enable_gqa=True) (sdpa-repeat where that keyword
-is missing); sdpa-repeat = K/V heads repeated to the query heads (as gpt-fast does); matmul = the
-query heads of a KV head as rows of two batched matmuls with an fp32 softmax (K, V read once).
+--attn: matmul (the default) = the query heads of a KV head as rows of two batched matmuls with an
+fp32 softmax (K, V read once); sdpa-gqa = scaled_dot_product_attention(enable_gqa=True)
+(sdpa-repeat where that keyword is missing); sdpa-repeat = K/V heads repeated to the query heads (as
+gpt-fast does; the repeat copies the cache every step: 27 ms against 8.6 for matmul at 16 x 4096
+on an H200, docs/CUDA.md).
 
 Run on the GPU machine:  python3 tools/gptfast_baseline.py --json out/gptfast.json
 """
@@ -40,7 +42,7 @@ PRESETS = {
     "qwq-32b": dict(hidden=5120, inter=27648, layers=64, heads=40, kv_heads=8, head_dim=128,
                     vocab=152064, eps=1e-5, rope_theta=1e6, qkv_bias=True, qk_norm=False),
 }
-ATTN = ["sdpa-gqa", "sdpa-repeat", "matmul"]
+ATTN = ["matmul", "sdpa-gqa", "sdpa-repeat"]  # the first is the default
 DEFAULT_CONFIGS = ["1x1024", "8x1024", "1x8192", "8x8192", "16x4096", "64x4096"]
 
 
