@@ -46,6 +46,11 @@ for (const workers of [2, 4]) {
     await page.fill('#seed', '7');
     await page.fill('#temperature', '1');
     await page.click('#run');
+    // Steer once while it runs: as soon as the session has started (the note field and button
+    // are enabled by its first event). The tiny model's whole run takes a few seconds, so waiting
+    // for anything else first can miss it on a loaded machine.
+    await page.fill('#note', 'Remember to check the smallest case.');
+    await page.click('#send-note');
     // Every worker's column gets text.
     await page.waitForFunction((n) => {
       const cols = [...document.querySelectorAll('#workers-grid .worker .body')];
@@ -53,11 +58,7 @@ for (const workers of [2, 4]) {
     }, workers);
     const names = await page.$$eval('#workers-grid .worker .head span:first-child', (s) => s.map((x) => x.textContent));
     assert.deepEqual(names, ['Alice', 'Bob', 'Carol', 'Dave'].slice(0, workers));
-    // Steer once while it runs.
-    await page.fill('#note', 'Remember to check the smallest case.');
-    await page.click('#send-note');
-    // The note enters the history at the next serial step; under a loaded CI machine (ctest -j2
-    // beside Chromium) that can take longer than 30 s.
+    // The note enters the history at the next serial step.
     await page.waitForSelector('#history .entry.note', { timeout: 120000 });
     const note = await page.textContent('#history .entry.note');
     assert.match(note, /Note from User · serial step \d+/);
