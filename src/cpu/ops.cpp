@@ -49,8 +49,6 @@ void matmul_shared(const float* x, int64_t n_rows, int64_t in,
   for (const SkinnyProjection& p : projections) matmul(x, p.W, p.bias, p.y, n_rows, in, p.out);
 }
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
-
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   silu_mul(gate, up, out, n);  // vectorised (cpu/skinny.h)
 }

@@ -27,10 +27,8 @@ void matmul(const float* x, const float* W, const float* bias, float* y, int64_t
 void matmul_shared(const float* x, int64_t n_rows, int64_t in,
                    std::initializer_list<SkinnyProjection> projections);
 
-/// silu(x) = x * sigmoid(x).
-float silu(float x);
 /// SwiGLU of the Llama MLP: out[i] = silu(gate[i]) * up[i], n elements; out may alias gate or up.
-/// Vectorised (cpu::silu_mul, cpu/skinny.h): within ~4e-7 relative of silu() here.
+/// silu(x) = x * sigmoid(x); vectorised (cpu::silu_mul, cpu/skinny.h).
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 
 /// Embedding lookup: out (n, hidden_size) = table rows ids[0..n). table (vocab_size, hidden_size).

@@ -52,7 +52,7 @@ void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const 
 float softmax_chunk(float* w, int64_t n, float scale, float m_in, float* m_out);
 
 /// out[i] = silu(gate[i]) * up[i] for i < n (fp32; out may alias gate or up) with the vectorised
-/// exp of softmax_chunk: within ~4e-7 relative of cpu::silu's std::exp form (cpu/skinny_kernel.h).
+/// exp of softmax_chunk: within ~1e-6 relative of x / (1 + exp(-x)) * up (cpu/skinny_kernel.h).
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 
 /// y_p = x W_p^T (+ bias_p) for every projection p sharing the input x (n_rows, in) fp32 row-major,

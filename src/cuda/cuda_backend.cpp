@@ -67,13 +67,14 @@ CudaBackend::~CudaBackend() {
 }
 
 void CudaBackend::init_common() {
+  // Options first: a bad one is reported the same with or without a GPU.
+  if (opt_.attn_chunk < 0 || opt_.attn_chunk % kPageTokens != 0)
+    fail("attention chunk {} is not a non-negative multiple of {} keys (0 = chosen per forward)",
+         opt_.attn_chunk, kPageTokens);
   if (!cuda_device_available())
     fail(
         "no CUDA GPU is usable (cudaGetDeviceCount found none); run on a machine with an NVIDIA "
         "GPU and driver, or use the CPU backend");
-  if (opt_.attn_chunk < 0 || opt_.attn_chunk % kPageTokens != 0)
-    fail("attention chunk {} is not a non-negative multiple of {} keys (0 = chosen per forward)",
-         opt_.attn_chunk, kPageTokens);
   HOGWILD_CUDA_CHECK(cudaSetDevice(opt_.device));
   if (std::string why = cuda_unsupported(cfg_); !why.empty()) fail("{}; use the CPU backend", why);
   HOGWILD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));

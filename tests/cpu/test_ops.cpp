@@ -99,12 +99,13 @@ TEST(CpuOps, MatmulSharedEqualsSeparateMatmuls) {
 }
 
 TEST(CpuOps, SiluSwigluEmbedding) {
-  EXPECT_NEAR(silu(1.0f), 0.7310585786300049, 1e-7);
-  EXPECT_NEAR(silu(-2.0f), -0.2384058440442351, 1e-7);
-  const std::vector<float> g = {0.5f}, u = {3.0f};
-  std::vector<float> o(1);
-  swiglu(g.data(), u.data(), o.data(), 1);
-  EXPECT_NEAR(o[0], 0.933688996802782, 1e-6);  // silu(0.5) * 3
+  // silu(1), silu(-2), silu(0.5) * 3 (python3 math).
+  const std::vector<float> g = {1.0f, -2.0f, 0.5f}, u = {1.0f, 1.0f, 3.0f};
+  std::vector<float> o(3);
+  swiglu(g.data(), u.data(), o.data(), 3);
+  EXPECT_NEAR(o[0], 0.7310585786300049, 1e-7);
+  EXPECT_NEAR(o[1], -0.2384058440442351, 1e-7);
+  EXPECT_NEAR(o[2], 0.933688996802782, 1e-6);
   const std::vector<float> table = {0, 1, 10, 11, 20, 21};
   const int32_t ids[3] = {2, 0, 2};
   std::vector<float> e(6);

@@ -279,6 +279,22 @@ TEST(CudaBackend, PromptKvMatchesCpuLayerByLayer) {
   }
 }
 
+// A chunk that is not whole pages is refused with the rule, before any GPU is touched (so this
+// runs without one too).
+TEST(CudaBackend, AttentionChunkMustBeWholePages) {
+  const ModelWeights w = make_weights(cases()[0]);
+  for (int32_t chunk : {100, -64, 1}) {
+    cuda::CudaOptions o;
+    o.attn_chunk = chunk;
+    try {
+      cuda::CudaBackend gpu(w, o);
+      ADD_FAILURE() << "attention chunk " << chunk << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("multiple of 64 keys"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(CudaBackend, BadInputThrowsAndLeavesTheCacheUnchanged) {
   HOGWILD_REQUIRE_GPU();
   const ModelWeights w = make_weights(cases()[0]);
