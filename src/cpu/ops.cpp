@@ -104,21 +104,22 @@ void attn_partial(const float* q, int64_t n_q, const float* k, const float* v, i
                    scale, s + h);
     return;
   }
-  float w[kMaxHeads * kChunk];
+  float w[kMaxHeads * kChunk], c[kMaxHeads];
+  float* o[kMaxHeads];
+  for (int64_t h = 0; h < n_q; ++h) o[h] = s[h].o;
   for (int64_t j0 = 0; j0 < n_keys; j0 += kChunk) {
     const int64_t n = std::min(kChunk, n_keys - j0);
     skinny_dots({q, n_q, head_dim, k + j0 * stride, stride, nullptr, w, kChunk}, n);
     for (int64_t h = 0; h < n_q; ++h) {
-      float* wh = w + h * kChunk;
       AttnState& sh = s[h];
       float m;
-      const float sum = softmax_chunk(wh, n, scale, sh.m, &m);
+      const float sum = softmax_chunk(w + h * kChunk, n, scale, sh.m, &m);
       // New max: rescale what we have (exp(-inf) = 0 handles the empty state).
-      const float c = m > sh.m ? std::exp(sh.m - m) : 1.0f;
-      weighted_sum(v + j0 * stride, n, stride, head_dim, wh, c, sh.o);
+      c[h] = m > sh.m ? std::exp(sh.m - m) : 1.0f;
       sh.m = m;
-      sh.d = sh.d * c + sum;
+      sh.d = sh.d * c[h] + sum;
     }
+    weighted_sum_heads(v + j0 * stride, n, stride, head_dim, w, kChunk, c, o, n_q);
   }
 }
 

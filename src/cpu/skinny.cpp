@@ -12,12 +12,14 @@ namespace hogwild::cpu {
 void skinny_tile_avx512(const SkinnyArgs& a, int64_t o0, int64_t o1);
 void skinny_tile_avx2(const SkinnyArgs& a, int64_t o0, int64_t o1);
 void skinny_tile_generic(const SkinnyArgs& a, int64_t o0, int64_t o1);
-void weighted_sum_avx512(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
-                         float c, float* o);
-void weighted_sum_avx2(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
-                       float c, float* o);
-void weighted_sum_generic(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
-                          float c, float* o);
+void weighted_sum_heads_avx512(const float* v, int64_t n, int64_t stride, int64_t dim,
+                               const float* w, int64_t ldw, const float* c, float* const* o,
+                               int64_t n_heads);
+void weighted_sum_heads_avx2(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                             int64_t ldw, const float* c, float* const* o, int64_t n_heads);
+void weighted_sum_heads_generic(const float* v, int64_t n, int64_t stride, int64_t dim,
+                                const float* w, int64_t ldw, const float* c, float* const* o,
+                                int64_t n_heads);
 float softmax_chunk_avx512(float* w, int64_t n, float scale, float m_in, float* m_out);
 float softmax_chunk_avx2(float* w, int64_t n, float scale, float m_in, float* m_out);
 float softmax_chunk_generic(float* w, int64_t n, float scale, float m_in, float* m_out);
@@ -28,15 +30,15 @@ void silu_mul_generic(const float* gate, const float* up, float* out, int64_t n)
 namespace {
 
 using TileFn = void (*)(const SkinnyArgs&, int64_t, int64_t);
-using WeightedSumFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, float,
-                               float*);
+using WeightedSumFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, int64_t,
+                               const float*, float* const*, int64_t);
 using SoftmaxFn = float (*)(float*, int64_t, float, float, float*);
 using SiluMulFn = void (*)(const float*, const float*, float*, int64_t);
 
 struct Isa {
   const char* name;
   TileFn tile;
-  WeightedSumFn weighted_sum;
+  WeightedSumFn weighted_sum_heads;
   SoftmaxFn softmax_chunk;
   SiluMulFn silu_mul;
 };
@@ -55,10 +57,12 @@ bool cpu_has(const char* name) {
 const std::vector<Isa>& isas() {
   static const std::vector<Isa> v = {
 #if defined(__x86_64__)
-    {"avx512", skinny_tile_avx512, weighted_sum_avx512, softmax_chunk_avx512, silu_mul_avx512},
-    {"avx2", skinny_tile_avx2, weighted_sum_avx2, softmax_chunk_avx2, silu_mul_avx2},
+    {"avx512", skinny_tile_avx512, weighted_sum_heads_avx512, softmax_chunk_avx512,
+     silu_mul_avx512},
+    {"avx2", skinny_tile_avx2, weighted_sum_heads_avx2, softmax_chunk_avx2, silu_mul_avx2},
 #endif
-    {"generic", skinny_tile_generic, weighted_sum_generic, softmax_chunk_generic, silu_mul_generic}
+    {"generic", skinny_tile_generic, weighted_sum_heads_generic, softmax_chunk_generic,
+     silu_mul_generic}
   };
   return v;
 }
@@ -94,9 +98,9 @@ void skinny_dots(const SkinnyArgs& a, int64_t out) {
   if (a.n_rows > 0 && out > 0) current()->tile(a, 0, out);
 }
 
-void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w, float c,
-                  float* o) {
-  current()->weighted_sum(v, n, stride, dim, w, c, o);
+void weighted_sum_heads(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                        int64_t ldw, const float* c, float* const* o, int64_t n_heads) {
+  current()->weighted_sum_heads(v, n, stride, dim, w, ldw, c, o, n_heads);
 }
 
 float softmax_chunk(float* w, int64_t n, float scale, float m_in, float* m_out) {

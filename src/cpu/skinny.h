@@ -1,7 +1,8 @@
 // Skinny fp32 projections for few token rows (decode of 1..64 workers, small prefill chunks):
 // y = x W^T (+ bias) with every weight row streamed from memory ONCE per forward and dotted with
 // all token rows, both threads of the pool working on disjoint output features. The same kernel
-// gives attention its q.k scores (skinny_dots), next to the attention value sum (weighted_sum).
+// gives attention its q.k scores (skinny_dots), next to the attention value sum
+// (weighted_sum_heads).
 //
 // Batch invariance: the bits of y[r][o] depend only on x row r, W row o and bias[o] — not on the
 // number of rows, the other rows, the thread count or how the work is split (the fixed order of
@@ -39,11 +40,13 @@ struct SkinnyArgs {
 /// head's keys are the weight rows, ldw = the cache row stride): outputs o in [0, out).
 void skinny_dots(const SkinnyArgs& a, int64_t out);
 
-/// o[i] = o[i] * c + sum_j w[j] * v[j * stride + i] for i < dim, j < n (attention values: v the
-/// value rows, w their softmax weights, c the rescale of o). Each element is one chain in
-/// increasing j (cpu/skinny_kernel.h), so its bits do not depend on dim or on the other elements.
-void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w, float c,
-                  float* o);
+/// For each head h < n_heads: o[h][i] = o[h][i] * c[h] + sum_j w[h * ldw + j] * v[j * stride + i]
+/// for i < dim, j < n (attention values of the query heads that share one KV head: v the value
+/// rows, w their softmax weights, c the rescales of o; fp32). Each element is one chain, o * c
+/// then fused multiply-adds in increasing j (cpu/skinny_kernel.h), so its bits depend neither on
+/// dim nor on the other elements or heads; the value rows are read once per 4 heads.
+void weighted_sum_heads(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                        int64_t ldw, const float* c, float* const* o, int64_t n_heads);
 
 /// One chunk of an online softmax over n attention scores w (fp32, in place): w[j] *= scale;
 /// m = max(m_in, max_j w[j]); w[j] = exp(w[j] - m) (a vectorised exp, relative error about 2e-7,

@@ -48,9 +48,9 @@ struct Avx2 {
 
 void skinny_tile_avx2(const SkinnyArgs& a, int64_t o0, int64_t o1) { skinny_tile<Avx2>(a, o0, o1); }
 
-void weighted_sum_avx2(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
-                       float c, float* o) {
-  weighted_sum<Avx2>(v, n, stride, dim, w, c, o);
+void weighted_sum_heads_avx2(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                             int64_t ldw, const float* c, float* const* o, int64_t n_heads) {
+  weighted_sum_heads<Avx2>(v, n, stride, dim, w, ldw, c, o, n_heads);
 }
 
 float softmax_chunk_avx2(float* w, int64_t n, float scale, float m_in, float* m_out) {

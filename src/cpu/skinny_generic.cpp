@@ -83,9 +83,10 @@ void skinny_tile_generic(const SkinnyArgs& a, int64_t o0, int64_t o1) {
   skinny_tile<Generic>(a, o0, o1);
 }
 
-void weighted_sum_generic(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
-                          float c, float* o) {
-  weighted_sum<Generic>(v, n, stride, dim, w, c, o);
+void weighted_sum_heads_generic(const float* v, int64_t n, int64_t stride, int64_t dim,
+                                const float* w, int64_t ldw, const float* c, float* const* o,
+                                int64_t n_heads) {
+  weighted_sum_heads<Generic>(v, n, stride, dim, w, ldw, c, o, n_heads);
 }
 
 float softmax_chunk_generic(float* w, int64_t n, float scale, float m_in, float* m_out) {

@@ -1,7 +1,7 @@
 // Bodies of the skinny projection kernel and of the attention value sum (cpu/skinny.h), written
 // once against a small SIMD interface and compiled once per instruction set: skinny_avx512.cpp,
 // skinny_avx2.cpp and skinny_generic.cpp each define an `Isa` struct in an anonymous namespace
-// and instantiate skinny_tile<Isa> and weighted_sum<Isa>. Every instantiation therefore has
+// and instantiate skinny_tile<Isa> and weighted_sum_heads<Isa>. Every instantiation therefore has
 // internal linkage, so code built with AVX-512 flags can never be picked by the linker for a caller
 // on an older CPU. Include only from those files; use no std:: inline helpers here for the same
 // reason.
@@ -150,6 +150,64 @@ void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const 
     for (int64_t j = 0; j < n; ++j) a = Isa::fma1(w[j], v[j * stride + i], a);
     o[i] = a;
   }
+}
+
+// H heads x B vectors of o (dims i0 ..) in registers while the n value rows stream: each value
+// vector loaded once is used by H heads. Per element the chain of weighted_sum.
+template <class Isa, int H, int B>
+inline void weighted_sum_block(const float* v, int64_t n, int64_t stride, int64_t i0,
+                               const float* const* w, const float* c, float* const* o) {
+  constexpr int L = Isa::kLanes;
+  using V = typename Isa::V;
+  V acc[H][B];
+#pragma GCC unroll 4
+  for (int h = 0; h < H; ++h) {
+    const V ch = Isa::set1(c[h]);
+#pragma GCC unroll 4
+    for (int b = 0; b < B; ++b) acc[h][b] = Isa::mul(Isa::load(o[h] + i0 + b * L), ch);
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    V vb[B];
+#pragma GCC unroll 4
+    for (int b = 0; b < B; ++b) vb[b] = Isa::load(v + j * stride + i0 + b * L);
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) {
+      const V wj = Isa::set1(w[h][j]);
+#pragma GCC unroll 4
+      for (int b = 0; b < B; ++b) acc[h][b] = Isa::fma(wj, vb[b], acc[h][b]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int h = 0; h < H; ++h)
+#pragma GCC unroll 4
+    for (int b = 0; b < B; ++b) Isa::store(o[h] + i0 + b * L, acc[h][b]);
+}
+
+// The value sum of n_heads heads over the same n value rows (cpu/skinny.h weighted_sum_heads):
+// head h is weighted_sum(v, n, stride, dim, w + h * ldw, c[h], o[h]) bit for bit (every element
+// the same chain), with the value rows read once per group of kHeads heads instead of once per
+// head.
+template <class Isa>
+void weighted_sum_heads(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
+                        int64_t ldw, const float* c, float* const* o, int64_t n_heads) {
+  constexpr int L = Isa::kLanes, H = 4, B = L >= 16 ? 4 : 2;
+  int64_t h0 = 0;
+  for (; h0 + H <= n_heads; h0 += H) {
+    const float* wp[H];
+    for (int h = 0; h < H; ++h) wp[h] = w + (h0 + h) * ldw;
+    int64_t i0 = 0;
+    for (; i0 + B * L <= dim; i0 += B * L)
+      weighted_sum_block<Isa, H, B>(v, n, stride, i0, wp, c + h0, o + h0);
+    for (; i0 + L <= dim; i0 += L)
+      weighted_sum_block<Isa, H, 1>(v, n, stride, i0, wp, c + h0, o + h0);
+    for (int h = 0; h < H; ++h)
+      for (int64_t i = i0; i < dim; ++i) {
+        float a = o[h0 + h][i] * c[h0 + h];
+        for (int64_t j = 0; j < n; ++j) a = Isa::fma1(wp[h][j], v[j * stride + i], a);
+        o[h0 + h][i] = a;
+      }
+  }
+  for (; h0 < n_heads; ++h0) weighted_sum<Isa>(v, n, stride, dim, w + h0 * ldw, c[h0], o[h0]);
 }
 
 // exp(x) for x <= 0, lane by lane (the softmax weights of attention, below). Range reduction

@@ -274,5 +274,49 @@ TEST(CpuOps, SiluMulMatchesDoubleReference) {
     if (select_skinny_isa(isa)) break;  // back to the best one
 }
 
+// The attention value sum of several heads at once: each head's bits equal its sum alone (heads
+// grouped by 4 in registers, the rest one by one), and the values match a double reference, for
+// head counts around the group size and dims with vector and scalar tails, every instruction set.
+TEST(CpuOps, WeightedSumHeadsMatchesOneHeadAndDoubleReference) {
+  for (const char* isa : {"avx512", "avx2", "generic"}) {
+    if (!select_skinny_isa(isa)) continue;
+    for (int64_t dim : {128, 64, 72, 100})
+      for (int64_t n_heads : {1, 3, 4, 5, 8, 9}) {
+        const int64_t n = 37, stride = dim + 3, ldw = 64;
+        std::vector<float> v(n * stride), w(n_heads * ldw), c(n_heads);
+        for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(std::sin(0.37 * double(i)));
+        for (size_t i = 0; i < w.size(); ++i)
+          w[i] = static_cast<float>(0.5 + 0.5 * std::cos(1.3 * double(i)));
+        std::vector<std::vector<float>> o(n_heads, std::vector<float>(dim)), alone = o;
+        std::vector<float*> op(n_heads);
+        for (int64_t h = 0; h < n_heads; ++h) {
+          c[h] = h % 3 == 0 ? 1.0f : static_cast<float>(0.25 * double(h));
+          for (int64_t i = 0; i < dim; ++i)
+            o[h][i] = static_cast<float>(std::cos(0.11 * double(i + 7 * h)));
+          alone[h] = o[h];
+          op[h] = o[h].data();
+        }
+        std::vector<std::vector<double>> want(n_heads, std::vector<double>(dim));
+        for (int64_t h = 0; h < n_heads; ++h)
+          for (int64_t i = 0; i < dim; ++i) {
+            double a = double(o[h][i]) * c[h];
+            for (int64_t j = 0; j < n; ++j) a += double(w[h * ldw + j]) * v[j * stride + i];
+            want[h][i] = a;
+          }
+        weighted_sum_heads(v.data(), n, stride, dim, w.data(), ldw, c.data(), op.data(), n_heads);
+        for (int64_t h = 0; h < n_heads; ++h) {
+          float* one = alone[h].data();
+          weighted_sum_heads(v.data(), n, stride, dim, w.data() + h * ldw, ldw, &c[h], &one, 1);
+          EXPECT_EQ(o[h], alone[h]) << isa << " dim " << dim << " heads " << n_heads << " h " << h;
+          for (int64_t i = 0; i < dim; ++i)
+            EXPECT_NEAR(o[h][i], want[h][i], 1e-5 * (1.0 + std::fabs(want[h][i])))
+                << isa << " dim " << dim << " h " << h << " i " << i;
+        }
+      }
+  }
+  for (const char* isa : {"avx512", "avx2", "generic"})
+    if (select_skinny_isa(isa)) break;  // back to the best one
+}
+
 }  // namespace
 }  // namespace hogwild::cpu
