@@ -185,8 +185,8 @@ inline void weighted_sum_block(const float* v, int64_t n, int64_t stride, int64_
 
 // The value sum of n_heads heads over the same n value rows (cpu/skinny.h weighted_sum_heads):
 // head h is weighted_sum(v, n, stride, dim, w + h * ldw, c[h], o[h]) bit for bit (every element
-// the same chain), with the value rows read once per group of kHeads heads instead of once per
-// head.
+// the same chain), with the value rows read once per group of H = 4 heads instead of once per
+// head (heads past the last whole group: one by one).
 template <class Isa>
 void weighted_sum_heads(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
                         int64_t ldw, const float* c, float* const* o, int64_t n_heads) {
