@@ -45,12 +45,21 @@ for (const workers of [2, 4]) {
     await page.fill('#budget', '1500');
     await page.fill('#seed', '7');
     await page.fill('#temperature', '1');
+    // Steer once while it runs, the moment the session's first event enables Send. The tiny
+    // model's whole run takes about a second; on a loaded machine the browser round trips of a
+    // driver-side fill + click outlasted it (the button was disabled again by then), so the page
+    // itself types the note and presses Send when the button turns on.
+    await page.evaluate(() => {
+      const note = document.getElementById('note');
+      const send = document.getElementById('send-note');
+      new MutationObserver((_, observer) => {
+        if (send.disabled) return;
+        observer.disconnect();
+        note.value = 'Remember to check the smallest case.';
+        send.click();
+      }).observe(send, { attributes: true, attributeFilter: ['disabled'] });
+    });
     await page.click('#run');
-    // Steer once while it runs: as soon as the session has started (the note field and button
-    // are enabled by its first event). The tiny model's whole run takes a few seconds, so waiting
-    // for anything else first can miss it on a loaded machine.
-    await page.fill('#note', 'Remember to check the smallest case.');
-    await page.click('#send-note');
     // Every worker's column gets text.
     await page.waitForFunction((n) => {
       const cols = [...document.querySelectorAll('#workers-grid .worker .body')];
