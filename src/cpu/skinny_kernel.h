@@ -116,44 +116,9 @@ void skinny_tile(const SkinnyArgs& a, int64_t o0, int64_t o1) {
   }
 }
 
-// o[i] = o[i] * c + sum_j w[j] * v[j * stride + i] for i < dim and j < n: every element is one
-// chain, o[i] * c first, then fma(w[j], v[j][i], .) in increasing j, whatever the lane it sits in.
-// 4 vectors of o stay in registers while the n value rows stream.
-template <class Isa>
-void weighted_sum(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w, float c,
-                  float* o) {
-  constexpr int L = Isa::kLanes, B = 4;
-  using V = typename Isa::V;
-  const V cv = Isa::set1(c);
-  int64_t i0 = 0;
-  for (; i0 + B * L <= dim; i0 += B * L) {
-    V acc[B];
-#pragma GCC unroll 4
-    for (int b = 0; b < B; ++b) acc[b] = Isa::mul(Isa::load(o + i0 + b * L), cv);
-    for (int64_t j = 0; j < n; ++j) {
-      const V wj = Isa::set1(w[j]);
-#pragma GCC unroll 4
-      for (int b = 0; b < B; ++b)
-        acc[b] = Isa::fma(wj, Isa::load(v + j * stride + i0 + b * L), acc[b]);
-    }
-#pragma GCC unroll 4
-    for (int b = 0; b < B; ++b) Isa::store(o + i0 + b * L, acc[b]);
-  }
-  for (; i0 + L <= dim; i0 += L) {
-    V acc = Isa::mul(Isa::load(o + i0), cv);
-    for (int64_t j = 0; j < n; ++j)
-      acc = Isa::fma(Isa::set1(w[j]), Isa::load(v + j * stride + i0), acc);
-    Isa::store(o + i0, acc);
-  }
-  for (int64_t i = i0; i < dim; ++i) {
-    float a = o[i] * c;
-    for (int64_t j = 0; j < n; ++j) a = Isa::fma1(w[j], v[j * stride + i], a);
-    o[i] = a;
-  }
-}
-
 // H heads x B vectors of o (dims i0 ..) in registers while the n value rows stream: each value
-// vector loaded once is used by H heads. Per element the chain of weighted_sum.
+// vector loaded once is used by H heads. Every element is one chain, o[h][i] * c[h] first, then
+// fma(w[h][j], v[j][i], .) in increasing j, whatever the lane it sits in.
 template <class Isa, int H, int B>
 inline void weighted_sum_block(const float* v, int64_t n, int64_t stride, int64_t i0,
                                const float* const* w, const float* c, float* const* o) {
@@ -183,31 +148,40 @@ inline void weighted_sum_block(const float* v, int64_t n, int64_t stride, int64_
     for (int b = 0; b < B; ++b) Isa::store(o[h] + i0 + b * L, acc[h][b]);
 }
 
+// H heads over all dims: register blocks of B vectors, then single vectors, then the scalar tail
+// (the same chain per element: fma1 where the vectors use fma).
+template <class Isa, int H>
+inline void weighted_sum_group(const float* v, int64_t n, int64_t stride, int64_t dim,
+                               const float* const* w, const float* c, float* const* o) {
+  constexpr int L = Isa::kLanes, B = H == 1 || L >= 16 ? 4 : 2;
+  int64_t i0 = 0;
+  for (; i0 + B * L <= dim; i0 += B * L) weighted_sum_block<Isa, H, B>(v, n, stride, i0, w, c, o);
+  for (; i0 + L <= dim; i0 += L) weighted_sum_block<Isa, H, 1>(v, n, stride, i0, w, c, o);
+  for (int h = 0; h < H; ++h)
+    for (int64_t i = i0; i < dim; ++i) {
+      float a = o[h][i] * c[h];
+      for (int64_t j = 0; j < n; ++j) a = Isa::fma1(w[h][j], v[j * stride + i], a);
+      o[h][i] = a;
+    }
+}
+
 // The value sum of n_heads heads over the same n value rows (cpu/skinny.h weighted_sum_heads):
-// head h is weighted_sum(v, n, stride, dim, w + h * ldw, c[h], o[h]) bit for bit (every element
-// the same chain), with the value rows read once per group of H = 4 heads instead of once per
-// head (heads past the last whole group: one by one).
+// groups of 4 heads share each value vector load, the heads past the last whole group go one by
+// one; a head's bits do not depend on which group it is in.
 template <class Isa>
 void weighted_sum_heads(const float* v, int64_t n, int64_t stride, int64_t dim, const float* w,
                         int64_t ldw, const float* c, float* const* o, int64_t n_heads) {
-  constexpr int L = Isa::kLanes, H = 4, B = L >= 16 ? 4 : 2;
+  constexpr int H = 4;
   int64_t h0 = 0;
   for (; h0 + H <= n_heads; h0 += H) {
     const float* wp[H];
     for (int h = 0; h < H; ++h) wp[h] = w + (h0 + h) * ldw;
-    int64_t i0 = 0;
-    for (; i0 + B * L <= dim; i0 += B * L)
-      weighted_sum_block<Isa, H, B>(v, n, stride, i0, wp, c + h0, o + h0);
-    for (; i0 + L <= dim; i0 += L)
-      weighted_sum_block<Isa, H, 1>(v, n, stride, i0, wp, c + h0, o + h0);
-    for (int h = 0; h < H; ++h)
-      for (int64_t i = i0; i < dim; ++i) {
-        float a = o[h0 + h][i] * c[h0 + h];
-        for (int64_t j = 0; j < n; ++j) a = Isa::fma1(wp[h][j], v[j * stride + i], a);
-        o[h0 + h][i] = a;
-      }
+    weighted_sum_group<Isa, H>(v, n, stride, dim, wp, c + h0, o + h0);
   }
-  for (; h0 < n_heads; ++h0) weighted_sum<Isa>(v, n, stride, dim, w + h0 * ldw, c[h0], o[h0]);
+  for (; h0 < n_heads; ++h0) {
+    const float* wp = w + h0 * ldw;
+    weighted_sum_group<Isa, 1>(v, n, stride, dim, &wp, c + h0, o + h0);
+  }
 }
 
 // exp(x) for x <= 0, lane by lane (the softmax weights of attention, below). Range reduction
