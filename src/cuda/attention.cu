@@ -2,13 +2,16 @@
 // (mma.sync m16n8k16 bf16, fp32 accumulation), then a log-sum-exp combine per (row, head).
 // Kernels first, launchers second.
 //
-// Partial kernel layout: one CTA of 16 warps per (item, KV head). The chunk's 64-key tiles stream
-// through a kStages-deep cp.async ring in shared memory, one barrier per tile. Warp w owns query
-// row tile rt = w / 4 (16 rows) and keys [16 kq, 16 kq + 16) of every tile, kq = w % 4: S = Q K^T,
+// Partial kernel layout: one CTA of 16 warps per unit (an item and one KV head, or several KV heads
+// of a one-tile item). The chunk's 64-key tiles stream through a kStages-deep cp.async ring in
+// shared memory, one barrier per tile. Warp w owns query row tile rt = w / 4 (16 rows) and keys
+// [16 kq, 16 kq + 16) of every tile, kq = w % 4: S = Q K^T,
 // the online softmax and O += P V stay in its registers (flash-attention-2 register reuse: the S
 // accumulator is the A operand of P V), so warps never wait for each other inside a tile. Warps
 // whose row tile is empty only help load. At the end the 4 key-quarter states of each row are
-// merged through shared memory (aliasing the ring) into the item's partial states.
+// merged through shared memory (aliasing the ring) into the item's partial states. A unit of
+// several heads (AttnUnit) stacks them: its rows are the item's rows once per head (head after
+// head, each padded to whole row tiles), and head j's only tile sits in ring stage j.
 #include "cuda/attention.h"
 #include "cuda/pdl.cuh"
 
@@ -157,16 +160,19 @@ __device__ __forceinline__ void norm_rotate(float (&x)[HD / 32], const bf16* w, 
 // Fused append: keys [k0, k1) of the tile (tile-local) are this forward's; each warp computes some
 // of them from the qkv rows as qk_norm_kv_append_kernel / kv_append_kernel do (k-norm, RoPE at the
 // block-local key position times the attention factor, bf16) and stores K and V into the stage
-// and into the pool. Called after pdl_wait (the qkv projection is complete).
+// and into the pool, for KV heads h0 + i in stages stage0 + i (i < n_heads), all (head, key) pairs
+// spread over the warps at once. Called after pdl_wait (the qkv projection is complete).
 template <int HD>
-__device__ __forceinline__ void compute_fresh(Smem<HD>& sm, int stage, const PartialArgs& a,
-                                              const AttnItem& it, int tile, int32_t page, int h,
-                                              int k0, int k1) {
+__device__ __forceinline__ void compute_fresh(Smem<HD>& sm, int stage0, const PartialArgs& a,
+                                              const AttnItem& it, int tile, int32_t page, int h0,
+                                              int n_heads, int k0, int k1) {
   constexpr int kLd = Smem<HD>::kLd;
   constexpr int kPer = HD / 32;
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int tile_start = it.key_start + tile * kKeys;
-  for (int kk = k0 + warp; kk < k1; kk += kWarps) {
+  const int n_keys = k1 - k0;
+  for (int w = warp; w < n_heads * n_keys; w += kWarps) {
+    const int h = h0 + w / n_keys, stage = stage0 + w / n_keys, kk = k0 + w % n_keys;
     const int j = tile_start + kk;  // block-local key = its RoPE position
     const int64_t tok = it.fresh_row + (j - it.fresh_from);
     const bf16* kin = a.q + tok * a.shape.q_token_stride + a.append.k_col + int64_t(h) * HD;
@@ -201,9 +207,10 @@ __device__ __forceinline__ void compute_fresh(Smem<HD>& sm, int stage, const Par
 
 // Fused append: the queries of the CTA's rows (a warp per row; every load of a warp's rows is
 // issued before any arithmetic) with q-norm, rotated by their limit, into sm.q; pad rows zero.
+// Unit row R is item row R % used_rows of KV head h0 + R / used_rows.
 template <int HD>
-__device__ __forceinline__ void fused_queries(Smem<HD>& sm, const PartialArgs& a, int h, int G,
-                                              int used_rows) {
+__device__ __forceinline__ void fused_queries(Smem<HD>& sm, const PartialArgs& a, int h0, int G,
+                                              int used_rows, int unit_rows) {
   constexpr int kLd = Smem<HD>::kLd;
   constexpr int kPer = HD / 32;
   constexpr int kRowsPerWarp = kRows / kWarps;
@@ -212,10 +219,11 @@ __device__ __forceinline__ void fused_queries(Smem<HD>& sm, const PartialArgs& a
   float2 cs[kRowsPerWarp][kPer / 2];
 #pragma unroll
   for (int k = 0; k < kRowsPerWarp; ++k) {
-    const int r = warp + kWarps * k;
-    const int tok = r < used_rows ? sm.row[r] : -1;
+    const int R = warp + kWarps * k, r = R % used_rows;
+    const int tok = R < unit_rows ? sm.row[r] : -1;
     if (tok < 0) continue;
-    const bf16* qv = a.q + int64_t(tok) * a.shape.q_token_stride + int64_t(h * G + r % G) * HD;
+    const int hq = (h0 + R / used_rows) * G + r % G;
+    const bf16* qv = a.q + int64_t(tok) * a.shape.q_token_stride + int64_t(hq) * HD;
 #pragma unroll
     for (int i = 0; i < kPer; ++i) x[k][i] = __bfloat162float(qv[lane + 32 * i]);
 #pragma unroll
@@ -224,51 +232,53 @@ __device__ __forceinline__ void fused_queries(Smem<HD>& sm, const PartialArgs& a
   }
 #pragma unroll
   for (int k = 0; k < kRowsPerWarp; ++k) {
-    const int r = warp + kWarps * k;
-    if (r >= used_rows) continue;
-    const bool live = sm.row[r] >= 0;
+    const int R = warp + kWarps * k;
+    if (R >= unit_rows) continue;
+    const bool live = sm.row[R % used_rows] >= 0;
     if (live) norm_rotate<HD>(x[k], a.append.w_q, a.append.eps, cs[k], a.shape.attn_factor);
 #pragma unroll
     for (int i = 0; i < kPer; ++i)
-      sm.q[r * kLd + lane + 32 * i] = __float2bfloat16(live ? x[k][i] : 0.0f);
+      sm.q[R * kLd + lane + 32 * i] = __float2bfloat16(live ? x[k][i] : 0.0f);
   }
 }
 
-// Copies tile `tile` of the item (page `page`, KV head h) into ring stage `stage`; keys at or past
-// the item's key_end are zero-filled (never NaN garbage). In global memory the chunk of thread
-// share i is at element (threadIdx.x + i * kThreads) * 8 of the tile. kFused (the fused append):
-// keys [fresh_from, key_end) of the tile are computed (compute_fresh), not copied, so no cp.async
-// may write those rows. Only the prologue's tiles (< kAttnFreshTiles) can hold such keys
-// (build_plan), so the main loop keeps the plain copy.
+// Copies tile `tile` of the item (page `page`) of KV heads h0 + i into ring stages stage0 + i
+// (i < n_heads); keys at or past the item's key_end are zero-filled (never NaN garbage). In global
+// memory the chunk of thread share i is at element (threadIdx.x + i * kThreads) * 8 of the tile.
+// kFused (the fused append): keys [fresh_from, key_end) of the tile are computed (compute_fresh),
+// not copied, so no cp.async may write those rows. Only the prologue's tiles (< kAttnFreshTiles)
+// can hold such keys (build_plan), so the main loop keeps the plain copy.
 template <int HD, bool kFused>
-__device__ __forceinline__ void load_tile(Smem<HD>& sm, const TileCopy<HD>& tc, int stage,
+__device__ __forceinline__ void load_tile(Smem<HD>& sm, const TileCopy<HD>& tc, int stage0,
                                           const PartialArgs& a, const AttnItem& it, int tile,
-                                          int32_t page, int h) {
+                                          int32_t page, int h0, int n_heads = 1) {
   constexpr int kLd = Smem<HD>::kLd;
   const int keys_left = it.key_end - (it.key_start + tile * kKeys);
   const int fresh = kFused ? max(it.fresh_from - (it.key_start + tile * kKeys), 0) : kKeys;
-  const bf16* ksrc = a.pool + a.layout.tile_offset(page, 0, h) + threadIdx.x * 8;
   const int64_t v_delta = int64_t(a.layout.num_key_value_heads) * a.layout.tile_elems();
-  bf16* kdst = sm.u.kv + stage * 2 * kKeys * kLd;
+  for (int j = 0; j < n_heads; ++j) {
+    const bf16* ksrc = a.pool + a.layout.tile_offset(page, 0, h0 + j) + threadIdx.x * 8;
+    bf16* kdst = sm.u.kv + (stage0 + j) * 2 * kKeys * kLd;
 #pragma unroll
-  for (int i = 0; i < TileCopy<HD>::kPer; ++i) {
-    const bool valid = tc.key[i] < keys_left;
-    if (kFused && valid && tc.key[i] >= fresh) continue;
-    const bf16* src = ksrc + i * kThreads * 8;
-    cp_async16(kdst + tc.smem[i], src, valid);
-    cp_async16(kdst + kKeys * kLd + tc.smem[i], src + v_delta, valid);
+    for (int i = 0; i < TileCopy<HD>::kPer; ++i) {
+      const bool valid = tc.key[i] < keys_left;
+      if (kFused && valid && tc.key[i] >= fresh) continue;
+      const bf16* src = ksrc + i * kThreads * 8;
+      cp_async16(kdst + tc.smem[i], src, valid);
+      cp_async16(kdst + kKeys * kLd + tc.smem[i], src + v_delta, valid);
+    }
   }
   if (kFused && fresh < min(keys_left, kKeys))
-    compute_fresh<HD>(sm, stage, a, it, tile, page, h, fresh, min(keys_left, kKeys));
+    compute_fresh<HD>(sm, stage0, a, it, tile, page, h0, n_heads, fresh, min(keys_left, kKeys));
 }
 
-// grid (num_key_value_heads, max_items), kThreads threads, dynamic smem sizeof(Smem<HD>). Items
-// are the slow grid dimension so CTAs start in item order: the plan lists a long block's chunks
-// before the workers' short steps, and short items left over for a second wave cost little.
+// grid (max_units), kThreads threads, dynamic smem sizeof(Smem<HD>); CTA b runs unit b. CTAs start
+// in unit order: the plan lists a long block's chunks before the workers' short steps, and short
+// units left over for a second wave cost little.
 template <int HD>
 __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a) {
   pdl_launch_dependents();
-  if (blockIdx.y >= *a.plan.n_items) {  // the plan is uploaded before the graph: no wait needed
+  if (blockIdx.x >= *a.plan.n_units) {  // the plan is uploaded before the graph: no wait needed
     pdl_wait();
     return;
   }
@@ -276,20 +286,29 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
   Smem<HD>& sm = *reinterpret_cast<Smem<HD>*>(raw);
   constexpr int kLd = Smem<HD>::kLd;
   constexpr int kNt = HD / 8;  // O n-tiles of 8 dims
-  const AttnItem it = a.plan.items[blockIdx.y];
-  const int h = blockIdx.x;
+  const AttnUnit unit = a.plan.units[blockIdx.x];
+  const AttnItem it = a.plan.items[unit.item];
+  const int h0 = unit.kv_head, n_heads = unit.kv_heads;  // n_heads > 1: one tile (AttnUnit)
   const int G = a.shape.num_attention_heads / a.shape.num_key_value_heads;
   const int n_rows = it.pair_count * G;
   const int n_r16 = (n_rows + 15) / 16;
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int rt = warp / 4, kq = warp % 4;
+  const int hj = rt / n_r16;  // this warp's head within the unit
   const int n_tiles = (it.key_end - it.key_start + kKeys - 1) / kKeys;
   const TileCopy<HD> tc;
+  auto load = [&](int stage, int tile, int32_t page, int heads) {
+    if (a.fused)
+      load_tile<HD, true>(sm, tc, stage, a, it, tile, page, h0, heads);
+    else
+      load_tile<HD, false>(sm, tc, stage, a, it, tile, page, h0, heads);
+  };
 
   // Before pdl_wait: the plan (uploaded before the graph) and the K/V tiles no kernel of this
   // forward writes (they end before fresh_from), so their loads overlap the previous kernel.
   const int used_rows = n_r16 * 16;  // rows past this are never touched by the MMAs
+  const int unit_rows = n_heads * used_rows;
   if (threadIdx.x < used_rows) {
     const int r = threadIdx.x;
     AttnPair pr{-1, -1};
@@ -304,11 +323,10 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
 #pragma unroll
   for (int p = 0; p < kStages - 1; ++p) {
     if (p == early) pdl_wait();
-    if (p < n_tiles) {
-      if (a.fused)
-        load_tile<HD, true>(sm, tc, p, a, it, p, tile_page(a, it, p), h);
-      else
-        load_tile<HD, false>(sm, tc, p, a, it, p, tile_page(a, it, p), h);
+    if (n_heads > 1) {  // every head's only tile in group 0, head j in stage j
+      if (p == 0) load(0, 0, tile_page(a, it, 0), n_heads);
+    } else if (p < n_tiles) {
+      load(p, p, tile_page(a, it, p), 1);
     }
     cp_async_commit();
   }
@@ -322,15 +340,16 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
   const int half = a.rope.rotary_dim / 2;
   __syncthreads();
   if (a.fused) {
-    fused_queries<HD>(sm, a, h, G, used_rows);
+    fused_queries<HD>(sm, a, h0, G, used_rows, unit_rows);
   } else {
 #pragma unroll 4
-    for (int idx = threadIdx.x; idx < used_rows * HD; idx += kThreads) {
-      const int r = idx / HD, d = idx % HD;
+    for (int idx = threadIdx.x; idx < unit_rows * HD; idx += kThreads) {
+      const int R = idx / HD, d = idx % HD, r = R % used_rows;
       const int tok = sm.row[r];
       float val = 0.0f;
       if (tok >= 0) {
-        const bf16* qv = a.q + int64_t(tok) * a.shape.q_token_stride + int64_t(h * G + r % G) * HD;
+        const int hq = (h0 + R / used_rows) * G + r % G;
+        const bf16* qv = a.q + int64_t(tok) * a.shape.q_token_stride + int64_t(hq) * HD;
         val = __bfloat162float(qv[d]);
         if (d < a.rope.rotary_dim) {
           const float2 cs = a.rope.cos_sin[int64_t(sm.limit[r]) * half + (d < half ? d : d - half)];
@@ -338,11 +357,11 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
           val = (val * cs.x + (d < half ? -partner : partner) * cs.y) * a.shape.attn_factor;
         }
       }
-      sm.q[r * kLd + d] = __float2bfloat16(val);
+      sm.q[R * kLd + d] = __float2bfloat16(val);
     }
   }
   const float scale_log2 = a.shape.scale * 1.4426950408889634f;
-  const bool active = rt < n_r16;
+  const bool active = rt < n_heads * n_r16;
   // This lane's rows (g, g + 8 of the row tile) and their last visible key.
   int lim[2] = {-1, -1};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
@@ -357,15 +376,17 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
     if (nt < n_tiles) {
       const int32_t page = next_page;
       next_page = nt + 1 < n_tiles ? tile_page(a, it, nt + 1) : 0;
-      load_tile<HD, false>(sm, tc, nt % kStages, a, it, nt, page, h);
+      load_tile<HD, false>(sm, tc, nt % kStages, a, it, nt, page, h0);
     }
     cp_async_commit();
     if (!active) continue;
     if (tile == 0) {
-      lim[0] = sm.limit[rt * 16 + g];
-      lim[1] = sm.limit[rt * 16 + g + 8];
+      const int r0 = (rt - hj * n_r16) * 16 + g;  // the warp's rows within the item
+      lim[0] = sm.limit[r0];
+      lim[1] = sm.limit[r0 + 8];
     }
-    const bf16* ks = sm.u.kv + (tile % kStages) * 2 * kKeys * kLd + kq * 16 * kLd;
+    const int stage = n_heads > 1 ? hj : tile % kStages;
+    const bf16* ks = sm.u.kv + stage * 2 * kKeys * kLd + kq * 16 * kLd;
     const bf16* vs = ks + kKeys * kLd;
     const bf16* qs = sm.q + rt * 16 * kLd;
 
@@ -459,8 +480,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
   // Per row: the max over its 4 key quarters, their weights 2^(m_q - max) (over m in place) and
   // the denominator; then the weighted sum of the quarters' outputs, 4 dims per thread.
   const int nh = a.shape.num_attention_heads;
-  if (threadIdx.x < n_rows) {
-    const int r = threadIdx.x, tr = r / 16, rr = r % 16;
+  if (threadIdx.x < unit_rows && int(threadIdx.x) % used_rows < n_rows) {
+    const int R = threadIdx.x, r = R % used_rows, tr = R / 16, rr = R % 16;
     float mx = -INFINITY;
 #pragma unroll
     for (int q = 0; q < 4; ++q) mx = fmaxf(mx, sm.m[tr][q][rr]);
@@ -472,12 +493,14 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
       sm.m[tr][q][rr] = w;
       den += w * sm.l[tr][q][rr];
     }
-    a.plan.part_ml[(it.entry_start + r / G) * nh + h * G + r % G] = make_float2(mx, den);
+    const int hq = (h0 + R / used_rows) * G + r % G;
+    a.plan.part_ml[(it.entry_start + r / G) * nh + hq] = make_float2(mx, den);
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < n_rows * (HD / 4); idx += kThreads) {
-    const int r = idx / (HD / 4), d = (idx % (HD / 4)) * 4;
-    const int tr = r / 16, rr = r % 16;
+  for (int idx = threadIdx.x; idx < unit_rows * (HD / 4); idx += kThreads) {
+    const int R = idx / (HD / 4), d = (idx % (HD / 4)) * 4, r = R % used_rows;
+    if (r >= n_rows) continue;  // padding of a head's row tiles
+    const int tr = R / 16, rr = R % 16;
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
@@ -489,7 +512,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
       acc.w += w * v.w;
     }
     const int64_t e = it.entry_start + r / G;
-    const int hq = h * G + r % G;
+    const int hq = (h0 + R / used_rows) * G + r % G;
     *reinterpret_cast<float4*>(&a.plan.part_o[(e * nh + hq) * HD + d]) = acc;
   }
 }
@@ -554,7 +577,7 @@ __global__ void attn_combine_kernel(AttnPlanView plan, int nh, int hd, bf16* out
 }
 
 template <int HD>
-void launch_partial(const PartialArgs& args, int kv_heads, cudaStream_t stream) {
+void launch_partial(const PartialArgs& args, cudaStream_t stream) {
   const size_t smem = sizeof(Smem<HD>);
   static bool configured = false;  // per template instance; the attribute is per-function
   if (!configured) {
@@ -563,9 +586,8 @@ void launch_partial(const PartialArgs& args, int kv_heads, cudaStream_t stream) 
                                             static_cast<int>(smem)));
     configured = true;
   }
-  HOGWILD_CUDA_REQUIRE(args.plan.max_items <= 65535);
-  dim3 grid(kv_heads, args.plan.max_items);
-  launch_pdl(attn_partial_kernel<HD>, grid, dim3(kThreads), smem, stream, args);
+  launch_pdl(attn_partial_kernel<HD>, dim3(args.plan.max_units), dim3(kThreads), smem, stream,
+             args);
 }
 
 }  // namespace
@@ -581,7 +603,7 @@ void hogwild_attention(const bf16* q, const AttnShape& shape, const bf16* layer_
   HOGWILD_CUDA_REQUIRE(layout.num_key_value_heads == shape.num_key_value_heads);
   HOGWILD_CUDA_REQUIRE(rope.rotary_dim <= shape.head_dim && rope.rotary_dim % 2 == 0);
   if (plan.n_rows == 0) return;
-  if (plan.max_items > 0) {
+  if (plan.max_units > 0) {
     PartialArgs args{q, shape, layer_pool, layout, rope, plan, AttnAppend{}, append != nullptr};
     if (append) {
       HOGWILD_CUDA_REQUIRE(append->pool == layer_pool &&
@@ -590,9 +612,9 @@ void hogwild_attention(const bf16* q, const AttnShape& shape, const bf16* layer_
       args.append = *append;
     }
     if (shape.head_dim == 64)
-      launch_partial<64>(args, shape.num_key_value_heads, stream);
+      launch_partial<64>(args, stream);
     else
-      launch_partial<128>(args, shape.num_key_value_heads, stream);
+      launch_partial<128>(args, stream);
   }
   dim3 grid(plan.n_rows, shape.num_attention_heads);
   launch_pdl(attn_combine_kernel, grid, dim3(shape.head_dim), 0, stream, plan,

@@ -10,6 +10,11 @@
 //   K/V tile of the chunk once and applies it to all pairs x G query heads (<= 64 rows), so a block
 //   seen by W workers is read once per step for all of them. Long blocks are split into chunks
 //   (split-K) so the grid fills the GPU.
+// - A *unit* = the work of one CTA: KV heads [kv_head, kv_head + kv_heads) of one item. A chunk of
+//   several tiles gets one unit per KV head. An item of one tile (a worker's step) whose rows fill
+//   r16 of the CTA's 4 row tiles puts up to 4 / r16 KV heads in one unit, each head's tile in its
+//   own ring stage: a short item costs a CTA's fixed latency once for several heads instead of
+//   once per head.
 // - Each (item, pair) is an *entry*: it writes a partial state {o, m, d} per query head
 //   (o un-normalised (head_dim) fp32, m = running max in log2 units, i.e. of s * log2(e),
 //   d = sum 2^(s*log2 e - m)). The combine kernel merges a row's entries by log-sum-exp; an empty
@@ -51,6 +56,18 @@ struct AttnItem {
 };
 inline constexpr int kAttnItemInts = static_cast<int>(sizeof(AttnItem) / 4);
 
+/// KV heads one CTA may run for an item of one tile (its row tiles, and its K/V ring stages).
+inline constexpr int kAttnMaxUnitHeads = 4;
+
+struct AttnUnit {
+  int32_t item;      // index into items[]
+  int16_t kv_head;   // first KV head
+  int16_t kv_heads;  // 1, or up to kAttnMaxUnitHeads when the item is one tile and its rows
+                     // (pairs x G, in 16-row tiles) fit kv_heads times in kAttnMaxRows
+};
+inline constexpr int kAttnUnitInts = static_cast<int>(sizeof(AttnUnit) / 4);
+static_assert(sizeof(AttnUnit) == 8);
+
 struct AttnPair {
   int32_t row;    // query row (token index in the batch)
   int32_t limit;  // p - o: last visible block-local key, and the query's rotation
@@ -59,8 +76,9 @@ struct AttnPair {
 /// Device-side plan of one attention launch (built by attention_plan.h, uploaded by the backend).
 struct AttnPlanView {
   const AttnItem* items = nullptr;
-  const int32_t* n_items = nullptr;  // device scalar; grid.x = max_items >= *n_items
-  int32_t max_items = 0;
+  const AttnUnit* units = nullptr;   // one per CTA, in launch order
+  const int32_t* n_units = nullptr;  // device scalar; grid.x = max_units >= *n_units
+  int32_t max_units = 0;
   const int32_t* pages = nullptr;  // page ids of the blocks, per block contiguous
   const AttnPair* pairs = nullptr;
   const int32_t* row_entry_ptr = nullptr;  // (n_rows + 1) CSR over row_entries

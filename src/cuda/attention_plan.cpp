@@ -50,6 +50,7 @@ int64_t row_entry_count(const PlanInput& in, int64_t r) {
 HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end) {
   HOGWILD_CHECK(in.chunk > 0 && in.chunk % kPageTokens == 0);
   HOGWILD_CHECK(in.group >= 1 && in.group <= kAttnMaxRows);
+  HOGWILD_CHECK(in.kv_heads >= 1 && in.kv_heads <= INT16_MAX);
   const int64_t n_rows = static_cast<int64_t>(in.row_worker.size());
   const int32_t pairs_per_item = kAttnMaxRows / in.group;
   HostPlan plan;
@@ -116,6 +117,31 @@ HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end) {
   std::stable_sort(plan.items.begin(), plan.items.end(), [](const AttnItem& x, const AttnItem& y) {
     return x.key_end - x.key_start > y.key_end - y.key_start;
   });
+  // Units (attention.h): one per KV head, or up to 4 / r16 heads of a one-tile item in one CTA.
+  // A grouped unit takes longer than a one-head one, so grouping only pays where it saves a wave
+  // of CTAs: it starts from the last items (the shortest) and stops as soon as the waves
+  // (units / resident_ctas, rounded up) are as few as grouping every one-tile item would make them.
+  const int64_t n_items = static_cast<int64_t>(plan.items.size());
+  std::vector<int32_t> per(n_items, 1);
+  auto heads_per_unit = [&](const AttnItem& it) {
+    if (it.key_end - it.key_start > kPageTokens) return 1;
+    const int32_t r16 = (it.pair_count * in.group + 15) / 16;
+    return std::min(std::max(1, kAttnMaxUnitHeads / r16), in.kv_heads);
+  };
+  auto units_of = [&](int32_t k) { return (in.kv_heads + k - 1) / k; };
+  int64_t n_units = n_items * in.kv_heads, fewest = n_units;
+  for (const AttnItem& it : plan.items) fewest -= in.kv_heads - units_of(heads_per_unit(it));
+  auto waves = [&](int64_t u) {  // without an SM count: group every one-tile item
+    return in.resident_ctas > 0 ? (u + in.resident_ctas - 1) / in.resident_ctas : u;
+  };
+  for (int64_t i = n_items - 1; i >= 0 && waves(n_units) > waves(fewest); --i) {
+    per[i] = heads_per_unit(plan.items[i]);
+    n_units -= in.kv_heads - units_of(per[i]);
+  }
+  for (int64_t i = 0; i < n_items; ++i)
+    for (int32_t h = 0; h < in.kv_heads; h += per[i])
+      plan.units.push_back({static_cast<int32_t>(i), static_cast<int16_t>(h),
+                            static_cast<int16_t>(std::min(per[i], in.kv_heads - h))});
   plan.row_entry_ptr.assign(n_rows + 1, 0);
   for (int64_t r = 0; r < n_rows; ++r) {
     plan.row_entry_ptr[r + 1] = plan.row_entry_ptr[r] + static_cast<int32_t>(row_entries[r].size());

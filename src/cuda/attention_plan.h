@@ -30,6 +30,11 @@ struct PlanInput {
   std::vector<int32_t> row_worker;                 // (n_rows) writer of each query row
   std::vector<int64_t> row_pos;                    // (n_rows) view position p of each row
   int32_t group = 1;                               // G = heads per KV head
+  int32_t kv_heads = 0;                            // num_key_value_heads (>= 1)
+  // CTAs of the partial kernel that run at once (one per SM), 0 = unknown. Several KV heads of a
+  // one-tile item share a unit (AttnUnit) only while the units outnumber this: when all fit in one
+  // wave, a unit per head finishes sooner.
+  int32_t resident_ctas = 0;
   int32_t chunk = kPageTokens;                     // keys per chunk, multiple of kPageTokens
   // For the fused append (AttnAppend): a chunk also starts at the tile holding each block's
   // fresh_from, so an item's new keys lie in its first kAttnFreshTiles tiles (build_plan throws
@@ -41,6 +46,7 @@ struct PlanInput {
 /// outside the range get no entries).
 struct HostPlan {
   std::vector<AttnItem> items;
+  std::vector<AttnUnit> units;  // CTAs of the partial kernel, item by item (AttnUnit)
   std::vector<int32_t> pages;
   std::vector<AttnPair> pairs;
   std::vector<int32_t> row_entry_ptr;  // (n_rows + 1)

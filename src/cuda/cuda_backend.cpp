@@ -153,6 +153,7 @@ void CudaBackend::size_kv_pool() {
   st_->tcap = T;
   st_->ecap = E;
   st_->pcap = pages;
+  st_->ucap = E * c.num_key_value_heads;
   st_->alloc(2);
 }
 

@@ -88,6 +88,7 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     pin.row_pos[t] = plan.position[t];
   }
   pin.group = static_cast<int32_t>(cfg_.num_attention_heads / cfg_.num_key_value_heads);
+  pin.kv_heads = static_cast<int32_t>(cfg_.num_key_value_heads);
   // Fused append (decode-size forwards, full-width RoPE): a block's new keys then lie in an
   // item's first tiles.
   pin.split_fresh = consecutive && T <= kGraphMaxTokens && rope_.rotary_dim == cfg_.head_dim;
@@ -98,6 +99,7 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   // memory: 1 CTA per SM); a second, mostly idle wave cost ~5 us per layer (measured,
   // docs/CUDA.md).
   const int32_t resident = sm_count_ * 9 / 10;
+  pin.resident_ctas = sm_count_;  // the partial kernel runs one CTA per SM
   pin.chunk =
       opt_.attn_chunk > 0
           ? opt_.attn_chunk
@@ -148,19 +150,22 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     const int64_t base = st.slot_base(static_cast<int>(k));
     const int64_t o_items = base, o_n = o_items + kAttnItemInts * st.ecap, o_pages = o_n + 4;
     const int64_t o_pairs = o_pages + st.pcap, o_ptr = o_pairs + 2 * st.ecap;
-    const int64_t o_ent = o_ptr + st.tcap + 1;
-    const int32_t n_items = static_cast<int32_t>(hp.items.size());
-    HOGWILD_CHECK(hp.n_entries <= st.ecap && static_cast<int64_t>(hp.pages.size()) <= st.pcap);
+    const int64_t o_ent = o_ptr + st.tcap + 1, o_units = o_ent + st.ecap;
+    const int32_t n_units = static_cast<int32_t>(hp.units.size());
+    HOGWILD_CHECK(hp.n_entries <= st.ecap && static_cast<int64_t>(hp.pages.size()) <= st.pcap &&
+                  n_units <= st.ucap);
     put(o_items, hp.items.data(), kAttnItemInts * static_cast<int64_t>(hp.items.size()));
-    put(o_n, &n_items, 1);
+    put(o_n, &n_units, 1);
+    put(o_units, hp.units.data(), kAttnUnitInts * static_cast<int64_t>(n_units));
     put(o_pages, hp.pages.data(), static_cast<int64_t>(hp.pages.size()));
     put(o_pairs, hp.pairs.data(), 2 * static_cast<int64_t>(hp.pairs.size()));
     put(o_ptr, hp.row_entry_ptr.data(), T + 1);
     put(o_ent, hp.row_entries.data(), static_cast<int64_t>(hp.row_entries.size()));
     AttnPlanView v;
     v.items = reinterpret_cast<const AttnItem*>(st.dev + o_items);
-    v.n_items = st.dev + o_n;
-    v.max_items = n_items;
+    v.units = reinterpret_cast<const AttnUnit*>(st.dev + o_units);
+    v.n_units = st.dev + o_n;
+    v.max_units = n_units;
     v.pages = st.dev + o_pages;
     v.pairs = reinterpret_cast<const AttnPair*>(st.dev + o_pairs);
     v.row_entry_ptr = st.dev + o_ptr;
@@ -282,15 +287,15 @@ void CudaBackend::execute(int64_t T, int64_t n_logits) {
     run_layers(T, n_logits, n_plans);
     return;
   }
-  // Graph keyed by shape; the attention grid is an upper bound on the item count (the kernel reads
+  // Graph keyed by shape; the attention grid is an upper bound on the unit count (the kernel reads
   // the true count from device memory), so a graph serves many steps as views grow.
   // Every partial-kernel CTA past the true count still takes a whole SM (16 warps, 64K registers)
   // for its launch, and the next kernel starts only when all have started: the bound is the next
-  // power of two from 8, not from 64 (Qwen3-8B 1 worker 1k: 9 items, 128 CTAs instead of 512;
-  // 4.48 -> 4.38 ms per step, 2 workers 8k 4.95-5.00 -> 4.79-4.83; 8 workers 1k 4.79 -> 4.87).
-  int32_t bound = 8;
-  while (bound < plans_[0].max_items) bound *= 2;
-  plans_[0].max_items = bound;
+  // power of two, not a fixed maximum (Qwen3-8B 1 worker 1k: 128 CTAs instead of 512; 4.48 -> 4.38
+  // ms per step, 2 workers 8k 4.95-5.00 -> 4.79-4.83; 8 workers 1k 4.79 -> 4.87).
+  int32_t bound = 16;
+  while (bound < plans_[0].max_units) bound *= 2;
+  plans_[0].max_units = bound;
   const auto key = std::make_tuple(T, n_logits, bound, fused_append_);
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {

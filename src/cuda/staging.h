@@ -9,14 +9,17 @@ namespace hogwild::cuda {
 
 // Per-forward index arrays: a pinned host mirror and a device buffer at fixed addresses (so a
 // captured graph reads this step's values). Header: ids, pos, slot, logit_rows (tcap each); then
-// plan slots of fixed size: items, n_items, pages, pairs, row_entry_ptr, row_entries.
+// plan slots of fixed size: items, n_units, pages, pairs, row_entry_ptr, row_entries, units.
+// Items <= entries (an item has >= 1 pair), units <= items x KV heads.
 struct CudaBackend::Staging {
-  int64_t tcap = 0, ecap = 0, pcap = 0;
+  int64_t tcap = 0, ecap = 0, pcap = 0, ucap = 0;
   int n_slots = 0;
   int32_t* host = nullptr;
   int32_t* dev = nullptr;
   int64_t slot_ints() const {
-    return ((kAttnItemInts * ecap + 4 + pcap + 2 * ecap + tcap + 1 + ecap) + 3) / 4 * 4;
+    return ((kAttnItemInts * ecap + 4 + pcap + 2 * ecap + tcap + 1 + ecap + kAttnUnitInts * ucap) +
+            3) /
+           4 * 4;
   }
   int64_t total_ints() const { return 4 * tcap + n_slots * slot_ints(); }
   int64_t slot_base(int k) const { return 4 * tcap + k * slot_ints(); }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 #include "cpu/ops.h"
 #include "cpu/rope.h"
@@ -53,14 +54,14 @@ struct DeviceRope {
 };
 
 // A HostPlan of rows [r0, r1) on the device with its partial-state buffers; the view's grid is
-// extra_items larger than the item count.
+// extra_units larger than the unit count.
 struct DevicePlan {
   std::vector<std::unique_ptr<DeviceArray<int32_t>>> keep;
   std::unique_ptr<DeviceArray<float>> part_o;
   std::unique_ptr<DeviceArray<float2>> part_ml;
   cuda::AttnPlanView view;
   DevicePlan(const cuda::HostPlan& hp, int64_t r0, int64_t r1, int64_t nh, int64_t hd,
-             int32_t extra_items) {
+             int32_t extra_units) {
     auto ints = [&](const void* p, size_t n_ints) {
       std::vector<int32_t> v(n_ints);
       if (n_ints) std::memcpy(v.data(), p, n_ints * 4);
@@ -70,11 +71,13 @@ struct DevicePlan {
     const int64_t entries = std::max<int64_t>(hp.n_entries, 1);
     part_o = std::make_unique<DeviceArray<float>>(entries * nh * hd);
     part_ml = std::make_unique<DeviceArray<float2>>(entries * nh);
-    const int32_t n_items = static_cast<int32_t>(hp.items.size());
+    const int32_t n_units = static_cast<int32_t>(hp.units.size());
     view.items = reinterpret_cast<const cuda::AttnItem*>(
         ints(hp.items.data(), hp.items.size() * cuda::kAttnItemInts));
-    view.n_items = ints(&n_items, 1);
-    view.max_items = n_items + extra_items;
+    view.units = reinterpret_cast<const cuda::AttnUnit*>(
+        ints(hp.units.data(), hp.units.size() * cuda::kAttnUnitInts));
+    view.n_units = ints(&n_units, 1);
+    view.max_units = n_units + extra_units;
     view.pages = ints(hp.pages.data(), hp.pages.size());
     view.pairs =
         reinterpret_cast<const cuda::AttnPair*>(ints(hp.pairs.data(), hp.pairs.size() * 2));
@@ -137,6 +140,7 @@ double run_scenario(const Scenario& s, uint64_t seed) {
     pin.row_pos.push_back(last_off[w] + j);
   }
   pin.group = static_cast<int32_t>(G);
+  pin.kv_heads = static_cast<int32_t>(kvh);
   pin.chunk = s.chunk ? s.chunk
                       : cuda::choose_chunk(
                             std::accumulate(s.block_len.begin(), s.block_len.end(), int64_t(0)), T,
@@ -226,9 +230,9 @@ double run_scenario(const Scenario& s, uint64_t seed) {
 // Combined layout of docs/ARCHITECTURE.md §3: [shared] [other steps...] [own step]; blocks 1..W are
 // the workers' steps, each worker feeds `n_new` tokens at the end of its step.
 Scenario combined(int64_t hd, int64_t G, int W, int64_t shared, std::vector<int64_t> step_lens,
-                  int n_new = 1) {
+                  int n_new = 1, int64_t kvh = 2) {
   Scenario s;
-  s.head_dim = hd, s.n_kv_heads = 2, s.n_heads = 2 * G;
+  s.head_dim = hd, s.n_kv_heads = kvh, s.n_heads = kvh * G;
   s.block_len.push_back(shared);
   for (int w = 0; w < W; ++w) s.block_len.push_back(step_lens[w % step_lens.size()] + n_new);
   for (int w = 0; w < W; ++w) {
@@ -353,9 +357,10 @@ TEST(CudaAttention, RepeatedSeparatorAndInvisibleOccurrences) {
 // must write the same bits into the pool (the new keys' slots start as NaN) and give the same
 // attention output bit for bit: same arithmetic in the same order (the unfused path itself is
 // checked against the CPU reference by the tests above).
-void check_fused_append(int64_t hd, int64_t G, int W, int n_new, bool qk_norm, uint64_t seed) {
+void check_fused_append(int64_t hd, int64_t G, int W, int n_new, bool qk_norm, uint64_t seed,
+                        int64_t kv_heads = 2) {
   TestRng rng(seed);
-  Scenario s = combined(hd, G, W, 300, {7, 0, 65}, n_new);
+  Scenario s = combined(hd, G, W, 300, {7, 0, 65}, n_new, kv_heads);
   const int64_t nh = s.n_heads, kvh = s.n_kv_heads, T = static_cast<int64_t>(s.rows.size());
   ModelConfig c;
   c.head_dim = hd, c.num_attention_heads = nh, c.num_key_value_heads = kvh;
@@ -415,6 +420,7 @@ void check_fused_append(int64_t hd, int64_t G, int W, int n_new, bool qk_norm, u
     pin.row_pos.push_back(last_off[w] + j);
   }
   pin.group = static_cast<int32_t>(G);
+  pin.kv_heads = static_cast<int32_t>(kvh);
   pin.chunk = 128;  // the shared block in 3 chunks
   pin.split_fresh = true;
   const DevicePlan dp(cuda::build_plan(pin, 0, T), 0, T, nh, hd, 0);
@@ -476,6 +482,23 @@ TEST(CudaAttention, FusedAppendMatchesSeparateKernels) {
   check_fused_append(128, 4, 8, 1, true, 300);
 }
 
+// Units of several KV heads (AttnUnit): the workers' one-tile steps with 8 or 5 KV heads, rows of
+// 1-4 row tiles (4, 2 or 1 heads per CTA, and a last unit of fewer heads), against the CPU
+// reference, and the fused append against the separate kernels.
+TEST(CudaAttention, OneTileItemsShareCtasAcrossKvHeads) {
+  HOGWILD_REQUIRE_GPU();
+  uint64_t seed = 400;
+  for (int64_t kvh : {8, 5})
+    for (int64_t hd : {64, 128})
+      for (auto [G, W] : {std::pair<int64_t, int>{1, 3}, {4, 3}, {5, 3}, {8, 4}, {4, 12}, {8, 8}}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "kv heads " << kvh << " hd " << hd << " G " << G << " workers " << W);
+        const Scenario s = combined(hd, G, W, 300, {0, 1, 40, 63}, 1, kvh);
+        EXPECT_LT(run_scenario(s, ++seed), kTol);
+        check_fused_append(hd, G, W, G == 1 ? 3 : 1, true, ++seed, kvh);
+      }
+}
+
 // Host-only (runs without a GPU): each item carries its block's fresh_from, clamped to the block
 // length, so the kernel loads only tiles of keys older than this forward before pdl_wait.
 TEST(AttentionPlan, ItemsCarryTheirBlocksFreshFrom) {
@@ -487,6 +510,7 @@ TEST(AttentionPlan, ItemsCarryTheirBlocksFreshFrom) {
   pin.row_worker = {0, 0};
   pin.row_pos = {208, 209};
   pin.group = 4;
+  pin.kv_heads = 2;
   pin.chunk = 64;
   const cuda::HostPlan hp = cuda::build_plan(pin, 0, 2);
   ASSERT_EQ(hp.items.size(), 5u);  // block 0: chunks of 64 -> 4 items; block 1: 1 item
@@ -504,6 +528,81 @@ TEST(AttentionPlan, ItemsCarryTheirBlocksFreshFrom) {
   EXPECT_EQ(from_b, 1);
 }
 
+// Host-only: a chunk of several tiles gets one unit per KV head; a one-tile item puts
+// 4 / (its 16-row tiles) KV heads in a unit (the last unit takes the rest), and every (item, KV
+// head) is in exactly one unit. Without an SM count every one-tile item is grouped.
+TEST(AttentionPlan, OneTileItemsPutSeveralKvHeadsInAUnit) {
+  const std::vector<int32_t> long_pages = {0, 1, 2}, step_pages[3] = {{3}, {4}, {5}};
+  for (int32_t kvh : {8, 5, 1}) {
+    cuda::PlanInput pin;
+    pin.blocks.push_back({150, &long_pages});   // 3 tiles: one unit per head
+    pin.blocks.push_back({64, &step_pages[0]});  // seen by 4 rows x G 4 = 16 rows: 1 row tile
+    pin.blocks.push_back({10, &step_pages[1]});  // seen by 8 rows x G 4 = 32 rows: 2 row tiles
+    pin.blocks.push_back({30, &step_pages[2]});  // seen by 12 rows x G 4 = 48 rows: 3 row tiles
+    pin.views = {{{0, 0}, {1, 150}}, {{0, 0}, {2, 150}}, {{0, 0}, {3, 150}}};
+    for (int w = 0; w < 3; ++w)
+      for (int k = 0; k < 4 * (w + 1); ++k) {
+        pin.row_worker.push_back(w);
+        pin.row_pos.push_back(150 + k);
+      }
+    pin.group = 4;
+    pin.kv_heads = kvh;
+    pin.chunk = 256;
+    const cuda::HostPlan hp = cuda::build_plan(pin, 0, static_cast<int64_t>(pin.row_pos.size()));
+    ASSERT_EQ(hp.items.size(), 5u);  // block 0's 24 pairs in two items of <= 64 / G
+    std::vector<std::vector<int>> seen(hp.items.size(), std::vector<int>(kvh, 0));
+    std::vector<std::vector<int>> sizes(hp.items.size());
+    for (const cuda::AttnUnit& u : hp.units) {
+      ASSERT_GE(u.item, 0);
+      ASSERT_LT(u.item, static_cast<int32_t>(hp.items.size()));
+      sizes[u.item].push_back(u.kv_heads);
+      for (int h = u.kv_head; h < u.kv_head + u.kv_heads; ++h) ++seen[u.item][h];
+    }
+    for (size_t i = 0; i < hp.items.size(); ++i) {
+      for (int h = 0; h < kvh; ++h) EXPECT_EQ(seen[i][h], 1) << "item " << i << " head " << h;
+      const cuda::AttnItem& it = hp.items[i];
+      const int r16 = (it.pair_count * 4 + 15) / 16;
+      std::vector<int> want;
+      const int per = it.key_end - it.key_start > kPageTokens ? 1 : 4 / r16;
+      for (int h = 0; h < kvh; h += per) want.push_back(std::min(per, kvh - h));
+      EXPECT_EQ(sizes[i], want) << "item " << i << " keys " << it.key_start << ".." << it.key_end;
+    }
+    // By hand for 8 KV heads: the long block 8 x 1; rows of 1, 2, 3 row tiles: 4 + 4, 2 x 4, 8 x 1.
+    if (kvh == 8) {
+      std::vector<std::vector<int>> by_rows(5);
+      for (size_t i = 0; i < hp.items.size(); ++i)
+        by_rows[hp.items[i].key_end - hp.items[i].key_start > kPageTokens
+                    ? 0
+                    : (hp.items[i].pair_count * 4 + 15) / 16] = sizes[i];
+      EXPECT_EQ(by_rows[0], std::vector<int>(8, 1));
+      EXPECT_EQ(by_rows[1], (std::vector<int>{4, 4}));
+      EXPECT_EQ(by_rows[2], (std::vector<int>{2, 2, 2, 2}));
+      EXPECT_EQ(by_rows[3], std::vector<int>(8, 1));
+      // With the SM count known, grouping starts from the shortest item and stops once the waves
+      // are as few as grouping all would make them: 40 units of one head, 30 at the fewest.
+      // 40 resident: 1 wave already; 34: the 16-row item in 2 units (34 units, 1 wave); 33: the
+      // 32-row item too (30); 20: 2 waves either way, no grouping.
+      for (auto [resident, want_rows1, want_rows2] :
+           {std::tuple<int32_t, std::vector<int>, std::vector<int>>{
+                40, std::vector<int>(8, 1), std::vector<int>(8, 1)},
+            {34, {4, 4}, std::vector<int>(8, 1)},
+            {33, {4, 4}, {2, 2, 2, 2}},
+            {20, std::vector<int>(8, 1), std::vector<int>(8, 1)}}) {
+        pin.resident_ctas = resident;
+        const cuda::HostPlan hr = cuda::build_plan(pin, 0, static_cast<int64_t>(pin.row_pos.size()));
+        std::vector<std::vector<int>> got(5);
+        for (const cuda::AttnUnit& u : hr.units) {
+          const cuda::AttnItem& it = hr.items[u.item];
+          if (it.key_end - it.key_start <= kPageTokens)
+            got[(it.pair_count * 4 + 15) / 16].push_back(u.kv_heads);
+        }
+        EXPECT_EQ(got[1], want_rows1) << "resident " << resident;
+        EXPECT_EQ(got[2], want_rows2) << "resident " << resident;
+      }
+    }
+  }
+}
+
 // Host-only: with split_fresh a chunk also starts at the tile of the block's first new key, the
 // row entry counts follow, and a block whose new keys cannot fit the fused append's tiles is
 // refused.
@@ -515,6 +614,7 @@ TEST(AttentionPlan, SplitFreshStartsAChunkAtTheNewKeysTile) {
   pin.row_worker = {0, 0};
   pin.row_pos = {198, 199};
   pin.group = 4;
+  pin.kv_heads = 2;
   pin.chunk = 128;
   pin.split_fresh = true;
   const cuda::HostPlan hp = cuda::build_plan(pin, 0, 2);
