@@ -6,10 +6,10 @@
 //   limit = p_t - o >= 0: the query sees block keys j <= limit, and is rotated by limit
 //   (q(p - o) . k(j) = q(p) . k(o + j)), scaled by the model's attention factor.
 // - An *item* = one chunk [key_start, key_end) of one cache block and up to 64 / G pairs that see
-//   it (G = num_attention_heads / num_key_value_heads). A CTA runs an item for a KV head: it loads each
-//   K/V tile of the chunk once and applies it to all pairs x G query heads (<= 64 rows), so a block
-//   seen by W workers is read once per step for all of them. Long blocks are split into chunks
-//   (split-K) so the grid fills the GPU.
+//   it (G = num_attention_heads / num_key_value_heads). A CTA runs an item for a KV head: it loads
+//   each K/V tile of the chunk once and applies it to all pairs x G query heads (<= 64 rows), so a
+//   block seen by W workers is read once per step for all of them. Long blocks are split into
+//   chunks (split-K) so the grid fills the GPU.
 // - A *unit* = the work of one CTA: KV heads [kv_head, kv_head + kv_heads) of one item. A chunk of
 //   several tiles gets one unit per KV head. An item of one tile (a worker's step) whose rows fill
 //   r16 of the CTA's 4 row tiles puts up to 4 / r16 KV heads in one unit, each head's tile in its

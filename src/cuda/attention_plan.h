@@ -35,7 +35,7 @@ struct PlanInput {
   // one-tile item share a unit (AttnUnit) only while the units outnumber this: when all fit in one
   // wave, a unit per head finishes sooner.
   int32_t resident_ctas = 0;
-  int32_t chunk = kPageTokens;                     // keys per chunk, multiple of kPageTokens
+  int32_t chunk = kPageTokens;  // keys per chunk, multiple of kPageTokens
   // For the fused append (AttnAppend): a chunk also starts at the tile holding each block's
   // fresh_from, so an item's new keys lie in its first kAttnFreshTiles tiles (build_plan throws
   // if a block appends more keys than fit there).

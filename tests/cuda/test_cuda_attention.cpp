@@ -535,7 +535,7 @@ TEST(AttentionPlan, OneTileItemsPutSeveralKvHeadsInAUnit) {
   const std::vector<int32_t> long_pages = {0, 1, 2}, step_pages[3] = {{3}, {4}, {5}};
   for (int32_t kvh : {8, 5, 1}) {
     cuda::PlanInput pin;
-    pin.blocks.push_back({150, &long_pages});   // 3 tiles: one unit per head
+    pin.blocks.push_back({150, &long_pages});    // 3 tiles: one unit per head
     pin.blocks.push_back({64, &step_pages[0]});  // seen by 4 rows x G 4 = 16 rows: 1 row tile
     pin.blocks.push_back({10, &step_pages[1]});  // seen by 8 rows x G 4 = 32 rows: 2 row tiles
     pin.blocks.push_back({30, &step_pages[2]});  // seen by 12 rows x G 4 = 48 rows: 3 row tiles
@@ -583,13 +583,14 @@ TEST(AttentionPlan, OneTileItemsPutSeveralKvHeadsInAUnit) {
       // 40 resident: 1 wave already; 34: the 16-row item in 2 units (34 units, 1 wave); 33: the
       // 32-row item too (30); 20: 2 waves either way, no grouping.
       for (auto [resident, want_rows1, want_rows2] :
-           {std::tuple<int32_t, std::vector<int>, std::vector<int>>{
-                40, std::vector<int>(8, 1), std::vector<int>(8, 1)},
+           {std::tuple<int32_t, std::vector<int>, std::vector<int>>{40, std::vector<int>(8, 1),
+                                                                    std::vector<int>(8, 1)},
             {34, {4, 4}, std::vector<int>(8, 1)},
             {33, {4, 4}, {2, 2, 2, 2}},
             {20, std::vector<int>(8, 1), std::vector<int>(8, 1)}}) {
         pin.resident_ctas = resident;
-        const cuda::HostPlan hr = cuda::build_plan(pin, 0, static_cast<int64_t>(pin.row_pos.size()));
+        const cuda::HostPlan hr =
+            cuda::build_plan(pin, 0, static_cast<int64_t>(pin.row_pos.size()));
         std::vector<std::vector<int>> got(5);
         for (const cuda::AttnUnit& u : hr.units) {
           const cuda::AttnItem& it = hr.items[u.item];
