@@ -26,6 +26,8 @@ constexpr int kRows = kAttnMaxRows;  // 64 query rows per CTA = 4 row tiles
 constexpr int kKeys = kPageTokens;   // 64 keys per tile = 4 key quarters
 constexpr int kStages = 4;           // K/V tiles in flight per CTA (1 CTA per SM)
 static_assert(kAttnFreshTiles == kStages - 1, "the fused append's tiles are the prologue's");
+static_assert(kAttnMaxUnitHeads <= kStages && kAttnMaxUnitHeads * 16 <= kRows,
+              "each head of a unit (AttnUnit) needs its own ring stage and row tile");
 constexpr float kSlack = 8.0f;  // log2 headroom before the running max moves (softmax)
 
 template <int HD>

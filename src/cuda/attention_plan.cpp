@@ -126,7 +126,7 @@ HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end) {
   auto heads_per_unit = [&](const AttnItem& it) {
     if (it.key_end - it.key_start > kPageTokens) return 1;
     const int32_t r16 = (it.pair_count * in.group + 15) / 16;
-    return std::min(std::max(1, kAttnMaxUnitHeads / r16), in.kv_heads);
+    return std::min({std::max(1, kAttnMaxRows / 16 / r16), kAttnMaxUnitHeads, in.kv_heads});
   };
   auto units_of = [&](int32_t k) { return (in.kv_heads + k - 1) / k; };
   int64_t n_units = n_items * in.kv_heads, fewest = n_units;
