@@ -1,7 +1,7 @@
 // bench_cuda: the `hogwild bench` sweep (src/cuda/bench.h) as a standalone program, so the GPU
 // benchmark builds with only the CUDA backend's libraries. Prints the table, writes JSON.
 //   bench_cuda [-p PRESET...] [-m DIR...] [-w W...] [-c CTX...] [-r N] [--json FILE] [--no-skinny]
-//   [--no-pdl] [--no-cluster-split] [--no-wide] [--gemm]
+//   [--no-pdl] [--no-cluster-split] [--gemm]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   hogwild::cuda::BenchOptions o;
   std::vector<std::string> presets, dirs;
   std::string json_file = "bench_cuda.json";
-  bool no_skinny = false, no_pdl = false, no_cluster = false, no_wide = false, gemm = false;
+  bool no_skinny = false, no_pdl = false, no_cluster = false, gemm = false;
   app.add_option("-p,--preset", presets, "model presets (default: qwen3-8b qwq-32b)");
   app.add_option("-m,--model", dirs, "Hugging Face model directories");
   app.add_option("-w,--workers", o.workers, "worker counts");
@@ -37,7 +37,6 @@ int main(int argc, char** argv) {
   app.add_flag("--no-pdl", no_pdl, "ordinary launches (no programmatic dependent launch)");
   app.add_flag("--no-cluster-split", no_cluster,
                "split-K sums merged through global memory and a counter, not in a cluster");
-  app.add_flag("--no-wide", no_wide, "cuBLAS beyond 8 rows (no wide skinny kernel for 9-64 rows)");
   app.add_flag("--gemm", gemm, "projection microbenchmark (skinny kernel vs cuBLAS) instead");
   app.add_flag("--session-layout", o.session_layout,
                "views as hogwild run builds them: header, separators and own-header blocks "
@@ -48,7 +47,6 @@ int main(int argc, char** argv) {
   o.skinny_gemm = !no_skinny;
   o.programmatic_launch = !no_pdl;
   o.cluster_split = !no_cluster;
-  o.skinny_wide = !no_wide;
 #ifndef HOGWILD_HAVE_CUDA
   std::fprintf(stderr,
                "error: bench_cuda was built without the CUDA backend; rebuild with "

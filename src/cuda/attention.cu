@@ -520,15 +520,11 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
 }
 
 constexpr int kCombineCached = 512;  // entries per row whose ids and weights live in shared memory
-constexpr int kCombineFew = 32;      // rows of at most this many entries take the one-pass path
-constexpr int kCombineEarly = 8;     // entries whose outputs that path loads before the max
-static_assert(kCombineFew <= 64, "one thread per entry: head_dim >= 64 threads");
 
 // grid (n_rows, num_attention_heads), head_dim threads (64 or 128). Before pdl_wait: the row's
-// entry ids (plan data, uploaded before the graph). Rows of at most kCombineFew entries: one pass
-// (below). Longer rows: pass 1: the max of m over the row's entries; pass 2: weights
-// 2^(m_e - max) (shared memory) and the denominator; pass 3: the weighted sum of the
-// un-normalised outputs, entries independent so their loads overlap.
+// entry ids (plan data, uploaded before the graph). Pass 1: the max of m over
+// the row's entries; pass 2: weights 2^(m_e - max) (shared memory) and the denominator; pass 3:
+// the weighted sum of the un-normalised outputs, entries independent so their loads overlap.
 __global__ void attn_combine_kernel(AttnPlanView plan, int nh, int hd, bf16* out) {
   pdl_launch_dependents();
   __shared__ float w[kCombineCached];
@@ -542,39 +538,6 @@ __global__ void attn_combine_kernel(AttnPlanView plan, int nh, int hd, bf16* out
   pdl_wait();
   auto entry = [&](int k) { return k < kCombineCached ? ent[k] : plan.row_entries[e0 + k]; };
   auto ml = [&](int k) { return plan.part_ml[int64_t(entry(k)) * nh + hq]; };
-  auto part = [&](int k) { return plan.part_o[(int64_t(ent[k]) * nh + hq) * hd + d]; };
-
-  if (n <= kCombineFew) {
-    // Few entries (the usual case): the first kCombineEarly outputs are loaded at once, beside
-    // the {m, d} pairs (one per thread, into shared memory), since they do not depend on the max;
-    // then every thread adds the row's entries in entry order from shared memory (the same sums
-    // in every thread, no further barrier). One global round trip instead of three.
-    __shared__ float2 s_ml[kCombineFew];
-    float early[kCombineEarly];
-#pragma unroll
-    for (int k = 0; k < kCombineEarly; ++k) early[k] = k < n ? part(k) : 0.0f;
-    if (d < n) s_ml[d] = plan.part_ml[int64_t(ent[d]) * nh + hq];
-    __syncthreads();
-    float mx = -INFINITY;
-    for (int k = 0; k < n; ++k) mx = fmaxf(mx, s_ml[k].x);
-    float den = 0.0f, num = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kCombineEarly; ++k) {
-      if (k >= n) break;
-      const float2 s = s_ml[k];
-      const float wk = (s.x == -INFINITY || mx == -INFINITY) ? 0.0f : exp2f(s.x - mx);
-      den += wk * s.y;
-      num += wk * early[k];
-    }
-    for (int k = kCombineEarly; k < n; ++k) {
-      const float2 s = s_ml[k];
-      const float wk = (s.x == -INFINITY || mx == -INFINITY) ? 0.0f : exp2f(s.x - mx);
-      den += wk * s.y;
-      num += wk * part(k);
-    }
-    out[(int64_t(t) * nh + hq) * hd + d] = __float2bfloat16(den > 0.0f ? num / den : 0.0f);
-    return;
-  }
 
   float mx = -INFINITY;
   for (int k = d; k < n; k += blockDim.x) mx = fmaxf(mx, ml(k).x);

@@ -76,10 +76,8 @@ nlohmann::json run_bench(const BenchOptions& opt) {
   out["skinny_gemm"] = opt.skinny_gemm;
   out["programmatic_launch"] = opt.programmatic_launch;
   out["cluster_split"] = opt.cluster_split;
-  out["skinny_wide"] = opt.skinny_wide;
   set_programmatic_launch(opt.programmatic_launch);
   set_skinny_cluster_split(opt.cluster_split);
-  set_skinny_wide(opt.skinny_wide);
   out["bandwidth_GBps"] = bw / 1e9;
   out["bandwidth_probe"] = "device-to-device copy";
   out["copy_bandwidth_GBps"] = bw / 1e9;
@@ -112,7 +110,6 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
   if (!cuda_device_available()) fail("bench: needs a CUDA GPU and none is usable");
   set_programmatic_launch(opt.programmatic_launch);
   set_skinny_cluster_split(opt.cluster_split);
-  set_skinny_wide(opt.skinny_wide);
   nlohmann::json out;
   out["copy_bandwidth_GBps"] = measure_copy_bandwidth() / 1e9;
   out["results"] = nlohmann::json::array();
@@ -158,8 +155,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
         r["out"] = s.out;
         r["rows"] = rows;
         for (bool skinny : {true, false}) {
-          if (skinny && !skinny_supported(rows, s.in))
-            continue;  // cuBLAS only beyond the skinny rows
+          if (skinny && !skinny_supported(rows, s.in)) continue;  // cuBLAS only beyond 8 rows
           gemm.set_skinny(skinny);
           const int n = 40;
           auto one = [&](int i) {

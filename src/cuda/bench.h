@@ -20,7 +20,6 @@ struct BenchOptions : bench::DecodeBenchOptions {
   bool skinny_gemm = true;                                     // CudaOptions::skinny_gemm
   bool programmatic_launch = true;                             // pdl.h switch
   bool cluster_split = true;  // skinny_gemm.h set_skinny_cluster_split
-  bool skinny_wide = true;    // skinny_gemm.h set_skinny_wide
   int64_t kv_tokens = 0;      // KV pool size in tokens; 0: all free GPU memory
   int32_t attn_chunk = 0;     // CudaOptions::attn_chunk
 };

@@ -1,13 +1,10 @@
-// Linear layers for decode-sized batches (1..64 rows): y = x W^T (+ bias) reading W (out_features,
-// in_features) bf16 row-major once with 16-byte streaming loads, on the tensor cores (mma.sync
-// m16n8k16, W as the 16-row side, the token rows as the 8-wide side, fp32 accumulation). At 1..8
-// rows (the narrow kernel) x is read from L1/L2 and a projection is a pure stream over W; at 9..64
-// rows (the wide kernel) a CTA takes 128 W rows and shares each x chunk through shared memory.
-// cuBLAS picks tilings meant for larger batches; these kernels stay near the memory roofline and
-// fuse the epilogues (bias, SwiGLU, the residual add and RMSNorm) that would otherwise be
-// kernels of their own (docs/CUDA.md measurements). Launched with programmatic dependent launch
-// (pdl.cuh): a CTA starts loading its weights before the previous kernel has finished. Larger
-// batches go to cuBLAS (gemm.h).
+// Linear layers for decode-sized batches (1..8 rows): y = x W^T (+ bias) reading W (out_features,
+// in_features) bf16 row-major once with 16-byte streaming loads, x (n_rows, in_features) bf16 from
+// L1/L2, on the tensor cores (mma.sync m16n8k16, W as the 16-row side, the token rows as the 8-wide
+// side, fp32 accumulation). At 1..8 rows a projection is a pure stream over W; cuBLAS picks tilings
+// meant for larger batches, this kernel stays at the memory roofline (docs/CUDA.md measurements).
+// Launched with programmatic dependent launch (pdl.cuh): a CTA starts loading its weights before
+// the previous kernel has finished. Larger batches go to cuBLAS (gemm.h).
 // CPU twins: hogwild::cpu::matmul, hogwild::cpu::swiglu (src/cpu/ops.h).
 #pragma once
 
@@ -18,11 +15,7 @@
 
 namespace hogwild::cuda {
 
-/// Rows the skinny kernels take: up to kSkinnyNarrowRows one 16-row W tile per CTA with the rows
-/// as one n8 tile; beyond, up to kSkinnyMaxRows, the wide kernel (128 W rows per CTA, x staged in
-/// shared memory, skinny_gemm.cu).
-inline constexpr int kSkinnyNarrowRows = 8;
-inline constexpr int kSkinnyMaxRows = 64;
+inline constexpr int kSkinnyMaxRows = 8;
 
 /// RMSNorm fused across two skinny launches (saves the norm kernel between projections). The
 /// producer (skinny_residual) adds its product to the fp32 residual stream, writes
@@ -49,13 +42,8 @@ struct SkinnyResidualOut {
 void set_skinny_cluster_split(bool on);
 bool skinny_cluster_split();
 
-/// The wide kernel for 9 .. kSkinnyMaxRows rows (on by default). Off: such products are not
-/// skinny_supported and go to cuBLAS (for A/B and tests).
-void set_skinny_wide(bool on);
-bool skinny_wide();
-
-/// True when the skinny kernels support the shape: 1 <= n_rows <= kSkinnyMaxRows (8 with the wide
-/// kernel off), in_features % 8 == 0, in_features and out_features < 2^31.
+/// True when the skinny kernels support the shape: 1 <= n_rows <= 8, in_features % 8 == 0,
+/// in_features and out_features < 2^31.
 bool skinny_supported(int64_t n_rows, int64_t in);
 
 /// y (n_rows, out) = x W^T + bias; y bf16 (y_f32 == nullptr) or fp32 (y == nullptr); bias (out)

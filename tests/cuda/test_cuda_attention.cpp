@@ -302,8 +302,7 @@ TEST(CudaAttention, LongSharedBlockSplitK) {
     s.yarn = true;  // attention factor != 1 on every rotated query
     EXPECT_LT(run_scenario(s, 40 + G), kTol) << "G " << G;
   }
-  // 256-key chunks: 65 partial states per row, past the combine's one-pass limit (32 entries),
-  // so its three-pass path runs too.
+  // 256-key chunks: 65 partial states per row for the combine to merge.
   Scenario s = combined(128, 8, 2, 16500, {33});
   s.chunk = 256;
   EXPECT_LT(run_scenario(s, 48), kTol) << "chunk 256";
