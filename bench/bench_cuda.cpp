@@ -1,7 +1,7 @@
 // bench_cuda: the `hogwild bench` sweep (src/cuda/bench.h) as a standalone program, so the GPU
 // benchmark builds with only the CUDA backend's libraries. Prints the table, writes JSON.
 //   bench_cuda [-p PRESET...] [-m DIR...] [-w W...] [-c CTX...] [-r N] [--json FILE] [--no-skinny]
-//   [--no-pdl] [--no-cluster-split] [--gemm]
+//   [--no-pdl] [--no-cluster-split] [--gemm [--gemm-algos]]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -38,10 +38,16 @@ int main(int argc, char** argv) {
   app.add_flag("--no-cluster-split", no_cluster,
                "split-K sums merged through global memory and a counter, not in a cluster");
   app.add_flag("--gemm", gemm, "projection microbenchmark (skinny kernel vs cuBLAS) instead");
+  app.add_flag("--gemm-algos", o.gemm_algos,
+               "with --gemm: also time every algorithm cuBLASLt's heuristic offers");
   app.add_flag("--session-layout", o.session_layout,
                "views as hogwild run builds them: header, separators and own-header blocks "
                "besides the steps");
   CLI11_PARSE(app, argc, argv);
+  if (o.gemm_algos && !gemm) {
+    std::fprintf(stderr, "error: --gemm-algos is an option of --gemm; add --gemm\n");
+    return 2;
+  }
   if (!presets.empty() || !dirs.empty()) o.presets = presets;
   o.model_dirs = dirs;
   o.skinny_gemm = !no_skinny;

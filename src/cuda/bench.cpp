@@ -1,6 +1,7 @@
 // `hogwild bench` sweep (bench.h).
 #include "cuda/bench.h"
 
+#include <cublasLt.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -33,6 +34,62 @@ void add_model(nlohmann::json& out, CudaBackend& be, const std::string& name,
   m.step = [&be](const ForwardBatch& b) { be.forward_device(b); };  // synchronizes
   m.require_kv_tokens = [&be](int64_t tokens) { be.require_kv_tokens(tokens); };
   run_decode_sweep(m, opt, bw / 1e9, out);
+}
+
+// Every algorithm cuBLASLt's heuristic offers (up to 64) for y (rows, out) bf16 = x W^T, the same
+// product Gemm::run asks cublasGemmEx for, each timed as `time` times its launches. Returns
+// [{"index", "tile_id", "splitk", "stages_id", "us"}] in heuristic order.
+template <class TimeFn>
+nlohmann::json sweep_cublaslt(cudaStream_t st, const bf16* x, const bf16* W, bf16* y, int64_t rows,
+                              int64_t in, int64_t out, void* ws, size_t ws_bytes, TimeFn&& time) {
+  cublasLtHandle_t lt = nullptr;
+  HOGWILD_CUBLAS_CHECK(cublasLtCreate(&lt));
+  cublasLtMatmulDesc_t op = nullptr;
+  HOGWILD_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  HOGWILD_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  HOGWILD_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  cublasLtMatrixLayout_t A = nullptr, B = nullptr, C = nullptr;
+  HOGWILD_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&A, CUDA_R_16BF, in, out, in));
+  HOGWILD_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&B, CUDA_R_16BF, in, rows, in));
+  HOGWILD_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&C, CUDA_R_16BF, out, rows, out));
+  cublasLtMatmulPreference_t pref = nullptr;
+  HOGWILD_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  HOGWILD_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+  std::vector<cublasLtMatmulHeuristicResult_t> res(64);
+  int n = 0;
+  HOGWILD_CUBLAS_CHECK(
+      cublasLtMatmulAlgoGetHeuristic(lt, op, A, B, C, C, pref, 64, res.data(), &n));
+  nlohmann::json algos = nlohmann::json::array();
+  const float alpha = 1.0f, beta = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const cublasLtMatmulAlgo_t* algo = &res[i].algo;
+    if (res[i].workspaceSize > ws_bytes) continue;
+    const double us = time([&](const bf16* w) {
+      HOGWILD_CUBLAS_CHECK(
+          cublasLtMatmul(lt, op, &alpha, w, A, x, B, &beta, y, C, y, C, algo, ws, ws_bytes, st));
+    });
+    int32_t tile = 0, splitk = 0, stages = 0;
+    size_t got = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
+                                         &got);
+    cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk,
+                                         sizeof splitk, &got);
+    cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
+                                         sizeof stages, &got);
+    algos.push_back(
+        {{"index", i}, {"tile_id", tile}, {"splitk", splitk}, {"stages_id", stages}, {"us", us}});
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(A);
+  cublasLtMatrixLayoutDestroy(B);
+  cublasLtMatrixLayoutDestroy(C);
+  cublasLtMatmulDescDestroy(op);
+  cublasLtDestroy(lt);
+  return algos;
 }
 
 }  // namespace
@@ -119,6 +176,9 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
   cudaEvent_t e0, e1;
   HOGWILD_CUDA_CHECK(cudaEventCreate(&e0));
   HOGWILD_CUDA_CHECK(cudaEventCreate(&e1));
+  constexpr size_t kSweepWorkspace = 32u << 20;  // as Gemm's
+  void* ws = nullptr;
+  if (opt.gemm_algos) HOGWILD_CUDA_CHECK(cudaMalloc(&ws, kSweepWorkspace));
   int64_t max_rows = 1;
   for (int rows : opt.workers) max_rows = std::max<int64_t>(max_rows, rows);
   for (const std::string& name : opt.presets) {
@@ -178,6 +238,27 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
           r[skinny ? "skinny_us" : "cublas_us"] = us;
           r[skinny ? "skinny_GBps" : "cublas_GBps"] = bytes / (us * 1e-6) / 1e9;
         }
+        if (opt.gemm_algos && s.what != std::string("lm_head")) {
+          // The product alone (gate/up without its SwiGLU), as cublasGemmEx computes it above.
+          auto time = [&](auto&& launch) {
+            const int n = 30;
+            for (int i = 0; i < 5; ++i) launch(W + (i % copies) * (bytes / 2));
+            HOGWILD_CUDA_CHECK(cudaEventRecord(e0, st));
+            for (int i = 0; i < n; ++i) launch(W + (i % copies) * (bytes / 2));
+            HOGWILD_CUDA_CHECK(cudaEventRecord(e1, st));
+            HOGWILD_CUDA_CHECK(cudaEventSynchronize(e1));
+            float ms = 0;
+            HOGWILD_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+            return 1000.0 * ms / n;
+          };
+          const nlohmann::json algos =
+              sweep_cublaslt(st, x, W, scratch, rows, s.in, s.out, ws, kSweepWorkspace, time);
+          r["cublaslt_algos"] = algos;
+          double best = 0;
+          for (const auto& a : algos)
+            if (best == 0 || a["us"].get<double>() < best) best = a["us"].get<double>();
+          if (best > 0) r["cublaslt_best_us"] = best;
+        }
         out["results"].push_back(r);
       }
       cudaFree(W);
@@ -189,6 +270,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
+  if (ws) cudaFree(ws);
   cudaStreamDestroy(st);
   return out;
 }
@@ -196,16 +278,22 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
 std::string gemm_table(const nlohmann::json& j) {
   std::string s =
       fmt::format("copy bandwidth {:.0f} GB/s\n", j["copy_bandwidth_GBps"].get<double>());
-  s += "| model | matrix | in | out | rows | skinny us | skinny GB/s | cuBLAS us | cuBLAS GB/s |\n";
-  s += "|---|---|---|---|---|---|---|---|---|\n";
+  s += "| model | matrix | in | out | rows | skinny us | skinny GB/s | cuBLAS us | cuBLAS GB/s | "
+       "cuBLASLt algos | fastest algo us |\n";
+  s += "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : j["results"]) {
-    const bool sk = r.contains("skinny_us");  // absent beyond the skinny kernel's 8 rows
-    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.0f} |\n",
+    const bool sk = r.contains("skinny_us");       // absent beyond the skinny kernel's 8 rows
+    const bool lt = r.contains("cublaslt_algos");  // --gemm-algos
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.0f} | {} | {} |\n",
                      r["model"].get<std::string>(), r["matrix"].get<std::string>(),
                      r["in"].get<int64_t>(), r["out"].get<int64_t>(), r["rows"].get<int>(),
                      sk ? fmt::format("{:.1f}", r["skinny_us"].get<double>()) : "-",
                      sk ? fmt::format("{:.0f}", r["skinny_GBps"].get<double>()) : "-",
-                     r["cublas_us"].get<double>(), r["cublas_GBps"].get<double>());
+                     r["cublas_us"].get<double>(), r["cublas_GBps"].get<double>(),
+                     lt ? std::to_string(r["cublaslt_algos"].size()) : "-",
+                     r.contains("cublaslt_best_us")
+                         ? fmt::format("{:.1f}", r["cublaslt_best_us"].get<double>())
+                         : "-");
   }
   return s;
 }

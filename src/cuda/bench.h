@@ -20,6 +20,7 @@ struct BenchOptions : bench::DecodeBenchOptions {
   bool skinny_gemm = true;                                     // CudaOptions::skinny_gemm
   bool programmatic_launch = true;                             // pdl.h switch
   bool cluster_split = true;  // skinny_gemm.h set_skinny_cluster_split
+  bool gemm_algos = false;    // run_gemm_bench: also time every cuBLASLt heuristic algorithm
   int64_t kv_tokens = 0;      // KV pool size in tokens; 0: all free GPU memory
   int32_t attn_chunk = 0;     // CudaOptions::attn_chunk
 };
@@ -36,6 +37,9 @@ nlohmann::json run_bench(const BenchOptions& opt);
 /// Projection microbenchmark: for each weight matrix of the presets (qkv, o, gate/up with SwiGLU,
 /// down, lm_head) and each row count in opt.workers, the skinny kernel and cuBLAS: mean time of a
 /// back-to-back launch over weight copies that together exceed the L2, and GB/s of weights read.
+/// With opt.gemm_algos, also every algorithm cuBLASLt's heuristic offers for the product (all
+/// matrices but lm_head; "cublaslt_algos": [{index, tile_id, splitk, stages_id, us}],
+/// "cublaslt_best_us"): whether a choice other than cublasGemmEx's default would be faster.
 nlohmann::json run_gemm_bench(const BenchOptions& opt);
 std::string gemm_table(const nlohmann::json& results);
 
