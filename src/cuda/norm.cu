@@ -46,13 +46,13 @@ __global__ void rmsnorm_rows_kernel(float* x, const bf16* add, const bf16* w, bf
     yr[i] = __float2bfloat16(xr[i] * r * __bfloat162float(w[i]));
 }
 
-// The residual-stream norm of many-row forwards (beyond the skinny kernels' 8 rows, where the
-// projections fuse it): one CTA of kNormThreads per row, each thread holding its kVec float4 of
-// the row in registers between the sum of squares and the output, so the row is read once and the
-// CTA meets at one barrier (the CTA-per-row kernel above reads it twice around two barriers: ~5.9
-// us per launch at 64 rows of 4096). w's loads are issued before pdl_wait (a weight, written by
-// no kernel). PRECONDITION: dim % 4 == 0, dim <= kNormThreads * 4 * kVec, x 16-byte and add, w, y
-// 8-byte aligned.
+// The residual-stream norm where the projections do not fuse it (forwards beyond the skinny
+// kernels' 8 rows; layer 0's input norm and the final norm): one CTA of kNormThreads per row, each
+// thread holding its kVec float4 of the row in registers between the sum of squares and the output,
+// so the row is read once and the CTA meets at one barrier (the CTA-per-row kernel above reads it
+// twice around two barriers: ~5.9 us per launch at 64 rows of 4096). w's loads are issued before
+// pdl_wait (a weight, written by no kernel). PRECONDITION: dim % 4 == 0, dim <= kNormThreads * 4 *
+// kVec, x 16-byte and add, w, y 8-byte aligned.
 constexpr int kNormThreads = 256;
 
 template <int kVec>
