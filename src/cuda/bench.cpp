@@ -207,6 +207,18 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
       HOGWILD_CUDA_CHECK(cudaMalloc(&yf, max_rows * s.out * 4));
       fill_uniform_bf16(W, copies * bytes / 2, opt.seed, 0.02f, 0.0f, st);
       fill_uniform_bf16(x, max_rows * s.in, opt.seed + 1, 1.0f, 0.0f, st);
+      // Mean us of n back-to-back launch(w) after 5 warm-up ones, w cycling over the copies.
+      auto mean_us = [&](int n, auto&& launch) {
+        auto copy = [&](int i) { return W + (i % copies) * (bytes / 2); };
+        for (int i = 0; i < 5; ++i) launch(copy(i));
+        HOGWILD_CUDA_CHECK(cudaEventRecord(e0, st));
+        for (int i = 0; i < n; ++i) launch(copy(i));
+        HOGWILD_CUDA_CHECK(cudaEventRecord(e1, st));
+        HOGWILD_CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms = 0;
+        HOGWILD_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        return 1000.0 * ms / n;
+      };
       for (int rows : opt.workers) {
         nlohmann::json r;
         r["model"] = name;
@@ -217,40 +229,20 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
         for (bool skinny : {true, false}) {
           if (skinny && !skinny_supported(rows, s.in)) continue;  // cuBLAS only beyond 8 rows
           gemm.set_skinny(skinny);
-          const int n = 40;
-          auto one = [&](int i) {
-            const bf16* w = W + (i % copies) * (bytes / 2);
+          const double us = mean_us(40, [&](const bf16* w) {
             if (s.what == std::string("gate_up_swiglu"))
               gemm.linear_swiglu(x, w, scratch, y, rows, s.in, s.out / 2);
             else if (s.what == std::string("lm_head"))
               gemm.linear_f32(x, w, yf, rows, s.in, s.out);
             else
               gemm.linear(x, w, y, rows, s.in, s.out);
-          };
-          for (int i = 0; i < 5; ++i) one(i);
-          HOGWILD_CUDA_CHECK(cudaEventRecord(e0, st));
-          for (int i = 0; i < n; ++i) one(i);
-          HOGWILD_CUDA_CHECK(cudaEventRecord(e1, st));
-          HOGWILD_CUDA_CHECK(cudaEventSynchronize(e1));
-          float ms = 0;
-          HOGWILD_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-          const double us = 1000.0 * ms / n;
+          });
           r[skinny ? "skinny_us" : "cublas_us"] = us;
           r[skinny ? "skinny_GBps" : "cublas_GBps"] = bytes / (us * 1e-6) / 1e9;
         }
         if (opt.gemm_algos && s.what != std::string("lm_head")) {
           // The product alone (gate/up without its SwiGLU), as cublasGemmEx computes it above.
-          auto time = [&](auto&& launch) {
-            const int n = 30;
-            for (int i = 0; i < 5; ++i) launch(W + (i % copies) * (bytes / 2));
-            HOGWILD_CUDA_CHECK(cudaEventRecord(e0, st));
-            for (int i = 0; i < n; ++i) launch(W + (i % copies) * (bytes / 2));
-            HOGWILD_CUDA_CHECK(cudaEventRecord(e1, st));
-            HOGWILD_CUDA_CHECK(cudaEventSynchronize(e1));
-            float ms = 0;
-            HOGWILD_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-            return 1000.0 * ms / n;
-          };
+          auto time = [&](auto&& launch) { return mean_us(30, launch); };
           const nlohmann::json algos =
               sweep_cublaslt(st, x, W, scratch, rows, s.in, s.out, ws, kSweepWorkspace, time);
           r["cublaslt_algos"] = algos;
