@@ -11,7 +11,9 @@
 // whose row tile is empty only help load. At the end the 4 key-quarter states of each row are
 // merged through shared memory (aliasing the ring) into the item's partial states. A unit of
 // several heads (AttnUnit) stacks them: its rows are the item's rows once per head (head after
-// head, each padded to whole row tiles), and head j's only tile sits in ring stage j.
+// head, each padded to whole row tiles), and head j's only tile sits in ring stage j. A unit of
+// one tile skips the tile loop and the merge (one_tile_unit): the rows' maxima and P go through
+// shared memory instead, and each warp writes a quarter of the dims.
 #include "cuda/attention.h"
 #include "cuda/pdl.cuh"
 
@@ -274,6 +276,120 @@ __device__ __forceinline__ void load_tile(Smem<HD>& sm, const TileCopy<HD>& tc, 
     compute_fresh<HD>(sm, stage0, a, it, tile, page, h0, n_heads, fresh, min(keys_left, kKeys));
 }
 
+// A unit of one tile (a worker's short step block; every unit of several heads): no running
+// softmax and no merge of key quarters through shared memory. Phase 1: warp (rt, kq) computes S
+// for its 16 keys (as the tile loop does) and publishes its rows' maxima; phase 2: with the row
+// max over all 64 keys it writes P (bf16) over the row tile's queries in sm.q (no longer read) and
+// its share of l; phase 3: warp (rt, dq) multiplies the row tile's whole P by V for dims
+// [dq HD / 4, (dq + 1) HD / 4) and writes those dims of the partial state straight to global
+// memory. m is the row's exact max. Called by every thread (it holds barriers) after the tile
+// and the queries are in shared memory and visible.
+template <int HD>
+__device__ __forceinline__ void one_tile_unit(Smem<HD>& sm, const PartialArgs& a,
+                                              const AttnItem& it, int stage, int h0, int hj,
+                                              int n_r16, int G, int n_rows, bool active) {
+  constexpr int kLd = Smem<HD>::kLd;
+  constexpr int kNtW = HD / 8 / 4;  // O n-tiles (8 dims) per warp in phase 3
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int rt = warp / 4, kq = warp % 4;
+  const int r0 = (rt - hj * n_r16) * 16 + g;  // the lane's first row within the item
+  const bf16* ks = sm.u.kv + stage * 2 * kKeys * kLd;
+  const bf16* vs = ks + kKeys * kLd;
+  bf16* qs = sm.q + rt * 16 * kLd;
+  const float scale_log2 = a.shape.scale * 1.4426950408889634f;
+  float v[2][4];
+  if (active) {
+    const int lim[2] = {sm.limit[r0], sm.limit[r0 + 8]};
+    float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    const bf16* kqs = ks + kq * 16 * kLd;
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      uint32_t qa[4], kb[4];
+      ldmatrix_x4(qa, qs + (lane & 15) * kLd + kk * 16 + (lane >> 4) * 8);
+      ldmatrix_x4(kb,
+                  kqs + ((lane & 7) + ((lane >> 4) << 3)) * kLd + kk * 16 + ((lane >> 3) & 1) * 8);
+      mma16816(s[0], qa, kb[0], kb[1]);
+      mma16816(s[1], qa, kb[2], kb[3]);
+    }
+    const int key_base = it.key_start + kq * 16;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int key = key_base + 8 * j + 2 * t + e;
+          const float x = s[j][2 * r + e] * scale_log2;
+          v[r][2 * j + e] = key <= lim[r] && key < it.key_end ? x : -INFINITY;
+        }
+      float mx = fmaxf(fmaxf(v[r][0], v[r][1]), fmaxf(v[r][2], v[r][3]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      if (t == 0) sm.m[rt][kq][g + 8 * r] = mx;
+    }
+  }
+  __syncthreads();  // every quarter's maxima are published; sm.q is read no more
+  float m[2] = {-INFINITY, -INFINITY};
+  if (active) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) m[r] = fmaxf(m[r], sm.m[rt][q][g + 8 * r]);
+      const float m_sub = m[r] == -INFINITY ? 0.0f : m[r];  // no visible key: p = 0
+      float p[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) p[c] = exp2f(v[r][c] - m_sub);
+      float l = (p[0] + p[1]) + (p[2] + p[3]);
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      if (t == 0) sm.l[rt][kq][g + 8 * r] = l;
+      bf16* prow = qs + (g + 8 * r) * kLd + kq * 16 + 2 * t;
+      *reinterpret_cast<uint32_t*>(prow) = pack_bf16(p[0], p[1]);
+      *reinterpret_cast<uint32_t*>(prow + 8) = pack_bf16(p[2], p[3]);
+    }
+  }
+  __syncthreads();  // P and the quarters' sums are complete
+  if (!active) return;
+  const int dq = kq;
+  float o[kNtW][4];
+#pragma unroll
+  for (int j = 0; j < kNtW; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < kKeys / 16; ++kk) {
+    uint32_t pa[4];
+    ldmatrix_x4(pa, qs + (lane & 15) * kLd + kk * 16 + (lane >> 4) * 8);
+    const bf16* vk = vs + kk * 16 * kLd;
+#pragma unroll
+    for (int j = 0; j < kNtW; j += 2) {
+      uint32_t vb[4];
+      const int n8 = dq * kNtW + j;
+      ldmatrix_x4_trans(vb,
+                        vk + ((lane & 7) + ((lane >> 3) & 1) * 8) * kLd + n8 * 8 + (lane >> 4) * 8);
+      mma16816(o[j], pa, vb[0], vb[1]);
+      mma16816(o[j + 1], pa, vb[2], vb[3]);
+    }
+  }
+  const int nh = a.shape.num_attention_heads;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int ri = r0 + 8 * r;
+    if (ri >= n_rows) continue;  // padding of the head's row tiles
+    const int64_t e = it.entry_start + ri / G;
+    const int hq = (h0 + hj) * G + ri % G;
+    if (dq == 0 && t == 0) {
+      float l = 0.0f;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) l += sm.l[rt][q][g + 8 * r];
+      a.plan.part_ml[e * nh + hq] = make_float2(m[r], l);
+    }
+    float* out = a.plan.part_o + (e * nh + hq) * HD + dq * kNtW * 8 + 2 * t;
+#pragma unroll
+    for (int j = 0; j < kNtW; ++j)
+      *reinterpret_cast<float2*>(out + 8 * j) = make_float2(o[j][2 * r], o[j][2 * r + 1]);
+  }
+}
+
 // grid (max_units), kThreads threads, dynamic smem sizeof(Smem<HD>); CTA b runs unit b. CTAs start
 // in unit order: the plan lists a long block's chunks before the workers' short steps, and short
 // units left over for a second wave cost little.
@@ -362,8 +478,14 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
       sm.q[R * kLd + d] = __float2bfloat16(val);
     }
   }
-  const float scale_log2 = a.shape.scale * 1.4426950408889634f;
   const bool active = rt < n_heads * n_r16;
+  if (n_tiles == 1) {
+    cp_async_wait<0>();
+    __syncthreads();  // the tile (head j's in stage j) and the queries are in shared memory
+    one_tile_unit<HD>(sm, a, it, n_heads > 1 ? hj : 0, h0, hj, n_r16, G, n_rows, active);
+    return;
+  }
+  const float scale_log2 = a.shape.scale * 1.4426950408889634f;
   // This lane's rows (g, g + 8 of the row tile) and their last visible key.
   int lim[2] = {-1, -1};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
