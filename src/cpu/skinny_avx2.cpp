@@ -42,6 +42,9 @@ struct Avx2 {
     const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
     return _mm_cvtss_f32(s1);
   }
+  static void sum4(V a, V b, V c, V d, float* out) {
+    out[0] = sum(a), out[1] = sum(b), out[2] = sum(c), out[3] = sum(d);
+  }
 };
 
 }  // namespace

@@ -43,6 +43,22 @@ struct Avx512 {
     const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
     return _mm_cvtss_f32(s1);
   }
+  // out[k] = sum(v_k) for four vectors at once, the same tree per vector (each addition adds the
+  // same two partial sums as sum() does): 128-bit blocks 0 + 2 and 1 + 3 (lanes i + 8), then the
+  // two halves left (i + 4), then i + 2 and i + 1 inside each block; vector k ends in block k.
+  static void sum4(V a, V b, V c, V d, float* out) {
+    const V ab = _mm512_add_ps(_mm512_mask_shuffle_f32x4(a, 0xFFFF, a, b, 0x44),
+                               _mm512_mask_shuffle_f32x4(a, 0xFFFF, a, b, 0xEE));
+    const V cd = _mm512_add_ps(_mm512_mask_shuffle_f32x4(c, 0xFFFF, c, d, 0x44),
+                               _mm512_mask_shuffle_f32x4(c, 0xFFFF, c, d, 0xEE));
+    const V x = _mm512_add_ps(_mm512_mask_shuffle_f32x4(ab, 0xFFFF, ab, cd, 0x88),
+                              _mm512_mask_shuffle_f32x4(ab, 0xFFFF, ab, cd, 0xDD));
+    const V y = _mm512_add_ps(x, _mm512_mask_permute_ps(x, 0xFFFF, x, _MM_SHUFFLE(1, 0, 3, 2)));
+    const V z = _mm512_add_ps(y, _mm512_mask_permute_ps(y, 0xFFFF, y, _MM_SHUFFLE(2, 3, 0, 1)));
+    alignas(64) float t[16];
+    _mm512_store_ps(t, z);
+    out[0] = t[0], out[1] = t[4], out[2] = t[8], out[3] = t[12];
+  }
 };
 
 }  // namespace

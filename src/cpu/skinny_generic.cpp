@@ -75,6 +75,9 @@ struct Generic {
       for (int i = 0; i < n; ++i) v.l[i] += v.l[i + n];
     return v.l[0];
   }
+  static void sum4(V a, V b, V c, V d, float* out) {
+    out[0] = sum(a), out[1] = sum(b), out[2] = sum(c), out[3] = sum(d);
+  }
 };
 
 }  // namespace

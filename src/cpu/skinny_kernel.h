@@ -12,6 +12,7 @@
 //                             rows (kRows * kCols accumulators + kCols weight vectors + 1)
 //   zero(), set1(x), load(p), store(p, v), mul(a, b), fma(a, b, c) = a * b + c (fused, one
 //   rounding, where the instruction set has it), sum(v) (fixed tree, below)
+//   sum4(a, b, c, d, out)     out[k] = sum(k-th vector), the same bits as four sum() calls
 //   fma1(a, b, c)             the scalar twin of fma (fused where the vector one is)
 //   add(a, b), sub(a, b), div(a, b), max(a, b), round(v) (to the nearest integer, ties to even),
 //   select_nonneg(x, a, b) = lane-wise x >= 0 ? a : b,
@@ -70,11 +71,19 @@ inline void skinny_dots(const float* x, int64_t in, const float* const* w, const
       for (int c = 0; c < C; ++c) acc[r][c] = Isa::fma(wv[c], xv, acc[r][c]);
     }
   }
+  // The R x C sums, four accumulators at a time (in (r, c) order), then the tails.
+  float sums[R * C];
+#pragma GCC unroll 16
+  for (int i = 0; i + 4 <= R * C; i += 4)
+    Isa::sum4(acc[i / C][i % C], acc[(i + 1) / C][(i + 1) % C], acc[(i + 2) / C][(i + 2) % C],
+              acc[(i + 3) / C][(i + 3) % C], sums + i);
+#pragma GCC unroll 4
+  for (int i = R * C / 4 * 4; i < R * C; ++i) sums[i] = Isa::sum(acc[i / C][i % C]);
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
-      float s = Isa::sum(acc[r][c]);
+      float s = sums[r * C + c];
       for (int64_t t = k; t < in; ++t) s = Isa::fma1(w[c][t], x[r * in + t], s);
       out[r * C + c] = s;
     }

@@ -80,6 +80,64 @@ TEST(CpuOps, MatmulPathsMatchDoubleReference) {
     if (select_skinny_isa(isa)) break;  // back to the best one
 }
 
+// The skinny kernel's ORDER OF REDUCTION (cpu/skinny_kernel.h), emulated in scalar code: per
+// lane l an FMA chain over k = l, l + L, ... in increasing k, the halving tree over the lanes,
+// the scalar tail, then the bias. Every instruction set this CPU has must give these bits for
+// every row of 1..9-row batches (all the ways the kernel groups its accumulators for the sums).
+TEST(CpuOps, SkinnyFollowsItsOrderOfReductionBitForBit) {
+  struct Isa {
+    const char* name;
+    int lanes;
+    bool fused;
+  };
+  for (const Isa isa : {Isa{"avx512", 16, true}, Isa{"avx2", 8, true}, Isa{"generic", 8, false}}) {
+    if (!select_skinny_isa(isa.name)) continue;
+    for (int64_t in : {16, 48, 37, 200}) {
+      for (int64_t out : {1, 7, 13}) {
+        for (int64_t rows = 1; rows <= 9; ++rows) {
+          std::vector<float> x(rows * in), W(out * in), b(out);
+          for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.71 * double(i) + 0.3 * rows);
+          for (size_t i = 0; i < W.size(); ++i) W[i] = std::cos(0.23 * double(i) + 0.7 * out);
+          for (size_t i = 0; i < b.size(); ++i) b[i] = 0.5f * float(i) - 2.0f;
+          std::vector<float> y(rows * out);
+          matmul(x.data(), W.data(), b.data(), y.data(), rows, in, out);
+          const int64_t L = isa.lanes, in_l = in / L * L;
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t o = 0; o < out; ++o) {
+              std::vector<float> p(L, 0.0f);
+              for (int64_t l = 0; l < L; ++l)
+                for (int64_t k = l; k < in_l; k += L) {
+                  const float w = W[o * in + k], v = x[r * in + k];
+                  if (isa.fused) {
+                    p[l] = std::fma(w, v, p[l]);
+                  } else {
+                    const volatile float prod = w * v;  // no contraction into an FMA
+                    p[l] = prod + p[l];
+                  }
+                }
+              for (int64_t n = L / 2; n >= 1; n /= 2)
+                for (int64_t i = 0; i < n; ++i) p[i] += p[i + n];
+              float s = p[0];
+              for (int64_t k = in_l; k < in; ++k) {
+                if (isa.fused) {
+                  s = std::fma(W[o * in + k], x[r * in + k], s);
+                } else {
+                  const volatile float prod = W[o * in + k] * x[r * in + k];
+                  s = prod + s;
+                }
+              }
+              s += b[o];
+              EXPECT_EQ(y[r * out + o], s) << isa.name << " in " << in << " out " << out << " rows "
+                                           << rows << " row " << r << " o " << o;
+            }
+        }
+      }
+    }
+  }
+  for (const char* isa : {"avx512", "avx2", "generic"})
+    if (select_skinny_isa(isa)) break;  // back to the best one
+}
+
 // Projections sharing one input (q/k/v) give the same bits as one matmul each.
 TEST(CpuOps, MatmulSharedEqualsSeparateMatmuls) {
   const int64_t in = 40, rows = 3;
