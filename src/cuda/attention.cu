@@ -405,7 +405,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
   constexpr int kLd = Smem<HD>::kLd;
   constexpr int kNt = HD / 8;  // O n-tiles of 8 dims
   const AttnUnit unit = a.plan.units[blockIdx.x];
-  const AttnItem it = a.plan.items[unit.item];
+  const AttnItem& it = unit.it;
   const int h0 = unit.kv_head, n_heads = unit.kv_heads;  // n_heads > 1: one tile (AttnUnit)
   const int G = a.shape.num_attention_heads / a.shape.num_key_value_heads;
   const int n_rows = it.pair_count * G;
@@ -442,9 +442,9 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
   for (int p = 0; p < kStages - 1; ++p) {
     if (p == early) pdl_wait();
     if (n_heads > 1) {  // every head's only tile in group 0, head j in stage j
-      if (p == 0) load(0, 0, tile_page(a, it, 0), n_heads);
+      if (p == 0) load(0, 0, unit.page[0], n_heads);
     } else if (p < n_tiles) {
-      load(p, p, tile_page(a, it, p), 1);
+      load(p, p, unit.page[p], 1);
     }
     cp_async_commit();
   }

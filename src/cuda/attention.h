@@ -59,14 +59,21 @@ inline constexpr int kAttnItemInts = static_cast<int>(sizeof(AttnItem) / 4);
 /// KV heads one CTA may run for an item of one tile (its row tiles, and its K/V ring stages).
 inline constexpr int kAttnMaxUnitHeads = 4;
 
+/// A CTA's work. It carries a copy of its item and the page ids of the item's first tiles, so a
+/// CTA's first loads (K/V tiles, pairs) depend on one read of the plan instead of a chain of three
+/// (unit, item, page): every CTA's start, and so the short units at the end of the launch, waits on
+/// that chain.
 struct AttnUnit {
+  AttnItem it;       // items[item]
   int32_t item;      // index into items[]
   int16_t kv_head;   // first KV head
   int16_t kv_heads;  // 1, or up to kAttnMaxUnitHeads when the item is one tile and its rows
                      // (pairs x G, in 16-row tiles) fit kv_heads times in kAttnMaxRows
+  int32_t page[kAttnFreshTiles];  // page ids of the item's tiles 0, 1, 2 (the partial kernel's
+                                  // prologue); 0 past its last tile
 };
 inline constexpr int kAttnUnitInts = static_cast<int>(sizeof(AttnUnit) / 4);
-static_assert(sizeof(AttnUnit) == 8);
+static_assert(sizeof(AttnUnit) == sizeof(AttnItem) + 8 + 4 * kAttnFreshTiles);
 
 struct AttnPair {
   int32_t row;    // query row (token index in the batch)

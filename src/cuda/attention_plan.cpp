@@ -138,10 +138,19 @@ HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end) {
     per[i] = heads_per_unit(plan.items[i]);
     n_units -= in.kv_heads - units_of(per[i]);
   }
-  for (int64_t i = 0; i < n_items; ++i)
-    for (int32_t h = 0; h < in.kv_heads; h += per[i])
-      plan.units.push_back({static_cast<int32_t>(i), static_cast<int16_t>(h),
-                            static_cast<int16_t>(std::min(per[i], in.kv_heads - h))});
+  for (int64_t i = 0; i < n_items; ++i) {
+    AttnUnit u{};
+    u.it = plan.items[i];
+    u.item = static_cast<int32_t>(i);
+    const int32_t n_tiles = (u.it.key_end - u.it.key_start + kPageTokens - 1) / kPageTokens;
+    for (int32_t t = 0; t < kAttnFreshTiles && t < n_tiles; ++t)
+      u.page[t] = plan.pages[u.it.page_base + u.it.key_start / kPageTokens + t];
+    for (int32_t h = 0; h < in.kv_heads; h += per[i]) {
+      u.kv_head = static_cast<int16_t>(h);
+      u.kv_heads = static_cast<int16_t>(std::min(per[i], in.kv_heads - h));
+      plan.units.push_back(u);
+    }
+  }
   plan.row_entry_ptr.assign(n_rows + 1, 0);
   for (int64_t r = 0; r < n_rows; ++r) {
     plan.row_entry_ptr[r + 1] = plan.row_entry_ptr[r] + static_cast<int32_t>(row_entries[r].size());

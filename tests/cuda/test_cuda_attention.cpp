@@ -561,6 +561,16 @@ TEST(AttentionPlan, OneTileItemsPutSeveralKvHeadsInAUnit) {
       ASSERT_LT(u.item, static_cast<int32_t>(hp.items.size()));
       sizes[u.item].push_back(u.kv_heads);
       for (int h = u.kv_head; h < u.kv_head + u.kv_heads; ++h) ++seen[u.item][h];
+      // The unit's copy of its item, and the page ids of the item's first tiles (the prologue's)
+      // by hand: the long block's {0, 1, 2}; the steps seen by 16 / 32 / 48 rows: {3}, {4}, {5}.
+      const cuda::AttnItem& it = hp.items[u.item];
+      EXPECT_EQ(std::memcmp(&u.it, &it, sizeof it), 0) << "unit of item " << u.item;
+      const std::vector<int32_t> want =
+          it.key_end - it.key_start > kPageTokens
+              ? std::vector<int32_t>{0, 1, 2}
+              : std::vector<int32_t>{2 + (it.pair_count * 4 + 15) / 16, 0, 0};
+      EXPECT_EQ(std::vector<int32_t>(u.page, u.page + cuda::kAttnFreshTiles), want)
+          << "item " << u.item;
     }
     for (size_t i = 0; i < hp.items.size(); ++i) {
       for (int h = 0; h < kvh; ++h) EXPECT_EQ(seen[i][h], 1) << "item " << i << " head " << h;
