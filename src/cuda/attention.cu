@@ -276,6 +276,26 @@ __device__ __forceinline__ void load_tile(Smem<HD>& sm, const TileCopy<HD>& tc, 
     compute_fresh<HD>(sm, stage0, a, it, tile, page, h0, n_heads, fresh, min(keys_left, kKeys));
 }
 
+// S (16 query rows x 16 keys, fp32) = Q K^T over HD / 16 k-steps of mma.sync, for the warp of lane
+// `lane`: qs the row tile's first query row and ks its first key in shared memory (row stride
+// Smem<HD>::kLd). s[j] is n-tile j (keys 8j..8j+7) in the m16n8 accumulator layout: lane (g, t)
+// holds rows g (s[j][0..1]) and g + 8 (s[j][2..3]), keys 8j + 2t, + 1.
+template <int HD>
+__device__ __forceinline__ void scores_16x16(const bf16* qs, const bf16* ks, int lane,
+                                             float (&s)[2][4]) {
+  constexpr int kLd = Smem<HD>::kLd;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < HD / 16; ++kk) {
+    uint32_t qa[4], kb[4];
+    ldmatrix_x4(qa, qs + (lane & 15) * kLd + kk * 16 + (lane >> 4) * 8);
+    ldmatrix_x4(kb, ks + ((lane & 7) + ((lane >> 4) << 3)) * kLd + kk * 16 + ((lane >> 3) & 1) * 8);
+    mma16816(s[0], qa, kb[0], kb[1]);
+    mma16816(s[1], qa, kb[2], kb[3]);
+  }
+}
+
 // A unit of one tile (a worker's short step block; every unit of several heads): no running
 // softmax and no merge of key quarters through shared memory. Phase 1: warp (rt, kq) computes S
 // for its 16 keys (as the tile loop does) and publishes its rows' maxima; phase 2: with the row
@@ -301,17 +321,8 @@ __device__ __forceinline__ void one_tile_unit(Smem<HD>& sm, const PartialArgs& a
   float v[2][4];
   if (active) {
     const int lim[2] = {sm.limit[r0], sm.limit[r0 + 8]};
-    float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-    const bf16* kqs = ks + kq * 16 * kLd;
-#pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) {
-      uint32_t qa[4], kb[4];
-      ldmatrix_x4(qa, qs + (lane & 15) * kLd + kk * 16 + (lane >> 4) * 8);
-      ldmatrix_x4(kb,
-                  kqs + ((lane & 7) + ((lane >> 4) << 3)) * kLd + kk * 16 + ((lane >> 3) & 1) * 8);
-      mma16816(s[0], qa, kb[0], kb[1]);
-      mma16816(s[1], qa, kb[2], kb[3]);
-    }
+    float s[2][4];
+    scores_16x16<HD>(qs, ks + kq * 16 * kLd, lane, s);
     const int key_base = it.key_start + kq * 16;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -514,17 +525,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
     const bf16* vs = ks + kKeys * kLd;
     const bf16* qs = sm.q + rt * 16 * kLd;
 
-    // S (16 rows x 16 keys) = Q K^T over HD / 16 k-steps; n-tile j = keys 8j..8j+7.
-    float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-#pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) {
-      uint32_t qa[4], kb[4];
-      ldmatrix_x4(qa, qs + (lane & 15) * kLd + kk * 16 + (lane >> 4) * 8);
-      ldmatrix_x4(kb,
-                  ks + ((lane & 7) + ((lane >> 4) << 3)) * kLd + kk * 16 + ((lane >> 3) & 1) * 8);
-      mma16816(s[0], qa, kb[0], kb[1]);
-      mma16816(s[1], qa, kb[2], kb[3]);
-    }
+    float s[2][4];
+    scores_16x16<HD>(qs, ks, lane, s);
 
     // Online softmax (base 2) per row; m is uniform over the row's 4 lanes, l stays lane-partial.
     // m is the reference the row's p, l and o use: it moves only when a key exceeds it by more
