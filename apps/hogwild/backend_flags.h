@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/parallel.h"
 #include "engine/model.h"
 #include "model/backend.h"
 #include "model/config.h"
@@ -65,6 +67,11 @@ inline void add_threads_flag(CLI::App* c) {
          if (n < 0)
            throw CLI::ValidationError("--threads",
                                       std::to_string(n) + " is not >= 0 (0 = every core)");
+         if (n > cpu::kMaxThreads)
+           throw CLI::ValidationError(
+               "--threads", std::to_string(n) + " is more than " +
+                                std::to_string(cpu::kMaxThreads) + " (this machine has " +
+                                std::to_string(std::thread::hardware_concurrency()) + " cores)");
          if (n == 0) return;
          setenv("HOGWILD_THREADS", std::to_string(n).c_str(), 1);
          openblas_set_num_threads(n);

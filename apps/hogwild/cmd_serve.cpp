@@ -9,6 +9,7 @@
 // The server listens at once; /health answers 503 while the model loads (progress on stderr) and
 // 200 when it is ready. SIGTERM / Ctrl-C drain: no new requests (503), running ones finish (or
 // are cancelled after --drain-timeout seconds), then the process exits 0.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -34,6 +35,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using server::HttpServer;
+
+// Upper bounds of the server's flags: the HTTP pool starts its threads at once, so a mistyped
+// count must not exhaust the host's processes (a thread each) or memory (a queue slot each).
+constexpr int64_t kMaxHttpThreads = 4096;
+constexpr int64_t kMaxQueue = 100000;
+constexpr int64_t kMaxSessions = 4096;
 
 struct ServeArgs {
   std::string model_dir, host = "127.0.0.1", api_key, api_key_file, model_name, format;
@@ -130,11 +137,15 @@ void serve(ServeArgs a) {
   if (!fs::exists(fs::path(a.model_dir) / "tokenizer.json", ec))
     fail("{}/tokenizer.json is missing; hogwild serve needs the model's tokenizer", a.model_dir);
   if (a.port < 0 || a.port > 65535) fail("--port {}: give 0..65535 (0 = any free port)", a.port);
-  if (a.max_queue < 0) fail("--max-queue must be >= 0 requests");
-  if (a.max_sessions < 1) fail("--max-sessions must be >= 1");
+  if (a.max_queue < 0 || a.max_queue > kMaxQueue)
+    fail("--max-queue must be 0..{} requests, got {}", kMaxQueue, a.max_queue);
+  if (a.max_sessions < 1 || a.max_sessions > kMaxSessions)
+    fail("--max-sessions must be 1..{}, got {}", kMaxSessions, a.max_sessions);
   if (a.max_context < 0) fail("--max-context must be >= 0 tokens (0 = the model's context)");
   if (a.max_body_bytes < 1024) fail("--max-body-bytes must be >= 1024");
-  if (a.threads < 0) fail("--threads must be >= 0 (0 = enough for every admitted request)");
+  if (a.threads < 0 || a.threads > kMaxHttpThreads)
+    fail("--threads must be 0..{} (0 = enough for every admitted request, at most {}), got {}",
+         kMaxHttpThreads, kMaxHttpThreads, a.threads);
   if (a.drain_timeout < 0) fail("--drain-timeout must be >= 0 seconds");
   if (!a.format.empty()) builtin_formatting(a.format);  // throws listing the names
   if (!a.api_key_file.empty()) a.api_key = read_key_file(a.api_key_file);
@@ -146,8 +157,9 @@ void serve(ServeArgs a) {
   o.max_body_bytes = static_cast<size_t>(a.max_body_bytes);
   // Every admitted request may hold a thread (an open stream) while others connect, poll /health
   // or /metrics, or are refused with 429.
-  o.threads = a.threads > 0 ? static_cast<size_t>(a.threads)
-                            : static_cast<size_t>(a.max_queue + a.max_sessions + 16);
+  // Past kMaxHttpThreads, further connections wait in the listen backlog.
+  o.threads = static_cast<size_t>(
+      a.threads > 0 ? a.threads : std::min(a.max_queue + a.max_sessions + 16, kMaxHttpThreads));
   o.log_requests = !a.quiet;
 
   // Signals: SIGTERM / SIGINT only set a flag that the loop below reads (whichever thread the
@@ -234,7 +246,8 @@ void register_serve(CLI::App& app) {
                 "max tokens in a view (default: the model's max_position_embeddings)");
   c->add_option("--max-body-bytes", a->max_body_bytes, "largest request body (default 4 MiB)");
   c->add_option("--threads", a->threads,
-                "HTTP threads (default: --max-queue + --max-sessions + 16)");
+                fmt::format("HTTP threads (default: --max-queue + --max-sessions + 16, at most {})",
+                            kMaxHttpThreads));
   c->add_option("--drain-timeout", a->drain_timeout,
                 "seconds running requests get to finish on SIGTERM (default 30)");
   c->add_option("--served-model-name", a->model_name,

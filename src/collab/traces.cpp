@@ -9,6 +9,7 @@
 
 #include "collab/bookkeeping_backend.h"
 #include "core/error.h"
+#include "cpu/parallel.h"
 #include "hogwild/answer.h"
 #include "hogwild/prompt.h"
 
@@ -114,7 +115,8 @@ void write_all(std::FILE* f, const void* p, size_t bytes, const std::string& wha
 
 GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
                          const chat::ChatTemplate* tmpl, const TextCodec& codec) {
-  if (opt.threads < 1) fail("--threads must be >= 1, got {}", opt.threads);
+  if (opt.threads < 1 || opt.threads > cpu::kMaxThreads)
+    fail("--threads must be 1..{} (one output shard each), got {}", cpu::kMaxThreads, opt.threads);
   if (opt.format != "tokens" && opt.format != "text")
     fail("unknown output format '{}'; use tokens or text", opt.format);
   if (opt.format == "tokens" && codec.vocab_size() > 65536)

@@ -124,10 +124,14 @@ class Pool {
 
 int configured_threads() {
   if (const char* e = std::getenv("HOGWILD_THREADS")) {
-    const int n = std::atoi(e);
-    if (n > 0) return n;
+    const long n = std::strtol(e, nullptr, 10);
+    if (n > kMaxThreads)
+      fail("HOGWILD_THREADS={}: at most {} threads (this machine has {} cores)", e, kMaxThreads,
+           std::thread::hardware_concurrency());
+    if (n > 0) return static_cast<int>(n);
   }
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return static_cast<int>(
+      std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxThreads)));
 }
 
 std::unique_ptr<Pool>& pool_ptr() {
@@ -143,6 +147,9 @@ int num_threads() { return pool().size(); }
 
 void set_num_threads(int n) {
   if (n < 1) fail("set_num_threads: {} threads; give at least 1", n);
+  if (n > kMaxThreads)
+    fail("set_num_threads: {} threads; at most {} (this machine has {} cores)", n, kMaxThreads,
+         std::thread::hardware_concurrency());
   if (n != pool().size()) {
     pool_ptr().reset();
     pool_ptr() = std::make_unique<Pool>(n);

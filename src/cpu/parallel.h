@@ -10,12 +10,18 @@
 
 namespace hogwild::cpu {
 
+/// The most threads the pool takes (set_num_threads, HOGWILD_THREADS, the CLI's --threads); as
+/// llama.cpp's GGML_MAX_N_THREADS. Threads past the cores only slow the loops down, and each one
+/// holds a stack, so a mistyped count must not exhaust the host's processes.
+inline constexpr int kMaxThreads = 512;
+
 /// Threads used by parallel_for (from the first use until set_num_threads):
-/// std::thread::hardware_concurrency(), or HOGWILD_THREADS when set.
+/// std::thread::hardware_concurrency() (at most kMaxThreads), or HOGWILD_THREADS when set.
+/// Throws hogwild::Error when HOGWILD_THREADS is above kMaxThreads.
 int num_threads();
 
 /// Replaces the pool by one of n threads (tests and benchmarks: results must not depend on it).
-/// Throws hogwild::Error for n < 1. PRECONDITION: no parallel_for is running.
+/// Throws hogwild::Error for n < 1 or n > kMaxThreads. PRECONDITION: no parallel_for is running.
 void set_num_threads(int n);
 
 /// Calls fn(i, thread) for every i in [0, n), spread over the pool (the caller takes part);

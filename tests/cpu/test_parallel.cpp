@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/error.h"
 #include "cpu/parallel.h"
 
 namespace hogwild::cpu {
@@ -37,6 +38,19 @@ TEST(ParallelFor, EveryItemOnceInItsOwnJobUnderPreemption) {
       if (hits[static_cast<size_t>(i)].load() != (i < n ? 1 : 0)) ++wrong;
   }
   EXPECT_EQ(wrong.load(), 0);
+  set_num_threads(before);
+}
+
+// A thread count past kMaxThreads (a mistyped --threads 100000 would start that many threads) is
+// refused and leaves the pool as it was; so is 0.
+TEST(ParallelFor, RefusesThreadCountsPastTheLimit) {
+  const int before = num_threads();
+  EXPECT_THROW(set_num_threads(kMaxThreads + 1), Error);
+  EXPECT_THROW(set_num_threads(100000), Error);
+  EXPECT_THROW(set_num_threads(0), Error);
+  EXPECT_EQ(num_threads(), before);
+  set_num_threads(kMaxThreads);  // the limit itself is allowed
+  EXPECT_EQ(num_threads(), kMaxThreads);
   set_num_threads(before);
 }
 

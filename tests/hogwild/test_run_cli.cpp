@@ -71,6 +71,7 @@ TEST(RunCli, BadArgumentsStopWithTheirMessage) {
       {m + "--ctx-size -1 x", "--max-context must be >= 0 tokens"},
       {m + "--n-predict -1 x", "--n-predict must be >= 0 tokens per worker"},
       {m + "-t -2 x", "--threads: -2 is not >= 0"},
+      {m + "-t 100000 x", "--threads: 100000 is more than 512"},
       {m + "--seed -2 x", "--seed: '-2' is not a seed; give a whole number >= 0, or -1 for random"},
       {m + "-f /nonexistent/problem.txt",
        "problem file (-f) '/nonexistent/problem.txt' does not exist"},

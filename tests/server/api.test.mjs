@@ -455,7 +455,12 @@ test('hogwild serve stops on bad arguments with a message, before loading anythi
     [['-m', testModel(), '--port', '70000'], '--port 70000: give 0..65535'],
     [['-m', testModel(), '--api-key-file', '/nonexistent/key'], "--api-key-file: cannot read '/nonexistent/key'"],
     [['-m', testModel(), '--format', 'no-such'], "unknown built-in formatting 'no-such'"],
-    [['-m', testModel(), '--max-sessions', '0'], '--max-sessions must be >= 1'],
+    [['-m', testModel(), '--max-sessions', '0'], '--max-sessions must be 1..4096, got 0'],
+    // Counts that would start a thread or hold a queue slot each are bounded.
+    [['-m', testModel(), '--max-sessions', '100000'], '--max-sessions must be 1..4096, got 100000'],
+    [['-m', testModel(), '--max-queue', '1000000000'], '--max-queue must be 0..100000 requests'],
+    [['-m', testModel(), '--threads', '100000'], '--threads must be 0..4096'],
+    [['-m', testModel(), '--threads', '-1'], '--threads must be 0..4096'],
   ];
   for (const [args, message] of cases) {
     const r = spawnSync(HOGWILD, ['serve', ...args], { encoding: 'utf8', timeout: 30000 });
