@@ -1,6 +1,7 @@
 // Scripted sessions and the trace files (traces.h).
 #include "collab/traces.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -117,6 +118,8 @@ GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
                          const chat::ChatTemplate* tmpl, const TextCodec& codec) {
   if (opt.threads < 1 || opt.threads > cpu::kMaxThreads)
     fail("--threads must be 1..{} (one output shard each), got {}", cpu::kMaxThreads, opt.threads);
+  if (opt.mix.k_min < 2 || opt.mix.k_max < opt.mix.k_min || opt.mix.k_max > 9)
+    fail("--k-max must be {}..9 parts per pack, got {}", std::max(opt.mix.k_min, 2), opt.mix.k_max);
   if (opt.format != "tokens" && opt.format != "text")
     fail("unknown output format '{}'; use tokens or text", opt.format);
   if (opt.format == "tokens" && codec.vocab_size() > 65536)

@@ -191,6 +191,10 @@ bool Session::plan(SessionStep& step, int64_t max_prompt_tokens) {
       if (phase_ != Phase::finisher) return false;
       [[fallthrough]];
     case Phase::finisher:
+      if (opt_.interrupt && opt_.interrupt->load()) {  // as between decode steps
+        abandon_finishers();
+        return false;
+      }
       plan_finisher(step);
       return true;
     default:

@@ -367,6 +367,10 @@ class Session {
   void advance();
   void end_decoding();
   void begin_finisher(int64_t serial_step, bool final);
+  // An interrupt during a finisher: its blocks freed, stop_reason "interrupted", the run ended.
+  void abandon_finishers();
+  // Tokens in finisher f's view (its run's blocks and its own block as written so far).
+  int64_t finisher_view_len(const Finisher& f) const;
   void finalize();
   void start_step(int w, bool first);
   // Opens worker w's step number step+1 in `block` with `text` (queued as step_start feeds).

@@ -48,6 +48,25 @@ void Session::begin_finisher(int64_t serial_step, bool final) {
   }
 }
 
+int64_t Session::finisher_view_len(const Finisher& f) const {
+  int64_t len = 0;
+  for (BlockId b : finisher_view(f.state, f.block, f.worker)) len += be_.block_len(b);
+  return len;
+}
+
+void Session::abandon_finishers() {
+  const bool final = finishers_.empty() || finishers_.front().final;
+  for (Finisher& f : finishers_) {
+    if (f.done) continue;  // its block is already freed
+    be_.free_block(f.block);
+    owned_.erase(std::find(owned_.begin(), owned_.end(), f.block));
+  }
+  finishers_.clear();
+  result_.stop_reason = "interrupted";
+  if (final) return finalize();  // decoding had ended
+  end_decoding();                // a snapshot's finisher: decoding ends here (no final finisher)
+}
+
 void Session::complete_finisher(SessionStep& step, StepReport& rep) {
   rep.phase = StepReport::Phase::finisher;
   result_.finisher_seconds += step.forward_seconds;
@@ -78,8 +97,10 @@ void Session::complete_finisher(SessionStep& step, StepReport& rep) {
       f.done = true;
     } else {
       f.result.continuation += codec_.token_bytes(best);
+      // Also at the context limit: the next forward would put a token past it.
       f.done = ++f.produced >= fmt_.finisher.max_tokens ||
-               finisher_done(f.result.continuation, fmt_.answer.kind);
+               finisher_done(f.result.continuation, fmt_.answer.kind) ||
+               finisher_view_len(f) + 1 > max_context_;
       f.feed = {best};
     }
     if (!f.done) continue;

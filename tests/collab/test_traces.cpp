@@ -124,6 +124,34 @@ TEST(CollabTraces, OneWorkerExampleTrainsTheGeneratedTokens) {
             std::string::npos);
 }
 
+// Out-of-range options stop generate() with a message naming the flag, before any session runs
+// (parts per pack 2..9; threads 1..cpu::kMaxThreads, one output shard each).
+TEST(CollabTraces, OutOfRangeOptionsAreRefused) {
+  auto message = [&](const GenerateOptions& opt) {
+    try {
+      generate(opt, text().fmt, &text().tmpl, text().codec);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  GenerateOptions opt;
+  opt.sessions = 1;
+  opt.prefix = "/nonexistent/dir/traces";  // never reached
+  for (int k_max : {0, 1, 10, 100}) {
+    opt.mix.k_max = k_max;
+    EXPECT_NE(
+        message(opt).find("--k-max must be 2..9 parts per pack, got " + std::to_string(k_max)),
+        std::string::npos)
+        << k_max;
+  }
+  opt.mix.k_max = 8;
+  for (int threads : {0, 100000}) {
+    opt.threads = threads;
+    EXPECT_NE(message(opt).find("--threads must be 1..512"), std::string::npos) << threads;
+  }
+}
+
 TEST(CollabTraces, SegmentsEndTheViewAndCarelessDigitsAreNotTrained) {
   TraceSpec spec;
   spec.k = 6;

@@ -129,6 +129,65 @@ TEST(Scheduler, FinisherEqualsGreedyContinuation) {
   EXPECT_EQ(res.stop_reason, "budget");
 }
 
+// The finisher stops at the context limit: its view never holds more than max_context tokens,
+// and what it wrote is the greedy continuation cut there (the run without a limit, first). An
+// interrupt during the finisher ends the run at once, with no answer.
+TEST(Scheduler, FinisherStopsAtTheContextLimitAndOnInterrupt) {
+  ByteCodec codec;
+  Formatting f = builtin_formatting("plain");
+  f.finisher.max_tokens = 40;
+  struct Watch : Recorder {
+    const Backend* be = nullptr;
+    int64_t longest = 0, forwards = 0;
+    std::function<void()> on_finisher;
+    void on_finisher_forward(const ForwardRecord& r) override {
+      ++forwards;
+      for (const auto& v : r.views) {
+        int64_t len = 0;
+        for (BlockId b : v) len += be->block_len(b);
+        longest = std::max(longest, len);
+      }
+      if (on_finisher) on_finisher();
+    }
+  };
+  auto run = [&](int64_t max_context, std::atomic<bool>* stop, Watch& w) {
+    cpu::CpuBackend be(session_model(qwen3_spec()));
+    SessionOptions opt;
+    opt.n_workers = 1;
+    opt.budget = 9;
+    opt.max_context = max_context;
+    opt.interrupt = stop;
+    ScriptPicker picker({{'a', 'b', kThe, 'c'}});
+    Session s(be, codec, f, opt, picker);
+    w.be = &be;
+    s.set_observer(&w);
+    return s.run(toy_prompt());
+  };
+  Watch free_run;
+  const SessionResult full = run(0, nullptr, free_run);
+  ASSERT_TRUE(full.finisher.has_value());
+  // The finisher's first view: prompt, fed tokens and suffix; it then feeds all but its last token.
+  const int64_t first_view = free_run.longest - (full.finisher->continuation.size() - 1);
+  const int64_t limit = first_view + 3;
+  Watch capped;
+  const SessionResult cut = run(limit, nullptr, capped);
+  ASSERT_TRUE(cut.finisher.has_value());
+  EXPECT_LE(capped.longest, limit);
+  // 4 tokens: views of first_view .. first_view + 3 tokens
+  EXPECT_EQ(cut.finisher->continuation,
+            full.finisher->continuation.substr(
+                0, std::min<size_t>(4, full.finisher->continuation.size())));
+  EXPECT_EQ(cut.stop_reason, "budget");
+
+  std::atomic<bool> stop{false};
+  Watch interrupted;
+  interrupted.on_finisher = [&] { stop = interrupted.forwards == 2; };
+  const SessionResult r = run(0, &stop, interrupted);
+  EXPECT_EQ(r.stop_reason, "interrupted");
+  EXPECT_EQ(interrupted.forwards, 2) << "no finisher forward after the interrupt";
+  EXPECT_FALSE(r.answer.has_value());
+}
+
 // The KV history reads exactly like the text history: prompt, then every promoted step (prefix,
 // text, separator) in finishing order.
 TEST(Scheduler, HistoryBlockReadsLikeTextHistory) {
