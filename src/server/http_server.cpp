@@ -129,14 +129,25 @@ void HttpServer::routes() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  s.set_error_handler(
-      httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
-        if (res.status == 429 || res.status == 503) http_rejected_ += 1;
-        http_errors_ += 1;
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        send_error(res, error_for_status(res.status));
-        return httplib::Server::HandlerResponse::Handled;
-      }));
+  s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                  httplib::Response& res) {
+    if (res.status == 429 || res.status == 503) http_rejected_ += 1;
+    http_errors_ += 1;
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    // cpp-httplib caps form-encoded bodies (curl -d's default Content-Type) at 8192 bytes,
+    // far below --max-body-bytes: say which header to send instead.
+    if (res.status == 413 &&
+        req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
+      send_error(res, ApiError(413, "invalid_request_error",
+                               "bodies sent as application/x-www-form-urlencoded (curl -d's "
+                               "default) are limited to 8192 bytes; send the JSON with "
+                               "'Content-Type: application/json'",
+                               "", "request_too_large"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    send_error(res, error_for_status(res.status));
+    return httplib::Server::HandlerResponse::Handled;
+  }));
   s.set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "unknown error";

@@ -32,6 +32,21 @@ std::string run_err(const std::string& args, int* rc) {
   return slurp(base + ".err");
 }
 
+// A first argument that is no command is named in the error, with the list of commands.
+TEST(RunCli, UnknownCommandIsNamed) {
+  if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild"))
+    GTEST_SKIP() << "hogwild not built";
+  const std::string base = testing::TempDir() + "/hogwild_cli_cmd_" + std::to_string(getpid());
+  const int rc = std::system(
+      (std::string(HOGWILD_BINARY_DIR) + "/hogwild nosuchcmd -m x 2>" + base + ".err >/dev/null")
+          .c_str());
+  EXPECT_NE(rc, 0);
+  const std::string err = slurp(base + ".err");
+  EXPECT_NE(err.find("unknown command 'nosuchcmd'; the commands are make-model, info, generate"),
+            std::string::npos)
+      << err;
+}
+
 TEST(RunCli, BadArgumentsStopWithTheirMessage) {
   if (!fs::exists(std::string(HOGWILD_BINARY_DIR) + "/hogwild"))
     GTEST_SKIP() << "hogwild not built";

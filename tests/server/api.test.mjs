@@ -345,6 +345,17 @@ test('every bad request is a 4xx with an OpenAI-shaped error; /health stays 200'
   const big = await post(chat, JSON.stringify({ ...ok, pad: 'x'.repeat(5 << 20) }));
   assert.equal(big.status, 413);
   assert.equal(big.json.error.code, 'request_too_large');
+  // A JSON body of 20 KB sent as a form (curl -d's default Content-Type) meets cpp-httplib's 8 KiB
+  // cap on forms: the error says which Content-Type to send.
+  const form = await fetch(chat, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: JSON.stringify({ ...ok, pad: 'x'.repeat(20000) }),
+  });
+  assert.equal(form.status, 413);
+  const formErr = (await form.json()).error;
+  assert.equal(formErr.code, 'request_too_large');
+  assert.match(formErr.message, /Content-Type: application\/json/);
   // Unknown route, wrong method.
   const nf = await fetch(`${server.url}/v1/nothing`);
   assert.equal(nf.status, 404);
