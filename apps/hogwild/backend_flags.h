@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
@@ -67,12 +66,9 @@ inline void add_threads_flag(CLI::App* c) {
          if (n < 0)
            throw CLI::ValidationError("--threads",
                                       std::to_string(n) + " is not >= 0 (0 = every core)");
-         if (n > cpu::kMaxThreads)
-           throw CLI::ValidationError(
-               "--threads", std::to_string(n) + " is more than " +
-                                std::to_string(cpu::kMaxThreads) + " (this machine has " +
-                                std::to_string(std::thread::hardware_concurrency()) + " cores)");
          if (n == 0) return;
+         if (const std::string why = cpu::thread_count_problem(n); !why.empty())
+           throw CLI::ValidationError("--threads", why);
          setenv("HOGWILD_THREADS", std::to_string(n).c_str(), 1);
          openblas_set_num_threads(n);
        },

@@ -89,8 +89,8 @@ struct GenerateSummary {
 };
 
 /// Runs opt.sessions scripted sessions on opt.threads (1..cpu::kMaxThreads) threads and writes
-/// their examples. The model
-/// directory gives the tokenizer (codec; nullptr = ByteCodec) and chat template. Deterministic for
+/// their examples. The model directory gives the tokenizer (codec; nullptr = ByteCodec) and chat
+/// template. Deterministic for
 /// (seed, sessions, threads). Throws hogwild::Error when an output file cannot be written, or when
 /// a "tokens" run has ids above 65535. With "text" and several threads the order of the lines
 /// varies from run to run (their set does not).

@@ -1,5 +1,7 @@
 #include "cpu/parallel.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -125,9 +127,7 @@ class Pool {
 int configured_threads() {
   if (const char* e = std::getenv("HOGWILD_THREADS")) {
     const long n = std::strtol(e, nullptr, 10);
-    if (n > kMaxThreads)
-      fail("HOGWILD_THREADS={}: at most {} threads (this machine has {} cores)", e, kMaxThreads,
-           std::thread::hardware_concurrency());
+    if (n > kMaxThreads) fail("HOGWILD_THREADS: {}", thread_count_problem(n));
     if (n > 0) return static_cast<int>(n);
   }
   return static_cast<int>(
@@ -143,13 +143,19 @@ Pool& pool() { return *pool_ptr(); }
 
 }  // namespace
 
+std::string thread_count_problem(int64_t n) {
+  if (n < 1) return fmt::format("{} is not >= 1", n);
+  if (n > kMaxThreads)
+    return fmt::format("{} is more than {} (this machine has {} cores)", n, kMaxThreads,
+                       std::thread::hardware_concurrency());
+  return "";
+}
+
 int num_threads() { return pool().size(); }
 
 void set_num_threads(int n) {
-  if (n < 1) fail("set_num_threads: {} threads; give at least 1", n);
-  if (n > kMaxThreads)
-    fail("set_num_threads: {} threads; at most {} (this machine has {} cores)", n, kMaxThreads,
-         std::thread::hardware_concurrency());
+  if (const std::string why = thread_count_problem(n); !why.empty())
+    fail("set_num_threads: {}", why);
   if (n != pool().size()) {
     pool_ptr().reset();
     pool_ptr() = std::make_unique<Pool>(n);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace hogwild::cpu {
 
@@ -14,6 +15,10 @@ namespace hogwild::cpu {
 /// llama.cpp's GGML_MAX_N_THREADS. Threads past the cores only slow the loops down, and each one
 /// holds a stack, so a mistyped count must not exhaust the host's processes.
 inline constexpr int kMaxThreads = 512;
+
+/// "" when 1 <= n <= kMaxThreads, else what is wrong with n, e.g. "100000 is more than 512 (this
+/// machine has 2 cores)": the one wording of set_num_threads, HOGWILD_THREADS and --threads.
+std::string thread_count_problem(int64_t n);
 
 /// Threads used by parallel_for (from the first use until set_num_threads):
 /// std::thread::hardware_concurrency() (at most kMaxThreads), or HOGWILD_THREADS when set.
