@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "model/quant.h"
+
 namespace hogwild {
 
 /// Supported architectures, by `config.json` `architectures[0]`.
@@ -62,6 +64,8 @@ struct ModelConfig {
   /// with `use_sliding_window: true` are rejected at parse time. A backend must refuse contexts
   /// longer than this window unless it implements the window.
   int64_t sliding_window = 0;
+  /// config.json `quantization_config` (model/quant.h); method none for dense checkpoints.
+  QuantConfig quantization_config;
 
   /// Rotary dimensions per head = head_dim * partial_rotary_factor (even).
   int64_t rotary_dim() const;

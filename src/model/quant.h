@@ -1,0 +1,113 @@
+// Weight formats of linear layers (docs/ARCHITECTURE.md, "Weight formats"): how a checkpoint stores
+// each nn.Linear weight and the one canonical form every backend reads it in. This file is THE
+// place that knows the quantized layouts Hugging Face checkpoints use; the loaders (weights.cpp,
+// cuda_weights.cpp), `hogwild info` and make-model go through it.
+//
+// Formats, from config.json `quantization_config` (transformers/utils/quantization_config.py):
+// - "awq"  (AutoAWQ GEMM, version "gemm"): per linear `qweight` int32 [in, out/8], `qzeros` int32
+//   [in/G, out/8], `scales` fp16 [in/G, out]; eight 4-bit values per int32 in AWQ's interleaved
+//   order (AutoAWQ awq/utils/packing_utils.py: pack order [0,2,4,6,1,3,5,7], so nibble i of a word
+//   holds column 8j + kAwqUnpackOrder[i]); w[o][k] = (q - z) * s with z, s of group k / G.
+// - "gptq" (AutoGPTQ / GPTQModel, 4 bits): `qweight` int32 [in/8, out] packed along the input dim
+//   (nibble i of word [r][o] is input row 8r + i), `qzeros` int32 [in/G, out/8] packed along out,
+//   `scales` fp16 [in/G, out], `g_idx` int32 [in] (group of each input row; not contiguous with
+//   desc_act). checkpoint_format "gptq" (v1) stores zeros minus one: z = stored + 1.
+// - "fp8" (transformers FineGrainedFP8Config): `weight` F8_E4M3 [out, in], `weight_scale_inv` fp32
+//   [ceil(out/bn), ceil(in/bk)] — a multiplier: w = w_fp8 * scale_inv[o / bn][k / bk].
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+namespace hogwild {
+
+/// `quantization_config.quant_method`, as far as hogwild reads it.
+enum class QuantMethod { none, awq, gptq, fp8 };
+
+/// config.json `quantization_config`, parsed and checked (parse_quant_config).
+struct QuantConfig {
+  QuantMethod method = QuantMethod::none;
+  int64_t bits = 0;          // awq/gptq: 4
+  int64_t group_size = 0;    // awq/gptq: input rows per group; gptq -1 is stored as `in` per layer
+  bool zero_point = true;    // awq
+  bool sym = true;           // gptq
+  bool desc_act = false;     // gptq: act-order, g_idx not contiguous
+  bool gptq_v1_zeros = true; // gptq checkpoint_format "gptq" (zeros stored minus one) vs "gptq_v2"
+  int64_t block_n = 0;       // fp8 weight_block_size [block_n, block_k]
+  int64_t block_k = 0;
+  std::vector<std::string> modules_to_not_convert;  // module name fragments left in bf16/f16/f32
+};
+
+/// How one linear layer's weight is stored.
+enum class WeightFormat { dense, int4, fp8 };
+
+/// "dense", "int4", "fp8".
+const char* weight_format_name(WeightFormat f);
+
+/// A 4-bit weight in the one form both AWQ and GPTQ become (unpack_awq, unpack_gptq), for a layer
+/// y = x W^T with W [out, in]:
+///   W[o][perm[j]] = (q(o, j) - zeros[o][j / G]) * scales[o][j / G]
+/// q(o, j) = nibble (j % 8) of packed[o * in / 8 + j / 8] (nibble 0 = bits 0..3), values 0..15.
+/// perm is empty (identity) unless GPTQ act-order reordered the input rows so that each group is
+/// contiguous (a stable sort of g_idx): then column j of the packed matrix is input row perm[j].
+struct Int4Weight {
+  int64_t out = 0, in = 0, group_size = 0;  // in % 8 == 0, in % group_size == 0
+  std::vector<uint32_t> packed;             // (out, in / 8)
+  std::vector<float> scales;                // (out, in / G) fp32 (fp16 values, exact)
+  std::vector<float> zeros;                 // (out, in / G) the zero point as a float (0..16)
+  std::vector<int32_t> perm;                // (in) or empty
+};
+
+/// An FP8 block-scaled weight as stored: W[o][k] = e4m3(w[o * in + k]) * scale_inv[o / bn][k / bk].
+struct Fp8Weight {
+  int64_t out = 0, in = 0, block_n = 0, block_k = 0;
+  std::vector<uint8_t> w;          // (out, in) float8_e4m3fn bits
+  std::vector<float> scale_inv;    // (ceil(out / bn), ceil(in / bk))
+};
+
+/// Parses config.json's `quantization_config` (absent: method none). Throws hogwild::Error naming
+/// the field, its value and what is supported, for: an unknown quant_method, bits other than 4,
+/// a group size that is not -1 or a positive multiple of 16 (awq: 32/64/128), awq version other
+/// than "gemm" or zero_point false, an fp8 fmt other than "e4m3", activation_scheme other than
+/// "dynamic", or weight_block_size not two positive ints.
+QuantConfig parse_quant_config(const nlohmann::json& config_json);
+/// Serialises back to a `quantization_config` object (make-model); null for method none.
+nlohmann::json quant_config_to_json(const QuantConfig& q);
+
+/// The format of linear module `module` (HF module name without ".weight", e.g.
+/// "model.layers.3.self_attn.q_proj"): dense for method none, for lm_head and embeddings, and
+/// for a module named by modules_to_not_convert; else the method's format.
+WeightFormat linear_format(const QuantConfig& q, const std::string& module);
+
+/// Bits of one AWQ word's nibble i hold output column 8j + kAwqUnpackOrder[i] (AutoAWQ's
+/// AWQ_REVERSE_ORDER).
+inline constexpr int kAwqUnpackOrder[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+
+/// AWQ tensors of one layer -> Int4Weight (no perm). qweight (in, out/8), qzeros (in/G, out/8),
+/// scales_f16 (in/G, out) IEEE half bits. Throws hogwild::Error (naming `module`) when out % 8
+/// or in % G is not 0.
+Int4Weight unpack_awq(const int32_t* qweight, const int32_t* qzeros, const uint16_t* scales_f16,
+                      int64_t in, int64_t out, int64_t group_size, const std::string& module);
+
+/// GPTQ tensors of one layer -> Int4Weight. qweight (in/8, out), qzeros (in/G, out/8),
+/// scales_f16 (in/G, out), g_idx (in) or null (= k / G). v1_zeros: z = stored + 1 (format v1).
+/// With g_idx not equal to k / G the rows are sorted by group (stable) and perm is set; throws
+/// hogwild::Error (naming `module`) when a g_idx value is out of range or a group does not hold
+/// exactly G rows.
+Int4Weight unpack_gptq(const int32_t* qweight, const int32_t* qzeros, const uint16_t* scales_f16,
+                       const int32_t* g_idx, int64_t in, int64_t out, int64_t group_size,
+                       bool v1_zeros, const std::string& module);
+
+/// W (out, in) fp32 row-major from an Int4Weight: (q - z) * s, one fp32 multiply per element.
+void dequantize(const Int4Weight& w, float* dst);
+/// W (out, in) fp32 row-major from an Fp8Weight: e4m3 value * scale_inv, one fp32 multiply.
+void dequantize(const Fp8Weight& w, float* dst);
+
+/// float8_e4m3fn bits -> fp32 (exact; 0x7f / 0xff are NaN, no infinities).
+float fp8_e4m3_to_f32(uint8_t b);
+/// fp32 -> float8_e4m3fn, round-to-nearest-even, saturating to +-448 (as torch's .to()).
+uint8_t f32_to_fp8_e4m3(float f);
+
+}  // namespace hogwild
