@@ -39,6 +39,7 @@ bool cuda_device_available() {
 
 CudaBackend::CudaBackend(const ModelWeights& weights, CudaOptions opt)
     : cfg_(weights.config), opt_(opt) {
+  cfg_.quantization_config = QuantConfig{};  // fp32 host weights: dequantized already
   init_common();
   upload_weights(weights);
   size_kv_pool();
@@ -127,6 +128,13 @@ void CudaBackend::size_kv_pool() {
   logits_ = static_cast<float*>(alloc(logit_cap_ * c.vocab_size * 4));
   part_o_ = static_cast<float*>(alloc(E * qd * 4));
   part_ml_ = static_cast<float2*>(alloc(E * c.num_attention_heads * 8));
+  if (quantized_) {  // quant_linear's scratch for the largest projection at T rows
+    int64_t b = 0;
+    for (const DeviceLayer& L : layers_)
+      for (const QuantWeight* q : {&L.qkv_q, &L.o_q, &L.gate_up_q, &L.down_q})
+        if (q->format != WeightFormat::dense) b = std::max(b, quant_scratch_bytes(*q, T));
+    quant_scratch_ = alloc(std::max<int64_t>(b, 256));
+  }
 
   layout_.num_key_value_heads = static_cast<int32_t>(c.num_key_value_heads);
   layout_.head_dim = static_cast<int32_t>(c.head_dim);

@@ -16,6 +16,7 @@
 
 #include "cuda/attention.h"
 #include "cuda/kv_layout.h"
+#include "cuda/quant_gemm.h"
 #include "cuda/rope.h"
 #include "model/backend.h"
 #include "model/block_table.h"
@@ -44,7 +45,9 @@ struct CudaOptions {
   bool show_progress = true;  // loading progress on stderr when it is a terminal
 };
 
-/// bf16 device weights; one fused [q; k; v] and [gate; up] matrix per layer.
+/// bf16 device weights; one fused [q; k; v] and [gate; up] matrix per layer. A projection of a
+/// quantized checkpoint (model/quant.h) is held packed in its QuantWeight (format != dense) and
+/// its bf16 pointer is null.
 struct DeviceLayer {
   __nv_bfloat16* input_layernorm = nullptr;           // (hidden_size)
   __nv_bfloat16* qkv_proj = nullptr;                  // ((heads + 2 kv_heads) head_dim, hidden)
@@ -55,19 +58,24 @@ struct DeviceLayer {
   __nv_bfloat16* post_attention_layernorm = nullptr;  // (hidden_size)
   __nv_bfloat16* gate_up_proj = nullptr;              // (2 intermediate, hidden)
   __nv_bfloat16* down_proj = nullptr;                 // (hidden, intermediate)
+  QuantWeight qkv_q, o_q, gate_up_q, down_q;          // quant_gemm.h; format dense = unused
 };
 
 class CudaBackend : public Backend {
  public:
-  /// Uploads fp32 host weights as bf16. Throws hogwild::Error when no GPU is usable, the model does
+  /// Uploads fp32 host weights as bf16 (a quantized model's weights, dequantized by load_model,
+  /// become a bf16 model: config().quantization_config is cleared). Throws hogwild::Error when no GPU is usable, the model does
   /// not fit in GPU memory, or head_dim is not 64/128.
   explicit CudaBackend(const ModelWeights& weights, CudaOptions opt = {});
   /// Streams DIR's checkpoint (config.json + safetensors, bf16/f16/f32; checked like load_model)
   /// straight to the GPU as bf16, with no fp32 host copy (host memory: 128 MiB of pinned chunks).
+  /// Quantized projections (AWQ/GPTQ int4, FP8) stay packed (quant_gemm.h), one layer's tensors
+  /// at a time on the host.
   /// Throws hogwild::Error for the reasons of load_model (weights.h) and of the constructor above.
   explicit CudaBackend(const std::string& model_dir, CudaOptions opt = {});
   /// Random bf16 weights made on the GPU (uniform, scaled 1/sqrt(fan_in); norms near 1): for
-  /// `hogwild bench` without files.
+  /// `hogwild bench` without files. With config.quantization_config set, the projections are
+  /// random packed weights of that format (random_quant_weight).
   CudaBackend(const ModelConfig& config, uint64_t seed, CudaOptions opt = {});
   ~CudaBackend() override;
 
@@ -108,7 +116,8 @@ class CudaBackend : public Backend {
       int64_t tokens, const std::string& advice = "use fewer workers or a shorter context") const;
   /// For benches and tests: sets block b (empty) to `len` tokens of random K/V (all layers).
   void fill_block_random(BlockId b, int64_t len, uint64_t seed);
-  /// Bytes of weights a decode step reads (every matrix and norm except the embedding table).
+  /// Bytes of weights a decode step reads (every matrix and norm except the embedding table; a
+  /// quantized projection counts its packed words, scales and zero points).
   int64_t weight_bytes_per_step() const;
   /// Bytes of one token's K and V over all layers.
   int64_t kv_bytes_per_token() const;
@@ -130,6 +139,9 @@ class CudaBackend : public Backend {
   void upload_weights(const ModelWeights& w);
   void load_checkpoint(const std::string& model_dir, bool show_progress);
   void random_weights(uint64_t seed);
+  // Quantized projections: the format of each of a layer's four, from cfg_.quantization_config.
+  void set_quant_formats(DeviceLayer& L, int64_t layer) const;
+  void keep_quant(QuantWeight& dst, const QuantWeightHost& h);
   void size_kv_pool();
   void run_layers(int64_t n_tokens, int64_t n_logits, int n_plans);
   int64_t prepare(const ForwardBatch& batch);  // validates, appends, plans, uploads; -> logit rows
@@ -156,6 +168,8 @@ class CudaBackend : public Backend {
   __nv_bfloat16* norm_ = nullptr;     // (hidden)
   __nv_bfloat16* lm_head_ = nullptr;  // (vocab, hidden); == embed_tokens_ when tied
   std::vector<void*> allocations_;
+  bool quantized_ = false;        // some projection is a QuantWeight
+  void* quant_scratch_ = nullptr; // quant_linear's scratch (gathered x, bf16 copy for prefill)
 
   // RoPE table and KV pool.
   float2* rope_table_ = nullptr;

@@ -212,8 +212,8 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
   // Skinny batches fuse each residual add + RMSNorm into the projections around it
   // (skinny_gemm.h SkinnyNormIn): o-proj / down add to x_ and leave h_ = x_ * w and the rows'
   // sums of squares in a ring slot; qkv / gate-up scale their products by the rows' 1 / RMS.
-  const bool fused =
-      gemm_->use_skinny(T, H) && gemm_->use_skinny(T, nh * hd) && gemm_->use_skinny(T, I);
+  const bool fused = !quantized_ && gemm_->use_skinny(T, H) && gemm_->use_skinny(T, nh * hd) &&
+                     gemm_->use_skinny(T, I);
   float* ring = gemm_->norm_ring();
   int producer = 0;  // producer i accumulates into slot i % 3 and zeroes slot (i + 1) % 3
   auto slot_of = [&](int i) { return ring + (i % 3) * kSkinnyMaxRows; };
@@ -233,7 +233,9 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
     bf16* layer_pool = pool_ + l * layout_.layer_elems();
     // attention block (input norm done): qkv (+ bias), (q/k norm), K/V append with RoPE,
     // attention, o-proj; then residual add fused with the post-attention norm
-    if (fused && l > 0)
+    if (L.qkv_q.format != WeightFormat::dense)
+      quant_linear(*gemm_, h_, L.qkv_q, L.qkv_bias, qkv_, T, quant_scratch_, stream_);
+    else if (fused && l > 0)
       skinny_linear(h_, L.qkv_proj, L.qkv_bias, qkv_, nullptr, T, H, qkv_dim_, stream_, norm_in());
     else
       gemm_->linear(h_, L.qkv_proj, qkv_, T, H, qkv_dim_, L.qkv_bias);
@@ -265,11 +267,22 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
       skinny_residual(act_, L.down_proj, T, I, H, residual_out(next_norm), h_, stream_);
       continue;
     }
-    gemm_->linear(attn_, L.o_proj, tmp_, T, nh * hd, H);
+    if (L.o_q.format != WeightFormat::dense)
+      quant_linear(*gemm_, attn_, L.o_q, nullptr, tmp_, T, quant_scratch_, stream_);
+    else
+      gemm_->linear(attn_, L.o_proj, tmp_, T, nh * hd, H);
     add_rmsnorm(x_, tmp_, L.post_attention_layernorm, h_, T, H, eps, stream_);
     // mlp block: gate/up with SwiGLU, down; residual add fused with the next layer's input norm
-    gemm_->linear_swiglu(h_, L.gate_up_proj, gate_up_, act_, T, H, I);
-    gemm_->linear(act_, L.down_proj, tmp_, T, I, H);
+    if (L.gate_up_q.format != WeightFormat::dense) {
+      quant_linear(*gemm_, h_, L.gate_up_q, nullptr, gate_up_, T, quant_scratch_, stream_);
+      swiglu(gate_up_, act_, T, I, stream_);
+    } else {
+      gemm_->linear_swiglu(h_, L.gate_up_proj, gate_up_, act_, T, H, I);
+    }
+    if (L.down_q.format != WeightFormat::dense)
+      quant_linear(*gemm_, act_, L.down_q, nullptr, tmp_, T, quant_scratch_, stream_);
+    else
+      gemm_->linear(act_, L.down_proj, tmp_, T, I, H);
     if (l + 1 < c.num_hidden_layers)
       add_rmsnorm(x_, tmp_, next_norm, h_, T, H, eps, stream_);
     else

@@ -1,4 +1,6 @@
 // CudaBackend weights: allocation, upload of fp32 host weights as bf16, random init on the GPU.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -6,6 +8,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
+#include <optional>
+#include <random>
 
 #include "core/error.h"
 #include "cuda/cuda_backend.h"
@@ -34,7 +39,51 @@ int64_t CudaBackend::weight_bytes_per_step() const {
   const ModelConfig& c = cfg_;
   int64_t n = c.num_hidden_layers * layer_elems(c, qkv_dim_) + c.hidden_size;
   n += c.vocab_size * c.hidden_size;  // lm_head (or the tied embedding, read as lm_head)
-  return n * 2;
+  int64_t bytes = n * 2;
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t qd = c.num_attention_heads * c.head_dim;
+  for (const DeviceLayer& L : layers_) {  // a packed projection replaces its bf16 matrix
+    const std::pair<const QuantWeight*, int64_t> parts[] = {
+        {&L.qkv_q, qkv_dim_ * H}, {&L.o_q, H * qd}, {&L.gate_up_q, 2 * I * H}, {&L.down_q, H * I}};
+    for (const auto& [q, elems] : parts)
+      if (q->format != WeightFormat::dense) bytes += q->bytes() - elems * 2;
+  }
+  return bytes;
+}
+
+void CudaBackend::set_quant_formats(DeviceLayer& L, int64_t layer) const {
+  const ModelConfig& c = cfg_;
+  const QuantConfig& q = c.quantization_config;
+  auto fmt_of = [&](std::initializer_list<const char*> modules) {
+    std::optional<WeightFormat> f;
+    for (const char* m : modules) {
+      const WeightFormat g = linear_format(q, fmt::format("model.layers.{}.{}", layer, m));
+      if (f && *f != g)
+        fail(
+            "layer {}: {} are stored in different formats (modules_to_not_convert names one of "
+            "them); the CUDA backend multiplies them as one matrix; use --device cpu",
+            layer, fmt::join(modules, ", "));
+      f = g;
+    }
+    return *f;
+  };
+  const WeightFormat f_qkv = c.fused_qkv ? fmt_of({"self_attn.qkv_proj"})
+                                         : fmt_of({"self_attn.q_proj", "self_attn.k_proj",
+                                                   "self_attn.v_proj"});
+  const WeightFormat f_gu =
+      c.fused_gate_up ? fmt_of({"mlp.gate_up_proj"}) : fmt_of({"mlp.gate_proj", "mlp.up_proj"});
+  L.qkv_q.format = f_qkv;
+  L.o_q.format = fmt_of({"self_attn.o_proj"});
+  L.gate_up_q.format = f_gu;
+  L.down_q.format = fmt_of({"mlp.down_proj"});
+}
+
+void CudaBackend::keep_quant(QuantWeight& dst, const QuantWeightHost& h) {
+  HOGWILD_CHECK(dst.format == h.format);
+  dst = upload_quant_weight(h, stream_);
+  for (void* p : {static_cast<void*>(dst.w), static_cast<void*>(dst.sz),
+                  static_cast<void*>(dst.perm)})
+    if (p) allocations_.push_back(p);
 }
 
 int64_t CudaBackend::kv_bytes_per_token() const {
@@ -46,6 +95,8 @@ void CudaBackend::alloc_weights() {
   const int64_t H = c.hidden_size, V = c.vocab_size;
   int64_t total = c.num_hidden_layers * layer_elems(c, qkv_dim_) + H + V * H;
   if (!c.tie_word_embeddings) total += V * H;
+  // A quantized checkpoint's packed projections are checked as they are uploaded.
+  if (c.quantization_config.method != QuantMethod::none) total = 0;
   size_t free_b = 0, total_b = 0;
   HOGWILD_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   if (static_cast<double>(total) * 2 > static_cast<double>(free_b))
@@ -67,17 +118,21 @@ void CudaBackend::alloc_weights() {
   embed_tokens_ = alloc(V * H);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     DeviceLayer L;
+    set_quant_formats(L, l);
+    quantized_ = quantized_ || L.qkv_q.format != WeightFormat::dense ||
+                 L.o_q.format != WeightFormat::dense ||
+                 L.gate_up_q.format != WeightFormat::dense || L.down_q.format != WeightFormat::dense;
     L.input_layernorm = alloc(H);
-    L.qkv_proj = alloc(qkv_dim_ * H);
+    if (L.qkv_q.format == WeightFormat::dense) L.qkv_proj = alloc(qkv_dim_ * H);
     if (c.attention_bias) L.qkv_bias = alloc(qkv_dim_);
     if (c.qk_norm) {
       L.q_norm = alloc(c.head_dim);
       L.k_norm = alloc(c.head_dim);
     }
-    L.o_proj = alloc(H * qd);
+    if (L.o_q.format == WeightFormat::dense) L.o_proj = alloc(H * qd);
     L.post_attention_layernorm = alloc(H);
-    L.gate_up_proj = alloc(2 * I * H);
-    L.down_proj = alloc(H * I);
+    if (L.gate_up_q.format == WeightFormat::dense) L.gate_up_proj = alloc(2 * I * H);
+    if (L.down_q.format == WeightFormat::dense) L.down_proj = alloc(H * I);
     layers_.push_back(L);
   }
   norm_ = alloc(H);
@@ -165,16 +220,51 @@ void CudaBackend::random_weights(uint64_t seed) {
   };
   const float aH = 1.0f / std::sqrt(static_cast<float>(H));
   fill(embed_tokens_, V * H, 1.0f, 0.0f);
+  const QuantConfig& q = c.quantization_config;
+  std::mt19937_64 perm_rng(seed);
+  // A packed projection: random words and scales; GPTQ act-order with a random permutation of
+  // the input rows (one per input, as real checkpoints share it).
+  auto quant = [&](QuantWeight& w, int64_t out, int64_t in, const std::vector<int32_t>* perm) {
+    const int64_t group = w.format == WeightFormat::fp8 ? q.block_k
+                          : q.group_size > 0            ? q.group_size
+                                                        : in;
+    w = random_quant_weight(w.format, out, in, group, ++s, stream_);
+    for (void* p : {static_cast<void*>(w.w), static_cast<void*>(w.sz)}) allocations_.push_back(p);
+    if (perm) {
+      HOGWILD_CUDA_CHECK(cudaMalloc(&w.perm, perm->size() * 4));
+      allocations_.push_back(w.perm);
+      HOGWILD_CUDA_CHECK(cudaMemcpyAsync(w.perm, perm->data(), perm->size() * 4,
+                                         cudaMemcpyHostToDevice, stream_));
+      HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+  };
+  auto random_perm = [&](int64_t n) {
+    std::vector<int32_t> p(static_cast<size_t>(n));
+    std::iota(p.begin(), p.end(), 0);
+    std::shuffle(p.begin(), p.end(), perm_rng);
+    return p;
+  };
+  const bool act_order = q.method == QuantMethod::gptq && q.desc_act;
+  for (DeviceLayer& d : layers_) {
+    const std::vector<int32_t> p_h = act_order ? random_perm(H) : std::vector<int32_t>{};
+    const std::vector<int32_t> p_q = act_order ? random_perm(qd) : std::vector<int32_t>{};
+    const std::vector<int32_t> p_i = act_order ? random_perm(I) : std::vector<int32_t>{};
+    if (d.qkv_q.format != WeightFormat::dense) quant(d.qkv_q, qkv_dim_, H, act_order ? &p_h : nullptr);
+    if (d.o_q.format != WeightFormat::dense) quant(d.o_q, H, qd, act_order ? &p_q : nullptr);
+    if (d.gate_up_q.format != WeightFormat::dense)
+      quant(d.gate_up_q, 2 * I, H, act_order ? &p_h : nullptr);
+    if (d.down_q.format != WeightFormat::dense) quant(d.down_q, H, I, act_order ? &p_i : nullptr);
+  }
   for (const DeviceLayer& d : layers_) {
     fill(d.input_layernorm, H, 0.1f, 1.0f);
-    fill(d.qkv_proj, qkv_dim_ * H, aH, 0.0f);
+    if (d.qkv_proj) fill(d.qkv_proj, qkv_dim_ * H, aH, 0.0f);
     if (d.qkv_bias) fill(d.qkv_bias, qkv_dim_, 0.1f, 0.0f);
     if (d.q_norm) fill(d.q_norm, c.head_dim, 0.1f, 1.0f);
     if (d.k_norm) fill(d.k_norm, c.head_dim, 0.1f, 1.0f);
-    fill(d.o_proj, H * qd, 1.0f / std::sqrt(static_cast<float>(qd)), 0.0f);
+    if (d.o_proj) fill(d.o_proj, H * qd, 1.0f / std::sqrt(static_cast<float>(qd)), 0.0f);
     fill(d.post_attention_layernorm, H, 0.1f, 1.0f);
-    fill(d.gate_up_proj, 2 * I * H, aH, 0.0f);
-    fill(d.down_proj, H * I, 1.0f / std::sqrt(static_cast<float>(I)), 0.0f);
+    if (d.gate_up_proj) fill(d.gate_up_proj, 2 * I * H, aH, 0.0f);
+    if (d.down_proj) fill(d.down_proj, H * I, 1.0f / std::sqrt(static_cast<float>(I)), 0.0f);
   }
   fill(norm_, H, 0.1f, 1.0f);
   if (!c.tie_word_embeddings) fill(lm_head_, V * H, aH, 0.0f);
@@ -253,8 +343,55 @@ void CudaBackend::load_checkpoint(const std::string& model_dir, bool show_progre
   const bool tty = show_progress && isatty(2);
   auto last_print = Clock::now();
   int slot = 0;
+  // Quantized projections: unpacked and repacked on the host one tensor at a time; q/k/v and
+  // gate/up wait for their siblings, then go up as one fused matrix.
+  const QuantConfig& qc = c.quantization_config;
+  std::map<std::pair<int64_t, int>, std::vector<std::optional<QuantWeightHost>>> pending;
+  auto put_quant = [&](const CheckedTensor& t) {
+    QuantWeightHost h = t.format == WeightFormat::int4 ? repack_int4(read_int4(t, qc))
+                                                       : repack_fp8(read_fp8(t, qc));
+    DeviceLayer& L = layers_[static_cast<size_t>(t.spec.layer)];
+    auto fused = [&](QuantWeight& dst, int which, int n_parts, int part) {
+      auto& slots = pending[{t.spec.layer, which}];
+      slots.resize(static_cast<size_t>(n_parts));
+      slots[static_cast<size_t>(part)] = std::move(h);
+      std::vector<const QuantWeightHost*> parts;
+      for (const auto& p : slots)
+        if (p) parts.push_back(&*p);
+      if (static_cast<int>(parts.size()) < n_parts) return;
+      keep_quant(dst, concat_rows(parts));
+      pending.erase({t.spec.layer, which});
+    };
+    switch (t.spec.kind) {
+      case TensorKind::q_proj:
+        return fused(L.qkv_q, 0, 3, 0);
+      case TensorKind::k_proj:
+        return fused(L.qkv_q, 0, 3, 1);
+      case TensorKind::v_proj:
+        return fused(L.qkv_q, 0, 3, 2);
+      case TensorKind::gate_proj:
+        return fused(L.gate_up_q, 1, 2, 0);
+      case TensorKind::up_proj:
+        return fused(L.gate_up_q, 1, 2, 1);
+      case TensorKind::qkv_proj:
+        return keep_quant(L.qkv_q, h);
+      case TensorKind::gate_up_proj:
+        return keep_quant(L.gate_up_q, h);
+      case TensorKind::o_proj:
+        return keep_quant(L.o_q, h);
+      case TensorKind::down_proj:
+        return keep_quant(L.down_q, h);
+      default:
+        fail("{}: tensor {} is stored quantized; only linear projections may be", model_dir,
+             t.spec.name);
+    }
+  };
   try {
     for (const CheckedTensor& t : tensors) {
+      if (t.format != WeightFormat::dense) {
+        put_quant(t);
+        continue;
+      }
       bf16* dst = dest(t.spec);
       HOGWILD_CHECK(dst != nullptr);
       const Dtype dt = t.entry->info->dtype;
@@ -323,8 +460,25 @@ uint64_t CudaBackend::weight_fingerprint() const {
       h = (h ^ (x >> 8)) * 1099511628211ull;
     }
   };
+  auto add_quant = [&](const QuantWeight& q) {
+    if (q.format == WeightFormat::dense) return;
+    const int64_t words = (q.bytes() - (q.perm ? q.in * 4 : 0)) / 4;
+    std::vector<uint32_t> w(static_cast<size_t>(words));
+    const int64_t n_sz = q.out * q.n_groups;
+    HOGWILD_CUDA_CHECK(cudaMemcpyAsync(w.data(), q.w, (words - n_sz) * 4, cudaMemcpyDeviceToHost,
+                                       stream_));
+    HOGWILD_CUDA_CHECK(cudaMemcpyAsync(w.data() + (words - n_sz), q.sz, n_sz * 4,
+                                       cudaMemcpyDeviceToHost, stream_));
+    HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (uint32_t x : w)
+      for (int i = 0; i < 4; ++i) h = (h ^ ((x >> (8 * i)) & 0xff)) * 1099511628211ull;
+  };
   add(embed_tokens_, V * H);
   for (const DeviceLayer& d : layers_) {
+    add_quant(d.qkv_q);
+    add_quant(d.o_q);
+    add_quant(d.gate_up_q);
+    add_quant(d.down_q);
     add(d.input_layernorm, H);
     add(d.qkv_proj, qkv_dim_ * H);
     add(d.qkv_bias, qkv_dim_);

@@ -1,0 +1,408 @@
+// Quantized linear kernels (quant_gemm.h). Kernels first, launchers second; the host-side repack
+// is in quant_weights.cpp.
+//
+// Layout of one CTA: 16 W rows (one mma M tile) x NT n-tiles of 8 token rows, the K blocks (128 k)
+// split over kWarps warps. In a block, lane (g = lane / 4, t = lane % 4) holds for u < 4 the eight
+// values k = 32 u + 8 t + e of W rows g and g + 8 (one 16-byte load per row for int4, two for
+// fp8) and of the token rows 8 j + g; the eight values feed two mma.sync m16n8k16 as physical
+// elements 0-3 and 4-7, the same permutation of the 32-wide chunk u for W and x as in the skinny
+// kernel (skinny_gemm.cu), so the dot products are unchanged. Chunk u of a block lies inside one
+// group (groups are multiples of 32), so its fp32 product is multiplied by the group's scale of
+// each row and added to the accumulator.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "cuda/cuda_check.h"
+#include "cuda/gemm.h"
+#include "cuda/quant_gemm.h"
+
+namespace hogwild::cuda {
+namespace {
+
+using bf16 = __nv_bfloat16;
+constexpr int kWarps = 4;
+
+struct QArgs {
+  const bf16* x;     // (n_rows, in)
+  const uint32_t* w;
+  const uint32_t* sz;
+  const bf16* bias;  // (out) or null
+  bf16* y;           // (n_rows, out)
+  int n_rows, in, out, group_size, n_groups, words_per_row, n_blocks;
+};
+
+__device__ __forceinline__ uint4 ld_stream(const uint32_t* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ void mma_bf16(float c[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t mask, uint32_t bits) {
+  uint32_t r;  // (a & mask) | bits
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(r) : "r"(a), "r"(mask), "r"(bits));
+  return r;
+}
+
+__device__ __forceinline__ uint32_t bsub2(uint32_t a, uint32_t b) {
+  __nv_bfloat162 r = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&a),
+                             *reinterpret_cast<__nv_bfloat162*>(&b));
+  return *reinterpret_cast<uint32_t*>(&r);
+}
+
+// One int4 word (nibble p holds k offset kInt4Order[p] = {0,2,4,6,1,3,5,7}[p]) -> the four bf16
+// pairs (k 0,1), (2,3), (4,5), (6,7) of q - z; zz = bf16x2(128 + z, 128 + z). 0x4300 | q is the
+// bf16 number 128 + q, so the subtraction is exact.
+__device__ __forceinline__ void int4_pairs(uint32_t q, uint32_t zz, uint32_t p[4]) {
+  p[0] = bsub2(lop3_and_or(q, 0x000f000fu, 0x43004300u), zz);
+  p[1] = bsub2(lop3_and_or(q >> 4, 0x000f000fu, 0x43004300u), zz);
+  p[2] = bsub2(lop3_and_or(q >> 8, 0x000f000fu, 0x43004300u), zz);
+  p[3] = bsub2(lop3_and_or(q >> 12, 0x000f000fu, 0x43004300u), zz);
+}
+
+// Two e4m3 bytes (bytes 0 and 1 of v) -> bf16x2 of their exact values. The magnitude bits shifted
+// into bf16's exponent/mantissa give the value times 2^-120 (e4m3 subnormals become bf16
+// subnormals); one exact multiply by 2^120 restores it.
+__device__ __forceinline__ uint32_t fp8_pair(uint32_t v) {
+  const uint32_t x = __byte_perm(v, 0u, 0x4140);  // byte 0 -> bits 0-7, byte 1 -> bits 16-23
+  const uint32_t bits = ((x << 8) & 0x80008000u) | ((x << 4) & 0x07f007f0u);
+  const __nv_bfloat162 scale = __floats2bfloat162_rn(0x1p120f, 0x1p120f);
+  __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&bits), scale);
+  return *reinterpret_cast<uint32_t*>(&r);
+}
+
+template <int F>
+struct WBlock;  // one K block of rows g and g + 8, as the lane loads it
+template <>
+struct WBlock<int(WeightFormat::int4)> {
+  uint4 lo, hi;
+};
+template <>
+struct WBlock<int(WeightFormat::fp8)> {
+  uint4 lo[2], hi[2];
+};
+
+template <int F>
+__device__ __forceinline__ void load_block(const QArgs& a, const uint32_t* w_lo,
+                                           const uint32_t* w_hi, int b, int t, WBlock<F>& wb) {
+  if constexpr (F == int(WeightFormat::int4)) {
+    wb.lo = ld_stream(w_lo + b * 16 + 4 * t);
+    wb.hi = ld_stream(w_hi + b * 16 + 4 * t);
+  } else {
+    wb.lo[0] = ld_stream(w_lo + b * 32 + 8 * t);
+    wb.lo[1] = ld_stream(w_lo + b * 32 + 8 * t + 4);
+    wb.hi[0] = ld_stream(w_hi + b * 32 + 8 * t);
+    wb.hi[1] = ld_stream(w_hi + b * 32 + 8 * t + 4);
+  }
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// The A fragments of chunk u (rows lo, hi): a[0..3] for elements 0-3, a[4..7] for 4-7.
+template <int F>
+__device__ __forceinline__ void chunk_fragments(const WBlock<F>& wb, int u, uint32_t zz_lo,
+                                                uint32_t zz_hi, uint32_t a[8]) {
+  if constexpr (F == int(WeightFormat::int4)) {
+    uint32_t pl[4], ph[4];
+    int4_pairs(word(wb.lo, u), zz_lo, pl);
+    int4_pairs(word(wb.hi, u), zz_hi, ph);
+    a[0] = pl[0], a[1] = ph[0], a[2] = pl[1], a[3] = ph[1];
+    a[4] = pl[2], a[5] = ph[2], a[6] = pl[3], a[7] = ph[3];
+  } else {
+    // bytes 8 u .. 8 u + 7 of the lane's 32: words 2 u, 2 u + 1
+    const uint4& l = wb.lo[u / 2];
+    const uint4& h = wb.hi[u / 2];
+    const uint32_t l0 = (u & 1) ? l.z : l.x, l1 = (u & 1) ? l.w : l.y;
+    const uint32_t h0 = (u & 1) ? h.z : h.x, h1 = (u & 1) ? h.w : h.y;
+    a[0] = fp8_pair(l0), a[1] = fp8_pair(h0), a[2] = fp8_pair(l0 >> 16), a[3] = fp8_pair(h0 >> 16);
+    a[4] = fp8_pair(l1), a[5] = fp8_pair(h1), a[6] = fp8_pair(l1 >> 16), a[7] = fp8_pair(h1 >> 16);
+  }
+}
+
+__device__ __forceinline__ float scale_of(uint32_t sz, int F) {
+  if (F == int(WeightFormat::int4)) return __half2float(__ushort_as_half(uint16_t(sz & 0xffffu)));
+  return __uint_as_float(sz);
+}
+
+// grid ceil(out / 16), kWarps * 32 threads. NT n-tiles of 8 token rows (n_rows <= 8 NT).
+template <int F, int NT>
+__global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
+  constexpr int kStages = F == int(WeightFormat::int4) ? 4 : 2;
+  __shared__ float red[kWarps][NT][32][4];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int r_lo = min(int(blockIdx.x) * 16 + g, a.out - 1);
+  const int r_hi = min(int(blockIdx.x) * 16 + g + 8, a.out - 1);
+  const uint32_t* w_lo = a.w + int64_t(r_lo) * a.words_per_row;
+  const uint32_t* w_hi = a.w + int64_t(r_hi) * a.words_per_row;
+  const uint32_t* sz_lo = a.sz + int64_t(r_lo) * a.n_groups;
+  const uint32_t* sz_hi = a.sz + int64_t(r_hi) * a.n_groups;
+
+  WBlock<F> buf[kStages];
+#pragma unroll
+  for (int i = 0; i < kStages; ++i)
+    if (warp + i * kWarps < a.n_blocks) load_block<F>(a, w_lo, w_hi, warp + i * kWarps, t, buf[i]);
+
+  float acc[NT][4];
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;
+
+  for (int base = warp; base < a.n_blocks; base += kStages * kWarps) {
+#pragma unroll
+    for (int i = 0; i < kStages; ++i) {
+      const int b = base + i * kWarps;
+      if (b >= a.n_blocks) break;
+      // x of this block: token rows 8 j + g, k = 128 b + 32 u + 8 t .. + 7
+      uint4 xv[NT][4];
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int row = 8 * j + g;
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const int k = b * 128 + 32 * u + 8 * t;
+          xv[j][u] = make_uint4(0, 0, 0, 0);
+          if (row < a.n_rows && k < a.in)
+            xv[j][u] = __ldg(reinterpret_cast<const uint4*>(a.x + int64_t(row) * a.in + k));
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int grp = min((b * 128 + 32 * u) / a.group_size, a.n_groups - 1);
+        const uint32_t s_lo = __ldg(sz_lo + grp), s_hi = __ldg(sz_hi + grp);
+        const uint32_t zz_lo = (s_lo & 0xffff0000u) | (s_lo >> 16);
+        const uint32_t zz_hi = (s_hi & 0xffff0000u) | (s_hi >> 16);
+        uint32_t af[8];
+        chunk_fragments<F>(buf[i], u, zz_lo, zz_hi, af);
+        const float f_lo = scale_of(s_lo, F), f_hi = scale_of(s_hi, F);
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          mma_bf16(c, af[0], af[1], af[2], af[3], xv[j][u].x, xv[j][u].y);
+          mma_bf16(c, af[4], af[5], af[6], af[7], xv[j][u].z, xv[j][u].w);
+          acc[j][0] += c[0] * f_lo;
+          acc[j][1] += c[1] * f_lo;
+          acc[j][2] += c[2] * f_hi;
+          acc[j][3] += c[3] * f_hi;
+        }
+      }
+      if (b + kStages * kWarps < a.n_blocks)
+        load_block<F>(a, w_lo, w_hi, b + kStages * kWarps, t, buf[i]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) red[warp][j][lane][i] = acc[j][i];
+  __syncthreads();
+  if (warp != 0) return;
+  // c0, c1: W row g, token rows 8 j + 2 t, + 1; c2, c3: W row g + 8.
+  const int o_lo = int(blockIdx.x) * 16 + g, o_hi = o_lo + 8;
+  const float b_lo = a.bias && o_lo < a.out ? __bfloat162float(a.bias[o_lo]) : 0.0f;
+  const float b_hi = a.bias && o_hi < a.out ? __bfloat162float(a.bias[o_hi]) : 0.0f;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    float c[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      c[i] = red[0][j][lane][i];
+#pragma unroll
+      for (int w = 1; w < kWarps; ++w) c[i] += red[w][j][lane][i];
+    }
+    const int t0 = 8 * j + 2 * t;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int tok = t0 + (i & 1), o = i < 2 ? o_lo : o_hi;
+      if (tok < a.n_rows && o < a.out)
+        a.y[int64_t(tok) * a.out + o] = __float2bfloat16(c[i] + (i < 2 ? b_lo : b_hi));
+    }
+  }
+}
+
+// x_perm[r][j] = x[r][perm[j]]
+__global__ void gather_cols_kernel(const bf16* x, const int32_t* perm, bf16* out, int n_rows,
+                                   int in) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= int64_t(n_rows) * in) return;
+  const int64_t r = i / in, j = i % in;
+  out[i] = x[r * in + perm[j]];
+}
+
+// dst (out, in) bf16 in the packed column order.
+__global__ void dequant_kernel(QuantWeight W, bf16* dst) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= W.out * W.in) return;
+  const int64_t o = i / W.in, k = i % W.in;
+  const int64_t b = k / 128, u = (k % 128) / 32, t = (k % 32) / 8, e = k % 8;
+  const uint32_t sz = W.sz[o * W.n_groups + min(k / W.group_size, W.n_groups - 1)];
+  float v;
+  if (W.format == WeightFormat::int4) {
+    const int64_t words = (W.in + 127) / 128 * 16;
+    const uint32_t q = W.w[o * words + b * 16 + 4 * t + u];
+    constexpr int kPos[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // nibble position of k offset e
+    const float qv = float((q >> (4 * kPos[e])) & 0xf);
+    const float z = __bfloat162float(__ushort_as_bfloat16(uint16_t(sz >> 16))) - 128.0f;
+    v = (qv - z) * __half2float(__ushort_as_half(uint16_t(sz & 0xffffu)));
+  } else {
+    const int64_t words = (W.in + 127) / 128 * 32;
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(W.w + o * words + b * 32);
+    const uint32_t byte = bytes[32 * t + 8 * u + e];
+    const uint32_t bits = ((byte & 0x80u) << 24) | ((byte & 0x7fu) << 20);
+    v = __uint_as_float(bits) * 0x1p120f * __uint_as_float(sz);
+  }
+  dst[i] = __float2bfloat16(v);
+}
+
+template <int F>
+void launch_rows(const QArgs& a, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((a.out + 15) / 16)), block(kWarps * 32);
+  if (a.n_rows <= 8)
+    quant_mma_kernel<F, 1><<<grid, block, 0, stream>>>(a);
+  else if (a.n_rows <= 16)
+    quant_mma_kernel<F, 2><<<grid, block, 0, stream>>>(a);
+  else
+    quant_mma_kernel<F, 4><<<grid, block, 0, stream>>>(a);
+  HOGWILD_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+int64_t QuantWeight::bytes() const {
+  const int64_t kb = (in + 127) / 128;
+  const int64_t words = format == WeightFormat::int4 ? kb * 16 : kb * 32;
+  return out * words * 4 + out * n_groups * 4 + (perm ? in * 4 : 0);
+}
+
+int64_t quant_scratch_bytes(const QuantWeight& W, int64_t n_rows) {
+  int64_t b = W.perm ? n_rows * W.in * 2 : 0;
+  if (n_rows > kQuantChunkedRows) b += W.out * W.in * 2;
+  return (b + 255) / 256 * 256;
+}
+
+void dequantize_to_bf16(const QuantWeight& W, bf16* dst, cudaStream_t stream) {
+  const int64_t n = W.out * W.in;
+  dequant_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(W, dst);
+  HOGWILD_CUDA_CHECK(cudaGetLastError());
+}
+
+void quant_linear(Gemm& gemm, const bf16* x, const QuantWeight& W, const bf16* bias, bf16* y,
+                  int64_t n_rows, void* scratch, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(W.format == WeightFormat::int4 || W.format == WeightFormat::fp8);
+  HOGWILD_CUDA_REQUIRE(W.in % 8 == 0 && n_rows >= 1);
+  auto* s = static_cast<uint8_t*>(scratch);
+  if (W.perm) {
+    const int64_t n = n_rows * W.in;
+    auto* xp = reinterpret_cast<bf16*>(s);
+    gather_cols_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+        x, W.perm, xp, static_cast<int>(n_rows), static_cast<int>(W.in));
+    HOGWILD_CUDA_CHECK(cudaGetLastError());
+    x = xp;
+    s += (n * 2 + 255) / 256 * 256;
+  }
+  if (n_rows > kQuantChunkedRows) {
+    auto* wb = reinterpret_cast<bf16*>(s);
+    dequantize_to_bf16(W, wb, stream);
+    gemm.linear(x, wb, y, n_rows, W.in, W.out, bias);
+    return;
+  }
+  QArgs a{};
+  a.w = W.w;
+  a.sz = W.sz;
+  a.bias = bias;
+  a.in = static_cast<int>(W.in);
+  a.out = static_cast<int>(W.out);
+  a.group_size = static_cast<int>(W.group_size);
+  a.n_groups = static_cast<int>(W.n_groups);
+  a.n_blocks = static_cast<int>((W.in + 127) / 128);
+  a.words_per_row = a.n_blocks * (W.format == WeightFormat::int4 ? 16 : 32);
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kQuantMaxRows) {
+    a.x = x + r0 * W.in;
+    a.y = y + r0 * W.out;
+    a.n_rows = static_cast<int>(std::min<int64_t>(kQuantMaxRows, n_rows - r0));
+    if (W.format == WeightFormat::int4)
+      launch_rows<int(WeightFormat::int4)>(a, stream);
+    else
+      launch_rows<int(WeightFormat::fp8)>(a, stream);
+  }
+}
+
+}  // namespace hogwild::cuda
+
+namespace hogwild::cuda {
+namespace {
+
+__device__ __forceinline__ uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Random words (fp8: bit 6 of every byte cleared, |value| < 2, no NaN) and one scale (and zero
+// point 8) for every group.
+__global__ void random_quant_kernel(uint32_t* w, int64_t n_words, uint32_t* sz, int64_t n_sz,
+                                    uint32_t sz_value, uint64_t seed, bool fp8) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n_words) {
+    const uint32_t r = uint32_t(mix64(seed * 0x100000001b3ull + uint64_t(i)));
+    w[i] = fp8 ? (r & 0xbfbfbfbfu) : r;
+  }
+  if (i < n_sz) sz[i] = sz_value;
+}
+
+}  // namespace
+
+QuantWeight random_quant_weight(WeightFormat f, int64_t out, int64_t in, int64_t group_size,
+                                uint64_t seed, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(f == WeightFormat::int4 || f == WeightFormat::fp8);
+  QuantWeight W;
+  W.format = f;
+  W.out = out;
+  W.in = in;
+  W.group_size = group_size;
+  W.n_groups = (in + group_size - 1) / group_size;
+  const int64_t kb = (in + 127) / 128;
+  const int64_t n_words = out * kb * (f == WeightFormat::int4 ? 16 : 32);
+  const int64_t n_sz = out * W.n_groups;
+  auto alloc = [](int64_t bytes) {
+    void* p = nullptr;
+    HOGWILD_CUDA_CHECK(cudaMalloc(&p, static_cast<size_t>(bytes)));
+    return p;
+  };
+  W.w = static_cast<uint32_t*>(alloc(n_words * 4));
+  W.sz = static_cast<uint32_t*>(alloc(n_sz * 4));
+  // int4: (q - 8) s with q uniform in 0..15 has a std of 4.6 s; fp8: |value| < 2, std ~0.6.
+  uint32_t szv;
+  if (f == WeightFormat::int4) {
+    const float s = 1.0f / (4.6f * std::sqrt(float(in)));
+    szv = uint32_t(__half_as_ushort(__float2half(s))) |
+          (uint32_t(__bfloat16_as_ushort(__float2bfloat16(136.0f))) << 16);
+  } else {
+    const float s = 1.0f / (0.6f * std::sqrt(float(in)));
+    szv = std::bit_cast<uint32_t>(s);
+  }
+  const int64_t n = std::max(n_words, n_sz);
+  random_quant_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+      W.w, n_words, W.sz, n_sz, szv, seed, f == WeightFormat::fp8);
+  HOGWILD_CUDA_CHECK(cudaGetLastError());
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return W;
+}
+
+}  // namespace hogwild::cuda
