@@ -1,0 +1,179 @@
+// Quantized projections on the GPU (cuda/quant_gemm.h) against W computed here from the canonical
+// forms' definitions (model/quant.h: Int4Weight, Fp8Weight), for every path of quant_linear: one
+// launch (1..32 rows), 32-row chunks (33..64), the bf16 copy and cuBLAS (> 64), with and without
+// an act-order permutation, group sizes 32 / 64 / 128 / one group, fp8 values including
+// subnormals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/ops.h"
+#include "cuda/gemm.h"
+#include "cuda/quant_gemm.h"
+#include "cuda_test_util.h"
+
+namespace hogwild {
+namespace {
+
+using test::DeviceArray;
+using test::rel_error;
+using test::round_bf16;
+using test::to_bf16;
+using test::to_f32;
+using bf16 = __nv_bfloat16;
+
+// float8_e4m3fn by its definition (OCP FP8 spec): bias 7, subnormals at exponent 0, no infinities.
+float e4m3(uint8_t b) {
+  const int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
+  const float mag = e == 0 ? std::ldexp(float(m) / 8.0f, -6) : std::ldexp(1.0f + m / 8.0f, e - 7);
+  return s ? -mag : mag;
+}
+
+struct Case {
+  Int4Weight w4;
+  Fp8Weight w8;
+  std::vector<float> W;  // (out, in): the dequantized weight, columns in input order
+};
+
+Case int4_case(int64_t out, int64_t in, int64_t G, bool act_order, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Case c;
+  Int4Weight& w = c.w4;
+  w.out = out, w.in = in, w.group_size = G;
+  w.packed.resize(out * in / 8);
+  for (uint32_t& x : w.packed) x = rng();
+  const int64_t ng = in / G;
+  w.scales.resize(out * ng);
+  w.zeros.resize(out * ng);
+  std::uniform_real_distribution<float> us(0.5f, 1.5f);
+  for (int64_t i = 0; i < out * ng; ++i) {
+    // fp16-exact scales (a multiple of 2^-16 below 2)
+    w.scales[i] = std::round(us(rng) / std::sqrt(float(in)) / 4.6f * 65536.0f) / 65536.0f;
+    w.zeros[i] = float(rng() % 17);  // 0..16: GPTQ v1's stored + 1 reaches 16
+  }
+  if (act_order) {
+    w.perm.resize(in);
+    std::iota(w.perm.begin(), w.perm.end(), 0);
+    std::shuffle(w.perm.begin(), w.perm.end(), rng);
+  }
+  c.W.assign(out * in, 0.0f);
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t j = 0; j < in; ++j) {
+      const int q = (w.packed[o * in / 8 + j / 8] >> (4 * (j % 8))) & 15;
+      const float v = (float(q) - w.zeros[o * ng + j / G]) * w.scales[o * ng + j / G];
+      c.W[o * in + (act_order ? w.perm[j] : j)] = v;
+    }
+  return c;
+}
+
+Case fp8_case(int64_t out, int64_t in, int64_t bn, int64_t bk, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Case c;
+  Fp8Weight& w = c.w8;
+  w.out = out, w.in = in, w.block_n = bn, w.block_k = bk;
+  w.w.resize(out * in);
+  for (uint8_t& b : w.w) {
+    do b = uint8_t(rng()); while ((b & 0x7f) == 0x7f);  // no NaN
+    if (rng() % 8 == 0) b &= 0x87;                        // some subnormals and zeros
+  }
+  const int64_t nbn = (out + bn - 1) / bn, nbk = (in + bk - 1) / bk;
+  w.scale_inv.resize(nbn * nbk);
+  std::uniform_real_distribution<float> us(0.5f, 1.5f);
+  for (float& s : w.scale_inv) s = us(rng) / (40.0f * std::sqrt(float(in)));
+  c.W.resize(out * in);
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t k = 0; k < in; ++k)
+      c.W[o * in + k] = e4m3(w.w[o * in + k]) * w.scale_inv[(o / bn) * nbk + k / bk];
+  return c;
+}
+
+void check_linear(const Case& c, WeightFormat f, const std::string& what) {
+  const int64_t out = f == WeightFormat::int4 ? c.w4.out : c.w8.out;
+  const int64_t in = f == WeightFormat::int4 ? c.w4.in : c.w8.in;
+  cuda::QuantWeight W = cuda::upload_quant_weight(
+      f == WeightFormat::int4 ? cuda::repack_int4(c.w4) : cuda::repack_fp8(c.w8), nullptr);
+  // The dequantized copy: bf16 of the fp32 value, exactly (columns in the packed order).
+  {
+    DeviceArray<bf16> d(out * in);
+    cuda::dequantize_to_bf16(W, d.p, nullptr);
+    const std::vector<float> got = to_f32(d.download());
+    int64_t bad = 0;
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t j = 0; j < in; ++j) {
+        const int64_t k = c.w4.perm.empty() || f != WeightFormat::int4 ? j : c.w4.perm[j];
+        bad += got[o * in + j] != round_bf16({c.W[o * in + k]})[0];
+      }
+    EXPECT_EQ(bad, 0) << what << ": dequantize_to_bf16";
+  }
+  cuda::Gemm gemm(nullptr);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t rows : {1, 2, 5, 8, 9, 16, 17, 31, 32, 33, 64, 65, 130}) {
+    std::vector<float> x(rows * in), bias(out);
+    for (float& v : x) v = nd(rng);
+    for (float& v : bias) v = 0.5f * nd(rng);
+    x = round_bf16(x);
+    bias = round_bf16(bias);
+    std::vector<float> want(rows * out);
+    cpu::matmul(x.data(), c.W.data(), bias.data(), want.data(), rows, in, out);
+    DeviceArray<bf16> dx(to_bf16(x)), db(to_bf16(bias)), dy(rows * out);
+    DeviceArray<uint8_t> scratch(cuda::quant_scratch_bytes(W, rows));
+    HOGWILD_CUDA_CHECK(cudaMemset(dy.p, 0xff, rows * out * 2));  // poison (NaN)
+    cuda::quant_linear(gemm, dx.p, W, db.p, dy.p, rows, scratch.p, nullptr);
+    EXPECT_LT(rel_error(to_f32(dy.download()), want), 4e-3) << what << " rows " << rows;
+  }
+  cuda::free_quant_weight(W);
+}
+
+TEST(CudaQuant, Int4LinearMatchesDequantizedWeight) {
+  HOGWILD_REQUIRE_GPU();
+  struct Shape {
+    int64_t out, in, G;
+    bool act_order;
+  };
+  for (const Shape s : {Shape{48, 64, 32, false}, Shape{96, 256, 64, true},
+                        Shape{1040, 4096, 128, false}, Shape{64, 12288, 128, true},
+                        Shape{200, 384, 384, false}, Shape{33, 160, 32, true}}) {
+    const std::string what = "int4 " + std::to_string(s.out) + "x" + std::to_string(s.in) +
+                             " g" + std::to_string(s.G) + (s.act_order ? " act-order" : "");
+    check_linear(int4_case(s.out, s.in, s.G, s.act_order, uint32_t(s.out + s.in)),
+                 WeightFormat::int4, what);
+  }
+}
+
+TEST(CudaQuant, Fp8LinearMatchesDequantizedWeight) {
+  HOGWILD_REQUIRE_GPU();
+  struct Shape {
+    int64_t out, in, bn, bk;
+  };
+  for (const Shape s : {Shape{48, 64, 32, 32}, Shape{300, 512, 128, 128},
+                        Shape{1040, 4096, 128, 128}, Shape{64, 12288, 128, 128},
+                        Shape{130, 200, 128, 128}}) {
+    const std::string what = "fp8 " + std::to_string(s.out) + "x" + std::to_string(s.in) +
+                             " blocks " + std::to_string(s.bn) + "x" + std::to_string(s.bk);
+    check_linear(fp8_case(s.out, s.in, s.bn, s.bk, uint32_t(s.out * 3 + s.in)),
+                 WeightFormat::fp8, what);
+  }
+}
+
+TEST(CudaQuant, RepackRefusesWhatTheKernelCannotRead) {
+  Int4Weight w;
+  w.out = 8, w.in = 48, w.group_size = 16;
+  w.packed.assign(8 * 6, 0u);
+  w.scales.assign(8 * 3, 1.0f);
+  w.zeros.assign(8 * 3, 8.0f);
+  EXPECT_THROW(cuda::repack_int4(w), Error);
+  Fp8Weight f;
+  f.out = 8, f.in = 48, f.block_n = 16, f.block_k = 16;
+  f.w.assign(8 * 48, 0);
+  f.scale_inv.assign(3, 1.0f);
+  EXPECT_THROW(cuda::repack_fp8(f), Error);
+}
+
+}  // namespace
+}  // namespace hogwild
