@@ -290,6 +290,7 @@ ModelConfig parse_model_config_impl(const json& j) {
   c.torch_dtype = present(j, "torch_dtype") ? j["torch_dtype"].get<std::string>()
                   : present(j, "dtype")     ? j["dtype"].get<std::string>()
                                             : "bfloat16";
+  c.quantization_config = parse_quant_config(j);  // model/quant.h; none when absent
   c.bos_token_id = get_int(j, "bos_token_id", -1);
   if (present(j, "eos_token_id")) {
     const json& e = j["eos_token_id"];
@@ -382,6 +383,8 @@ json model_config_to_json(const ModelConfig& c) {
     j["eos_token_id"] = c.eos_token_id;
   j["pad_token_id"] = nullptr;  // Phi3Config defaults to 32000, out of range for small vocabularies
   j["use_cache"] = true;
+  if (c.quantization_config.method != QuantMethod::none)
+    j["quantization_config"] = quant_config_to_json(c.quantization_config);
   return j;
 }
 

@@ -1,5 +1,7 @@
 #include "model/dtype.h"
 
+#include "core/error.h"
+
 namespace hogwild {
 
 const char* dtype_name(Dtype d) {
@@ -10,6 +12,10 @@ const char* dtype_name(Dtype d) {
       return "F16";
     case Dtype::f32:
       return "F32";
+    case Dtype::i32:
+      return "I32";
+    case Dtype::f8_e4m3:
+      return "F8_E4M3";
   }
   return "?";
 }
@@ -22,6 +28,10 @@ const char* dtype_torch_name(Dtype d) {
       return "float16";
     case Dtype::f32:
       return "float32";
+    case Dtype::i32:
+      return "int32";
+    case Dtype::f8_e4m3:
+      return "float8_e4m3fn";
   }
   return "?";
 }
@@ -33,6 +43,10 @@ bool dtype_from_name(const std::string& s, Dtype* out) {
     *out = Dtype::f16;
   else if (s == "F32")
     *out = Dtype::f32;
+  else if (s == "I32")
+    *out = Dtype::i32;
+  else if (s == "F8_E4M3")
+    *out = Dtype::f8_e4m3;
   else
     return false;
   return true;
@@ -84,9 +98,21 @@ uint16_t f32_to_f16(float f) {
   return sign | uint16_t(r >> 13);
 }
 
+namespace {
+[[noreturn]] void not_dense(Dtype d) {
+  fail(
+      "a {} tensor holds no dense values (it is a piece of an AWQ/GPTQ/FP8 layer); a dense weight "
+      "must be BF16, F16 or F32",
+      dtype_name(d));
+}
+}  // namespace
+
 void convert_to_f32(const void* src, Dtype src_type, size_t n, float* dst) {
   const auto* p = static_cast<const unsigned char*>(src);
   switch (src_type) {
+    case Dtype::i32:
+    case Dtype::f8_e4m3:
+      not_dense(src_type);
     case Dtype::f32:
       std::memcpy(dst, p, n * 4);
       break;
@@ -110,6 +136,9 @@ void convert_to_f32(const void* src, Dtype src_type, size_t n, float* dst) {
 void convert_from_f32(const float* src, size_t n, Dtype dst_type, void* dst) {
   auto* p = static_cast<unsigned char*>(dst);
   switch (dst_type) {
+    case Dtype::i32:
+    case Dtype::f8_e4m3:
+      not_dense(dst_type);
     case Dtype::f32:
       std::memcpy(p, src, n * 4);
       break;

@@ -17,7 +17,7 @@ namespace hogwild {
 /// quantized format (model/quant.h) `spec` is still the dense weight ([out, in], name
 /// "<module>.weight") and the entries point at the stored pieces.
 struct CheckedTensor {
-  TensorSpec spec;  // name, kind, expected (dense) shape
+  TensorSpec spec;                 // name, kind, expected (dense) shape
   const Checkpoint::Entry* entry;  // dense: the tensor; int4: qweight; fp8: the F8_E4M3 weight
   WeightFormat format = WeightFormat::dense;
   const Checkpoint::Entry* qzeros = nullptr;     // int4
@@ -32,11 +32,20 @@ Int4Weight read_int4(const CheckedTensor& t, const QuantConfig& q);
 /// The fp8 weight of a checked linear layer (t.format == fp8), copied out of the file.
 Fp8Weight read_fp8(const CheckedTensor& t, const QuantConfig& q);
 
-/// Matches every tensor of model_tensor_specs(c) against the checkpoint by name and shape (dtype is
-/// BF16/F16/F32, checked when the headers were parsed); a linear layer whose linear_format is not
-/// dense is matched by its stored pieces (names, dtypes I32/F16/F8_E4M3/F32, packed shapes). Throws hogwild::Error listing every problem
-/// found: "tensor X: expected shape [a, b], got [c, d]", missing tensors, unexpected tensors
-/// (ignorable ones, see is_ignorable_tensor, are skipped). `model_dir` names the model in messages.
+/// Bytes the checkpoint stores for t: the dense tensor, or every stored piece of a quantized layer.
+uint64_t stored_bytes(const CheckedTensor& t);
+
+/// Matches every tensor of model_tensor_specs(c) against the checkpoint by name, dtype and shape: a
+/// dense tensor is BF16/F16/F32 with the table's shape; a linear layer (a matrix other than
+/// embed_tokens and lm_head) whose linear_format(c.quantization_config, module) is not dense is
+/// matched by its stored pieces (model/quant.h): int4 `<module>.qweight` I32 (AWQ [in, out/8], GPTQ
+/// [in/8, out]), `.qzeros` I32 [in/G, out/8], `.scales` F16 or BF16 [in/G, out], GPTQ `.g_idx` I32
+/// [in] (required with desc_act, else optional); fp8 `.weight` F8_E4M3 [out, in] and
+/// `.weight_scale_inv` F32 or BF16 [ceil(out/bn), ceil(in/bk)]. A fused Phi3 qkv_proj/gate_up_proj
+/// is one quantized layer. Throws hogwild::Error listing every problem found: "tensor X: expected
+/// shape [a, b], got [c, d]", "tensor X: expected dtype I32, got F16", a layer whose shape cannot
+/// hold the format, missing tensors, unexpected tensors (ignorable ones, see is_ignorable_tensor,
+/// are skipped). `model_dir` names the model in messages.
 std::vector<CheckedTensor> check_checkpoint(const ModelConfig& c, const Checkpoint& ck,
                                             const std::string& model_dir);
 

@@ -6,8 +6,9 @@
 // Formats, from config.json `quantization_config` (transformers/utils/quantization_config.py):
 // - "awq"  (AutoAWQ GEMM, version "gemm"): per linear `qweight` int32 [in, out/8], `qzeros` int32
 //   [in/G, out/8], `scales` fp16 [in/G, out]; eight 4-bit values per int32 in AWQ's interleaved
-//   order (AutoAWQ awq/utils/packing_utils.py: pack order [0,2,4,6,1,3,5,7], so nibble i of a word
-//   holds column 8j + kAwqUnpackOrder[i]); w[o][k] = (q - z) * s with z, s of group k / G.
+//   order (AutoAWQ awq/utils/packing_utils.py: pack order AWQ_ORDER [0,2,4,6,1,3,5,7], so nibble i
+//   of word j holds column 8j + AWQ_ORDER[i], and column 8j + t sits in nibble
+//   kAwqUnpackOrder[t] = AWQ_REVERSE_ORDER[t]); w[o][k] = (q - z) * s with z, s of group k / G.
 // - "gptq" (AutoGPTQ / GPTQModel, 4 bits): `qweight` int32 [in/8, out] packed along the input dim
 //   (nibble i of word [r][o] is input row 8r + i), `qzeros` int32 [in/G, out/8] packed along out,
 //   `scales` fp16 [in/G, out], `g_idx` int32 [in] (group of each input row; not contiguous with
@@ -29,16 +30,19 @@ enum class QuantMethod { none, awq, gptq, fp8 };
 /// config.json `quantization_config`, parsed and checked (parse_quant_config).
 struct QuantConfig {
   QuantMethod method = QuantMethod::none;
-  int64_t bits = 0;          // awq/gptq: 4
-  int64_t group_size = 0;    // awq/gptq: input rows per group; gptq -1 is stored as `in` per layer
-  bool zero_point = true;    // awq
-  bool sym = true;           // gptq
-  bool desc_act = false;     // gptq: act-order, g_idx not contiguous
-  bool gptq_v1_zeros = true; // gptq checkpoint_format "gptq" (zeros stored minus one) vs "gptq_v2"
-  int64_t block_n = 0;       // fp8 weight_block_size [block_n, block_k]
+  int64_t bits = 0;           // awq/gptq: 4
+  int64_t group_size = 0;     // awq/gptq: input rows per group; gptq -1 is stored as `in` per layer
+  bool zero_point = true;     // awq
+  bool sym = true;            // gptq
+  bool desc_act = false;      // gptq: act-order, g_idx not contiguous
+  bool gptq_v1_zeros = true;  // gptq checkpoint_format "gptq" (zeros stored minus one) vs "gptq_v2"
+  int64_t block_n = 0;        // fp8 weight_block_size [block_n, block_k]
   int64_t block_k = 0;
   std::vector<std::string> modules_to_not_convert;  // module name fragments left in bf16/f16/f32
 };
+
+/// "none", "awq", "gptq", "fp8" (the config.json quant_method).
+const char* quant_method_name(QuantMethod m);
 
 /// How one linear layer's weight is stored.
 enum class WeightFormat { dense, int4, fp8 };
@@ -63,8 +67,8 @@ struct Int4Weight {
 /// An FP8 block-scaled weight as stored: W[o][k] = e4m3(w[o * in + k]) * scale_inv[o / bn][k / bk].
 struct Fp8Weight {
   int64_t out = 0, in = 0, block_n = 0, block_k = 0;
-  std::vector<uint8_t> w;          // (out, in) float8_e4m3fn bits
-  std::vector<float> scale_inv;    // (ceil(out / bn), ceil(in / bk))
+  std::vector<uint8_t> w;        // (out, in) float8_e4m3fn bits
+  std::vector<float> scale_inv;  // (ceil(out / bn), ceil(in / bk))
 };
 
 /// Parses config.json's `quantization_config` (absent: method none). Throws hogwild::Error naming
@@ -81,9 +85,12 @@ nlohmann::json quant_config_to_json(const QuantConfig& q);
 /// for a module named by modules_to_not_convert; else the method's format.
 WeightFormat linear_format(const QuantConfig& q, const std::string& module);
 
-/// Bits of one AWQ word's nibble i hold output column 8j + kAwqUnpackOrder[i] (AutoAWQ's
-/// AWQ_REVERSE_ORDER).
+/// Output column 8j + t of an AWQ word j sits in nibble kAwqUnpackOrder[t] (bits 4*that..+3):
+/// AutoAWQ's AWQ_REVERSE_ORDER, the inverse of the pack order kAwqPackOrder (nibble i holds column
+/// 8j + kAwqPackOrder[i]). Source: AutoAWQ awq/utils/packing_utils.py (unpack_awq,
+/// reverse_awq_order) and awq/modules/linear/gemm.py (WQLinear_GEMM.from_linear, order_map).
 inline constexpr int kAwqUnpackOrder[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+inline constexpr int kAwqPackOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
 /// AWQ tensors of one layer -> Int4Weight (no perm). qweight (in, out/8), qzeros (in/G, out/8),
 /// scales_f16 (in/G, out) IEEE half bits. Throws hogwild::Error (naming `module`) when out % 8
@@ -99,6 +106,17 @@ Int4Weight unpack_awq(const int32_t* qweight, const int32_t* qzeros, const uint1
 Int4Weight unpack_gptq(const int32_t* qweight, const int32_t* qzeros, const uint16_t* scales_f16,
                        const int32_t* g_idx, int64_t in, int64_t out, int64_t group_size,
                        bool v1_zeros, const std::string& module);
+
+/// unpack_awq / unpack_gptq with the scales already in fp32 (from F16 or BF16 `scales` tensors;
+/// read_int4 uses these). Same shapes and errors.
+Int4Weight unpack_awq(const int32_t* qweight, const int32_t* qzeros, const float* scales,
+                      int64_t in, int64_t out, int64_t group_size, const std::string& module);
+Int4Weight unpack_gptq(const int32_t* qweight, const int32_t* qzeros, const float* scales,
+                       const int32_t* g_idx, int64_t in, int64_t out, int64_t group_size,
+                       bool v1_zeros, const std::string& module);
+
+/// The group size of a layer with `in` input rows: q.group_size, or `in` for GPTQ's -1.
+int64_t layer_group_size(const QuantConfig& q, int64_t in);
 
 /// W (out, in) fp32 row-major from an Int4Weight: (q - z) * s, one fp32 multiply per element.
 void dequantize(const Int4Weight& w, float* dst);

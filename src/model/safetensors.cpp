@@ -56,8 +56,9 @@ TensorInfo parse_tensor_entry(const std::string& name, const json& e, const std:
   const std::string& dts = dt->get_ref<const std::string&>();
   if (!dtype_from_name(dts, &t.dtype))
     fail(
-        "{}: tensor '{}' has dtype {}; hogwild reads BF16, F16 and F32 tensors only (quantized "
-        "checkpoints such as AWQ/GPTQ/FP8 are not supported yet): use the model's bf16 release",
+        "{}: tensor '{}' has dtype {}; hogwild reads BF16, F16 and F32 tensors, and I32/F8_E4M3 "
+        "in AWQ/GPTQ int4 and FP8 checkpoints (other quantizations are not supported): use the "
+        "model's bf16 release",
         label, name, dts.substr(0, 32));
   auto sh = e.find("shape");
   if (sh == e.end() || !sh->is_array())

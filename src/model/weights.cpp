@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include "core/error.h"
@@ -19,14 +20,6 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string name_list(const std::vector<std::string>& v) {
-  constexpr size_t kShow = 6;
-  std::string s;
-  for (size_t i = 0; i < v.size() && i < kShow; ++i) s += (i ? ", " : "") + v[i];
-  if (v.size() > kShow) s += fmt::format(", ... and {} more", v.size() - kShow);
-  return s;
-}
-
 // A run of elements to convert: n elements of type `dt` at src -> fp32 at dst.
 struct Piece {
   const uint8_t* src;
@@ -36,43 +29,6 @@ struct Piece {
 };
 
 }  // namespace
-
-std::vector<CheckedTensor> check_checkpoint(const ModelConfig& c, const Checkpoint& ck,
-                                            const std::string& model_dir) {
-  std::vector<CheckedTensor> out;
-  std::vector<std::string> problems, missing, unexpected;
-  std::vector<TensorSpec> specs = model_tensor_specs(c);
-  std::map<std::string, bool> expected;
-  for (TensorSpec& s : specs) {
-    expected[s.name] = true;
-    const Checkpoint::Entry* e = ck.find(s.name);
-    if (!e) {
-      missing.push_back(s.name);
-      continue;
-    }
-    if (e->info->shape != s.shape)
-      problems.push_back(fmt::format("tensor {}: expected shape {}, got {}", s.name,
-                                     shape_str(s.shape), shape_str(e->info->shape)));
-    out.push_back(CheckedTensor{std::move(s), e});
-  }
-  for (const auto& [name, e] : ck.tensors())
-    if (!expected.count(name) && !is_ignorable_tensor(c, name)) unexpected.push_back(name);
-  if (!missing.empty())
-    problems.push_back(fmt::format("{} missing tensor(s): {}", missing.size(), name_list(missing)));
-  if (!unexpected.empty())
-    problems.push_back(
-        fmt::format("{} unexpected tensor(s): {}", unexpected.size(), name_list(unexpected)));
-  if (!problems.empty()) {
-    std::string msg = fmt::format("{}: the weights do not match config.json ({}, {} layers)",
-                                  model_dir, arch_hf_name(c.arch), c.num_hidden_layers);
-    for (const std::string& p : problems) msg += "; " + p;
-    msg +=
-        "; check that config.json and the safetensors files belong to the same model (re-download "
-        "the directory)";
-    throw Error(msg);
-  }
-  return out;
-}
 
 std::vector<TensorDestination> tensor_destinations(ModelWeights& w, const TensorSpec& s) {
   LayerWeights* L = s.layer >= 0 ? &w.layers.at(size_t(s.layer)) : nullptr;
@@ -138,13 +94,21 @@ ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt) {
   std::vector<CheckedTensor> tensors = check_checkpoint(c, ck, model_dir);
   for (const auto& f : ck.files()) f->prefetch();
 
-  // Allocate every destination and cut the tensors into pieces (<= 4M elements each, so threads
-  // share big tensors and progress moves smoothly).
+  // Allocate every destination and cut the dense tensors into pieces (<= 4M elements each, so
+  // threads share big tensors and progress moves smoothly). A quantized layer is one job: unpack,
+  // dequantize to fp32 (model/quant.h), then split like a dense tensor (fused Phi3 tensors).
   w.layers.resize(size_t(c.num_hidden_layers));
   std::vector<Piece> pieces;
+  std::vector<const CheckedTensor*> quantized;
   uint64_t total_bytes = 0;
   constexpr size_t kChunk = size_t(1) << 22;
   for (const CheckedTensor& t : tensors) {
+    total_bytes += stored_bytes(t);
+    if (t.format != WeightFormat::dense) {
+      for (const TensorDestination& d : tensor_destinations(w, t.spec)) d.field->resize(d.elements);
+      quantized.push_back(&t);
+      continue;
+    }
     const Dtype dt = t.entry->info->dtype;
     const uint8_t* src = t.entry->file->data(*t.entry->info);
     for (const TensorDestination& d : tensor_destinations(w, t.spec)) {
@@ -155,12 +119,35 @@ ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt) {
       }
       src += d.elements * dtype_size(dt);
     }
-    total_bytes += t.entry->info->nbytes();
   }
+  auto dequantize_layer = [&](const CheckedTensor& t) {
+    std::vector<float> full(size_t(t.spec.shape[0] * t.spec.shape[1]));
+    if (t.format == WeightFormat::int4)
+      dequantize(read_int4(t, c.quantization_config), full.data());
+    else
+      dequantize(read_fp8(t, c.quantization_config), full.data());
+    size_t off = 0;
+    for (const TensorDestination& d : tensor_destinations(w, t.spec)) {
+      std::copy(full.begin() + std::ptrdiff_t(off), full.begin() + std::ptrdiff_t(off + d.elements),
+                d.field->begin());
+      off += d.elements;
+    }
+  };
 
-  std::atomic<size_t> next{0};
+  std::atomic<size_t> next{0}, next_quantized{0};
   std::atomic<uint64_t> done_bytes{0};
+  std::mutex error_mutex;
+  std::string error;  // the first hogwild::Error of a worker thread, rethrown after the join
   auto work = [&] {
+    for (size_t i; (i = next_quantized.fetch_add(1)) < quantized.size();) {
+      try {
+        dequantize_layer(*quantized[i]);
+      } catch (const Error& e) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (error.empty()) error = e.what();
+      }
+      done_bytes.fetch_add(stored_bytes(*quantized[i]));
+    }
     for (size_t i; (i = next.fetch_add(1)) < pieces.size();) {
       const Piece& p = pieces[i];
       convert_to_f32(p.src, p.dt, p.n, p.dst);
@@ -190,12 +177,21 @@ ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt) {
   for (std::thread& t : threads) t.join();
   finished = true;
   if (progress.joinable()) progress.join();
+  if (!error.empty()) {
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    fail("{}: {}", model_dir, error);
+  }
   if (opt.show_progress) {
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
     std::fprintf(stderr,
-                 "%sloaded %s: %s, %.3fB parameters, %.2f GiB from %zu file%s in %.2f s "
+                 "%sloaded %s: %s%s, %.3fB parameters, %.2f GiB from %zu file%s in %.2f s "
                  "(%.2f GiB/s)\n",
                  tty ? "\r\033[K" : "", model_dir.c_str(), arch_hf_name(c.arch),
+                 c.quantization_config.method == QuantMethod::none
+                     ? ""
+                     : fmt::format(" ({}, dequantized to fp32)",
+                                   quant_method_name(c.quantization_config.method))
+                           .c_str(),
                  double(c.num_parameters()) / 1e9, double(total_bytes) / kGiB, n_files,
                  n_files == 1 ? "" : "s", s, s > 0 ? double(total_bytes) / kGiB / s : 0.0);
   }

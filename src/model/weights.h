@@ -1,7 +1,7 @@
 // Model weights in fp32 on the host, one field per HF tensor (the HF names live in one table in
 // tensor_names.cpp). Matrices are row-major [out_features, in_features] exactly as stored by HF
 // (y = x W^T). Fused Phi3 tensors (qkv_proj, gate_up_proj) are split at load into q/k/v and
-// gate/up.
+// gate/up. Quantized checkpoints (model/quant.h) are dequantized to fp32 at load.
 #pragma once
 
 #include <string>
@@ -54,8 +54,11 @@ struct LoadOptions {
 };
 
 /// Loads DIR (config.json + model.safetensors or sharded index). Checks every tensor's name, dtype
-/// (BF16/F16/F32) and shape against the architecture's table. Throws hogwild::Error naming the file
-/// or tensor, expected and actual value, and what to do.
+/// (BF16/F16/F32) and shape against the architecture's table (check_checkpoint, model/loader.h).
+/// Linear layers stored as AWQ/GPTQ int4 or FP8 (config.json quantization_config) are dequantized
+/// to fp32 here (model/quant.h: dequantize), so the weights are those the checkpoint defines and a
+/// backend sees no difference. Throws hogwild::Error naming the file or tensor, expected and actual
+/// value, and what to do.
 ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt = {});
 
 }  // namespace hogwild

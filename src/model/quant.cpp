@@ -1,0 +1,476 @@
+// Weight formats of linear layers (model/quant.h): quantization_config parsing, AWQ/GPTQ int4
+// unpacking into the canonical Int4Weight, FP8 e4m3 conversion, dequantization to fp32.
+// Sources (cited per function): AutoAWQ awq/utils/packing_utils.py and awq/modules/linear/gemm.py;
+// AutoGPTQ auto_gptq/nn_modules/qlinear (pack, dequantize) and GPTQModel gptqmodel/utils/model.py
+// (convert_gptq_v1_to_v2_format); transformers utils/quantization_config.py,
+// integrations/awq.py, integrations/finegrained_fp8.py, quantizers/quantizer_finegrained_fp8.py;
+// c10/util/Float8_e4m3fn.h (torch float8_e4m3fn).
+#include "model/quant.h"
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model/dtype.h"
+
+namespace hogwild {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kQc = "config.json: quantization_config";
+
+bool present(const json& j, const char* key) { return j.contains(key) && !j[key].is_null(); }
+
+int64_t q_int(const json& j, const char* key, int64_t def) {
+  if (!present(j, key)) return def;
+  const json& v = j[key];
+  if (!v.is_number_integer())
+    fail("{}.{} = {} must be an integer", kQc, key, v.dump().substr(0, 64));
+  return v.get<int64_t>();
+}
+
+bool q_bool(const json& j, const char* key, bool def) {
+  if (!present(j, key)) return def;
+  const json& v = j[key];
+  if (!v.is_boolean()) fail("{}.{} = {} must be true or false", kQc, key, v.dump().substr(0, 64));
+  return v.get<bool>();
+}
+
+std::string q_string(const json& j, const char* key, const char* def) {
+  if (!present(j, key)) return def;
+  const json& v = j[key];
+  if (!v.is_string()) fail("{}.{} = {} must be a string", kQc, key, v.dump().substr(0, 64));
+  return v.get<std::string>();
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<std::string> q_module_list(const json& j) {
+  std::vector<std::string> out;
+  if (!present(j, "modules_to_not_convert")) return out;
+  const json& v = j["modules_to_not_convert"];
+  if (!v.is_array())
+    fail("{}.modules_to_not_convert = {} must be null or a list of module names", kQc,
+         v.dump().substr(0, 64));
+  for (const json& m : v) {
+    if (!m.is_string())
+      fail("{}.modules_to_not_convert entry {} must be a string", kQc, m.dump().substr(0, 64));
+    out.push_back(m.get<std::string>());
+  }
+  return out;
+}
+
+void check_bits(const json& j, const char* method) {
+  const int64_t bits = q_int(j, "bits", 4);
+  if (bits != 4)
+    fail("{}.bits = {} is not supported; hogwild reads 4-bit {} checkpoints only", kQc, bits,
+         method);
+}
+
+QuantConfig parse_awq(const json& j) {
+  // transformers AwqConfig (utils/quantization_config.py); AutoAWQ writes version "gemm".
+  QuantConfig q;
+  q.method = QuantMethod::awq;
+  check_bits(j, "AWQ");
+  q.bits = 4;
+  q.group_size = q_int(j, "group_size", 128);
+  if (q.group_size != 32 && q.group_size != 64 && q.group_size != 128)
+    fail(
+        "{}.group_size = {} is not supported for AWQ; use a checkpoint with group size 32, 64 "
+        "or 128",
+        kQc, q.group_size);
+  q.zero_point = q_bool(j, "zero_point", true);
+  if (!q.zero_point)
+    fail(
+        "{}.zero_point = false is not supported; hogwild reads AWQ with zero points (the AutoAWQ "
+        "default)",
+        kQc);
+  const std::string version = q_string(j, "version", "gemm");
+  if (lower(version) != "gemm")
+    fail(
+        "{}.version = \"{}\" is not supported; hogwild reads AWQ version \"gemm\" (GEMV, exllama "
+        "and ipex layouts are not read)",
+        kQc, version.substr(0, 32));
+  q.modules_to_not_convert = q_module_list(j);
+  return q;
+}
+
+QuantConfig parse_gptq(const json& j) {
+  // transformers GPTQConfig; GPTQModel/AutoGPTQ quantize_config.json fields.
+  QuantConfig q;
+  q.method = QuantMethod::gptq;
+  check_bits(j, "GPTQ");
+  q.bits = 4;
+  q.group_size = q_int(j, "group_size", 128);
+  if (q.group_size != -1 && (q.group_size <= 0 || q.group_size % 16 != 0))
+    fail(
+        "{}.group_size = {} is not supported for GPTQ; use -1 (one group per layer) or a positive "
+        "multiple of 16",
+        kQc, q.group_size);
+  q.desc_act = q_bool(j, "desc_act", false);
+  q.sym = q_bool(j, "sym", true);
+  const std::string fmt = q_string(j, "checkpoint_format", "gptq");
+  if (fmt == "gptq")
+    q.gptq_v1_zeros = true;
+  else if (fmt == "gptq_v2")
+    q.gptq_v1_zeros = false;
+  else
+    fail(
+        "{}.checkpoint_format = \"{}\" is not supported; hogwild reads \"gptq\" and \"gptq_v2\" "
+        "(marlin, bitblas and other repacked layouts are not read)",
+        kQc, fmt.substr(0, 32));
+  if (q_bool(j, "lm_head", false))
+    fail(
+        "{}.lm_head = true (a quantized lm_head) is not supported; use a checkpoint with a dense "
+        "lm_head",
+        kQc);
+  if (present(j, "dynamic") && !(j["dynamic"].is_object() && j["dynamic"].empty()))
+    fail("{}.dynamic = {} (per-module GPTQ settings) is not supported", kQc,
+         j["dynamic"].dump().substr(0, 64));
+  q.modules_to_not_convert = q_module_list(j);
+  return q;
+}
+
+QuantConfig parse_fp8(const json& j) {
+  // transformers FineGrainedFP8Config.
+  QuantConfig q;
+  q.method = QuantMethod::fp8;
+  const std::string fmt = q_string(j, "fmt", "e4m3");
+  if (fmt != "e4m3")
+    fail("{}.fmt = \"{}\" is not supported; hogwild reads FP8 \"e4m3\" (float8_e4m3fn)", kQc,
+         fmt.substr(0, 32));
+  const std::string act = q_string(j, "activation_scheme", "dynamic");
+  if (act != "dynamic")
+    fail(
+        "{}.activation_scheme = \"{}\" is not supported; hogwild reads \"dynamic\" (no stored "
+        "activation scales)",
+        kQc, act.substr(0, 32));
+  q.block_n = q.block_k = 128;
+  if (present(j, "weight_block_size")) {
+    const json& b = j["weight_block_size"];
+    if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer() ||
+        b[0].get<int64_t>() <= 0 || b[1].get<int64_t>() <= 0)
+      fail(
+          "{}.weight_block_size = {} is not supported; it must be two positive integers [n, k] "
+          "(per-tensor FP8 is not read)",
+          kQc, b.dump().substr(0, 64));
+    q.block_n = b[0].get<int64_t>();
+    q.block_k = b[1].get<int64_t>();
+  } else {
+    fail(
+        "{}.weight_block_size is missing; hogwild reads block-scaled FP8 checkpoints only "
+        "(weight_block_size [n, k])",
+        kQc);
+  }
+  q.modules_to_not_convert = q_module_list(j);
+  return q;
+}
+
+// `module` with every run of digits replaced by "*" (transformers' fp8 replace_with_fp8_linear
+// matches modules_to_not_convert against this form).
+std::string digits_to_star(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(s[i]))) {
+      out += '*';
+      while (i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1]))) ++i;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+uint32_t nibble(uint32_t word, int i) { return (word >> (4 * i)) & 15u; }
+
+void check_int4_shape(int64_t in, int64_t out, int64_t g, const std::string& module) {
+  if (in <= 0 || out <= 0 || g <= 0 || in % 8 != 0 || out % 8 != 0 || in % g != 0)
+    fail(
+        "{}: a 4-bit layer needs in_features ({}) and out_features ({}) multiples of 8 and a "
+        "group size ({}) dividing in_features; the checkpoint does not fit its config",
+        module, in, out, g);
+}
+
+std::vector<float> f16_scales(const uint16_t* s, size_t n) {
+  std::vector<float> f(n);
+  for (size_t i = 0; i < n; ++i) f[i] = f16_to_f32(s[i]);
+  return f;
+}
+
+}  // namespace
+
+const char* quant_method_name(QuantMethod m) {
+  switch (m) {
+    case QuantMethod::none:
+      return "none";
+    case QuantMethod::awq:
+      return "awq";
+    case QuantMethod::gptq:
+      return "gptq";
+    case QuantMethod::fp8:
+      return "fp8";
+  }
+  return "?";
+}
+
+const char* weight_format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::dense:
+      return "dense";
+    case WeightFormat::int4:
+      return "int4";
+    case WeightFormat::fp8:
+      return "fp8";
+  }
+  return "?";
+}
+
+QuantConfig parse_quant_config(const json& config_json) {
+  if (!config_json.is_object() || !present(config_json, "quantization_config")) return {};
+  const json& j = config_json["quantization_config"];
+  if (!j.is_object()) fail("{} = {} must be an object", kQc, j.dump().substr(0, 64));
+  if (!present(j, "quant_method") || !j["quant_method"].is_string())
+    fail(
+        "{} has no \"quant_method\" string; hogwild reads quant_method \"awq\", \"gptq\" and "
+        "\"fp8\"",
+        kQc);
+  const std::string m = j["quant_method"].get<std::string>();
+  if (m == "awq") return parse_awq(j);
+  if (m == "gptq") return parse_gptq(j);
+  if (m == "fp8") return parse_fp8(j);
+  fail(
+      "{}.quant_method = \"{}\" is not supported; hogwild reads \"awq\" (GEMM), \"gptq\" (4-bit) "
+      "and \"fp8\" (block-scaled e4m3); use one of those or the model's bf16 release",
+      kQc, m.substr(0, 32));
+}
+
+json quant_config_to_json(const QuantConfig& q) {
+  auto modules = [&]() -> json {
+    return q.modules_to_not_convert.empty() ? json(nullptr) : json(q.modules_to_not_convert);
+  };
+  switch (q.method) {
+    case QuantMethod::none:
+      return nullptr;
+    case QuantMethod::awq:  // as AutoAWQ / transformers AwqConfig.to_dict write it
+      return {{"quant_method", "awq"},      {"bits", q.bits},
+              {"group_size", q.group_size}, {"zero_point", q.zero_point},
+              {"version", "gemm"},          {"modules_to_not_convert", modules()}};
+    case QuantMethod::gptq: {  // as GPTQModel's quantize_config.json
+      json j = {{"quant_method", "gptq"},
+                {"bits", q.bits},
+                {"group_size", q.group_size},
+                {"desc_act", q.desc_act},
+                {"sym", q.sym},
+                {"lm_head", false},
+                {"static_groups", false},
+                {"true_sequential", true},
+                {"checkpoint_format", q.gptq_v1_zeros ? "gptq" : "gptq_v2"}};
+      if (!q.modules_to_not_convert.empty()) j["modules_to_not_convert"] = q.modules_to_not_convert;
+      return j;
+    }
+    case QuantMethod::fp8: {  // as transformers FineGrainedFP8Config
+      json j = {{"quant_method", "fp8"},
+                {"fmt", "e4m3"},
+                {"activation_scheme", "dynamic"},
+                {"weight_block_size", {q.block_n, q.block_k}}};
+      if (!q.modules_to_not_convert.empty()) j["modules_to_not_convert"] = q.modules_to_not_convert;
+      return j;
+    }
+  }
+  return nullptr;
+}
+
+WeightFormat linear_format(const QuantConfig& q, const std::string& module) {
+  if (q.method == QuantMethod::none) return WeightFormat::dense;
+  // transformers keeps the output head and the embeddings in full precision for every method
+  // (get_keys_to_not_convert / replace_with_fp8_linear add "lm_head").
+  if (module == "lm_head" || module.ends_with(".lm_head") ||
+      module.find("embed_tokens") != std::string::npos)
+    return WeightFormat::dense;
+  // A fragment names a module when it is a substring of its name (integrations/awq.py
+  // replace_with_awq_linear), or of the name with digit runs as "*" (finegrained_fp8.py).
+  const std::string starred = digits_to_star(module);
+  for (const std::string& f : q.modules_to_not_convert)
+    if (!f.empty() && (module.find(f) != std::string::npos || starred.find(f) != std::string::npos))
+      return WeightFormat::dense;
+  return q.method == QuantMethod::fp8 ? WeightFormat::fp8 : WeightFormat::int4;
+}
+
+int64_t layer_group_size(const QuantConfig& q, int64_t in) {
+  return q.group_size == -1 ? in : q.group_size;
+}
+
+Int4Weight unpack_awq(const int32_t* qweight, const int32_t* qzeros, const float* scales,
+                      int64_t in, int64_t out, int64_t group_size, const std::string& module) {
+  // AutoAWQ packing_utils.py dequantize_gemm: unpack_awq (nibble i = bits 4i..4i+3), then
+  // reverse_awq_order (column 8j + t = nibble AWQ_REVERSE_ORDER[t]); w = (q - z) * s per group.
+  check_int4_shape(in, out, group_size, module);
+  Int4Weight w;
+  w.out = out, w.in = in, w.group_size = group_size;
+  const int64_t ng = in / group_size, ow = out / 8, iw = in / 8;
+  w.packed.assign(size_t(out * iw), 0u);
+  for (int64_t k = 0; k < in; ++k)
+    for (int64_t o = 0; o < out; ++o) {
+      const uint32_t word = uint32_t(qweight[k * ow + o / 8]);
+      const uint32_t q = nibble(word, kAwqUnpackOrder[o % 8]);
+      w.packed[size_t(o * iw + k / 8)] |= q << (4 * (k % 8));
+    }
+  w.scales.resize(size_t(out * ng));
+  w.zeros.resize(size_t(out * ng));
+  for (int64_t g = 0; g < ng; ++g)
+    for (int64_t o = 0; o < out; ++o) {
+      const uint32_t zword = uint32_t(qzeros[g * ow + o / 8]);
+      w.zeros[size_t(o * ng + g)] = float(nibble(zword, kAwqUnpackOrder[o % 8]));
+      w.scales[size_t(o * ng + g)] = scales[g * out + o];
+    }
+  return w;
+}
+
+Int4Weight unpack_awq(const int32_t* qweight, const int32_t* qzeros, const uint16_t* scales_f16,
+                      int64_t in, int64_t out, int64_t group_size, const std::string& module) {
+  check_int4_shape(in, out, group_size, module);
+  const std::vector<float> s = f16_scales(scales_f16, size_t(in / group_size * out));
+  return unpack_awq(qweight, qzeros, s.data(), in, out, group_size, module);
+}
+
+Int4Weight unpack_gptq(const int32_t* qweight, const int32_t* qzeros, const float* scales,
+                       const int32_t* g_idx, int64_t in, int64_t out, int64_t group_size,
+                       bool v1_zeros, const std::string& module) {
+  // AutoGPTQ/GPTQModel QuantLinear.pack: qweight[r][o] nibble i = input row 8r + i, qzeros[g][c]
+  // nibble i = output column 8c + i; dequantize: w[k] = (q[k] - z[g_idx[k]]) * s[g_idx[k]].
+  // Format v1 ("gptq") stored z - 1 (GPTQModel gptqmodel/utils/model.py
+  // convert_gptq_v1_to_v2_format: "v1 checkpoint format used to do `qzeros -= 1` before
+  // serialization"; AutoGPTQ PR #559/#603 added checkpoint_format), so z = stored + 1 there.
+  check_int4_shape(in, out, group_size, module);
+  const int64_t ng = in / group_size, ow = out / 8, iw = in / 8;
+  Int4Weight w;
+  w.out = out, w.in = in, w.group_size = group_size;
+  // The column order: rows sorted by group (stable), unless g_idx is absent or k / G already.
+  std::vector<int32_t> perm;
+  if (g_idx) {
+    std::vector<int64_t> count(size_t(ng), 0);
+    bool trivial = true;
+    for (int64_t k = 0; k < in; ++k) {
+      const int32_t g = g_idx[k];
+      if (g < 0 || g >= ng)
+        fail(
+            "{}: g_idx[{}] = {} is outside the {} groups of {} rows; the checkpoint is corrupt "
+            "or does not match group_size {}",
+            module, k, g, ng, group_size, group_size);
+      ++count[size_t(g)];
+      trivial = trivial && g == k / group_size;
+    }
+    for (int64_t g = 0; g < ng; ++g)
+      if (count[size_t(g)] != group_size)
+        fail(
+            "{}: g_idx puts {} rows in group {}, expected group_size {}; the checkpoint is "
+            "corrupt or does not match its quantization_config",
+            module, count[size_t(g)], g, group_size);
+    if (!trivial) {
+      perm.resize(size_t(in));
+      for (int64_t k = 0; k < in; ++k) perm[size_t(k)] = int32_t(k);
+      std::stable_sort(perm.begin(), perm.end(),
+                       [&](int32_t a, int32_t b) { return g_idx[a] < g_idx[b]; });
+    }
+  }
+  w.packed.assign(size_t(out * iw), 0u);
+  for (int64_t j = 0; j < in; ++j) {
+    const int64_t k = perm.empty() ? j : perm[size_t(j)];
+    for (int64_t o = 0; o < out; ++o) {
+      const uint32_t q = nibble(uint32_t(qweight[(k / 8) * out + o]), int(k % 8));
+      w.packed[size_t(o * iw + j / 8)] |= q << (4 * (j % 8));
+    }
+  }
+  w.scales.resize(size_t(out * ng));
+  w.zeros.resize(size_t(out * ng));
+  for (int64_t g = 0; g < ng; ++g)
+    for (int64_t o = 0; o < out; ++o) {
+      const uint32_t z = nibble(uint32_t(qzeros[g * ow + o / 8]), int(o % 8));
+      w.zeros[size_t(o * ng + g)] = float(z) + (v1_zeros ? 1.0f : 0.0f);
+      w.scales[size_t(o * ng + g)] = scales[g * out + o];
+    }
+  w.perm = std::move(perm);
+  return w;
+}
+
+Int4Weight unpack_gptq(const int32_t* qweight, const int32_t* qzeros, const uint16_t* scales_f16,
+                       const int32_t* g_idx, int64_t in, int64_t out, int64_t group_size,
+                       bool v1_zeros, const std::string& module) {
+  check_int4_shape(in, out, group_size, module);
+  const std::vector<float> s = f16_scales(scales_f16, size_t(in / group_size * out));
+  return unpack_gptq(qweight, qzeros, s.data(), g_idx, in, out, group_size, v1_zeros, module);
+}
+
+void dequantize(const Int4Weight& w, float* dst) {
+  const int64_t iw = w.in / 8, ng = w.in / w.group_size;
+  for (int64_t o = 0; o < w.out; ++o) {
+    const uint32_t* row = w.packed.data() + o * iw;
+    const float* s = w.scales.data() + o * ng;
+    const float* z = w.zeros.data() + o * ng;
+    float* d = dst + o * w.in;
+    for (int64_t j = 0; j < w.in; ++j) {
+      const int64_t g = j / w.group_size;
+      const float q = float(nibble(row[j / 8], int(j % 8)));
+      d[w.perm.empty() ? j : w.perm[size_t(j)]] = (q - z[g]) * s[g];  // q - z is exact
+    }
+  }
+}
+
+void dequantize(const Fp8Weight& w, float* dst) {
+  // transformers integrations/finegrained_fp8.py Fp8Dequantize: w.to(float32) * scale_inv of its
+  // (block_n, block_k) tile, broadcast; the last tiles may be partial (FP8Linear sizes the scales
+  // with ceil division).
+  float lut[256];
+  for (int b = 0; b < 256; ++b) lut[b] = fp8_e4m3_to_f32(uint8_t(b));
+  const int64_t nk = (w.in + w.block_k - 1) / w.block_k;
+  for (int64_t o = 0; o < w.out; ++o) {
+    const float* s = w.scale_inv.data() + (o / w.block_n) * nk;
+    const uint8_t* src = w.w.data() + o * w.in;
+    float* d = dst + o * w.in;
+    for (int64_t k = 0; k < w.in; ++k) d[k] = lut[src[k]] * s[k / w.block_k];
+  }
+}
+
+float fp8_e4m3_to_f32(uint8_t b) {
+  // float8_e4m3fn (OCP FP8, torch c10/util/Float8_e4m3fn.h): sign, 4 exponent bits (bias 7),
+  // 3 mantissa bits; exponent 0 is subnormal (m * 2^-9); S.1111.111 is NaN; no infinities.
+  const uint32_t sign = uint32_t(b & 0x80u) << 24;
+  const uint32_t e = (b >> 3) & 15u, m = b & 7u;
+  if (e == 15 && m == 7) return std::bit_cast<float>(sign | 0x7fc00000u);
+  if (e == 0) {
+    const float v = float(m) * 0x1p-9f;  // exact
+    return sign ? -v : v;
+  }
+  return std::bit_cast<float>(sign | ((e + 120u) << 23) | (m << 20));
+}
+
+uint8_t f32_to_fp8_e4m3(float f) {
+  // Round to nearest even; finite values beyond +-448 and infinities saturate to +-448, which is
+  // what transformers' Fp8Quantize stores (torch.clamp(x, -448, 448).to(torch.float8_e4m3fn));
+  // NaN stays NaN (0x7f with the sign).
+  const uint32_t u = std::bit_cast<uint32_t>(f);
+  const uint8_t sign = uint8_t((u >> 24) & 0x80u);
+  const uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return sign | 0x7f;
+  if (a >= 0x43e00000u) return sign | 0x7e;  // >= 448 (and inf)
+  if (a < (121u << 23)) {
+    // Below 2^-6, the smallest normal: a multiple of 2^-9, rounded to nearest even (x * 512 is
+    // exact; nearbyint rounds half to even in the default rounding mode). 8 becomes 0x08 = 2^-6.
+    const float v = std::bit_cast<float>(a) * 512.0f;
+    return sign | uint8_t(std::nearbyint(v));
+  }
+  // Normal: keep 3 of the 23 mantissa bits, rounding half to even; rebias the exponent 127 -> 7.
+  uint32_t r = a + 0x7ffffu + ((a >> 20) & 1u);
+  return sign | uint8_t((r >> 20) - (120u << 3));
+}
+
+}  // namespace hogwild
