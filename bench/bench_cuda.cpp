@@ -43,6 +43,10 @@ int main(int argc, char** argv) {
   app.add_flag("--session-layout", o.session_layout,
                "views as hogwild run builds them: header, separators and own-header blocks "
                "besides the steps");
+  app.add_option("--quant", o.quant,
+                 "presets with quantized projections: awq, gptq (4-bit) or fp8 (128 x 128 blocks)");
+  app.add_option("--group-size", o.group_size, "group size of --quant awq|gptq (-1: one group)");
+  app.add_flag("--desc-act", o.desc_act, "with --quant gptq: act-order (a permuted input)");
   CLI11_PARSE(app, argc, argv);
   if (o.gemm_algos && !gemm) {
     std::fprintf(stderr, "error: --gemm-algos is an option of --gemm; add --gemm\n");

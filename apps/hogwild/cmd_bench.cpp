@@ -133,6 +133,9 @@ void register_bench(CLI::App& app) {
     int64_t kv_tokens = 0;  // 0: the free GPU memory
     bool session_layout = false;
     std::string hf_script;
+    std::string quant;
+    int64_t group_size = 128;
+    bool desc_act = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("-p,--preset", a->presets,
@@ -162,7 +165,14 @@ void register_bench(CLI::App& app) {
   auto* hf = cmd->add_option("--hf-baseline", a->hf_script,
                              "CUDA: also run HF transformers on the presets (path of "
                              "tools/hf_baseline.py; needs python3 with torch + transformers)");
-  cmd->callback([a, repeat, kv, hf] {
+  auto* quant = cmd->add_option("--quant", a->quant,
+                                "CUDA presets with quantized projections, random packed weights: "
+                                "awq or gptq (4-bit) or fp8 (128 x 128 blocks)")
+                    ->check(CLI::IsMember({"awq", "gptq", "fp8"}));
+  cmd->add_option("--group-size", a->group_size,
+                  "group size of --quant awq|gptq: a multiple of 32, or -1 for one group");
+  cmd->add_flag("--desc-act", a->desc_act, "with --quant gptq: act-order (a permuted input)");
+  cmd->callback([a, repeat, kv, hf, quant] {
     std::error_code ec;  // argument checks first: a run takes minutes
     // The flags common to both devices, over either device's defaults.
     auto apply = [&](bench::DecodeBenchOptions& o) {
@@ -186,6 +196,15 @@ void register_bench(CLI::App& app) {
           "--hf-baseline compares with HF transformers on the GPU and needs the CUDA backend; it "
           "cannot be used {}",
           why_cpu);
+    if (dev == "cpu" && quant->count() > 0)
+      fail(
+          "--quant makes random packed weights on the GPU; it cannot be used {} (for the CPU, "
+          "write a checkpoint with `hogwild make-model --quant` and pass it with -m)",
+          why_cpu);
+    if (a->desc_act && a->quant != "gptq") fail("--desc-act is an option of --quant gptq");
+    if (!a->quant.empty() && a->quant != "fp8" && a->group_size != -1 &&
+        (a->group_size <= 0 || a->group_size % 32 != 0))
+      fail("--group-size {}: use -1 (one group) or a positive multiple of 32", a->group_size);
     if (dev == "cpu" && kv->count() > 0)
       fail("--kv-tokens sizes the CUDA KV pool; the CPU backend has none, so it cannot be used {}",
            why_cpu);
@@ -207,6 +226,9 @@ void register_bench(CLI::App& app) {
       o.model_dirs = a->dirs;
       apply(o);
       o.kv_tokens = a->kv_tokens;
+      o.quant = a->quant;
+      o.group_size = a->group_size;
+      o.desc_act = a->desc_act;
       j = cuda::run_bench(o);
       if (!a->hf_script.empty()) {
         if (o.presets.empty()) fail("--hf-baseline needs presets (-p); HF runs the preset shapes");

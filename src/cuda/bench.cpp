@@ -153,14 +153,40 @@ nlohmann::json run_bench(const BenchOptions& opt) {
     auto it =
         std::find_if(all.begin(), all.end(), [&](const ModelPreset& p) { return p.name == name; });
     if (it == all.end()) fail("bench: unknown preset '{}'; see `hogwild make-model --help`", name);
-    auto be = std::make_unique<CudaBackend>(it->config, opt.seed, co);
-    add_model(out, *be, name, opt, bw);
+    ModelConfig c = it->config;
+    c.quantization_config = bench_quant_config(opt.quant, opt.group_size, opt.desc_act);
+    auto be = std::make_unique<CudaBackend>(c, opt.seed, co);
+    std::string label = name;
+    if (!opt.quant.empty())
+      label += opt.quant == "fp8" ? "-fp8"
+                                  : fmt::format("-{}-g{}{}", opt.quant, opt.group_size,
+                                                opt.desc_act ? "-act-order" : "");
+    add_model(out, *be, label, opt, bw);
   }
   for (const std::string& dir : opt.model_dirs) {
     auto be = std::make_unique<CudaBackend>(dir, co);  // streamed as bf16, no fp32 host copy
     add_model(out, *be, dir, opt, bw);
   }
   return out;
+}
+
+QuantConfig bench_quant_config(const std::string& quant, int64_t group_size, bool desc_act) {
+  QuantConfig q;
+  if (quant.empty()) return q;
+  if (quant != "awq" && quant != "gptq" && quant != "fp8")
+    fail("--quant {}: not a format; use awq, gptq or fp8", quant);
+  if (quant == "fp8") {
+    q.method = QuantMethod::fp8;
+    q.block_n = q.block_k = 128;
+    return q;
+  }
+  if (group_size != -1 && (group_size <= 0 || group_size % 32 != 0))
+    fail("--group-size {}: use -1 or a positive multiple of 32", group_size);
+  q.method = quant == "awq" ? QuantMethod::awq : QuantMethod::gptq;
+  q.bits = 4;
+  q.group_size = group_size;
+  q.desc_act = quant == "gptq" && desc_act;
+  return q;
 }
 
 nlohmann::json run_gemm_bench(const BenchOptions& opt) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/decode_bench.h"
+#include "model/quant.h"
 
 namespace hogwild::cuda {
 
@@ -23,7 +24,17 @@ struct BenchOptions : bench::DecodeBenchOptions {
   bool gemm_algos = false;    // run_gemm_bench: also time every cuBLASLt heuristic algorithm
   int64_t kv_tokens = 0;      // KV pool size in tokens; 0: all free GPU memory
   int32_t attn_chunk = 0;     // CudaOptions::attn_chunk
+  // Presets with quantized projections (random packed weights): "" (bf16), "awq", "gptq", "fp8";
+  // group size of the int4 formats (-1: one group per row); GPTQ act-order.
+  std::string quant;
+  int64_t group_size = 128;
+  bool desc_act = false;
 };
+
+/// The quantization_config of a random `quant` model (BenchOptions::quant, `hogwild bench
+/// --quant`): AWQ / GPTQ 4-bit with group_size, FP8 in 128 x 128 blocks. Throws hogwild::Error for
+/// another method name.
+QuantConfig bench_quant_config(const std::string& quant, int64_t group_size, bool desc_act);
 
 /// Measured device-to-device copy bandwidth in bytes/s (bytes read + written over time).
 double measure_copy_bandwidth();
