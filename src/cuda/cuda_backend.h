@@ -64,8 +64,8 @@ struct DeviceLayer {
 class CudaBackend : public Backend {
  public:
   /// Uploads fp32 host weights as bf16 (a quantized model's weights, dequantized by load_model,
-  /// become a bf16 model: config().quantization_config is cleared). Throws hogwild::Error when no GPU is usable, the model does
-  /// not fit in GPU memory, or head_dim is not 64/128.
+  /// become a bf16 model: config().quantization_config is cleared). Throws hogwild::Error when no
+  /// GPU is usable, the model does not fit in GPU memory, or head_dim is not 64/128.
   explicit CudaBackend(const ModelWeights& weights, CudaOptions opt = {});
   /// Streams DIR's checkpoint (config.json + safetensors, bf16/f16/f32; checked like load_model)
   /// straight to the GPU as bf16, with no fp32 host copy (host memory: 128 MiB of pinned chunks).
@@ -168,8 +168,8 @@ class CudaBackend : public Backend {
   __nv_bfloat16* norm_ = nullptr;     // (hidden)
   __nv_bfloat16* lm_head_ = nullptr;  // (vocab, hidden); == embed_tokens_ when tied
   std::vector<void*> allocations_;
-  bool quantized_ = false;        // some projection is a QuantWeight
-  void* quant_scratch_ = nullptr; // quant_linear's scratch (gathered x, bf16 copy for prefill)
+  bool quantized_ = false;         // some projection is a QuantWeight
+  void* quant_scratch_ = nullptr;  // quant_linear's scratch (gathered x, bf16 copy for prefill)
 
   // RoPE table and KV pool.
   float2* rope_table_ = nullptr;

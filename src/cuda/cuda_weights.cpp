@@ -67,9 +67,9 @@ void CudaBackend::set_quant_formats(DeviceLayer& L, int64_t layer) const {
     }
     return *f;
   };
-  const WeightFormat f_qkv = c.fused_qkv ? fmt_of({"self_attn.qkv_proj"})
-                                         : fmt_of({"self_attn.q_proj", "self_attn.k_proj",
-                                                   "self_attn.v_proj"});
+  const WeightFormat f_qkv =
+      c.fused_qkv ? fmt_of({"self_attn.qkv_proj"})
+                  : fmt_of({"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"});
   const WeightFormat f_gu =
       c.fused_gate_up ? fmt_of({"mlp.gate_up_proj"}) : fmt_of({"mlp.gate_proj", "mlp.up_proj"});
   L.qkv_q.format = f_qkv;
@@ -81,8 +81,8 @@ void CudaBackend::set_quant_formats(DeviceLayer& L, int64_t layer) const {
 void CudaBackend::keep_quant(QuantWeight& dst, const QuantWeightHost& h) {
   HOGWILD_CHECK(dst.format == h.format);
   dst = upload_quant_weight(h, stream_);
-  for (void* p : {static_cast<void*>(dst.w), static_cast<void*>(dst.sz),
-                  static_cast<void*>(dst.perm)})
+  for (void* p :
+       {static_cast<void*>(dst.w), static_cast<void*>(dst.sz), static_cast<void*>(dst.perm)})
     if (p) allocations_.push_back(p);
 }
 
@@ -120,8 +120,8 @@ void CudaBackend::alloc_weights() {
     DeviceLayer L;
     set_quant_formats(L, l);
     quantized_ = quantized_ || L.qkv_q.format != WeightFormat::dense ||
-                 L.o_q.format != WeightFormat::dense ||
-                 L.gate_up_q.format != WeightFormat::dense || L.down_q.format != WeightFormat::dense;
+                 L.o_q.format != WeightFormat::dense || L.gate_up_q.format != WeightFormat::dense ||
+                 L.down_q.format != WeightFormat::dense;
     L.input_layernorm = alloc(H);
     if (L.qkv_q.format == WeightFormat::dense) L.qkv_proj = alloc(qkv_dim_ * H);
     if (c.attention_bias) L.qkv_bias = alloc(qkv_dim_);
@@ -233,8 +233,8 @@ void CudaBackend::random_weights(uint64_t seed) {
     if (perm) {
       HOGWILD_CUDA_CHECK(cudaMalloc(&w.perm, perm->size() * 4));
       allocations_.push_back(w.perm);
-      HOGWILD_CUDA_CHECK(cudaMemcpyAsync(w.perm, perm->data(), perm->size() * 4,
-                                         cudaMemcpyHostToDevice, stream_));
+      HOGWILD_CUDA_CHECK(
+          cudaMemcpyAsync(w.perm, perm->data(), perm->size() * 4, cudaMemcpyHostToDevice, stream_));
       HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
   };
@@ -249,7 +249,8 @@ void CudaBackend::random_weights(uint64_t seed) {
     const std::vector<int32_t> p_h = act_order ? random_perm(H) : std::vector<int32_t>{};
     const std::vector<int32_t> p_q = act_order ? random_perm(qd) : std::vector<int32_t>{};
     const std::vector<int32_t> p_i = act_order ? random_perm(I) : std::vector<int32_t>{};
-    if (d.qkv_q.format != WeightFormat::dense) quant(d.qkv_q, qkv_dim_, H, act_order ? &p_h : nullptr);
+    if (d.qkv_q.format != WeightFormat::dense)
+      quant(d.qkv_q, qkv_dim_, H, act_order ? &p_h : nullptr);
     if (d.o_q.format != WeightFormat::dense) quant(d.o_q, H, qd, act_order ? &p_q : nullptr);
     if (d.gate_up_q.format != WeightFormat::dense)
       quant(d.gate_up_q, 2 * I, H, act_order ? &p_h : nullptr);
@@ -465,8 +466,8 @@ uint64_t CudaBackend::weight_fingerprint() const {
     const int64_t words = (q.bytes() - (q.perm ? q.in * 4 : 0)) / 4;
     std::vector<uint32_t> w(static_cast<size_t>(words));
     const int64_t n_sz = q.out * q.n_groups;
-    HOGWILD_CUDA_CHECK(cudaMemcpyAsync(w.data(), q.w, (words - n_sz) * 4, cudaMemcpyDeviceToHost,
-                                       stream_));
+    HOGWILD_CUDA_CHECK(
+        cudaMemcpyAsync(w.data(), q.w, (words - n_sz) * 4, cudaMemcpyDeviceToHost, stream_));
     HOGWILD_CUDA_CHECK(cudaMemcpyAsync(w.data() + (words - n_sz), q.sz, n_sz * 4,
                                        cudaMemcpyDeviceToHost, stream_));
     HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));

@@ -26,7 +26,7 @@ using bf16 = __nv_bfloat16;
 constexpr int kWarps = 4;
 
 struct QArgs {
-  const bf16* x;     // (n_rows, in)
+  const bf16* x;  // (n_rows, in)
   const uint32_t* w;
   const uint32_t* sz;
   const bf16* bias;  // (out) or null
@@ -58,8 +58,8 @@ __device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t mask, uint3
 }
 
 __device__ __forceinline__ uint32_t bsub2(uint32_t a, uint32_t b) {
-  __nv_bfloat162 r = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&a),
-                             *reinterpret_cast<__nv_bfloat162*>(&b));
+  __nv_bfloat162 r =
+      __hsub2(*reinterpret_cast<__nv_bfloat162*>(&a), *reinterpret_cast<__nv_bfloat162*>(&b));
   return *reinterpret_cast<uint32_t*>(&r);
 }
 

@@ -21,9 +21,10 @@ constexpr int kInt4Order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
 QuantWeightHost repack_int4(const Int4Weight& w) {
   if (w.group_size <= 0 || w.group_size % 32 != 0)
-    fail("int4 weight ({} x {}): group size {} is not a multiple of 32; the CUDA backend reads "
-         "groups of 32, 64, 128, ... (or one group per row); use --device cpu",
-         w.out, w.in, w.group_size);
+    fail(
+        "int4 weight ({} x {}): group size {} is not a multiple of 32; the CUDA backend reads "
+        "groups of 32, 64, 128, ... (or one group per row); use --device cpu",
+        w.out, w.in, w.group_size);
   HOGWILD_CHECK(w.in % 8 == 0 && w.in % w.group_size == 0);
   QuantWeightHost h;
   h.format = WeightFormat::int4;
@@ -47,9 +48,10 @@ QuantWeightHost repack_int4(const Int4Weight& w) {
   for (size_t i = 0; i < h.sz.size(); ++i) {
     const uint16_t s = __half_as_ushort(__float2half_rn(w.scales[i]));
     if (__half2float(__ushort_as_half(s)) != w.scales[i] || w.zeros[i] < 0 || w.zeros[i] > 16)
-      fail("int4 weight ({} x {}): scale {} or zero point {} of group {} is not an fp16 scale and "
-           "a zero point in 0..16 as AWQ and GPTQ store them",
-           w.out, w.in, w.scales[i], w.zeros[i], i);
+      fail(
+          "int4 weight ({} x {}): scale {} or zero point {} of group {} is not an fp16 scale and "
+          "a zero point in 0..16 as AWQ and GPTQ store them",
+          w.out, w.in, w.scales[i], w.zeros[i], i);
     const uint16_t z = __bfloat16_as_ushort(__float2bfloat16(128.0f + w.zeros[i]));
     h.sz[i] = uint32_t(s) | (uint32_t(z) << 16);
   }
@@ -59,9 +61,10 @@ QuantWeightHost repack_int4(const Int4Weight& w) {
 
 QuantWeightHost repack_fp8(const Fp8Weight& w) {
   if (w.block_k <= 0 || w.block_k % 32 != 0 || w.block_n <= 0)
-    fail("fp8 weight ({} x {}): weight_block_size [{}, {}]: the CUDA backend needs a block_k that "
-         "is a multiple of 32; use --device cpu",
-         w.out, w.in, w.block_n, w.block_k);
+    fail(
+        "fp8 weight ({} x {}): weight_block_size [{}, {}]: the CUDA backend needs a block_k that "
+        "is a multiple of 32; use --device cpu",
+        w.out, w.in, w.block_n, w.block_k);
   HOGWILD_CHECK(w.in % 8 == 0);
   QuantWeightHost h;
   h.format = WeightFormat::fp8;
@@ -93,12 +96,14 @@ QuantWeightHost concat_rows(const std::vector<const QuantWeightHost*>& parts) {
   for (size_t i = 1; i < parts.size(); ++i) {
     const QuantWeightHost& p = *parts[i];
     if (p.format != h.format || p.in != h.in || p.group_size != h.group_size)
-      fail("the fused projections of one input are stored in different formats or group sizes; "
-           "the CUDA backend needs them alike (use --device cpu)");
+      fail(
+          "the fused projections of one input are stored in different formats or group sizes; "
+          "the CUDA backend needs them alike (use --device cpu)");
     if (p.perm != h.perm)
-      fail("the fused projections of one input have different act-order permutations (g_idx); "
-           "the CUDA backend needs them equal, as GPTQ makes them for layers sharing an input "
-           "(use --device cpu)");
+      fail(
+          "the fused projections of one input have different act-order permutations (g_idx); "
+          "the CUDA backend needs them equal, as GPTQ makes them for layers sharing an input "
+          "(use --device cpu)");
     h.out += p.out;
     h.w.insert(h.w.end(), p.w.begin(), p.w.end());
     h.sz.insert(h.sz.end(), p.sz.begin(), p.sz.end());
@@ -117,9 +122,10 @@ QuantWeight upload_quant_weight(const QuantWeightHost& h, cudaStream_t stream) {
     void* p = nullptr;
     const cudaError_t e = cudaMalloc(&p, bytes);
     if (e != cudaSuccess)
-      fail("out of GPU memory allocating {} MiB of quantized weights ({}); use a GPU with more "
-           "memory",
-           bytes >> 20, cudaGetErrorName(e));
+      fail(
+          "out of GPU memory allocating {} MiB of quantized weights ({}); use a GPU with more "
+          "memory",
+          bytes >> 20, cudaGetErrorName(e));
     HOGWILD_CUDA_CHECK(cudaMemcpyAsync(p, src, bytes, cudaMemcpyHostToDevice, stream));
     return p;
   };

@@ -78,8 +78,9 @@ Case fp8_case(int64_t out, int64_t in, int64_t bn, int64_t bk, uint32_t seed) {
   w.out = out, w.in = in, w.block_n = bn, w.block_k = bk;
   w.w.resize(out * in);
   for (uint8_t& b : w.w) {
-    do b = uint8_t(rng()); while ((b & 0x7f) == 0x7f);  // no NaN
-    if (rng() % 8 == 0) b &= 0x87;                        // some subnormals and zeros
+    do b = uint8_t(rng());
+    while ((b & 0x7f) == 0x7f);     // no NaN
+    if (rng() % 8 == 0) b &= 0x87;  // some subnormals and zeros
   }
   const int64_t nbn = (out + bn - 1) / bn, nbk = (in + bk - 1) / bk;
   w.scale_inv.resize(nbn * nbk);
@@ -136,11 +137,11 @@ TEST(CudaQuant, Int4LinearMatchesDequantizedWeight) {
     int64_t out, in, G;
     bool act_order;
   };
-  for (const Shape s : {Shape{48, 64, 32, false}, Shape{96, 256, 64, true},
-                        Shape{1040, 4096, 128, false}, Shape{64, 12288, 128, true},
-                        Shape{200, 384, 384, false}, Shape{33, 160, 32, true}}) {
-    const std::string what = "int4 " + std::to_string(s.out) + "x" + std::to_string(s.in) +
-                             " g" + std::to_string(s.G) + (s.act_order ? " act-order" : "");
+  for (const Shape s :
+       {Shape{48, 64, 32, false}, Shape{96, 256, 64, true}, Shape{1040, 4096, 128, false},
+        Shape{64, 12288, 128, true}, Shape{200, 384, 384, false}, Shape{33, 160, 32, true}}) {
+    const std::string what = "int4 " + std::to_string(s.out) + "x" + std::to_string(s.in) + " g" +
+                             std::to_string(s.G) + (s.act_order ? " act-order" : "");
     check_linear(int4_case(s.out, s.in, s.G, s.act_order, uint32_t(s.out + s.in)),
                  WeightFormat::int4, what);
   }
@@ -151,13 +152,13 @@ TEST(CudaQuant, Fp8LinearMatchesDequantizedWeight) {
   struct Shape {
     int64_t out, in, bn, bk;
   };
-  for (const Shape s : {Shape{48, 64, 32, 32}, Shape{300, 512, 128, 128},
-                        Shape{1040, 4096, 128, 128}, Shape{64, 12288, 128, 128},
-                        Shape{130, 200, 128, 128}}) {
+  for (const Shape s :
+       {Shape{48, 64, 32, 32}, Shape{300, 512, 128, 128}, Shape{1040, 4096, 128, 128},
+        Shape{64, 12288, 128, 128}, Shape{130, 200, 128, 128}}) {
     const std::string what = "fp8 " + std::to_string(s.out) + "x" + std::to_string(s.in) +
                              " blocks " + std::to_string(s.bn) + "x" + std::to_string(s.bk);
-    check_linear(fp8_case(s.out, s.in, s.bn, s.bk, uint32_t(s.out * 3 + s.in)),
-                 WeightFormat::fp8, what);
+    check_linear(fp8_case(s.out, s.in, s.bn, s.bk, uint32_t(s.out * 3 + s.in)), WeightFormat::fp8,
+                 what);
   }
 }
 
