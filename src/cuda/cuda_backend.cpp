@@ -22,6 +22,7 @@ static_assert(kPageTokens == hogwild::kKvPageTokens,
               "model/backend.h kKvPageTokens: the page every backend and the KV estimate count");
 
 std::string cuda_unsupported(const ModelConfig& c) {
+  if (c.num_moe_layers() > 0) return "the CUDA backend does not run mixture-of-experts layers yet";
   if (c.head_dim != 64 && c.head_dim != 128)
     return fmt::format("the CUDA attention kernel supports head_dim 64 or 128, this model has {}",
                        c.head_dim);

@@ -1,6 +1,6 @@
 // config.json parsing. Defaults are those of transformers'
-// configuration_{qwen2,qwen3,llama,mistral, phi3}.py for keys a config.json may omit; rope_scaling
-// keys as in modeling_rope_utils.py.
+// configuration_{qwen2,qwen3,qwen3_moe,llama,mistral,phi3}.py for keys a config.json may omit;
+// rope_scaling keys as in modeling_rope_utils.py.
 #include "model/config.h"
 
 #include <cmath>
@@ -29,6 +29,7 @@ constexpr ArchRow kArchs[] = {
     {Arch::llama, "LlamaForCausalLM", "llama", "llama"},
     {Arch::mistral, "MistralForCausalLM", "mistral", "mistral"},
     {Arch::phi3, "Phi3ForCausalLM", "phi3", "phi3"},
+    {Arch::qwen3_moe, "Qwen3MoeForCausalLM", "qwen3_moe", "qwen3_moe"},
 };
 
 const ArchRow& row(Arch a) {
@@ -131,6 +132,43 @@ RopeScaling parse_rope(const json& rs, const char* where) {
   return r;
 }
 
+// The mixture-of-experts keys of Qwen3MoeConfig (configuration_qwen3_moe.py; defaults of its
+// fields when absent: num_experts 128, num_experts_per_tok 8, moe_intermediate_size 768,
+// norm_topk_prob false, decoder_sparse_step 1, mlp_only_layers []).
+void parse_moe(const json& j, ModelConfig& c) {
+  c.num_experts = get_int(j, "num_experts", 128);
+  c.num_experts_per_tok = get_int(j, "num_experts_per_tok", 8);
+  c.moe_intermediate_size = get_int(j, "moe_intermediate_size", 768);
+  c.norm_topk_prob = get_bool(j, "norm_topk_prob", false);
+  c.decoder_sparse_step = get_int(j, "decoder_sparse_step", 1);
+  if (present(j, "mlp_only_layers")) {
+    const json& m = j["mlp_only_layers"];
+    if (!m.is_array())
+      fail("config.json: \"mlp_only_layers\" must be a list of layer indices, got {}", m.dump());
+    for (const json& v : m) {
+      if (!v.is_number_integer())
+        fail("config.json: \"mlp_only_layers\" entries must be integers, got {}", v.dump());
+      const int64_t l = v.get<int64_t>();
+      if (l < 0 || l >= c.num_hidden_layers)
+        fail(
+            "config.json: \"mlp_only_layers\" holds layer {}, outside 0..{} (num_hidden_layers "
+            "{})",
+            l, c.num_hidden_layers - 1, c.num_hidden_layers);
+      c.mlp_only_layers.push_back(l);
+    }
+  }
+  if (c.num_experts < 0) fail("config.json: \"num_experts\" must be >= 0, got {}", c.num_experts);
+  if (c.decoder_sparse_step <= 0)
+    fail("config.json: \"decoder_sparse_step\" must be positive, got {}", c.decoder_sparse_step);
+  if (c.num_moe_layers() == 0) return;  // every layer dense: the expert keys are unused
+  require_positive(c.moe_intermediate_size, "moe_intermediate_size");
+  if (c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts)
+    fail(
+        "config.json: \"num_experts_per_tok\" ({}) must be between 1 and \"num_experts\" ({}): "
+        "each token is routed to that many distinct experts",
+        c.num_experts_per_tok, c.num_experts);
+}
+
 json rope_to_json(const RopeScaling& r) {
   if (r.rope_type == "default") return nullptr;
   json j = {{"rope_type", r.rope_type}, {"factor", r.factor}};
@@ -167,6 +205,22 @@ Arch arch_from_short_name(const std::string& name) {
   fail("unknown architecture \"{}\"; use one of: {}", name, supported_list(false));
 }
 
+bool ModelConfig::is_moe_layer(int64_t layer) const {
+  // Qwen3MoeDecoderLayer.__init__ (modeling_qwen3_moe.py): a sparse block unless the layer is in
+  // mlp_only_layers, when num_experts > 0 and (layer_idx + 1) % decoder_sparse_step == 0.
+  if (num_experts <= 0 || decoder_sparse_step <= 0 || layer < 0 || layer >= num_hidden_layers)
+    return false;
+  for (int64_t l : mlp_only_layers)
+    if (l == layer) return false;
+  return (layer + 1) % decoder_sparse_step == 0;
+}
+
+int64_t ModelConfig::num_moe_layers() const {
+  int64_t n = 0;
+  for (int64_t l = 0; l < num_hidden_layers; ++l) n += is_moe_layer(l) ? 1 : 0;
+  return n;
+}
+
 int64_t ModelConfig::rotary_dim() const {
   return int64_t(double(head_dim) * partial_rotary_factor);
 }
@@ -174,14 +228,23 @@ int64_t ModelConfig::rotary_dim() const {
 int64_t ModelConfig::num_parameters() const {
   const int64_t h = hidden_size, d = head_dim, q = num_attention_heads * d,
                 kv = num_key_value_heads * d;
-  int64_t layer = 2 * h                         // input_layernorm, post_attention_layernorm
-                  + q * h + 2 * kv * h + h * q  // q, k, v, o projections
-                  + 3 * h * intermediate_size;  // gate, up, down
+  int64_t layer = 2 * h                          // input_layernorm, post_attention_layernorm
+                  + q * h + 2 * kv * h + h * q;  // q, k, v, o projections
   if (attention_bias) layer += q + 2 * kv;
   if (qk_norm) layer += 2 * d;
-  int64_t n = vocab_size * h + num_hidden_layers * layer + h;
+  const int64_t moe_layers = num_moe_layers();
+  const int64_t dense_mlp = 3 * h * intermediate_size;                    // gate, up, down
+  const int64_t moe_mlp = num_experts * h                                 // router (mlp.gate)
+                          + num_experts * 3 * h * moe_intermediate_size;  // the experts
+  int64_t n = vocab_size * h + num_hidden_layers * layer + h +
+              (num_hidden_layers - moe_layers) * dense_mlp + moe_layers * moe_mlp;
   if (!tie_word_embeddings) n += vocab_size * h;
   return n;
+}
+
+int64_t ModelConfig::num_active_parameters() const {
+  return num_parameters() - num_moe_layers() * (num_experts - num_experts_per_tok) * 3 *
+                                hidden_size * moe_intermediate_size;
 }
 
 int64_t ModelConfig::kv_bytes_per_token(int64_t elem_bytes) const {
@@ -224,7 +287,7 @@ ModelConfig parse_model_config_impl(const json& j) {
   if (present(j, "head_dim")) {
     c.head_dim = get_int(j, "head_dim", 0);
   } else if (a == Arch::qwen3) {
-    c.head_dim = 128;
+    c.head_dim = 128;  // Qwen3Config's default; Qwen3MoeConfig has none (getattr fallback below)
   } else {
     if (c.hidden_size % c.num_attention_heads != 0)
       fail(
@@ -269,16 +332,18 @@ ModelConfig parse_model_config_impl(const json& j) {
   // Qwen2Attention: q/k/v always have a bias (o_proj none). Llama/Qwen3 `attention_bias: true`
   // would also put a bias on o_proj, which no released checkpoint has and ModelWeights lacks.
   c.attention_bias = a == Arch::qwen2;
-  if ((a == Arch::qwen3 || a == Arch::llama) && get_bool(j, "attention_bias", false))
+  if ((a == Arch::qwen3 || a == Arch::qwen3_moe || a == Arch::llama) &&
+      get_bool(j, "attention_bias", false))
     fail(
         "config.json: \"attention_bias\": true is not supported for {} (it adds biases to q/k/v "
         "and o_proj; released checkpoints use false)",
         arch_hf_name(a));
-  c.qk_norm = a == Arch::qwen3;
+  c.qk_norm = a == Arch::qwen3 || a == Arch::qwen3_moe;
   c.fused_qkv = c.fused_gate_up = a == Arch::phi3;
   if (a == Arch::llama && get_bool(j, "mlp_bias", false))
     fail("config.json: \"mlp_bias\": true is not supported; use a Llama model without MLP biases");
-  if ((a == Arch::qwen2 || a == Arch::qwen3) && get_bool(j, "use_sliding_window", false))
+  if ((a == Arch::qwen2 || a == Arch::qwen3 || a == Arch::qwen3_moe) &&
+      get_bool(j, "use_sliding_window", false))
     fail(
         "config.json: \"use_sliding_window\": true is not supported; set it to false (the "
         "released Qwen models do) or use another model");
@@ -286,6 +351,8 @@ ModelConfig parse_model_config_impl(const json& j) {
   if (present(j, "hidden_act") && j["hidden_act"] != "silu")
     fail("config.json: hidden_act {} is not supported; hogwild implements SwiGLU with silu",
          j["hidden_act"].dump());
+
+  if (a == Arch::qwen3_moe) parse_moe(j, c);
 
   c.torch_dtype = present(j, "torch_dtype") ? j["torch_dtype"].get<std::string>()
                   : present(j, "dtype")     ? j["dtype"].get<std::string>()
@@ -355,7 +422,7 @@ json model_config_to_json(const ModelConfig& c) {
   j["num_hidden_layers"] = c.num_hidden_layers;
   j["num_attention_heads"] = c.num_attention_heads;
   j["num_key_value_heads"] = c.num_key_value_heads;
-  if (a == Arch::qwen3 || a == Arch::llama || a == Arch::mistral ||
+  if (a == Arch::qwen3 || a == Arch::qwen3_moe || a == Arch::llama || a == Arch::mistral ||
       c.head_dim * c.num_attention_heads != c.hidden_size)
     j["head_dim"] = c.head_dim;
   j["vocab_size"] = c.vocab_size;
@@ -366,9 +433,20 @@ json model_config_to_json(const ModelConfig& c) {
   if (c.partial_rotary_factor != 1.0 || a == Arch::phi3)
     j["partial_rotary_factor"] = c.partial_rotary_factor;
   j["tie_word_embeddings"] = c.tie_word_embeddings;
-  if (a == Arch::qwen3 || a == Arch::llama) j["attention_bias"] = c.attention_bias;
+  if (a == Arch::qwen3 || a == Arch::qwen3_moe || a == Arch::llama)
+    j["attention_bias"] = c.attention_bias;
   if (a == Arch::llama) j["mlp_bias"] = false;
-  if (a == Arch::qwen2 || a == Arch::qwen3) j["use_sliding_window"] = false;
+  if (a == Arch::qwen2 || a == Arch::qwen3 || a == Arch::qwen3_moe) j["use_sliding_window"] = false;
+  if (a == Arch::qwen3_moe) {
+    j["num_experts"] = c.num_experts;
+    j["num_experts_per_tok"] = c.num_experts_per_tok;
+    j["moe_intermediate_size"] = c.moe_intermediate_size;
+    j["norm_topk_prob"] = c.norm_topk_prob;
+    j["decoder_sparse_step"] = c.decoder_sparse_step;
+    j["mlp_only_layers"] = c.mlp_only_layers;
+    j["output_router_logits"] = false;
+    j["router_aux_loss_coef"] = 0.001;
+  }
   if (a == Arch::mistral || a == Arch::phi3)
     j["sliding_window"] = c.sliding_window > 0 ? json(c.sliding_window) : json(nullptr);
   j["hidden_act"] = "silu";

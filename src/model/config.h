@@ -1,6 +1,6 @@
 // Model hyper-parameters as read from a Hugging Face `config.json` (one struct for every supported
 // family; family quirks are flags, docs/STYLE.md habit 2). Field names are the HF config keys.
-// Sources: transformers/models/{qwen2,qwen3,llama,mistral,phi3}/configuration_*.py,
+// Sources: transformers/models/{qwen2,qwen3,qwen3_moe,llama,mistral,phi3}/configuration_*.py,
 //          transformers/modeling_rope_utils.py (rope_scaling).
 #pragma once
 
@@ -14,12 +14,12 @@
 namespace hogwild {
 
 /// Supported architectures, by `config.json` `architectures[0]`.
-enum class Arch { qwen2, qwen3, llama, mistral, phi3 };
+enum class Arch { qwen2, qwen3, llama, mistral, phi3, qwen3_moe };
 
 /// "Qwen2ForCausalLM", ... ; arch_from_hf_name throws hogwild::Error listing the supported names.
 const char* arch_hf_name(Arch a);
 Arch arch_from_hf_name(const std::string& name);
-/// Short CLI names: qwen2 qwen3 llama mistral phi3.
+/// Short CLI names: qwen2 qwen3 llama mistral phi3 qwen3_moe.
 const char* arch_short_name(Arch a);
 Arch arch_from_short_name(const std::string& name);
 
@@ -67,10 +67,31 @@ struct ModelConfig {
   /// config.json `quantization_config` (model/quant.h); method none for dense checkpoints.
   QuantConfig quantization_config;
 
+  // Mixture of experts (Qwen3MoeForCausalLM; configuration_qwen3_moe.py, the decoder layer's choice
+  // in modeling_qwen3_moe.py). num_experts is 0 for the dense families. Router logits and training
+  // keys (router_aux_loss_coef, output_router_logits) are ignored.
+  int64_t num_experts = 0;               // experts per MoE layer (E)
+  int64_t num_experts_per_tok = 0;       // experts each token is routed to (top-k), 1..E
+  int64_t moe_intermediate_size = 0;     // inner size of each expert's SwiGLU MLP
+  bool norm_topk_prob = false;           // renormalise the k chosen probabilities to sum 1
+  int64_t decoder_sparse_step = 1;       // every decoder_sparse_step-th layer is MoE (>= 1)
+  std::vector<int64_t> mlp_only_layers;  // layers that stay dense (intermediate_size)
+
+  /// Whether decoder layer `layer` (0-based) is a sparse MoE block, by the rule of
+  /// Qwen3MoeDecoderLayer: not in mlp_only_layers, num_experts > 0 and
+  /// (layer + 1) % decoder_sparse_step == 0. Every other layer is a dense MLP of
+  /// intermediate_size. Always false for the dense families (num_experts 0).
+  bool is_moe_layer(int64_t layer) const;
+  /// Number of layers for which is_moe_layer holds.
+  int64_t num_moe_layers() const;
+
   /// Rotary dimensions per head = head_dim * partial_rotary_factor (even).
   int64_t rotary_dim() const;
   /// Number of parameters (weights) in the model as loaded.
   int64_t num_parameters() const;
+  /// Parameters one token's forward multiplies by: num_parameters() less, in every MoE layer, the
+  /// experts it is not routed to ((num_experts - num_experts_per_tok) experts).
+  int64_t num_active_parameters() const;
   /// KV cache bytes per token at the given element size (2 for bf16, 4 for fp32).
   int64_t kv_bytes_per_token(int64_t elem_bytes) const;
 };

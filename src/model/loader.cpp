@@ -27,10 +27,23 @@ std::string module_of(const TensorSpec& s) {
   return s.name.ends_with(suffix) ? s.name.substr(0, s.name.size() - suffix.size()) : s.name;
 }
 
-// Whether spec s is a linear layer that quantization_config may quantize (model/quant.h).
+// Whether spec s is a linear layer that quantization_config may quantize (model/quant.h). The
+// fused 3-D experts tensors are not: they are matched as dense tensors only.
 bool is_linear(const TensorSpec& s) {
   return s.role == TensorRole::matrix && s.kind != TensorKind::embed_tokens &&
-         s.kind != TensorKind::lm_head;
+         s.kind != TensorKind::lm_head && s.kind != TensorKind::experts_gate_up_proj &&
+         s.kind != TensorKind::experts_down_proj;
+}
+
+// The experts layout of a checkpoint: fused when the first MoE layer holds the fused
+// experts.gate_up_proj (transformers 5.x module form), else per expert (the published form).
+ExpertLayout expert_layout(const ModelConfig& c, const Checkpoint& ck) {
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    if (c.is_moe_layer(l))
+      return ck.find(fmt::format("model.layers.{}.mlp.experts.gate_up_proj", l))
+                 ? ExpertLayout::fused
+                 : ExpertLayout::per_expert;
+  return ExpertLayout::per_expert;
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -148,7 +161,7 @@ std::vector<CheckedTensor> check_checkpoint(const ModelConfig& c, const Checkpoi
   Checker k{ck, {}, {}, {}};
   std::vector<std::string> unexpected;
   const QuantConfig& q = c.quantization_config;
-  for (TensorSpec& s : model_tensor_specs(c)) {
+  for (TensorSpec& s : model_tensor_specs(c, expert_layout(c, ck))) {
     CheckedTensor t{s, nullptr};
     t.format = is_linear(s) ? linear_format(q, module_of(s)) : WeightFormat::dense;
     bool ok;

@@ -35,7 +35,9 @@ Fp8Weight read_fp8(const CheckedTensor& t, const QuantConfig& q);
 /// Bytes the checkpoint stores for t: the dense tensor, or every stored piece of a quantized layer.
 uint64_t stored_bytes(const CheckedTensor& t);
 
-/// Matches every tensor of model_tensor_specs(c) against the checkpoint by name, dtype and shape: a
+/// Matches every tensor of model_tensor_specs(c, layout) against the checkpoint by name, dtype and
+/// shape, where layout is ExpertLayout::fused when the first MoE layer of the checkpoint holds
+/// `mlp.experts.gate_up_proj` (transformers 5.x form; dense only), else per_expert. A
 /// dense tensor is BF16/F16/F32 with the table's shape; a linear layer (a matrix other than
 /// embed_tokens and lm_head) whose linear_format(c.quantization_config, module) is not dense is
 /// matched by its stored pieces (model/quant.h): int4 `<module>.qweight` I32 (AWQ [in, out/8], GPTQ

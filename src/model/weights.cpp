@@ -80,6 +80,33 @@ std::vector<TensorDestination> tensor_destinations(ModelWeights& w, const Tensor
     }
     case TensorKind::down_proj:
       return {{&L->down_proj, n}};
+    case TensorKind::router:
+      return {{&L->router, n}};
+    default:
+      break;
+  }
+  // The experts of a MoE layer.
+  if (L->experts.empty()) L->experts.resize(size_t(c.num_experts));
+  const size_t per = size_t(c.moe_intermediate_size) * h;  // elements of one expert projection
+  std::vector<TensorDestination> out;
+  switch (s.kind) {
+    case TensorKind::expert_gate_proj:
+      return {{&L->experts.at(size_t(s.expert)).gate_proj, n}};
+    case TensorKind::expert_up_proj:
+      return {{&L->experts.at(size_t(s.expert)).up_proj, n}};
+    case TensorKind::expert_down_proj:
+      return {{&L->experts.at(size_t(s.expert)).down_proj, n}};
+    case TensorKind::experts_gate_up_proj:
+      for (ExpertWeights& e : L->experts) {
+        out.push_back({&e.gate_proj, per});
+        out.push_back({&e.up_proj, per});
+      }
+      return out;
+    case TensorKind::experts_down_proj:
+      for (ExpertWeights& e : L->experts) out.push_back({&e.down_proj, per});
+      return out;
+    default:
+      break;
   }
   return {};
 }

@@ -12,6 +12,13 @@
 
 namespace hogwild {
 
+/// One expert of a MoE layer: a SwiGLU MLP of moe_intermediate_size (Qwen3MoeMLP).
+struct ExpertWeights {
+  std::vector<float> gate_proj;  // (moe_intermediate_size, hidden_size)
+  std::vector<float> up_proj;    // (moe_intermediate_size, hidden_size)
+  std::vector<float> down_proj;  // (hidden_size, moe_intermediate_size)
+};
+
 struct LayerWeights {
   std::vector<float> input_layernorm;           // (hidden_size)
   std::vector<float> q_proj;                    // (num_attention_heads*head_dim, hidden_size)
@@ -21,9 +28,13 @@ struct LayerWeights {
   std::vector<float> q_norm, k_norm;            // (head_dim) when qk_norm, else empty
   std::vector<float> o_proj;                    // (hidden_size, num_attention_heads*head_dim)
   std::vector<float> post_attention_layernorm;  // (hidden_size)
-  std::vector<float> gate_proj;                 // (intermediate_size, hidden_size)
-  std::vector<float> up_proj;                   // (intermediate_size, hidden_size)
-  std::vector<float> down_proj;                 // (hidden_size, intermediate_size)
+  // Dense MLP; empty in a MoE layer (ModelConfig::is_moe_layer).
+  std::vector<float> gate_proj;  // (intermediate_size, hidden_size)
+  std::vector<float> up_proj;    // (intermediate_size, hidden_size)
+  std::vector<float> down_proj;  // (hidden_size, intermediate_size)
+  // MoE layer only (else empty): the router mlp.gate and the experts.
+  std::vector<float> router;           // (num_experts, hidden_size)
+  std::vector<ExpertWeights> experts;  // (num_experts)
 };
 
 struct ModelWeights {
@@ -44,9 +55,12 @@ struct TensorDestination {
   size_t elements;
 };
 
-/// Where the elements of tensor s (model_tensor_specs(w.config)) go in w, in the tensor's element
-/// order: one field, or for a fused Phi3 tensor the fields of its row blocks (qkv_proj: q, k, v;
-/// gate_up_proj: gate, up). w.layers must hold layer s.layer. The fields are not resized.
+/// Where the elements of tensor s (model_tensor_specs(w.config, any layout)) go in w, in the
+/// tensor's element order: one field, or for a fused tensor the fields of its row blocks (Phi3
+/// qkv_proj: q, k, v; gate_up_proj: gate, up; fused experts.gate_up_proj [E, 2I, H]: per expert
+/// its gate then its up; experts.down_proj [E, H, I]: per expert its down). w.layers must hold
+/// layer s.layer; the experts of a MoE layer are created here (num_experts of them) when absent.
+/// The fields are not resized.
 std::vector<TensorDestination> tensor_destinations(ModelWeights& w, const TensorSpec& s);
 
 struct LoadOptions {

@@ -88,6 +88,20 @@ const char* kPhi4 = R"({
   "torch_dtype": "bfloat16", "transformers_version": "4.47.0", "use_cache": true,
   "vocab_size": 100352})";
 
+// Qwen/Qwen3-30B-A3B config.json (128 experts, top-8, renormalised; every layer sparse).
+const char* kQwen3_30B_A3B = R"({
+  "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128,
+  "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+  "intermediate_size": 6144, "max_position_embeddings": 40960, "max_window_layers": 48,
+  "mlp_only_layers": [], "model_type": "qwen3_moe", "moe_intermediate_size": 768,
+  "norm_topk_prob": true, "num_attention_heads": 32, "num_experts": 128,
+  "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_key_value_heads": 4,
+  "output_router_logits": false, "rms_norm_eps": 1e-06, "rope_scaling": null,
+  "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "sliding_window": null,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+  "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})";
+
 ModelConfig parse(const char* s) { return parse_model_config(json::parse(s)); }
 
 TEST(ModelConfig, Qwen3_8B) {
@@ -197,6 +211,98 @@ TEST(ModelConfig, Phi4_FusedTensors) {
   json j = json::parse(kPhi4);
   j["partial_rotary_factor"] = 0.75;  // Phi-4-mini
   EXPECT_EQ(parse_model_config(j).rotary_dim(), 96);
+}
+
+TEST(ModelConfig, Qwen3_30B_A3B_MixtureOfExperts) {
+  ModelConfig c = parse(kQwen3_30B_A3B);
+  EXPECT_EQ(c.arch, Arch::qwen3_moe);
+  EXPECT_EQ(c.num_experts, 128);
+  EXPECT_EQ(c.num_experts_per_tok, 8);
+  EXPECT_EQ(c.moe_intermediate_size, 768);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_EQ(c.decoder_sparse_step, 1);
+  EXPECT_TRUE(c.mlp_only_layers.empty());
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.num_moe_layers(), 48);
+  // embed + lm_head 2*151936*2048; per layer attention 18874368 + norms 4352 + router 128*2048
+  // + experts 128*3*2048*768; final norm 2048. Active: 8 of the 128 experts.
+  EXPECT_EQ(c.num_parameters(), 30532122624);        // "30.5B" on the model card
+  EXPECT_EQ(c.num_active_parameters(), 3353032704);  // "3.3B activated"
+  EXPECT_EQ(c.kv_bytes_per_token(2), 2 * 48 * 4 * 128 * 2);
+  // Qwen3MoeConfig has no head_dim default: hidden_size / num_attention_heads.
+  json j = json::parse(kQwen3_30B_A3B);
+  j.erase("head_dim");
+  EXPECT_EQ(parse_model_config(j).head_dim, 64);
+  // HF defaults of the MoE keys.
+  for (const char* k : {"num_experts", "num_experts_per_tok", "moe_intermediate_size",
+                        "norm_topk_prob", "decoder_sparse_step", "mlp_only_layers"})
+    j.erase(k);
+  ModelConfig d = parse_model_config(j);
+  EXPECT_EQ(d.num_experts, 128);
+  EXPECT_EQ(d.num_experts_per_tok, 8);
+  EXPECT_EQ(d.moe_intermediate_size, 768);
+  EXPECT_FALSE(d.norm_topk_prob);
+  EXPECT_EQ(d.decoder_sparse_step, 1);
+}
+
+TEST(ModelConfig, MoeLayerRule) {
+  // Qwen3MoeDecoderLayer: sparse unless in mlp_only_layers, when (layer + 1) % step == 0.
+  json j = json::parse(kQwen3_30B_A3B);
+  j["num_hidden_layers"] = 6;
+  j["decoder_sparse_step"] = 2;
+  j["mlp_only_layers"] = {3};
+  ModelConfig c = parse_model_config(j);
+  std::vector<bool> moe;
+  for (int64_t l = 0; l < 6; ++l) moe.push_back(c.is_moe_layer(l));
+  EXPECT_EQ(moe, (std::vector<bool>{false, true, false, false, false, true}));
+  EXPECT_EQ(c.num_moe_layers(), 2);
+  EXPECT_FALSE(c.is_moe_layer(-1));
+  EXPECT_FALSE(c.is_moe_layer(6));
+  // Parameters: 4 dense MLPs of 3*2048*6144 and 2 MoE blocks.
+  const int64_t attn = 18874368 + 4352, dense = 3 * 2048 * 6144,
+                moe_block = 128 * 2048 + 128 * 3 * 2048 * 768;
+  EXPECT_EQ(c.num_parameters(), 2 * 151936 * 2048 + 2048 + 6 * attn + 4 * dense + 2 * moe_block);
+  EXPECT_EQ(c.num_active_parameters(), c.num_parameters() - 2 * 120 * 3 * 2048 * 768);
+  // num_experts 0: every layer dense (the expert keys are not checked).
+  j["num_experts"] = 0;
+  j["num_experts_per_tok"] = 99;
+  c = parse_model_config(j);
+  EXPECT_EQ(c.num_moe_layers(), 0);
+  // The dense families have no MoE layer.
+  EXPECT_FALSE(parse(kQwen3_8B).is_moe_layer(0));
+  EXPECT_EQ(parse(kQwen3_8B).num_active_parameters(), parse(kQwen3_8B).num_parameters());
+}
+
+TEST(ModelConfig, BadMoeConfigsSayWhatIsWrong) {
+  json j = json::parse(kQwen3_30B_A3B);
+  j["num_experts_per_tok"] = 129;
+  expect_error([&] { parse_model_config(j); },
+               {"\"num_experts_per_tok\" (129)", "between 1 and \"num_experts\" (128)"});
+  j["num_experts_per_tok"] = 0;
+  expect_error([&] { parse_model_config(j); }, {"\"num_experts_per_tok\" (0)"});
+  j = json::parse(kQwen3_30B_A3B);
+  j["decoder_sparse_step"] = 0;
+  expect_error([&] { parse_model_config(j); }, {"\"decoder_sparse_step\" must be positive"});
+  j = json::parse(kQwen3_30B_A3B);
+  j["mlp_only_layers"] = {0, 48};
+  expect_error([&] { parse_model_config(j); }, {"\"mlp_only_layers\" holds layer 48", "0..47"});
+  j["mlp_only_layers"] = "all";
+  expect_error([&] { parse_model_config(j); }, {"\"mlp_only_layers\" must be a list"});
+  j["mlp_only_layers"] = {1.5};
+  expect_error([&] { parse_model_config(j); }, {"entries must be integers"});
+  j = json::parse(kQwen3_30B_A3B);
+  j["moe_intermediate_size"] = 0;
+  expect_error([&] { parse_model_config(j); }, {"\"moe_intermediate_size\" must be positive"});
+  j = json::parse(kQwen3_30B_A3B);
+  j["num_experts"] = -1;
+  expect_error([&] { parse_model_config(j); }, {"\"num_experts\" must be >= 0"});
+  j = json::parse(kQwen3_30B_A3B);
+  j["norm_topk_prob"] = 1;
+  expect_error([&] { parse_model_config(j); }, {"\"norm_topk_prob\" must be true or false"});
+  j = json::parse(kQwen3_30B_A3B);
+  j["use_sliding_window"] = true;
+  expect_error([&] { parse_model_config(j); }, {"use_sliding_window"});
 }
 
 TEST(ModelConfig, RopeScalingTypes) {
