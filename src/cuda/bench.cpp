@@ -33,6 +33,14 @@ void add_model(nlohmann::json& out, CudaBackend& be, const std::string& name,
   bench::DecodeBenchModel m = bench::decode_bench_model(be, name);
   m.step = [&be](const ForwardBatch& b) { be.forward_device(b); };  // synchronizes
   m.require_kv_tokens = [&be](int64_t tokens) { be.require_kv_tokens(tokens); };
+  if (be.expert_bytes() > 0)
+    m.last_step_reads = [&be]() {
+      const std::vector<int32_t> touched = be.last_experts_touched();
+      double mean = 0;
+      for (int32_t n : touched) mean += n;
+      if (!touched.empty()) mean /= static_cast<double>(touched.size());
+      return std::make_pair(static_cast<double>(be.last_step_weight_bytes()), mean);
+    };
   run_decode_sweep(m, opt, bw / 1e9, out);
 }
 

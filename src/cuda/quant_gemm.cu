@@ -164,6 +164,33 @@ __global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;
 
+  // x and the scales of a block are loaded one block ahead (an L2 round trip per block would
+  // stall the warp): xn / sn hold block b + kWarps while block b is multiplied.
+  auto load_x = [&](int b, uint4(&xv)[NT][4]) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int row = 8 * j + g;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int k = b * 128 + 32 * u + 8 * t;
+        xv[j][u] = make_uint4(0, 0, 0, 0);
+        if (b < a.n_blocks && row < a.n_rows && k < a.in)
+          xv[j][u] = __ldg(reinterpret_cast<const uint4*>(a.x + int64_t(row) * a.in + k));
+      }
+    }
+  };
+  auto load_sz = [&](int b, uint32_t(&sv)[4][2]) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int grp = min((b * 128 + 32 * u) / a.group_size, a.n_groups - 1);
+      sv[u][0] = b < a.n_blocks ? __ldg(sz_lo + grp) : 0u;
+      sv[u][1] = b < a.n_blocks ? __ldg(sz_hi + grp) : 0u;
+    }
+  };
+  uint4 xn[NT][4];
+  uint32_t sn[4][2];
+  load_x(warp, xn);
+  load_sz(warp, sn);
   for (int base = warp; base < a.n_blocks; base += kStages * kWarps) {
 #pragma unroll
     for (int i = 0; i < kStages; ++i) {
@@ -171,21 +198,18 @@ __global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
       if (b >= a.n_blocks) break;
       // x of this block: token rows 8 j + g, k = 128 b + 32 u + 8 t .. + 7
       uint4 xv[NT][4];
+      uint32_t sv[4][2];
 #pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        const int row = 8 * j + g;
+      for (int j = 0; j < NT; ++j)
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          const int k = b * 128 + 32 * u + 8 * t;
-          xv[j][u] = make_uint4(0, 0, 0, 0);
-          if (row < a.n_rows && k < a.in)
-            xv[j][u] = __ldg(reinterpret_cast<const uint4*>(a.x + int64_t(row) * a.in + k));
-        }
-      }
+        for (int u = 0; u < 4; ++u) xv[j][u] = xn[j][u];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) sv[u][0] = sn[u][0], sv[u][1] = sn[u][1];
+      load_x(b + kWarps, xn);
+      load_sz(b + kWarps, sn);
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
-        const int grp = min((b * 128 + 32 * u) / a.group_size, a.n_groups - 1);
-        const uint32_t s_lo = __ldg(sz_lo + grp), s_hi = __ldg(sz_hi + grp);
+        const uint32_t s_lo = sv[u][0], s_hi = sv[u][1];
         const uint32_t zz_lo = (s_lo & 0xffff0000u) | (s_lo >> 16);
         const uint32_t zz_hi = (s_hi & 0xffff0000u) | (s_hi >> 16);
         uint32_t af[8];
