@@ -68,13 +68,20 @@ void run_info(const std::string& dir, bool as_json) {
   ModelConfig c = load_model_config(dir);
   Checkpoint ck(dir);
   std::vector<CheckedTensor> tensors = check_checkpoint(c, ck, dir);
-  uint64_t params = 0, bytes = 0;
+  uint64_t params = 0, bytes = 0, expert_bytes = 0;
   std::set<std::string> dtypes;
   for (const CheckedTensor& t : tensors) {
     params += t.entry->info->numel();
     bytes += t.entry->info->nbytes();
     dtypes.insert(dtype_name(t.entry->info->dtype));
+    if (is_expert_tensor(t.spec.kind)) expert_bytes += t.entry->info->nbytes();
   }
+  // A token's forward reads num_experts_per_tok of the num_experts experts of each MoE layer.
+  const bool moe = c.num_moe_layers() > 0;
+  const uint64_t active_bytes =
+      moe ? bytes - expert_bytes +
+                expert_bytes / uint64_t(c.num_experts) * uint64_t(c.num_experts_per_tok)
+          : bytes;
   std::string dtype_list;
   for (const std::string& d : dtypes) dtype_list += (dtype_list.empty() ? "" : "+") + d;
   const int64_t kv16 = c.kv_bytes_per_token(2), kv32 = c.kv_bytes_per_token(4);
@@ -92,6 +99,14 @@ void run_info(const std::string& dir, bool as_json) {
         {"kv_bytes_per_token_fp32", kv32},
         {"config", model_config_to_json(c)},
     };
+    if (moe)
+      j["moe"] = {{"num_experts", c.num_experts},
+                  {"num_experts_per_tok", c.num_experts_per_tok},
+                  {"moe_intermediate_size", c.moe_intermediate_size},
+                  {"norm_topk_prob", c.norm_topk_prob},
+                  {"moe_layers", c.num_moe_layers()},
+                  {"active_parameters", c.num_active_parameters()},
+                  {"active_weight_bytes_per_token", active_bytes}};
     if (stop.policy)
       j["stop"] = {{"eos_ids", stop.policy->eos_ids}, {"sources", stop.policy->sources}};
     else
@@ -108,11 +123,29 @@ void run_info(const std::string& dir, bool as_json) {
   line("dtype", fmt::format("{} (tensors: {})", c.torch_dtype, dtype_list));
   line("weights", fmt::format("{} in {} file{}", human_bytes(double(bytes)), ck.files().size(),
                               ck.files().size() == 1 ? "" : "s"));
+  if (moe) {
+    const int64_t ap = c.num_active_parameters();
+    line("active per token",
+         fmt::format("{} of weights, {} parameters", human_bytes(double(active_bytes)),
+                     ap >= 1000000000 ? fmt::format("{:.2f}B ({})", double(ap) / 1e9, ap)
+                                      : fmt::format("{:.2f}M ({})", double(ap) / 1e6, ap)));
+  }
   line("tensors", fmt::format("{} (names, dtypes and shapes match the {} table)", tensors.size(),
                               arch_short_name(c.arch)));
   line("num_hidden_layers", std::to_string(c.num_hidden_layers));
   line("hidden_size", std::to_string(c.hidden_size));
   line("intermediate_size", std::to_string(c.intermediate_size));
+  if (moe) {
+    std::string dense;
+    for (int64_t l : c.mlp_only_layers) dense += (dense.empty() ? "" : ", ") + std::to_string(l);
+    line("experts", fmt::format("{} per MoE layer, top-{} per token ({}), moe_intermediate_size {}",
+                                c.num_experts, c.num_experts_per_tok,
+                                c.norm_topk_prob ? "renormalised" : "not renormalised",
+                                c.moe_intermediate_size));
+    line("MoE layers",
+         fmt::format("{} of {} (decoder_sparse_step {}, mlp_only_layers [{}])", c.num_moe_layers(),
+                     c.num_hidden_layers, c.decoder_sparse_step, dense));
+  }
   line("attention heads", fmt::format("{} query, {} key/value ({} per KV head), head_dim {}",
                                       c.num_attention_heads, c.num_key_value_heads,
                                       c.num_attention_heads / c.num_key_value_heads, c.head_dim));

@@ -41,10 +41,11 @@ void register_make_model(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "make-model", "Write a deterministic random-weight model in Hugging Face format");
   cmd->add_option("--arch", args->arch,
-                  "qwen3|qwen2|llama|mistral|phi3 (implied by a real preset)");
+                  "qwen3|qwen2|llama|mistral|phi3|qwen3_moe (implied by a real preset)");
   auto* preset = cmd->add_option("--preset", args->preset,
-                                 "tiny, tiny-yarn (qwen3), tiny-linear (llama), qwen3-0.6b, "
-                                 "qwen3-8b, qwq-32b, llama-3.1-8b, phi-4");
+                                 "tiny, tiny-yarn (qwen3), tiny-linear (llama), tiny-dense-layers, "
+                                 "tiny-no-norm (qwen3_moe), qwen3-0.6b, qwen3-8b, qwq-32b, "
+                                 "llama-3.1-8b, phi-4, qwen3-30b-a3b, qwen3-235b-a22b");
   auto* config = cmd->add_option("--config", args->config, "use the shapes of this config.json");
   preset->excludes(config);
   config->excludes(preset);
@@ -69,7 +70,7 @@ void register_make_model(CLI::App& app) {
       for (const ModelPreset& p : model_presets())
         if (p.name == args->preset) o.arch = p.config.arch, ++found;
       if (found != 1)
-        fail("make-model: pass --arch (qwen3|qwen2|llama|mistral|phi3){}",
+        fail("make-model: pass --arch (qwen3|qwen2|llama|mistral|phi3|qwen3_moe){}",
              found > 1 ? fmt::format("; preset {} exists for several architectures", args->preset)
                        : "");
     }

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "cpu/moe.h"
 #include "cpu/ops.h"
 #include "cpu/parallel.h"
 #include "sampling/row_draw.h"
@@ -62,6 +63,13 @@ void CpuBackend::check_weights() const {
   if (c.num_attention_heads % c.num_key_value_heads != 0)
     fail("model config: num_attention_heads ({}) must be a multiple of num_key_value_heads ({})",
          c.num_attention_heads, c.num_key_value_heads);
+  if (c.num_moe_layers() > 0 &&
+      (c.num_experts_per_tok < 1 || c.num_experts_per_tok > c.num_experts ||
+       c.moe_intermediate_size <= 0))
+    fail(
+        "model config: a MoE model needs 1 <= num_experts_per_tok ({}) <= num_experts ({}) and a "
+        "positive moe_intermediate_size ({})",
+        c.num_experts_per_tok, c.num_experts, c.moe_intermediate_size);
   const int64_t H = c.hidden_size, I = c.intermediate_size;
   const int64_t qd = c.num_attention_heads * c.head_dim, kvd = c.num_key_value_heads * c.head_dim;
   check_size(w_.embed_tokens, c.vocab_size * H, "model.embed_tokens.weight");
@@ -80,9 +88,24 @@ void CpuBackend::check_weights() const {
     check_size(L.k_proj, kvd * H, p + "self_attn.k_proj.weight");
     check_size(L.v_proj, kvd * H, p + "self_attn.v_proj.weight");
     check_size(L.o_proj, H * qd, p + "self_attn.o_proj.weight");
-    check_size(L.gate_proj, I * H, p + "mlp.gate_proj.weight");
-    check_size(L.up_proj, I * H, p + "mlp.up_proj.weight");
-    check_size(L.down_proj, H * I, p + "mlp.down_proj.weight");
+    if (c.is_moe_layer(i)) {
+      const int64_t MI = c.moe_intermediate_size;
+      check_size(L.router, c.num_experts * H, p + "mlp.gate.weight");
+      if (static_cast<int64_t>(L.experts.size()) != c.num_experts)
+        fail("model weights: layer {} has {} experts, num_experts is {}", i, L.experts.size(),
+             c.num_experts);
+      for (int64_t e = 0; e < c.num_experts; ++e) {
+        const ExpertWeights& x = L.experts[e];
+        const std::string q = fmt::format("{}mlp.experts.{}.", p, e);
+        check_size(x.gate_proj, MI * H, q + "gate_proj.weight");
+        check_size(x.up_proj, MI * H, q + "up_proj.weight");
+        check_size(x.down_proj, H * MI, q + "down_proj.weight");
+      }
+    } else {
+      check_size(L.gate_proj, I * H, p + "mlp.gate_proj.weight");
+      check_size(L.up_proj, I * H, p + "mlp.up_proj.weight");
+      check_size(L.down_proj, H * I, p + "mlp.down_proj.weight");
+    }
     check_size(L.q_bias, c.attention_bias ? qd : 0, p + "self_attn.q_proj.bias");
     check_size(L.k_bias, c.attention_bias ? kvd : 0, p + "self_attn.k_proj.bias");
     check_size(L.v_bias, c.attention_bias ? kvd : 0, p + "self_attn.v_proj.bias");
@@ -147,11 +170,17 @@ void CpuBackend::fill_block_random(BlockId b, int64_t len, uint64_t seed) {
 
 int64_t weight_bytes_per_step(const ModelWeights& w) {
   int64_t n = 0;
-  for (const LayerWeights& L : w.layers)
+  for (const LayerWeights& L : w.layers) {
     for (const auto* t : {&L.input_layernorm, &L.q_proj, &L.k_proj, &L.v_proj, &L.q_bias, &L.k_bias,
                           &L.v_bias, &L.q_norm, &L.k_norm, &L.o_proj, &L.post_attention_layernorm,
-                          &L.gate_proj, &L.up_proj, &L.down_proj})
+                          &L.gate_proj, &L.up_proj, &L.down_proj, &L.router})
       n += static_cast<int64_t>(t->size());
+    // A MoE layer: the num_experts_per_tok experts one row is routed to.
+    if (!L.experts.empty())
+      n += w.config.num_experts_per_tok *
+           static_cast<int64_t>(L.experts[0].gate_proj.size() + L.experts[0].up_proj.size() +
+                                L.experts[0].down_proj.size());
+  }
   n += static_cast<int64_t>(w.norm.size() + w.output_weight().size());
   return n * static_cast<int64_t>(sizeof(float));
 }
@@ -372,9 +401,15 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
     matmul(att.data(), L.o_proj.data(), nullptr, tmp.data(), T, qd, H);
     laps.lap(&CpuProfile::o_proj);
     add_inplace(x.data(), tmp.data(), T * H);
-    // ---- post-attention norm, SwiGLU MLP, residual
+    // ---- post-attention norm, SwiGLU MLP (or the MoE block: cpu/moe.h), residual
     rmsnorm(x.data(), L.post_attention_layernorm.data(), h.data(), T, H, eps);
     laps.lap(&CpuProfile::norms);
+    if (c.is_moe_layer(l)) {
+      moe_mlp(c, L, h.data(), T, tmp.data());
+      laps.lap(&CpuProfile::mlp);
+      add_inplace(x.data(), tmp.data(), T * H);
+      continue;
+    }
     matmul_shared(
         h.data(), T, H,
         {{L.gate_proj.data(), nullptr, gate.data(), I}, {L.up_proj.data(), nullptr, up.data(), I}});

@@ -5,7 +5,8 @@
 // Family differences are config flags only (ModelConfig): attention_bias (q/k/v bias: Qwen2),
 // qk_norm (per-head RMSNorm of q and k before RoPE: Qwen3), head_dim, GQA
 // (num_key_value_heads < num_attention_heads), partial_rotary_factor (Phi3), rope_scaling,
-// tie_word_embeddings. Phi3's fused qkv/gate_up tensors are split by the loader.
+// tie_word_embeddings. Phi3's fused qkv/gate_up tensors are split by the loader. Qwen3-MoE layers
+// (ModelConfig::is_moe_layer) run the sparse block of cpu/moe.h in place of the dense MLP.
 #pragma once
 
 #include <cstdint>
@@ -29,13 +30,14 @@ struct CpuProfile {
   double rope = 0;       // q/k norm, RoPE of the new keys, K/V writes
   double attention = 0;  // attention over the blocks of each view
   double o_proj = 0;
-  double mlp = 0;      // gate/up (one skinny pass) and down projections
+  double mlp = 0;      // gate/up (one skinny pass) and down projections; the MoE block
   double lm_head = 0;  // final projection onto the vocabulary
   double total = 0;
 };
 
 /// Bytes of weights a decode step reads: every layer tensor, the final norm and the output
-/// projection (the embedding table when tied), fp32; not the embedding rows of the new tokens.
+/// projection (the embedding table when tied), fp32; not the embedding rows of the new tokens. In a
+/// MoE layer: the router and num_experts_per_tok experts (what one row's step reads).
 int64_t weight_bytes_per_step(const ModelWeights& w);
 
 class CpuBackend : public Backend {

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
+#include "core/error.h"
 #include "cpu/skinny.h"
 
 namespace hogwild::cpu {
@@ -51,6 +53,49 @@ void matmul_shared(const float* x, int64_t n_rows, int64_t in,
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   silu_mul(gate, up, out, n);  // vectorised (cpu/skinny.h)
+}
+
+void moe_route(const float* router_logits, int64_t n_rows, int64_t n_experts, int64_t top_k,
+               bool norm_topk_prob, int32_t* experts, float* weights) {
+  if (top_k < 1 || top_k > n_experts)
+    fail("moe_route: num_experts_per_tok ({}) must be between 1 and num_experts ({})", top_k,
+         n_experts);
+  std::vector<float> p(static_cast<size_t>(n_experts));
+  std::vector<int32_t> order(static_cast<size_t>(n_experts));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* l = router_logits + r * n_experts;
+    // F.softmax(router_logits, dtype=torch.float): exp(l - max) / sum, in fp32.
+    int32_t* er = experts + r * top_k;
+    float* wr = weights + r * top_k;
+    bool finite = true;
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t e = 0; e < n_experts; ++e) {
+      finite = finite && std::isfinite(l[e]);
+      m = std::max(m, l[e]);
+    }
+    if (!finite) {  // NaN/inf activations: a NaN output, as the dense MLP would give
+      for (int64_t i = 0; i < top_k; ++i) {
+        er[i] = static_cast<int32_t>(i);
+        wr[i] = std::numeric_limits<float>::quiet_NaN();
+      }
+      continue;
+    }
+    float sum = 0.0f;
+    for (int64_t e = 0; e < n_experts; ++e) sum += (p[e] = std::exp(l[e] - m));
+    for (int64_t e = 0; e < n_experts; ++e) p[e] /= sum;
+    // torch.topk(probs, top_k): the k largest, descending; ties by the lower expert index.
+    for (int64_t e = 0; e < n_experts; ++e) order[e] = static_cast<int32_t>(e);
+    std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+                      [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    float chosen = 0.0f;
+    for (int64_t i = 0; i < top_k; ++i) {
+      er[i] = order[i];
+      wr[i] = p[order[i]];
+      chosen += wr[i];
+    }
+    if (norm_topk_prob)  // routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
+      for (int64_t i = 0; i < top_k; ++i) wr[i] /= chosen;
+  }
 }
 
 void embedding(const float* table, const int32_t* ids, int64_t n, int64_t hidden_size, float* out) {

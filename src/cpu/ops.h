@@ -31,6 +31,18 @@ void matmul_shared(const float* x, int64_t n_rows, int64_t in,
 /// silu(x) = x * sigmoid(x); vectorised (cpu::silu_mul, cpu/skinny.h).
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 
+/// Mixture-of-experts routing of Qwen3MoeSparseMoeBlock (transformers
+/// models/qwen3_moe/modeling_qwen3_moe.py: the router / Qwen3MoeTopKRouter): per row, the softmax
+/// of its router logits in fp32, the top_k largest probabilities (descending; a tie goes to the
+/// lower expert index, torch.topk's stable order — torch leaves the order of ties unspecified),
+/// then, when norm_topk_prob, each divided by the sum of the k (summed in that order).
+/// router_logits (n_rows, n_experts); experts, weights (n_rows, top_k). Rows are independent.
+/// A row with a non-finite logit (NaN/inf activations) gets experts 0..top_k-1 with NaN weights,
+/// so its output is NaN as a dense MLP's would be. Throws hogwild::Error unless
+/// 1 <= top_k <= n_experts.
+void moe_route(const float* router_logits, int64_t n_rows, int64_t n_experts, int64_t top_k,
+               bool norm_topk_prob, int32_t* experts, float* weights);
+
 /// Embedding lookup: out (n, hidden_size) = table rows ids[0..n). table (vocab_size, hidden_size).
 /// PRECONDITION: 0 <= ids[i] < vocab_size (the backend validates ids before calling).
 void embedding(const float* table, const int32_t* ids, int64_t n, int64_t hidden_size, float* out);

@@ -438,6 +438,7 @@ json model_config_to_json(const ModelConfig& c) {
   if (a == Arch::llama) j["mlp_bias"] = false;
   if (a == Arch::qwen2 || a == Arch::qwen3 || a == Arch::qwen3_moe) j["use_sliding_window"] = false;
   if (a == Arch::qwen3_moe) {
+    j["sliding_window"] = nullptr;  // Qwen3MoeConfig's default is 4096 (unused without the flag)
     j["num_experts"] = c.num_experts;
     j["num_experts_per_tok"] = c.num_experts_per_tok;
     j["moe_intermediate_size"] = c.moe_intermediate_size;

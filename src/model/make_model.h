@@ -35,8 +35,9 @@ struct ModelPreset {
   double bias_std = 0;     // attention biases = normal(0, bias_std)
 };
 
-/// Every preset: "tiny" for each architecture (and "tiny-yarn" qwen3, "tiny-linear" llama), and the
-/// real shapes qwen3-0.6b, qwen3-8b, qwq-32b (qwen2), llama-3.1-8b, phi-4 (phi3).
+/// Every preset: "tiny" for each architecture (and "tiny-yarn" qwen3, "tiny-linear" llama,
+/// "tiny-dense-layers" and "tiny-no-norm" qwen3_moe), and the real shapes qwen3-0.6b, qwen3-8b,
+/// qwq-32b (qwen2), llama-3.1-8b, phi-4 (phi3), qwen3-30b-a3b and qwen3-235b-a22b (qwen3_moe).
 const std::vector<ModelPreset>& model_presets();
 /// The preset `name` for `arch`. Throws hogwild::Error listing the presets when unknown, or when
 /// the preset belongs to another architecture (saying which --arch to use).

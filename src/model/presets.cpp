@@ -94,6 +94,30 @@ std::vector<ModelPreset> build_presets() {
   ph.rms_norm_eps = 1e-5;
   p.push_back(tiny_preset("tiny", ph));
 
+  // qwen3_moe (configuration_qwen3_moe.py): 8 experts of inner size 32, top-2 renormalised (as
+  // Qwen3-30B-A3B), head_dim 32 != hidden_size/heads; every layer sparse.
+  ModelConfig qm = tiny(Arch::qwen3_moe);
+  qm.head_dim = 32;
+  qm.rope_theta = 1e6;
+  qm.bos_token_id = -1;
+  qm.num_experts = 8;
+  qm.num_experts_per_tok = 2;
+  qm.moe_intermediate_size = 32;
+  qm.norm_topk_prob = true;
+  p.push_back(tiny_preset("tiny", qm));
+  // Dense layers among the sparse ones: decoder_sparse_step 2 makes layers 1, 3, 5 sparse and
+  // mlp_only_layers [3] keeps 3 dense (intermediate_size 128): sparse 1 and 5 of 6 layers.
+  ModelConfig qd = qm;
+  qd.num_hidden_layers = 6;
+  qd.decoder_sparse_step = 2;
+  qd.mlp_only_layers = {3};
+  p.push_back(tiny_preset("tiny-dense-layers", qd));
+  // norm_topk_prob false (Qwen3MoeConfig's default): the chosen probabilities as they are.
+  ModelConfig qn = qm;
+  qn.norm_topk_prob = false;
+  qn.num_experts_per_tok = 3;
+  p.push_back(tiny_preset("tiny-no-norm", qn));
+
   // Real shapes.
   ModelConfig r;
   r.arch = Arch::qwen3;  // Qwen/Qwen3-0.6B
@@ -134,6 +158,19 @@ std::vector<ModelPreset> build_presets() {
   r.vocab_size = 100352, r.max_position_embeddings = 16384, r.rms_norm_eps = 1e-5;
   r.rope_theta = 250000.0, r.bos_token_id = 100257, r.eos_token_id = {100265};
   p.push_back(real_preset("phi-4", r));
+
+  r = ModelConfig();
+  r.arch = Arch::qwen3_moe;  // Qwen/Qwen3-30B-A3B
+  r.hidden_size = 2048, r.intermediate_size = 6144, r.num_hidden_layers = 48;
+  r.num_attention_heads = 32, r.num_key_value_heads = 4, r.head_dim = 128;
+  r.vocab_size = 151936, r.max_position_embeddings = 40960, r.rms_norm_eps = 1e-6;
+  r.rope_theta = 1e6, r.bos_token_id = 151643, r.eos_token_id = {151645};
+  r.num_experts = 128, r.num_experts_per_tok = 8, r.moe_intermediate_size = 768;
+  r.norm_topk_prob = true, r.decoder_sparse_step = 1;
+  p.push_back(real_preset("qwen3-30b-a3b", r));
+  r.hidden_size = 4096, r.intermediate_size = 12288, r.num_hidden_layers = 94;  // Qwen3-235B-A22B
+  r.num_attention_heads = 64, r.moe_intermediate_size = 1536;
+  p.push_back(real_preset("qwen3-235b-a22b", r));
   return p;
 }
 

@@ -152,6 +152,12 @@ std::vector<TensorSpec> model_tensor_specs(const ModelConfig& c, ExpertLayout ex
   return out;
 }
 
+bool is_expert_tensor(TensorKind k) {
+  return k == TensorKind::expert_gate_proj || k == TensorKind::expert_up_proj ||
+         k == TensorKind::expert_down_proj || k == TensorKind::experts_gate_up_proj ||
+         k == TensorKind::experts_down_proj;
+}
+
 std::string shape_str(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }

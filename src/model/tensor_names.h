@@ -73,6 +73,9 @@ struct TensorSpec {
 std::vector<TensorSpec> model_tensor_specs(const ModelConfig& c,
                                            ExpertLayout experts = ExpertLayout::per_expert);
 
+/// Whether k is one of the experts' tensors (expert_* or experts_*), not the router.
+bool is_expert_tensor(TensorKind k);
+
 /// "[a, b]"
 std::string shape_str(const std::vector<int64_t>& shape);
 

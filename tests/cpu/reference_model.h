@@ -74,17 +74,54 @@ inline RefQKV ref_qkv(const ModelConfig& c, const LayerWeights& L, const Vec& x)
   return r;
 }
 
-/// o_proj + residual, then MLP + residual, on x in place. att: (nh*hd).
+/// SwiGLU MLP down(silu(gate h) * up h) with inner size `inner`.
+inline Vec ref_swiglu_mlp(const std::vector<float>& gate, const std::vector<float>& up,
+                          const std::vector<float>& down, const Vec& h, int64_t inner,
+                          int64_t hidden) {
+  Vec g = ref_linear(gate, {}, h, inner);
+  Vec u = ref_linear(up, {}, h, inner);
+  for (int64_t i = 0; i < inner; ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+  return ref_linear(down, {}, g, hidden);
+}
+
+/// Qwen3MoeSparseMoeBlock for one token (modeling_qwen3_moe.py): softmax of the router logits, the
+/// num_experts_per_tok most probable experts (a tie to the lower index), renormalised when
+/// norm_topk_prob, and the weighted sum of their SwiGLU outputs. A layer is MoE when it holds a
+/// router (L.router non-empty).
+inline Vec ref_moe(const ModelConfig& c, const LayerWeights& L, const Vec& h) {
+  const int64_t E = c.num_experts, K = c.num_experts_per_tok;
+  Vec p = ref_linear(L.router, {}, h, E);
+  const double mx = *std::max_element(p.begin(), p.end());
+  double den = 0;
+  for (double& e : p) den += (e = std::exp(e - mx));
+  for (double& e : p) e /= den;
+  std::vector<int64_t> order(E);
+  for (int64_t e = 0; e < E; ++e) order[e] = e;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+  double chosen = 0;
+  for (int64_t i = 0; i < K; ++i) chosen += p[order[i]];
+  Vec out(c.hidden_size, 0.0);
+  for (int64_t e = 0; e < E; ++e) {
+    if (std::find(order.begin(), order.begin() + K, e) == order.begin() + K) continue;
+    const double w = c.norm_topk_prob ? p[e] / chosen : p[e];
+    const ExpertWeights& x = L.experts[e];
+    Vec y = ref_swiglu_mlp(x.gate_proj, x.up_proj, x.down_proj, h, c.moe_intermediate_size,
+                           c.hidden_size);
+    for (int64_t i = 0; i < c.hidden_size; ++i) out[i] += w * y[i];
+  }
+  return out;
+}
+
+/// o_proj + residual, then MLP (or the MoE block) + residual, on x in place. att: (nh*hd).
 inline void ref_post_attention(const ModelConfig& c, const LayerWeights& L, Vec& x,
                                const Vec& att) {
   Vec o = ref_linear(L.o_proj, {}, att, c.hidden_size);
   for (int64_t i = 0; i < c.hidden_size; ++i) x[i] += o[i];
   Vec h = x;
   ref_rmsnorm(h, 0, c.hidden_size, L.post_attention_layernorm, c.rms_norm_eps);
-  Vec g = ref_linear(L.gate_proj, {}, h, c.intermediate_size);
-  Vec u = ref_linear(L.up_proj, {}, h, c.intermediate_size);
-  for (int64_t i = 0; i < c.intermediate_size; ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-  Vec d = ref_linear(L.down_proj, {}, g, c.hidden_size);
+  Vec d = L.router.empty() ? ref_swiglu_mlp(L.gate_proj, L.up_proj, L.down_proj, h,
+                                            c.intermediate_size, c.hidden_size)
+                           : ref_moe(c, L, h);
   for (int64_t i = 0; i < c.hidden_size; ++i) x[i] += d[i];
 }
 

@@ -2,7 +2,8 @@
 // row is forwarded alone or inside a batch of other rows (other workers' tokens in other blocks
 // and views, multi-token feeds, rows with and without logits), for every batch size up to the
 // skinny limit (64 rows), every position of the row in the batch, 1..3 threads, and for each
-// instruction set of the skinny kernel this CPU has (cpu/skinny.h).
+// instruction set of the skinny kernel this CPU has (cpu/skinny.h). For Qwen3-MoE models also
+// whichever other rows share the experts of the row (each expert runs once over all its rows).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -26,6 +27,7 @@ ModelConfig invariance_config(const test::TinySpec& spec) {
   c.intermediate_size = 136;
   c.head_dim = 16;
   c.vocab_size = 300;
+  c.moe_intermediate_size = c.num_experts > 0 ? 40 : 0;  // 2 x 16 lanes + 8
   return c;
 }
 
@@ -117,7 +119,9 @@ TEST_P(BatchInvariance, RowLogitsDoNotDependOnTheBatch) {
 INSTANTIATE_TEST_SUITE_P(
     Archs, BatchInvariance,
     ::testing::Values(test::tiny_spec("qwen3_qknorm_gqa", Arch::qwen3, false, true, true, 4, 2, 16),
-                      test::tiny_spec("qwen2_bias_mha", Arch::qwen2, true, false, false, 4, 4, 16)),
+                      test::tiny_spec("qwen2_bias_mha", Arch::qwen2, true, false, false, 4, 4, 16),
+                      test::tiny_moe_spec("qwen3_moe_top2"),
+                      test::tiny_moe_spec("qwen3_moe_no_norm_dense_layer", false, {1})),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -176,7 +176,7 @@ TEST_P(PerArch, HogwildMatchesNaiveReference) {
   EXPECT_EQ(be.block_len(hist), ref.len(hist));
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, PerArch, ::testing::ValuesIn(test::tiny_specs()),
+INSTANTIATE_TEST_SUITE_P(Archs, PerArch, ::testing::ValuesIn(test::tiny_cpu_specs()),
                          [](const auto& info) { return info.param.name; });
 
 TEST(CpuBackend, BadInputThrowsError) {

@@ -39,6 +39,11 @@ struct TinySpec {
   int64_t n_heads = 4, n_kv_heads = 2, head_dim = 8;
   double partial_rotary = 1.0;
   RopeScaling rope;
+  // Qwen3-MoE (arch qwen3_moe): experts per MoE layer (0 = dense), top-k, expert inner size.
+  int64_t n_experts = 0, top_k = 0, moe_inter = 0;
+  bool norm_topk = true;
+  int64_t sparse_step = 1;
+  std::vector<int64_t> mlp_only;
 };
 
 /// gtest prints the spec by name.
@@ -49,7 +54,7 @@ inline ModelConfig tiny_config(const TinySpec& s) {
   c.arch = s.arch;
   c.hidden_size = 24;
   c.intermediate_size = 40;
-  c.num_hidden_layers = 2;
+  c.num_hidden_layers = s.n_experts > 0 ? 3 : 2;
   c.num_attention_heads = s.n_heads;
   c.num_key_value_heads = s.n_kv_heads;
   c.head_dim = s.head_dim;
@@ -62,6 +67,12 @@ inline ModelConfig tiny_config(const TinySpec& s) {
   c.tie_word_embeddings = s.tie;
   c.attention_bias = s.attention_bias;
   c.qk_norm = s.qk_norm;
+  c.num_experts = s.n_experts;
+  c.num_experts_per_tok = s.top_k;
+  c.moe_intermediate_size = s.moe_inter;
+  c.norm_topk_prob = s.norm_topk;
+  c.decoder_sparse_step = s.sparse_step;
+  c.mlp_only_layers = s.mlp_only;
   return c;
 }
 
@@ -91,6 +102,18 @@ inline ModelWeights tiny_weights(const ModelConfig& c, uint64_t seed) {
     }
     L.o_proj = r.vec(H * qd, a);
     L.post_attention_layernorm = r.vec(H, 0.2f, 1.0f);
+    if (c.is_moe_layer(l)) {  // router logits O(1), so the routing differs from row to row
+      const int64_t MI = c.moe_intermediate_size;
+      L.router = r.vec(c.num_experts * H, 4 * a);
+      L.experts.resize(static_cast<size_t>(c.num_experts));
+      for (ExpertWeights& e : L.experts) {
+        e.gate_proj = r.vec(MI * H, a);
+        e.up_proj = r.vec(MI * H, a);
+        e.down_proj = r.vec(H * MI, 1.0f / std::sqrt(static_cast<float>(MI)));
+      }
+      w.layers.push_back(std::move(L));
+      continue;
+    }
     L.gate_proj = r.vec(I * H, a);
     L.up_proj = r.vec(I * H, a);
     L.down_proj = r.vec(H * I, 1.0f / std::sqrt(static_cast<float>(I)));
@@ -118,6 +141,20 @@ inline TinySpec tiny_spec(std::string name, Arch arch, bool bias, bool qk_norm, 
   return s;
 }
 
+/// A Qwen3-MoE spec: 3 layers, 6 experts of inner size 12, top-2 (renormalised unless
+/// norm_topk false); mlp_only keeps those layers dense.
+inline TinySpec tiny_moe_spec(std::string name, bool norm_topk = true,
+                              std::vector<int64_t> mlp_only = {}, int64_t sparse_step = 1) {
+  TinySpec s = tiny_spec(std::move(name), Arch::qwen3_moe, false, true, false);
+  s.n_experts = 6;
+  s.top_k = 2;
+  s.moe_inter = 12;
+  s.norm_topk = norm_topk;
+  s.mlp_only = std::move(mlp_only);
+  s.sparse_step = sparse_step;
+  return s;
+}
+
 /// The flag sets every backend test sweeps.
 inline std::vector<TinySpec> tiny_specs() {
   std::vector<TinySpec> v;
@@ -135,6 +172,20 @@ inline std::vector<TinySpec> tiny_specs() {
   l3.rope.factor = 8.0;
   l3.rope.original_max_position_embeddings = 32;
   v.push_back(l3);
+  return v;
+}
+
+/// The Qwen3-MoE flag sets (kept apart from tiny_specs: not every backend runs MoE layers).
+inline std::vector<TinySpec> tiny_moe_specs() {
+  return {tiny_moe_spec("qwen3_moe_top2"),
+          tiny_moe_spec("qwen3_moe_no_norm_dense_layer", /*norm_topk=*/false, {1}),
+          tiny_moe_spec("qwen3_moe_sparse_step2", /*norm_topk=*/true, {}, 2)};
+}
+
+/// tiny_specs() followed by tiny_moe_specs(): what the CPU backend tests sweep.
+inline std::vector<TinySpec> tiny_cpu_specs() {
+  std::vector<TinySpec> v = tiny_specs();
+  for (TinySpec& s : tiny_moe_specs()) v.push_back(std::move(s));
   return v;
 }
 

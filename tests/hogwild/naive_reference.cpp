@@ -36,6 +36,47 @@ void rmsnorm(Vec& x, const std::vector<float>& w, int64_t dim, double eps) {
   }
 }
 
+// down(silu(gate x) * up x), inner size n.
+Vec swiglu_mlp(const std::vector<float>& gate, const std::vector<float>& up,
+               const std::vector<float>& down, const Vec& x, int64_t n, int64_t hidden) {
+  Vec g = matvec(gate, {}, x, n);
+  Vec u = matvec(up, {}, x, n);
+  for (int64_t j = 0; j < n; ++j) g[j] = g[j] / (1.0 + std::exp(-g[j])) * u[j];
+  return matvec(down, {}, g, hidden);
+}
+
+// The MLP of layer L on the post-attention-normed x: dense, or (L holds a router) the Qwen3-MoE
+// block: softmax over the router logits, the top num_experts_per_tok (ties to the lower index),
+// renormalised when norm_topk_prob, weighted sum of those experts' MLPs.
+Vec mlp(const ModelConfig& c, const LayerWeights& L, const Vec& x) {
+  const int64_t H = c.hidden_size;
+  if (L.router.empty())
+    return swiglu_mlp(L.gate_proj, L.up_proj, L.down_proj, x, c.intermediate_size, H);
+  Vec p = matvec(L.router, {}, x, c.num_experts);
+  const double mx = *std::max_element(p.begin(), p.end());
+  double den = 0;
+  for (double& e : p) den += (e = std::exp(e - mx));
+  std::vector<int64_t> top;  // chosen experts, most probable first
+  std::vector<bool> taken(p.size(), false);
+  for (int64_t i = 0; i < c.num_experts_per_tok; ++i) {
+    int64_t best = -1;
+    for (int64_t e = 0; e < c.num_experts; ++e)
+      if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
+    taken[best] = true;
+    top.push_back(best);
+  }
+  double sum = 0;
+  for (int64_t e : top) sum += p[e] / den;
+  Vec out(H, 0.0);
+  for (int64_t e : top) {
+    const double w = c.norm_topk_prob ? p[e] / den / sum : p[e] / den;
+    const ExpertWeights& x_e = L.experts[e];
+    Vec y = swiglu_mlp(x_e.gate_proj, x_e.up_proj, x_e.down_proj, x, c.moe_intermediate_size, H);
+    for (int64_t j = 0; j < H; ++j) out[j] += w * y[j];
+  }
+  return out;
+}
+
 }  // namespace
 
 NaiveSession::NaiveSession(const ModelWeights& w, Layout layout, int n_workers)
@@ -224,13 +265,9 @@ std::vector<std::vector<double>> NaiveSession::run(const std::vector<int>& rows,
       }
       Vec o = matvec(L.o_proj, {}, att, H);
       for (int64_t j = 0; j < H; ++j) h[i][j] += o[j];
-      Vec x = h[i];  // MLP: down(silu(gate x) * up x)
+      Vec x = h[i];  // MLP: down(silu(gate x) * up x), or the MoE block
       rmsnorm(x, L.post_attention_layernorm, H, c.rms_norm_eps);
-      Vec g = matvec(L.gate_proj, {}, x, c.intermediate_size);
-      Vec u = matvec(L.up_proj, {}, x, c.intermediate_size);
-      for (int64_t j = 0; j < c.intermediate_size; ++j)
-        g[j] = g[j] / (1.0 + std::exp(-g[j])) * u[j];
-      Vec d = matvec(L.down_proj, {}, g, H);
+      Vec d = mlp(c, L, x);
       for (int64_t j = 0; j < H; ++j) h[i][j] += d[j];
     }
   }

@@ -24,8 +24,9 @@ namespace hogwild::testing {
 namespace {
 
 TEST(EngineVsReference, SessionsSharingForwardsMatchTheirReferenceAlone) {
-  for (int spec_index : {1, 2}) {  // qwen2 (bias, GQA), qwen3 (q/k norm, tied)
-    const test::TinySpec spec = session_specs()[spec_index];
+  // qwen2 (bias, GQA), qwen3 (q/k norm, tied), qwen3_moe (experts grouped over every session)
+  for (const test::TinySpec& spec :
+       {session_specs()[1], session_specs()[2], moe_session_specs()[1]}) {
     SCOPED_TRACE(spec.name);
     cpu::CpuBackend be(session_model(spec));
     expect_sessions_match_reference(be, be.weights(), 1e-4, 1e-4);
@@ -64,8 +65,8 @@ SamplingParams seeded(float temperature, uint64_t seed) {
   return sp;
 }
 
-TEST(Engine, SessionTokensDoNotDependOnTheOtherSessions) {
-  const test::TinySpec spec = session_specs()[2];
+// A greedy and a seeded session give the same tokens alone and beside three others (CPU).
+void session_tokens_do_not_depend_on_the_other_sessions(const test::TinySpec& spec) {
   ByteCodec codec;
   const std::string q = "Q: what is 6 times 7?\n";
   // The sessions under test: greedy (3 workers, combined) and seeded sampling (2, interleaved).
@@ -114,6 +115,13 @@ TEST(Engine, SessionTokensDoNotDependOnTheOtherSessions) {
   engine.run_until_idle();
   EXPECT_EQ(g.ids, alone[0]);
   EXPECT_EQ(s.ids, alone[1]);
+}
+
+TEST(Engine, SessionTokensDoNotDependOnTheOtherSessions) {
+  for (const test::TinySpec& spec : {session_specs()[2], moe_session_specs()[0]}) {
+    SCOPED_TRACE(spec.name);
+    session_tokens_do_not_depend_on_the_other_sessions(spec);
+  }
 }
 
 TEST(Engine, ChunkedPrefillGivesTheSameRun) {

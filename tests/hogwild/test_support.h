@@ -94,6 +94,12 @@ inline std::vector<test::TinySpec> session_specs() {
   return v;
 }
 
+/// Qwen3-MoE specs for the session tests (tests/cpu/tiny_model.h; the CPU backend only).
+inline std::vector<test::TinySpec> moe_session_specs() {
+  return {test::tiny_moe_spec("qwen3_moe_top2"),
+          test::tiny_moe_spec("qwen3_moe_no_norm_dense_layer", /*norm_topk=*/false, {1})};
+}
+
 inline ModelWeights session_model(const test::TinySpec& spec, uint64_t seed = 7) {
   ModelConfig c = test::tiny_config(spec);
   c.vocab_size = kToyVocab;

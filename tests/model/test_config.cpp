@@ -4,6 +4,7 @@
 
 #include "model/config.h"
 #include "model/make_model.h"
+#include "model/tensor_names.h"
 #include "tests/model/test_util.h"
 
 namespace hogwild {
@@ -399,6 +400,53 @@ TEST(ModelConfig, ToJsonRoundTripsEveryPreset) {
   EXPECT_EQ(find_preset(Arch::llama, "llama-3.1-8b").config.num_parameters(), 8030261248);
   EXPECT_EQ(find_preset(Arch::phi3, "phi-4").config.num_parameters(), 14659507200);
   EXPECT_EQ(find_preset(Arch::qwen3, "qwen3-0.6b").config.num_parameters(), 596049920);
+  // Qwen3-MoE: the hub config above, and Qwen3-235B-A22B's 235B total / 22B active (94 layers,
+  // hidden 4096, 64 query heads, 1536 per expert).
+  EXPECT_EQ(model_config_to_json(find_preset(Arch::qwen3_moe, "qwen3-30b-a3b").config),
+            model_config_to_json(parse(kQwen3_30B_A3B)));
+  const ModelConfig big = find_preset(Arch::qwen3_moe, "qwen3-235b-a22b").config;
+  EXPECT_EQ(big.num_parameters(), 235093634560);
+  EXPECT_EQ(big.num_active_parameters(), 22190763520);
+  const ModelConfig dl = find_preset(Arch::qwen3_moe, "tiny-dense-layers").config;
+  EXPECT_EQ(dl.num_moe_layers(), 2);
+  EXPECT_FALSE(find_preset(Arch::qwen3_moe, "tiny-no-norm").config.norm_topk_prob);
+}
+
+TEST(TensorTable, Qwen3MoeLayers) {
+  const ModelConfig c = find_preset(Arch::qwen3_moe, "tiny-dense-layers").config;
+  std::vector<std::string> layer1, layer3, fused1;
+  for (const TensorSpec& s : model_tensor_specs(c)) {
+    if (s.layer == 1 && s.name.find(".mlp.") != std::string::npos) layer1.push_back(s.name);
+    if (s.layer == 3 && s.name.find(".mlp.") != std::string::npos) layer3.push_back(s.name);
+    if (s.kind == TensorKind::expert_down_proj && s.layer == 1 && s.expert == 7)
+      EXPECT_EQ(s.shape, (std::vector<int64_t>{64, 32}));
+    if (s.kind == TensorKind::router) EXPECT_EQ(s.shape, (std::vector<int64_t>{8, 64}));
+  }
+  // Sparse layer 1: the router, then 8 experts x (gate, up, down); dense layer 3: the MLP.
+  ASSERT_EQ(layer1.size(), 1u + 8 * 3);
+  EXPECT_EQ(layer1[0], "model.layers.1.mlp.gate.weight");
+  EXPECT_EQ(layer1[1], "model.layers.1.mlp.experts.0.gate_proj.weight");
+  EXPECT_EQ(layer1[2], "model.layers.1.mlp.experts.0.up_proj.weight");
+  EXPECT_EQ(layer1[24], "model.layers.1.mlp.experts.7.down_proj.weight");
+  EXPECT_EQ(layer3, (std::vector<std::string>{"model.layers.3.mlp.gate_proj.weight",
+                                              "model.layers.3.mlp.up_proj.weight",
+                                              "model.layers.3.mlp.down_proj.weight"}));
+  for (const TensorSpec& s : model_tensor_specs(c, ExpertLayout::fused))
+    if (s.layer == 1 && s.name.find(".mlp.") != std::string::npos) fused1.push_back(s.name);
+  EXPECT_EQ(fused1, (std::vector<std::string>{"model.layers.1.mlp.gate.weight",
+                                              "model.layers.1.mlp.experts.gate_up_proj",
+                                              "model.layers.1.mlp.experts.down_proj"}));
+  for (const TensorSpec& s : model_tensor_specs(c, ExpertLayout::fused)) {
+    if (s.kind == TensorKind::experts_gate_up_proj)
+      EXPECT_EQ(s.shape, (std::vector<int64_t>{8, 64, 64}));
+    if (s.kind == TensorKind::experts_down_proj)
+      EXPECT_EQ(s.shape, (std::vector<int64_t>{8, 64, 32}));
+  }
+  EXPECT_TRUE(is_expert_tensor(TensorKind::experts_down_proj));
+  EXPECT_FALSE(is_expert_tensor(TensorKind::router));
+  // The dense families are unchanged: no MoE tensor.
+  for (const TensorSpec& s : model_tensor_specs(find_preset(Arch::qwen3, "tiny").config))
+    EXPECT_FALSE(is_expert_tensor(s.kind) || s.kind == TensorKind::router) << s.name;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // load_model on make-model output: every field has its table shape and holds exactly the values
 // make-model wrote (fp32 files: bit-exact; bf16: the bf16 rounding), Phi3 fused tensors split into
 // the right rows, tied embeddings, sharded == single file, and the mismatch errors.
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -103,6 +105,139 @@ TEST(LoadModel, EveryArchLoadsTheValuesMakeModelWrote) {
   }
 }
 
+// Rewrites DIR/config.json with one key changed.
+void patch_config(const TempDir& d, const std::string& key, const nlohmann::json& v) {
+  auto j = nlohmann::json::parse(test::read_file(d / "config.json"));
+  j[key] = v;
+  test::write_file(d / "config.json", j.dump());
+}
+
+TEST(LoadModel, Qwen3MoeRouterAndExpertsHoldTheValuesMakeModelWrote) {
+  for (const std::string preset : {"tiny", "tiny-dense-layers"}) {
+    SCOPED_TRACE(preset);
+    TempDir d;
+    make(d, Arch::qwen3_moe, Dtype::f32, 2ull << 30, preset);
+    ModelWeights w = load_model(d.str(), {.show_progress = false});
+    const ModelConfig& c = w.config;
+    ASSERT_EQ(c.num_experts, 8);
+    const size_t h = 64, mi = 32, in = 128;
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+      const LayerWeights& L = w.layers[size_t(l)];
+      const std::string p = "model.layers." + std::to_string(l) + ".mlp.";
+      if (!c.is_moe_layer(l)) {  // dense: intermediate_size 128, no router or experts
+        EXPECT_EQ(L.gate_proj, expected(p + "gate_proj.weight", 0, in * h, 0, 0.1));
+        EXPECT_EQ(L.down_proj, expected(p + "down_proj.weight", 0, h * in, 0, 0.1));
+        EXPECT_TRUE(L.router.empty() && L.experts.empty());
+        continue;
+      }
+      EXPECT_TRUE(L.gate_proj.empty() && L.up_proj.empty() && L.down_proj.empty());
+      EXPECT_EQ(L.router, expected(p + "gate.weight", 0, 8 * h, 0, 0.1));
+      ASSERT_EQ(L.experts.size(), 8u);
+      for (size_t e = 0; e < 8; ++e) {
+        const std::string q = p + "experts." + std::to_string(e) + ".";
+        EXPECT_EQ(L.experts[e].gate_proj, expected(q + "gate_proj.weight", 0, mi * h, 0, 0.1));
+        EXPECT_EQ(L.experts[e].up_proj, expected(q + "up_proj.weight", 0, mi * h, 0, 0.1));
+        EXPECT_EQ(L.experts[e].down_proj, expected(q + "down_proj.weight", 0, h * mi, 0, 0.1));
+      }
+    }
+    if (preset == "tiny-dense-layers") {  // layers 1 and 5 sparse of 6
+      EXPECT_EQ(c.num_moe_layers(), 2);
+      EXPECT_TRUE(c.is_moe_layer(1) && c.is_moe_layer(5) && !c.is_moe_layer(3));
+    }
+  }
+}
+
+// Rewrites the per-expert Qwen3-MoE checkpoint of `from` into `to` in transformers 5.x's fused
+// form (conversion_mapping.py "qwen2_moe": per layer mlp.experts.gate_up_proj [E, 2I, H] = for
+// each expert its gate rows then its up rows, mlp.experts.down_proj [E, H, I]), f32.
+void write_fused_experts(const TempDir& from, const TempDir& to, const ModelConfig& c) {
+  Checkpoint ck(from.str());
+  std::vector<TensorToWrite> tw;
+  std::vector<std::vector<float>> data;
+  auto f32 = [&](const std::string& name) {
+    const Checkpoint::Entry* e = ck.find(name);
+    const float* p = reinterpret_cast<const float*>(e->file->data(*e->info));
+    return std::vector<float>(p, p + e->info->numel());
+  };
+  for (const auto& [name, e] : ck.tensors()) {
+    if (name.find(".mlp.experts.") != std::string::npos) continue;
+    tw.push_back({name, Dtype::f32, e.info->shape});
+    data.push_back(f32(name));
+  }
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    if (!c.is_moe_layer(l)) continue;
+    const std::string p = "model.layers." + std::to_string(l) + ".mlp.experts.";
+    std::vector<float> gu, down;
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+      const std::string q = p + std::to_string(e) + ".";
+      for (const char* part : {"gate_proj.weight", "up_proj.weight"}) {
+        std::vector<float> v = f32(q + part);
+        gu.insert(gu.end(), v.begin(), v.end());
+      }
+      std::vector<float> v = f32(q + "down_proj.weight");
+      down.insert(down.end(), v.begin(), v.end());
+    }
+    const int64_t E = c.num_experts, H = c.hidden_size, I = c.moe_intermediate_size;
+    tw.push_back({p + "gate_up_proj", Dtype::f32, {E, 2 * I, H}});
+    data.push_back(gu);
+    tw.push_back({p + "down_proj", Dtype::f32, {E, H, I}});
+    data.push_back(down);
+  }
+  std::filesystem::copy_file(from / "config.json", to / "config.json");
+  write_safetensors((to / "model.safetensors").string(), tw, {{"format", "pt"}},
+                    [&](size_t i, std::vector<uint8_t>& out) {
+                      out.resize(data[i].size() * 4);
+                      std::memcpy(out.data(), data[i].data(), out.size());
+                    });
+}
+
+TEST(LoadModel, Qwen3MoeFusedExpertsEqualPerExpert) {
+  TempDir per, fused;
+  const ModelConfig c = make(per, Arch::qwen3_moe, Dtype::f32, 2ull << 30, "tiny-dense-layers");
+  write_fused_experts(per, fused, c);
+  ModelWeights a = load_model(per.str(), {.show_progress = false});
+  ModelWeights b = load_model(fused.str(), {.show_progress = false});
+  for (size_t l = 0; l < a.layers.size(); ++l) {
+    EXPECT_EQ(a.layers[l].router, b.layers[l].router) << l;
+    EXPECT_EQ(a.layers[l].gate_proj, b.layers[l].gate_proj) << l;
+    ASSERT_EQ(a.layers[l].experts.size(), b.layers[l].experts.size()) << l;
+    for (size_t e = 0; e < a.layers[l].experts.size(); ++e) {
+      EXPECT_EQ(a.layers[l].experts[e].gate_proj, b.layers[l].experts[e].gate_proj)
+          << l << " " << e;
+      EXPECT_EQ(a.layers[l].experts[e].up_proj, b.layers[l].experts[e].up_proj) << l << " " << e;
+      EXPECT_EQ(a.layers[l].experts[e].down_proj, b.layers[l].experts[e].down_proj)
+          << l << " " << e;
+    }
+  }
+  // A fused tensor of the wrong shape is named with both shapes.
+  patch_config(fused, "moe_intermediate_size", 16);
+  expect_error([&] { load_model(fused.str(), {.show_progress = false}); },
+               {"tensor model.layers.1.mlp.experts.gate_up_proj: expected shape [8, 32, 64], got "
+                "[8, 64, 64]"});
+}
+
+TEST(LoadModel, Qwen3MoeMismatchesAreNamed) {
+  TempDir d;
+  make(d, Arch::qwen3_moe, Dtype::bf16);
+  patch_config(d, "num_experts", 7);  // expert 7 is unexpected, the router has 8 rows
+  expect_error([&] { load_model(d.str(), {.show_progress = false}); },
+               {"tensor model.layers.0.mlp.gate.weight: expected shape [7, 64], got [8, 64]",
+                "unexpected tensor(s): model.layers.0.mlp.experts.7."});
+  TempDir e;
+  make(e, Arch::qwen3_moe, Dtype::bf16);
+  patch_config(e, "mlp_only_layers", nlohmann::json::array({1}));  // layer 1 dense: no dense MLP
+  expect_error([&] { load_model(e.str(), {.show_progress = false}); },
+               {"missing tensor(s): model.layers.1.mlp.gate_proj.weight",
+                "unexpected tensor(s): model.layers.1.mlp.experts.0."});
+  TempDir f;
+  make(f, Arch::qwen3_moe, Dtype::bf16);
+  patch_config(f, "moe_intermediate_size", 48);
+  expect_error(
+      [&] { load_model(f.str(), {.show_progress = false}); },
+      {"tensor model.layers.0.mlp.experts.0.gate_proj.weight: expected shape [48, 64], got [32, "
+       "64]"});
+}
+
 TEST(LoadModel, Bf16AndF16AreRoundedCopiesOfTheFp32Values) {
   for (Dtype dt : {Dtype::bf16, Dtype::f16}) {
     TempDir d;
@@ -142,13 +277,6 @@ TEST(LoadModel, ShardedEqualsSingleFile) {
       EXPECT_EQ(w1.layers[l].down_proj, w2.layers[l].down_proj);
     }
   }
-}
-
-// Rewrites DIR/config.json with one key changed.
-void patch_config(const TempDir& d, const std::string& key, const nlohmann::json& v) {
-  auto j = nlohmann::json::parse(test::read_file(d / "config.json"));
-  j[key] = v;
-  test::write_file(d / "config.json", j.dump());
 }
 
 TEST(LoadModel, WrongShapeNamesTensorExpectedAndActual) {
