@@ -22,16 +22,7 @@ std::string name_list(const std::vector<std::string>& v) {
   return s;
 }
 
-std::string module_of(const TensorSpec& s) {
-  const std::string suffix = ".weight";
-  return s.name.ends_with(suffix) ? s.name.substr(0, s.name.size() - suffix.size()) : s.name;
-}
-
-// Whether spec s is a linear layer that quantization_config may quantize (model/quant.h).
-bool is_linear(const TensorSpec& s) {
-  return s.role == TensorRole::matrix && s.kind != TensorKind::embed_tokens &&
-         s.kind != TensorKind::lm_head;
-}
+std::string module_of(const TensorSpec& s) { return module_name(s); }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -112,6 +103,20 @@ std::vector<float> read_f32(const Checkpoint::Entry* e) {
 
 }  // namespace
 
+std::string module_name(const TensorSpec& s) {
+  const std::string suffix = ".weight";
+  return s.name.ends_with(suffix) ? s.name.substr(0, s.name.size() - suffix.size()) : s.name;
+}
+
+bool is_quantizable_linear(const TensorSpec& s) {
+  return s.role == TensorRole::matrix && s.kind != TensorKind::embed_tokens &&
+         s.kind != TensorKind::lm_head;
+}
+
+WeightFormat tensor_format(const QuantConfig& q, const TensorSpec& s) {
+  return is_quantizable_linear(s) ? linear_format(q, module_name(s)) : WeightFormat::dense;
+}
+
 uint64_t stored_bytes(const CheckedTensor& t) {
   uint64_t n = 0;
   for (const Checkpoint::Entry* e : {t.entry, t.qzeros, t.scales, t.g_idx, t.scale_inv})
@@ -150,7 +155,7 @@ std::vector<CheckedTensor> check_checkpoint(const ModelConfig& c, const Checkpoi
   const QuantConfig& q = c.quantization_config;
   for (TensorSpec& s : model_tensor_specs(c)) {
     CheckedTensor t{s, nullptr};
-    t.format = is_linear(s) ? linear_format(q, module_of(s)) : WeightFormat::dense;
+    t.format = tensor_format(q, s);
     bool ok;
     if (t.format == WeightFormat::int4) {
       ok = check_int4(k, q, s, t);
