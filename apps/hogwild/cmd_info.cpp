@@ -163,9 +163,10 @@ void run_info(const std::string& dir, bool as_json) {
   line("weight format", weight_format_desc(q, n_quantized, n_linear));
   line("weights", fmt::format("{} in {} file{} (as stored)", human_bytes(double(bytes)),
                               ck.files().size(), ck.files().size() == 1 ? "" : "s"));
-  line("weights read per decode step",
-       fmt::format("{} (every weight as stored, one embedding row per token)",
-                   human_bytes(double(decode_bytes))));
+  line("read per decode step",
+       fmt::format("{} of weights (as stored; embeddings: one row per token{})",
+                   human_bytes(double(decode_bytes)),
+                   c.tie_word_embeddings ? ", all of them as the tied lm_head" : ""));
   line("tensors", fmt::format("{} (names, dtypes and shapes match the {} table)", tensors.size(),
                               arch_short_name(c.arch)));
   line("num_hidden_layers", std::to_string(c.num_hidden_layers));

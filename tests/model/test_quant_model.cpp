@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cpu/cpu_backend.h"
 #include "model/loader.h"
@@ -33,6 +34,8 @@ struct QCase {
   bool desc_act = false;
   bool sym = true;
 };
+
+void PrintTo(const QCase& q, std::ostream* os) { *os << q.name; }
 
 const QCase kCases[] = {
     {"awq", QuantMethod::awq},
@@ -112,7 +115,10 @@ TEST_P(QuantModel, LogitsEqualTheDenseCheckpointItDefines) {
     EXPECT_EQ(q.at("weight_block_size"), nlohmann::json({128, 128}));
   } else {
     EXPECT_EQ(q.at("bits"), 4);
-    EXPECT_EQ(q.at("group_size"), qc.group_size ? qc.group_size : 64);  // tiny: 64 divides all
+    // Default: the largest of 128, 64, 32 dividing every in_features (tiny: 64, 128, and qwen2's
+    // intermediate_size 160).
+    const int64_t def = arch == Arch::qwen2 ? 32 : 64;
+    EXPECT_EQ(q.at("group_size"), qc.group_size ? qc.group_size : def);
     if (qc.method == QuantMethod::awq) {
       EXPECT_EQ(q.at("zero_point"), true);
       EXPECT_EQ(q.at("version"), "gemm");
@@ -182,6 +188,25 @@ TEST(QuantModel, WeightsAreTheRoundedValuesOfTheDenseModel) {
     EXPECT_LE(worst, bound * 1.0001);
     EXPECT_GT(worst, 0.0);  // quantized, not a copy
   }
+}
+
+TEST(QuantModel, ShardedQuantizedCheckpointKeepsALayersPiecesTogether) {
+  TempDir one, many;
+  make_model(options(Arch::qwen2, kCases[3], one.str()));
+  MakeModelOptions o = options(Arch::qwen2, kCases[3], many.str());
+  o.max_shard_size = 20000;
+  make_model(o);
+  nlohmann::json idx;
+  std::ifstream(many / "model.safetensors.index.json") >> idx;
+  const auto& map = idx.at("weight_map");
+  for (const char* piece : {".qzeros", ".scales", ".g_idx"})
+    EXPECT_EQ(map.at(std::string("model.layers.1.mlp.down_proj") + piece),
+              map.at("model.layers.1.mlp.down_proj.qweight"));
+  std::set<std::string> files;
+  for (const auto& [name, file] : map.items()) files.insert(file.get<std::string>());
+  EXPECT_GT(files.size(), 2u);
+  expect_same_weights(load_model(one.str(), {.show_progress = false}),
+                      load_model(many.str(), {.show_progress = false}));
 }
 
 TEST(QuantModel, DescActStoresANonContiguousGIdx) {

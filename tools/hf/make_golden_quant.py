@@ -24,8 +24,10 @@ For every model directory (written by `hogwild make-model --quant`):
   2. For FP8 (unless --no-native) transformers also loads the quantized directory itself
      (quant_method "fp8": FP8Linear) on the GPU in bf16; those logits go to a separate file, with
      the relative error transformers' own fp32 run has against them (the C++ test's bound there).
-     A failure of this step (no GPU, a transformers without FP8 support, a shape its kernels refuse)
-     is recorded in the .json under "native": {"error": ...} and reported at the end (exit 3).
+     Only models whose every in_features is a multiple of the block run it (its activation
+     quantization needs that; the others record "native": {"skipped": why}). A failure of this
+     step (no GPU, a transformers without FP8 support) is recorded in the .json under
+     "native": {"error": ...} and reported at the end (exit 3).
 Files, in tests/data/hf_golden's format (tests/data/hf_golden/README.md):
   <name>.json         prompt ids, greedy ids, shapes, make_model_args, versions, "native"
   <name>.logits.f32   float32 little-endian (n_prompt + n_decode, vocab_size)
@@ -174,7 +176,11 @@ def native_fp8(d, dense_model, vocab):
     """transformers' own FP8 path on the GPU: greedy ids, logits, and HF fp32's error against it."""
     if not torch.cuda.is_available():
         raise RuntimeError("no CUDA device (transformers' FP8Linear needs a GPU)")
-    model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.bfloat16, device_map="cuda")
+    try:
+        model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.bfloat16, device_map="cuda")
+    except (ImportError, ValueError) as e:  # device_map needing accelerate: load, then move
+        print(f"{d}: device_map='cuda' failed ({e}); loading, then .to('cuda')", file=sys.stderr)
+        model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.bfloat16).to("cuda")
     model.eval()
     fp8_modules = [n for n, m in model.named_modules() if "FP8" in type(m).__name__]
     if not fp8_modules:
@@ -186,6 +192,20 @@ def native_fp8(d, dense_model, vocab):
     torch.cuda.empty_cache()
     return {"greedy_ids": greedy, "logits": logits, "fp8_modules": len(fp8_modules),
             "hf_fp32_max_rel_error": worst_row_rel_error(ref, logits)}
+
+
+def native_skip_reason(d, qc):
+    """Why transformers' FP8 path cannot run this shape (its activation quantization splits every
+    input into groups of block_k), or None."""
+    c = json.load(open(os.path.join(d, "config.json")))
+    bk = qc["weight_block_size"][1]
+    head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    ins = {"hidden_size": c["hidden_size"], "intermediate_size": c["intermediate_size"],
+           "num_attention_heads * head_dim": c["num_attention_heads"] * head_dim}
+    bad = [f"{k} {v}" for k, v in ins.items() if v % bk]
+    if bad:
+        return f"in_features not a multiple of block {bk}: {', '.join(bad)}"
+    return None
 
 
 def main():
@@ -223,7 +243,10 @@ def main():
                 print(f"{name}: warning: argmax of full forward differs from generate", file=sys.stderr)
             logits.astype("<f4").tofile(os.path.join(args.out, f"{name}.logits.f32"))
             native = None
-            if qc["quant_method"] == "fp8" and not args.no_native:
+            skip = native_skip_reason(d, qc) if qc["quant_method"] == "fp8" else None
+            if qc["quant_method"] == "fp8" and skip:
+                native = {"skipped": skip}
+            elif qc["quant_method"] == "fp8" and not args.no_native:
                 try:
                     r = native_fp8(d, model, cfg.vocab_size)
                     r["logits"].astype("<f4").tofile(
