@@ -186,11 +186,11 @@ void run_info(const std::string& dir, bool as_json) {
                                       : fmt::format("{:.2f}M ({})", double(ap) / 1e6, ap)));
   }
   line("read per decode step",
-       fmt::format("{} of weights (as stored; embeddings: one row per token{}{})",
-                   human_bytes(double(moe ? active_bytes - (bytes - decode_bytes) : decode_bytes)),
-                   c.tie_word_embeddings ? ", all of them as the tied lm_head" : "",
-                   moe ? "; one token's experts: a step of several rows reads the union of theirs"
-                       : ""));
+       fmt::format(
+           "{} of weights (as stored; embeddings: one row per token{}{})",
+           human_bytes(double(moe ? active_bytes - (bytes - decode_bytes) : decode_bytes)),
+           c.tie_word_embeddings ? ", all of them as the tied lm_head" : "",
+           moe ? "; one token's experts: a step of several rows reads the union of theirs" : ""));
   line("tensors", fmt::format("{} (names, dtypes and shapes match the {} table)", tensors.size(),
                               arch_short_name(c.arch)));
   line("num_hidden_layers", std::to_string(c.num_hidden_layers));
