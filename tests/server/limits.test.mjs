@@ -1,0 +1,127 @@
+// `hogwild serve` against clients that misbehave, as an attacker would: bodies past the limit
+// (chunked or with a Content-Length that lies), slow and idle connections, many connections at
+// once, a second server on the same port, numbers no double holds, prompts that just fit or just
+// do not, notes to ended sessions, wrong methods. Raw sockets where no client would send such a
+// request; the openai SDK and fetch for the rest. Every answer is an OpenAI-shaped JSON error.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import http from 'node:http';
+import { requireSetup, requireJs, startServer, post, readSse, testModel, HOGWILD } from './harness.mjs';
+
+requireSetup('openai');
+const OpenAI = requireJs('openai').default ?? requireJs('openai');
+
+let server, client, model, host, port;
+const problem = [{ role: 'user', content: 'What is the sum of the primes below 10?' }];
+
+before(async () => {
+  server = await startServer(['--max-body-bytes', String(1 << 20)]);
+  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  model = (await client.models.list()).data[0].id;
+  const u = new URL(server.url);
+  host = u.hostname;
+  port = Number(u.port);
+});
+after(async () => {
+  const { code } = await server.stop();
+  assert.equal(code, 0, 'SIGTERM exits 0');
+});
+
+function isOpenAiError(j, status) {
+  assert.ok(j && j.error, `an error body: ${JSON.stringify(j)}`);
+  for (const k of ['message', 'type', 'param', 'code']) assert.ok(k in j.error, `error.${k}`);
+  assert.ok(j.error.message.length > 0);
+  assert.equal(j.error.type, status >= 500 ? 'server_error' : 'invalid_request_error');
+}
+
+// Parses the first HTTP response in `text` (status, headers, body by Content-Length).
+function parseResponse(text) {
+  const cut = text.indexOf('\r\n\r\n');
+  if (cut < 0) return null;
+  const lines = text.slice(0, cut).split('\r\n');
+  const status = Number(lines[0].split(' ')[1]);
+  const headers = {};
+  for (const l of lines.slice(1)) {
+    const i = l.indexOf(':');
+    headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+  }
+  const len = Number(headers['content-length'] ?? 0);
+  const body = text.slice(cut + 4);
+  if (body.length < len) return null;
+  return { status, headers, body: body.slice(0, len), json: JSON.parse(body.slice(0, len) || 'null') };
+}
+
+// Sends `head` on a raw socket, then (optionally) body pieces from `more()` while no answer came;
+// resolves with the answer, when it came (ms) and how many body bytes had been sent by then.
+function rawRequest(head, { more = null, timeoutMs = 20000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const t0 = Date.now();
+    const sock = net.connect(port, host);
+    let text = '';
+    let sent = 0;
+    let answered = null;
+    const timer = setTimeout(() => { sock.destroy(); reject(new Error(`no answer within ${timeoutMs} ms (sent ${sent} body bytes)`)); }, timeoutMs);
+    const finish = (r) => {
+      if (answered) return;
+      answered = r;
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(r);
+    };
+    sock.on('data', (d) => {
+      text += d.toString('latin1');
+      const r = parseResponse(text.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ''));
+      if (r) finish({ ...r, ms: Date.now() - t0, sent });
+    });
+    sock.on('error', () => {});  // the server may reset after answering; the answer is what counts
+    sock.on('close', () => { if (!answered) { clearTimeout(timer); reject(new Error(`closed without an answer after ${sent} body bytes: ${JSON.stringify(text.slice(0, 200))}`)); } });
+    sock.on('connect', async () => {
+      sock.write(head);
+      if (!more) return;
+      for (;;) {
+        if (answered || sock.destroyed) return;
+        const piece = more(sent);
+        if (!piece) return;
+        sent += piece.length;
+        if (!sock.write(piece)) await new Promise((r) => { sock.once('drain', r); sock.once('close', r); });
+      }
+    });
+  });
+}
+
+const chatHead = (extra) => `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${extra}\r\n`;
+
+async function healthyWithin(ms) {
+  const t0 = Date.now();
+  const res = await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(ms) });
+  assert.equal(res.status, 200);
+  return Date.now() - t0;
+}
+
+test('numbers no double holds, integers past 64 bits, values 0 in 32-bit floats: 400 naming the field', async () => {
+  const chat = `${server.url}/v1/chat/completions`;
+  const msgs = JSON.stringify(problem);
+  const cases = [
+    [`{"model": "${model}", "messages": ${msgs}, "temperature": 1e999}`, 'temperature', /too large for a double/],
+    [`{"model": "${model}", "messages": ${msgs}, "max_tokens": 1e999}`, 'max_tokens', /too large for a double/],
+    [`{"model": "${model}", "messages": ${msgs}, "top_p": -1e999}`, 'top_p', /too large for a double/],
+    [`{"model": "${model}", "messages": ${msgs}, "hogwild": {"budget": 1e999}}`, 'hogwild.budget', /too large for a double/],
+    [`{"model": "${model}", "messages": ${msgs}, "seed": 1180591620717411303424}`, 'seed', /'seed' is too large/],
+    [`{"model": "${model}", "messages": ${msgs}, "top_p": 1e-300}`, 'top_p', /must be in \(0, 1\]/],
+  ];
+  for (const [body, param, says] of cases) {
+    const r = await post(chat, body);
+    assert.equal(r.status, 400, `${body}: ${r.text}`);
+    isOpenAiError(r.json, 400);
+    assert.equal(r.json.error.param, param, body);
+    assert.match(r.json.error.message, says, body);
+  }
+  // The SDK sees the same (it serializes 2**70 as 1.1805916207174113e+21).
+  await assert.rejects(client.chat.completions.create({ model, messages: problem, seed: 2 ** 70 }),
+    (e) => e.status === 400 && e.param === 'seed' && /too large/.test(e.message));
+  await assert.rejects(client.chat.completions.create({ model, messages: problem, top_p: 1e-300 }),
+    (e) => e.status === 400 && e.param === 'top_p');
+  await healthyWithin(2000);
+});
