@@ -84,7 +84,10 @@ class Scheduler::ChoiceObserver : public SessionObserver {
       std::lock_guard<std::mutex> l(s_.m_);
       s_.stats_.generated_tokens += 1;
     }
-    if (t.eos) return;  // the worker stopped on it: not part of the text
+    if (t.eos) {  // the worker stopped on it: not part of the text
+      eos_seen_ = true;
+      return;
+    }
     std::string text = dec_.at(t.worker).push(t.bytes);
     if (r_.job.hogwild) {
       if (text.empty()) return;
@@ -151,12 +154,23 @@ class Scheduler::ChoiceObserver : public SessionObserver {
       content(stop_.flush());
     }
     d.stop_reason = stopped_ ? "stop" : res->stop_reason;
+    // A plain completion stops ("stop") on a stop string or an end-of-sequence token it drew;
+    // anything else is its length (max_tokens or the context), as OpenAI and vLLM report. A
+    // session whose one worker reached its cap on the token drawn at the end of the prefill
+    // (max_tokens 1, or room for one token) reports "eos" although it drew none.
+    if (!r_.job.hogwild && !stopped_ && !eos_seen_ && res->stop_reason == "eos") {
+      const SessionOptions& o = r_.job.choices.at(choice_).options;
+      const int64_t made = res->tokens_per_worker.empty() ? 0 : res->tokens_per_worker[0];
+      d.stop_reason = o.max_tokens_per_worker > 0 && made >= o.max_tokens_per_worker
+                          ? "max_tokens"
+                          : "max_context";
+    }
     if ((res->stop_reason == "cancelled" || res->stop_reason == "interrupted") && !stopped_)
       d.finish_reason = "cancelled";
     else if (r_.job.hogwild)
       d.finish_reason = res->answer ? "stop" : "length";
     else
-      d.finish_reason = stopped_ || res->stop_reason == "eos" ? "stop" : "length";
+      d.finish_reason = stopped_ || eos_seen_ ? "stop" : "length";
     d.prompt_tokens = res->prompt_tokens;
     d.tokens_per_worker = res->tokens_per_worker;
     d.serial_steps = res->serial_steps;
@@ -186,6 +200,7 @@ class Scheduler::ChoiceObserver : public SessionObserver {
   std::vector<int> step_;         // (n_workers) each worker's current step
   StopFilter stop_;
   bool stopped_ = false, started_ = false;
+  bool eos_seen_ = false;  // a worker drew an end-of-sequence token
   Clock::time_point last_{};
 };
 

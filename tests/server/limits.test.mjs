@@ -125,3 +125,23 @@ test('numbers no double holds, integers past 64 bits, values 0 in 32-bit floats:
     (e) => e.status === 400 && e.param === 'top_p');
   await healthyWithin(2000);
 });
+
+test('max_tokens 1, or a prompt that leaves room for one token, ends with finish_reason "length"', async () => {
+  const c = await client.chat.completions.create({ model, messages: problem, max_tokens: 1, seed: 1 });
+  assert.equal(c.usage.completion_tokens, 1);
+  assert.equal(c.choices[0].finish_reason, 'length');
+  assert.equal(c.hogwild?.stop_reason ?? 'max_tokens', 'max_tokens');
+  const p = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 1, seed: 1 });
+  assert.equal(p.choices[0].finish_reason, 'length');
+  const stream = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 1, seed: 1, stream: true });
+  const finals = [];
+  for await (const ch of stream) if (ch.choices[0]?.finish_reason) finals.push(ch.choices[0].finish_reason);
+  assert.deepEqual(finals, ['length']);
+  // Room for exactly one token: the context (4096) minus the prompt.
+  const probe = await client.completions.create({ model, prompt: 'x'.repeat(4000), max_tokens: 1 });
+  const prompt = 'x'.repeat(4000 + (4095 - probe.usage.prompt_tokens));
+  const full = await client.completions.create({ model, prompt, seed: 2 });
+  assert.equal(full.usage.prompt_tokens, 4095);
+  assert.equal(full.usage.completion_tokens, 1);
+  assert.equal(full.choices[0].finish_reason, 'length');
+});
