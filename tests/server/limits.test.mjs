@@ -145,3 +145,44 @@ test('max_tokens 1, or a prompt that leaves room for one token, ends with finish
   assert.equal(full.usage.completion_tokens, 1);
   assert.equal(full.choices[0].finish_reason, 'length');
 });
+
+test('a hogwild prompt that leaves no room for the first step is a 400 with the counts, never a 500', async () => {
+  // The tokenizer of the test model is byte-level: the problem's bytes move the prompt one token
+  // at a time across the limit (a context of 2048 tokens: the collaboration prompt is ~1200).
+  const s = await startServer(['--max-context', '2048']);
+  try {
+    const url = `${s.url}/v1/chat/completions`;
+    const ask = (layout, workers, n) => post(url, {
+      model, seed: 1, max_tokens: 1,
+      messages: [{ role: 'user', content: 'x'.repeat(n) }], hogwild: { workers, layout, budget: 2 },
+    });
+    for (const [layout, workers] of [['combined', 4], ['interleaved', 2]]) {
+      // The longest problem that is not refused, by bisection; then every length just around it.
+      let lo = 1, hi = 2048;
+      assert.notEqual((await ask(layout, workers, lo)).status, 400);
+      while (hi - lo > 1) {
+        const mid = (lo + hi) >> 1;
+        if ((await ask(layout, workers, mid)).status === 400) hi = mid; else lo = mid;
+      }
+      let ran = 0, refused = 0;
+      for (let n = Math.max(1, lo - 16); n <= lo + 2; n++) {
+        const r = await ask(layout, workers, n);
+        const what = `${layout} x${workers}, ${n} bytes: ${r.text.slice(0, 300)}`;
+        assert.ok(r.status === 200 || r.status === 400, what);
+        if (r.status === 200) {
+          ran += 1;
+          assert.ok(r.json.usage.completion_tokens >= workers, what);
+        } else {
+          refused += 1;
+          isOpenAiError(r.json, 400);
+          assert.equal(r.json.error.code, 'context_length_exceeded', what);
+          assert.equal(r.json.error.param, 'messages');
+          assert.match(r.json.error.message, /maximum context length is 2048 tokens\. However, you requested \d+ tokens \(\d+ in the messages with the collaboration prompt, \d+ in the layout's texts and the workers' first step openings, 1 in the completion\)/, what);
+        }
+      }
+      assert.ok(ran > 0 && refused > 0, `${layout}: ${ran} ran, ${refused} refused`);
+    }
+  } finally {
+    await s.stop();
+  }
+});
