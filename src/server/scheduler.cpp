@@ -387,6 +387,16 @@ void Scheduler::run_command(Command& c) {
   }
   // steer
   try {
+    if (it == requests_.end() && ended_.count(c.id)) {
+      if (!ended_.at(c.id))
+        throw ApiError(409, "invalid_request_error",
+                       "this request was a plain completion, and it has ended; notes go to running "
+                       "hogwild sessions",
+                       "id", "not_hogwild");
+      throw ApiError(409, "invalid_request_error",
+                     "the session has already ended; a note can only go to a running session", "id",
+                     "session_ended");
+    }
     if (it == requests_.end())
       throw ApiError(404, "not_found_error",
                      "no running session has this id; give the id of a running hogwild request "
@@ -415,6 +425,15 @@ void Scheduler::run_command(Command& c) {
   }
 }
 
+void Scheduler::remember_ended(const std::string& id, bool hogwild) {
+  if (!ended_.emplace(id, hogwild).second) return;
+  ended_order_.push_back(id);
+  if (ended_order_.size() > kEndedRemembered) {
+    ended_.erase(ended_order_.front());
+    ended_order_.pop_front();
+  }
+}
+
 void Scheduler::collect() {
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     const SessionId sid = it->first;
@@ -436,6 +455,7 @@ void Scheduler::collect() {
     }
     if (--r->open > 0) continue;
     requests_.erase(r->job.id);
+    remember_ended(r->job.id, r->job.hogwild);
     const EngineGauges cache = engine_->gauges();
     {  // counted before the client can see its answer (tests read /metrics right after)
       std::lock_guard<std::mutex> l(m_);

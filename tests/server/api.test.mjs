@@ -273,10 +273,13 @@ test('live steering: a note goes into the shared history between serial steps an
   for (const e of events.slice(0, at)) if (e.hogwild?.event === 'token') assert.ok(e.hogwild.serial_step <= notes[0].serial_step);
   for (const e of events.slice(at + 1)) if (e.hogwild?.event === 'token') assert.ok(e.hogwild.serial_step >= notes[0].serial_step);
   assert.equal(events.at(-1), '[DONE]');
-  // Steering what is not a running hogwild session.
+  // Steering what is not a running hogwild session: one that ended is 409, an unknown id 404.
   const gone = await post(`${server.url}/v1/hogwild/sessions/${events[0].id}/messages`, { content: 'late' });
-  assert.equal(gone.status, 404);
-  assert.equal(gone.json.error.code, 'session_not_found');
+  assert.equal(gone.status, 409);
+  assert.equal(gone.json.error.code, 'session_ended');
+  const unknown = await post(`${server.url}/v1/hogwild/sessions/chatcmpl-0/messages`, { content: 'x' });
+  assert.equal(unknown.status, 404);
+  assert.equal(unknown.json.error.code, 'session_not_found');
   const plain = await fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
     // n = 8 sessions one after the other: alive long after a few events, whatever the tokens.

@@ -186,3 +186,20 @@ test('a hogwild prompt that leaves no room for the first step is a 400 with the 
     await s.stop();
   }
 });
+
+test('a note to a session that has ended is 409 session_ended; an unknown id 404', async () => {
+  const done = await post(`${server.url}/v1/chat/completions`, { model, messages: problem, seed: 4, max_tokens: 3, hogwild: { workers: 2, budget: 3 } });
+  assert.equal(done.status, 200, done.text);
+  const late = await post(`${server.url}/v1/hogwild/sessions/${done.json.id}/messages`, { content: 'too late' });
+  assert.equal(late.status, 409, late.text);
+  isOpenAiError(late.json, 409);
+  assert.equal(late.json.error.code, 'session_ended');
+  assert.equal(late.json.error.param, 'id');
+  const plain = await client.chat.completions.create({ model, messages: problem, max_tokens: 2 });
+  const p = await post(`${server.url}/v1/hogwild/sessions/${plain.id}/messages`, { content: 'x' });
+  assert.equal(p.status, 409);
+  assert.equal(p.json.error.code, 'not_hogwild');
+  const unknown = await post(`${server.url}/v1/hogwild/sessions/chatcmpl-nosuchid/messages`, { content: 'x' });
+  assert.equal(unknown.status, 404);
+  assert.equal(unknown.json.error.code, 'session_not_found');
+});
