@@ -229,6 +229,32 @@ void HttpServer::routes() {
   s.Get("/", page);
   s.Get("/index.html", page);
   s.Get(R"(/assets/.+)", page);
+
+  // A known path with another method: 405 naming the methods it takes (RFC 9110 §15.5.6), not
+  // the 404 of an unknown path.
+  auto not_allowed = [](const char* allow) {
+    return [allow](const httplib::Request& req, httplib::Response& res) {
+      res.set_header("Allow", allow);
+      send_error(res, ApiError(405, "invalid_request_error",
+                               fmt::format("{} is not allowed on {}; use {}", req.method,
+                                           escaped(req.path), allow),
+                               "", "method_not_allowed"));
+    };
+  };
+  for (const char* path :
+       {"/v1/chat/completions", "/v1/completions", R"(/v1/hogwild/sessions/([^/]+)/messages)"}) {
+    s.Get(path, not_allowed("POST"));
+    s.Put(path, not_allowed("POST"));
+    s.Patch(path, not_allowed("POST"));
+    s.Delete(path, not_allowed("POST"));
+  }
+  for (const char* path : {"/health", "/metrics", "/v1/models", R"(/v1/models/(.+))", "/",
+                           "/index.html", R"(/assets/.+)"}) {
+    s.Post(path, not_allowed("GET, HEAD"));
+    s.Put(path, not_allowed("GET, HEAD"));
+    s.Patch(path, not_allowed("GET, HEAD"));
+    s.Delete(path, not_allowed("GET, HEAD"));
+  }
 }
 
 void HttpServer::metrics(httplib::Response& res) {

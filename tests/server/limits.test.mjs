@@ -203,3 +203,19 @@ test('a note to a session that has ended is 409 session_ended; an unknown id 404
   assert.equal(unknown.status, 404);
   assert.equal(unknown.json.error.code, 'session_not_found');
 });
+
+test('a known path with another method is 405 with Allow and a JSON error', async () => {
+  for (const [method, path, allow] of [
+    ['GET', '/v1/chat/completions', 'POST'], ['DELETE', '/v1/completions', 'POST'],
+    ['GET', '/v1/hogwild/sessions/abc/messages', 'POST'], ['POST', '/health', 'GET, HEAD'],
+    ['PUT', '/v1/models', 'GET, HEAD'],
+  ]) {
+    const res = await fetch(`${server.url}${path}`, { method, ...(method === 'GET' ? {} : { body: '{}' }) });
+    assert.equal(res.status, 405, `${method} ${path}`);
+    assert.equal(res.headers.get('allow'), allow, `${method} ${path}`);
+    const j = await res.json();
+    isOpenAiError(j, 405);
+    assert.equal(j.error.code, 'method_not_allowed');
+  }
+  assert.equal((await fetch(`${server.url}/v1/nothing`)).status, 404);
+});
