@@ -137,6 +137,21 @@ test('max_tokens 1, or a prompt that leaves room for one token, ends with finish
   const finals = [];
   for await (const ch of stream) if (ch.choices[0]?.finish_reason) finals.push(ch.choices[0].finish_reason);
   assert.deepEqual(finals, ['length']);
+  // A run that draws the end-of-turn token as its last allowed one stopped: "stop"; one token
+  // fewer is its length.
+  let natural = null;
+  for (let seed = 1; seed < 50 && !natural; seed++) {
+    const r = await client.chat.completions.create({ model, messages: problem, max_tokens: 200, seed, temperature: 1 });
+    if (r.choices[0].finish_reason === 'stop') natural = { seed, n: r.usage.completion_tokens };
+  }
+  assert.ok(natural, 'a seed whose run ends on the end-of-turn token');
+  const atEos = await client.chat.completions.create({ model, messages: problem, max_tokens: natural.n, seed: natural.seed, temperature: 1 });
+  assert.equal(atEos.usage.completion_tokens, natural.n);
+  assert.equal(atEos.choices[0].finish_reason, 'stop');
+  if (natural.n > 1) {
+    const cut = await client.chat.completions.create({ model, messages: problem, max_tokens: natural.n - 1, seed: natural.seed, temperature: 1 });
+    assert.equal(cut.choices[0].finish_reason, 'length');
+  }
   // Room for exactly one token: the context (4096) minus the prompt.
   const probe = await client.completions.create({ model, prompt: 'x'.repeat(4000), max_tokens: 1 });
   const prompt = 'x'.repeat(4000 + (4095 - probe.usage.prompt_tokens));
