@@ -100,6 +100,121 @@ async function healthyWithin(ms) {
   return Date.now() - t0;
 }
 
+test('a chunked body is refused with 413 as soon as it passes --max-body-bytes, not read whole', async () => {
+  const limit = 1 << 20;
+  const chunk = 'x'.repeat(64 << 10);
+  const piece = `${chunk.length.toString(16)}\r\n${chunk}\r\n`;
+  // Up to 64 MiB unless the server answers first.
+  const r = await rawRequest(chatHead('Transfer-Encoding: chunked\r\n'), {
+    more: (sent) => (sent < 64 << 20 ? piece : null),
+  });
+  assert.equal(r.status, 413, r.body);
+  isOpenAiError(r.json, 413);
+  assert.equal(r.json.error.code, 'request_too_large');
+  assert.match(r.json.error.message, /--max-body-bytes/);
+  // Answered at the limit: the client had sent a few socket buffers past it, not the rest.
+  assert.ok(r.sent < 8 * limit, `answered after ${r.sent} bytes`);
+  // A chunked body within the limit is served as a plain one.
+  const body = JSON.stringify({ model, messages: problem, max_tokens: 2, seed: 1 });
+  const half = body.length >> 1;
+  const ok = await rawRequest(chatHead('Transfer-Encoding: chunked\r\n') +
+    `${half.toString(16)}\r\n${body.slice(0, half)}\r\n${(body.length - half).toString(16)};ext=1\r\n${body.slice(half)}\r\n0\r\n\r\n`);
+  assert.equal(ok.status, 200, ok.body);
+  assert.equal(ok.json.usage.completion_tokens, 2);
+  await healthyWithin(2000);
+});
+
+test('a Content-Length past the limit, negative or not a number is answered at once', async () => {
+  for (const [value, status] of [['99999999999', 413], ['99999999999999999999999999', 413], [String((1 << 20) + 1), 413], ['-5', 400], ['12abc', 400], ['', 400]]) {
+    const r = await rawRequest(chatHead(`Content-Length: ${value}\r\n`));
+    assert.equal(r.status, status, `Content-Length '${value}': ${r.body}`);
+    isOpenAiError(r.json, status);
+    assert.ok(r.ms < 2000, `Content-Length '${value}': answered after ${r.ms} ms`);
+    if (status === 413) assert.equal(r.json.error.code, 'request_too_large');
+  }
+  // Two different lengths, or a length beside chunked: request smuggling, refused.
+  for (const h of ['Content-Length: 5\r\nContent-Length: 6\r\n', 'Content-Length: 5\r\nTransfer-Encoding: chunked\r\n']) {
+    const r = await rawRequest(chatHead(h));
+    assert.equal(r.status, 400, r.body);
+    isOpenAiError(r.json, 400);
+  }
+  const gz = await rawRequest(chatHead('Transfer-Encoding: gzip, chunked\r\n'));
+  assert.equal(gz.status, 501, gz.body);
+  // Expect: 100-continue with a body too large: 413 before the body is sent.
+  const exp = await rawRequest(chatHead(`Content-Length: ${5 << 20}\r\nExpect: 100-continue\r\n`));
+  assert.equal(exp.status, 413);
+  await healthyWithin(2000);
+});
+
+test('a second hogwild serve on a port where one listens stops with "port in use" and exit 1', async () => {
+  const proc = spawn(HOGWILD, ['serve', '-m', testModel(), '--host', host, '--port', String(port), '--quiet'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  proc.stderr.on('data', (d) => { stderr += d; });
+  const code = await new Promise((resolve) => {
+    const t = setTimeout(() => { proc.kill('SIGKILL'); resolve('still running after 15 s'); }, 15000);
+    proc.on('exit', (c) => { clearTimeout(t); resolve(c); });
+  });
+  assert.equal(code, 1, stderr);
+  assert.match(stderr, /port in use/);
+  assert.match(stderr, new RegExp(`${host}:${port}`));
+  await healthyWithin(2000);
+});
+
+test('200 idle half-request connections do not hold /health or the API', async () => {
+  // More than the HTTP threads (--max-queue + --max-sessions + 16 = 160): half heads, and whole
+  // heads with half a body.
+  const socks = [];
+  const open = (data) => new Promise((resolve) => {
+    const s = net.connect(port, host, () => { s.write(data); resolve(); });
+    s.on('error', () => {});
+    socks.push(s);
+  });
+  const jobs = [];
+  for (let i = 0; i < 100; i++) jobs.push(open('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Le'));
+  for (let i = 0; i < 100; i++) jobs.push(open(chatHead('Content-Length: 1000\r\n') + '{"model": "'));
+  await Promise.all(jobs);
+  await new Promise((r) => setTimeout(r, 300));
+  try {
+    for (let i = 0; i < 5; i++) assert.ok(await healthyWithin(2000) < 2000);
+    const t0 = Date.now();
+    const c = await client.chat.completions.create({ model, messages: problem, max_tokens: 2, seed: 3 });
+    assert.equal(c.choices.length, 1);
+    assert.ok(Date.now() - t0 < 10000);
+  } finally {
+    for (const s of socks) s.destroy();
+  }
+});
+
+test('a request head that does not arrive in time is answered 408 and closed', async () => {
+  const r = await rawRequest('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n', { timeoutMs: 15000 });
+  assert.equal(r.status, 408);
+  isOpenAiError(r.json, 408);
+  assert.equal(r.json.error.code, 'request_timeout');
+  assert.ok(r.ms >= 9000 && r.ms < 13000, `after ${r.ms} ms`);
+});
+
+test('100 simultaneous streams below the admission limit are all accepted and answered', async () => {
+  const body = JSON.stringify({ model, messages: problem, max_tokens: 4, seed: 5, stream: true });
+  const one = () => new Promise((resolve, reject) => {
+    const req = http.request({ host, port, method: 'POST', path: '/v1/chat/completions', agent: false,
+      headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode, text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  const results = await Promise.all(Array.from({ length: 100 }, one));
+  for (const r of results) {
+    assert.equal(r.status, 200, r.text);
+    assert.ok(r.text.trimEnd().endsWith('data: [DONE]'), r.text.slice(-200));
+  }
+  await healthyWithin(2000);
+});
+
 test('numbers no double holds, integers past 64 bits, values 0 in 32-bit floats: 400 naming the field', async () => {
   const chat = `${server.url}/v1/chat/completions`;
   const msgs = JSON.stringify(problem);
