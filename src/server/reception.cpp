@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -338,8 +339,8 @@ void Reception::loop() {
     ::shutdown(c->fd, SHUT_WR);
     buffered_ -= c->reserved;
     c->reserved = 0;
-    c->in.clear();
-    c->body.clear();
+    std::string().swap(c->in);  // the memory too, not only the bytes
+    std::string().swap(c->body);
     c->st = Conn::St::closing;
     c->deadline = now_ms() + kLingerMs;
   };
