@@ -155,9 +155,9 @@ void serve(ServeArgs a) {
   o.port = a.port;
   o.api_key = a.api_key;
   o.max_body_bytes = static_cast<size_t>(a.max_body_bytes);
-  // Every admitted request may hold a thread (an open stream) while others connect, poll /health
-  // or /metrics, or are refused with 429.
-  // Past kMaxHttpThreads, further connections wait in the listen backlog.
+  // Every admitted request may hold a worker thread (an open stream) while others poll /health
+  // or /metrics, or are refused with 429. Connections still sending their request hold none (the
+  // reception reads them, src/server/reception.h); past the threads, whole requests wait for one.
   o.threads = static_cast<size_t>(
       a.threads > 0 ? a.threads : std::min(a.max_queue + a.max_sessions + 16, kMaxHttpThreads));
   o.log_requests = !a.quiet;
@@ -246,7 +246,8 @@ void register_serve(CLI::App& app) {
                 "max tokens in a view (default: the model's max_position_embeddings)");
   c->add_option("--max-body-bytes", a->max_body_bytes, "largest request body (default 4 MiB)");
   c->add_option("--threads", a->threads,
-                fmt::format("HTTP threads (default: --max-queue + --max-sessions + 16, at most {})",
+                fmt::format("HTTP worker threads, each handling one whole request at a time "
+                            "(default: --max-queue + --max-sessions + 16, at most {})",
                             kMaxHttpThreads));
   c->add_option("--drain-timeout", a->drain_timeout,
                 "seconds running requests get to finish on SIGTERM (default 30)");
