@@ -71,6 +71,9 @@ class HttpServer::Core : public httplib::Server {
 HttpServer::HttpServer(ServerOptions o) : opt_(std::move(o)), svr_(new Core) {
   started_unix_ = static_cast<int64_t>(std::time(nullptr));
   svr_->set_payload_max_length(opt_.max_body_bytes);
+  // What the library's Keep-Alive header advertises; the reception enforces both.
+  svr_->set_keep_alive_timeout(opt_.keep_alive_s);
+  svr_->set_keep_alive_max_count(1000);
   ReceptionOptions ro;
   ro.max_body_bytes = opt_.max_body_bytes;
   ro.head_timeout_s = opt_.head_timeout_s;
@@ -79,6 +82,7 @@ HttpServer::HttpServer(ServerOptions o) : opt_(std::move(o)), svr_(new Core) {
   ro.write_timeout_s = opt_.write_timeout_s;
   ro.threads = std::max<size_t>(opt_.threads, 4);
   ro.max_connections = opt_.max_connections;
+  ro.max_requests_per_connection = 1000;
   reception_ = std::make_unique<Reception>(
       ro,
       [this](httplib::Stream& strm, bool close_connection, bool& closed) {
@@ -90,8 +94,10 @@ HttpServer::HttpServer(ServerOptions o) : opt_(std::move(o)), svr_(new Core) {
         if (r.status == 503) http_rejected_ += 1;
         if (!opt_.log_requests) return;
         std::lock_guard<std::mutex> l(g_log);
+        std::string method = escaped(r.method);  // as the library logs it: no quotes
+        method = method.size() >= 2 ? method.substr(1, method.size() - 2) : method;
         std::fprintf(stderr, "http: %s %s %s -> %d\n", r.remote_addr.c_str(),
-                     r.method.empty() ? "-" : escaped(r.method).c_str(),
+                     r.method.empty() ? "-" : method.c_str(),
                      r.path.empty() ? "-" : escaped(r.path).c_str(), r.status);
       });
   routes();

@@ -177,13 +177,14 @@ Reception::~Reception() {
 }
 
 int Reception::bind(const std::string& host, int port) {
-  // Connections take descriptors: raise the soft limit to the hard one, keep a margin for the
-  // model's files and the process's own.
+  // Connections take descriptors: raise the soft limit towards the hard one (at most 65536),
+  // keep a margin for the model's files and the process's own.
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-    if (rl.rlim_cur < rl.rlim_max) {
+    const rlim_t want = std::min<rlim_t>(rl.rlim_max, 65536);
+    if (rl.rlim_cur < want) {
       rlimit up = rl;
-      up.rlim_cur = rl.rlim_max;
+      up.rlim_cur = want;
       if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl = up;
     }
     if (opt_.max_connections == 0) {
