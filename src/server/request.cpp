@@ -49,16 +49,25 @@ const char* type_of(const json& v) {
 
 // Where the parser is in the document ("messages[0].content", "hogwild.budget"), followed
 // through the parser's callback so that a value it cannot hold can be named.
+constexpr size_t kMaxJsonDepth = 64;
+
 class JsonPath {
  public:
   bool event(int depth, json::parse_event_t ev, const json& parsed) {
     (void)depth;
     switch (ev) {
       case json::parse_event_t::object_start:
-        frames_.push_back({false, {}, 0});
-        break;
       case json::parse_event_t::array_start:
-        frames_.push_back({true, {}, 0});
+        // Parsing is iterative, but copying, dumping and rendering a value recurse: a body of
+        // a few MB nested a million deep would overflow the stack of whoever walks it.
+        if (frames_.size() >= kMaxJsonDepth) {
+          const std::string where = str();
+          throw bad_request(fmt::format("the request body nests objects and arrays deeper than {} "
+                                        "levels{}{}; flatten it",
+                                        kMaxJsonDepth, where.empty() ? "" : " at ", where),
+                            where, "invalid_json");
+        }
+        frames_.push_back({ev == json::parse_event_t::array_start, {}, 0});
         break;
       case json::parse_event_t::key:
         if (!frames_.empty() && parsed.is_string()) frames_.back().key = parsed.get<std::string>();

@@ -250,6 +250,20 @@ test('numbers no double holds, integers past 64 bits, values 0 in 32-bit floats:
   await healthyWithin(2000);
 });
 
+test('a body nested 300000 deep is a 400, and the server lives on', async () => {
+  const d = 300000;
+  for (const body of [
+    `{"model": "${model}", "messages": ${JSON.stringify(problem)}, "max_tokens": 1, "chat_template_kwargs": {"x": ${'['.repeat(d)}${']'.repeat(d)}}}`,
+    `{"model": "${model}", "messages": ${JSON.stringify(problem)}, "max_tokens": 1, "metadata": ${'{"a":'.repeat(d / 5)}1${'}'.repeat(d / 5)}}`,
+  ]) {
+    const r = await post(`${server.url}/v1/chat/completions`, body);
+    assert.equal(r.status, 400, r.text.slice(0, 300));
+    isOpenAiError(r.json, 400);
+    assert.match(r.json.error.message, /deeper than 64 levels/);
+    await healthyWithin(2000);
+  }
+});
+
 test('max_tokens 1, or a prompt that leaves room for one token, ends with finish_reason "length"', async () => {
   const c = await client.chat.completions.create({ model, messages: problem, max_tokens: 1, seed: 1 });
   assert.equal(c.usage.completion_tokens, 1);

@@ -178,6 +178,23 @@ TEST(RequestValidation, NumbersOutOfRangeAre400sNamingTheField) {
       EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
     }
   }
+  // Nesting: 64 levels are read, deeper is a 400 naming where (never a walk that overflows the
+  // stack).
+  const std::string deep = std::string(62, '[') + std::string(62, ']');  // 64 with the two objects
+  EXPECT_NO_THROW(parse_completion_request(
+      "{" + msgs + R"(,"chat_template_kwargs":{"x":)" + deep + "}}", Endpoint::chat, "tiny"));
+  for (const std::string& body : {"{" + msgs + R"(,"chat_template_kwargs":{"x":)" +
+                                      std::string(500000, '[') + std::string(500000, ']') + "}}",
+                                  std::string(100000, '[')}) {
+    try {
+      parse_completion_request(body, Endpoint::chat, "tiny");
+      ADD_FAILURE() << "accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400);
+      EXPECT_EQ(e.code, "invalid_json");
+      EXPECT_NE(std::string(e.what()).find("deeper than 64 levels"), std::string::npos) << e.what();
+    }
+  }
   // In range after rounding: accepted.
   const CompletionRequest r = parse_completion_request(
       "{" + msgs + R"(,"top_p":1e-30,"seed":9007199254740993})", Endpoint::chat, "tiny");
