@@ -370,7 +370,9 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
     job.stop = cr.stop;
     auto ch = sched_->submit(std::move(job));
     auto probe =
-        std::make_shared<ConnectionProbe>(req.local_port, req.remote_addr, req.remote_port);
+        Reception::current_socket() >= 0
+            ? std::make_shared<ConnectionProbe>(Reception::current_socket())
+            : std::make_shared<ConnectionProbe>(req.local_port, req.remote_addr, req.remote_port);
 
     // The engine's answer comes first: accepted, or refused with the reason.
     auto builder = std::make_shared<ResponseBuilder>(meta);

@@ -140,7 +140,11 @@ class ConnStream : public httplib::Stream {
   int timeout_ms_;
 };
 
+thread_local int t_socket = -1;  // the connection a worker handles now
+
 }  // namespace
+
+int Reception::current_socket() { return t_socket; }
 
 struct Reception::Conn {
   int fd = -1;
@@ -769,11 +773,13 @@ void Reception::work() {
     bool ok = false;
     {
       ConnStream s(c->fd, c->request, opt_.write_timeout_s);
+      t_socket = c->fd;
       try {
         ok = handle_(s, close_connection, closed);
       } catch (...) {
         ok = false;
       }
+      t_socket = -1;
     }
     c->request.clear();
     c->request.shrink_to_fit();

@@ -77,6 +77,9 @@ class Reception {
   void stop();
   bool running() const { return running_.load(); }
 
+  /// The socket of the request the calling thread handles (a worker inside the handler), else -1.
+  static int current_socket();
+
   /// Connections open now (being received, waiting for a worker, or handled).
   size_t open_connections() const { return open_.load(); }
 
