@@ -97,9 +97,14 @@ class ConnStream : public httplib::Stream {
       : fd_(fd), req_(request), timeout_ms_(write_timeout_s * 1000) {}
   bool is_readable() const override { return pos_ < req_.size(); }
   bool is_writable() const override {
-    pollfd p{fd_, POLLOUT, 0};
-    const int r = ::poll(&p, 1, timeout_ms_);
-    return r > 0 && !(p.revents & (POLLERR | POLLHUP | POLLNVAL));
+    // A signal (SIGTERM starts draining) must not fail the write of a running stream.
+    const int64_t until = now_ms() + timeout_ms_;
+    for (;;) {
+      pollfd p{fd_, POLLOUT, 0};
+      const int r = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, until - now_ms())));
+      if (r < 0 && errno == EINTR) continue;
+      return r > 0 && !(p.revents & (POLLERR | POLLHUP | POLLNVAL));
+    }
   }
   ssize_t read(char* ptr, size_t size) override {
     const size_t n = std::min(size, req_.size() - pos_);
