@@ -157,6 +157,7 @@ struct Reception::Conn {
   enum class St { head, body_length, body_chunked, closing } st = St::head;
   bool idle = true;          // no byte of the current request yet
   int64_t deadline = 0;      // ms (steady clock)
+  int64_t since = 0;         // when it began waiting for its current request (ms)
   std::string in;            // received, not yet consumed
   std::string method, path;  // of the current request (for the log)
   std::string head;          // the head handed on, without Content-Length and the blank line
@@ -620,9 +621,23 @@ void Reception::loop() {
     return result;
   };
 
+  // At the connection limit, the connections that hold no request yet (idle, or still sending
+  // their head) and have waited longest make room for new ones, a batch at a time (one scan for
+  // many accepts): clients that open connections and send nothing cannot lock others out.
+  auto evict = [&](Conn* keep) {
+    std::vector<Conn*> waiting;
+    for (auto& [p, c] : conns)
+      if (p != keep && c->st == Conn::St::head) waiting.push_back(p);
+    if (waiting.empty()) return;
+    const size_t k = std::min(waiting.size(), std::max<size_t>(1, opt_.max_connections / 64));
+    std::nth_element(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(k - 1),
+                     waiting.end(), [](Conn* a, Conn* b) { return a->since < b->since; });
+    for (size_t i = 0; i < k; ++i) drop(waiting[i]);
+  };
   auto arm = [&](Conn* c, bool fresh) {
     c->st = Conn::St::head;
     c->idle = c->in.empty();
+    c->since = now_ms();
     c->deadline =
         now_ms() + int64_t{c->idle && !fresh ? opt_.keep_alive_s : opt_.head_timeout_s} * 1000;
     epoll_event ev{};
@@ -672,14 +687,14 @@ void Reception::loop() {
           numeric_addr(ss, c->remote, port);
           open_ += 1;
           Conn* p = own(std::move(c));
-          if (open_.load() > opt_.max_connections) {
+          arm(p, true);
+          if (open_.load() > opt_.max_connections) evict(p);
+          if (open_.load() > opt_.max_connections)
             answer(p, 503,
-                   fmt::format("the server has {} connections open, its limit; retry in a moment",
+                   fmt::format("the server has {} connections open, its limit, none of them idle; "
+                               "retry in a moment",
                                opt_.max_connections),
                    "too_many_connections", false);
-            continue;
-          }
-          arm(p, true);
         }
         continue;
       }

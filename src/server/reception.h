@@ -12,8 +12,9 @@
 //   - it answers at once, in the API's JSON error shape, and closes: 400 for a malformed head or
 //     Content-Length, 413 as soon as a body (Content-Length or the chunks read so far) passes
 //     max_body_bytes, 408 past a deadline, 431 for a head over 64 KiB, 501 for a transfer coding
-//     other than chunked, 503 when max_connections are open or the bodies being received hold
-//     max_buffered_bytes.
+//     other than chunked, 503 when the bodies being received hold max_buffered_bytes. At
+//     max_connections, the connections that waited longest without sending a whole head are
+//     closed to make room (503 only when every connection has a request).
 //   - a whole request (a chunked body decoded, its length then given as Content-Length) goes to
 //     one of `threads` worker threads, which hands it to the handler; a keep-alive connection then
 //     comes back to be read again.

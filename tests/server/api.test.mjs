@@ -476,6 +476,7 @@ test('hogwild serve stops on bad arguments with a message, before loading anythi
     [['-m', testModel(), '--max-queue', '1000000000'], '--max-queue must be 0..100000 requests'],
     [['-m', testModel(), '--threads', '100000'], '--threads must be 0..4096'],
     [['-m', testModel(), '--threads', '-1'], '--threads must be 0..4096'],
+    [['-m', testModel(), '--max-connections', '-1'], '--max-connections must be 0..1000000'],
   ];
   for (const [args, message] of cases) {
     const r = spawnSync(HOGWILD, ['serve', ...args], { encoding: 'utf8', timeout: 30000 });

@@ -186,6 +186,47 @@ test('200 idle half-request connections do not hold /health or the API', async (
   }
 });
 
+test('at --max-connections the longest idle connections make room; with none idle, 503', async () => {
+  const s = await startServer(['--max-connections', '50']);
+  const u = new URL(s.url);
+  const socks = [];
+  const open = (data) => new Promise((resolve) => {
+    const sock = net.connect(Number(u.port), u.hostname, () => { if (data) sock.write(data); resolve(); });
+    sock.closedByServer = false;
+    sock.on('close', () => { sock.closedByServer = true; });
+    sock.on('error', () => {});
+    socks.push(sock);
+  });
+  const health = () => new Promise((resolve, reject) => {
+    const sock = net.connect(Number(u.port), u.hostname, () => sock.write('GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+    let text = '';
+    const t = setTimeout(() => { sock.destroy(); reject(new Error('no answer within 2 s')); }, 2000);
+    sock.on('data', (d) => { text += d; });
+    sock.on('close', () => { clearTimeout(t); resolve(parseResponse(text)); });
+    sock.on('error', () => {});
+  });
+  try {
+    for (let i = 0; i < 60; i++) await open(i % 2 ? 'GET /health HTTP/1.1\r\nHo' : '');
+    await new Promise((r) => setTimeout(r, 200));
+    const ok = await health();
+    assert.equal(ok.status, 200);
+    assert.ok(socks.filter((x) => x.closedByServer).length >= 10, 'the oldest idle ones were closed');
+    for (const x of socks) x.destroy();
+    socks.length = 0;
+    // Every connection busy sending a body: nothing to evict.
+    for (let i = 0; i < 50; i++) await open(chatHead('Content-Length: 100\r\n') + '{');
+    await new Promise((r) => setTimeout(r, 200));
+    const busy = await health();
+    assert.equal(busy.status, 503);
+    isOpenAiError(busy.json, 503);
+    assert.equal(busy.json.error.code, 'too_many_connections');
+    assert.equal(busy.headers['retry-after'], '1');
+  } finally {
+    for (const x of socks) x.destroy();
+    await s.stop();
+  }
+});
+
 test('a request head that does not arrive in time is answered 408 and closed', async () => {
   const r = await rawRequest('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n', { timeoutMs: 15000 });
   assert.equal(r.status, 408);
