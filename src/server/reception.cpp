@@ -588,7 +588,6 @@ void Reception::loop() {
         c->reserved += n;
         c->chunk_left = n;
         c->chunk = Conn::Chunk::data;
-        c->body.reserve(c->body.size() + n);
       } else if (c->chunk == Conn::Chunk::data) {
         const size_t take = std::min(c->chunk_left, c->in.size() - p);
         if (take == 0) break;
