@@ -164,9 +164,9 @@ void run_info(const std::string& dir, bool as_json) {
   line("weights", fmt::format("{} in {} file{} (as stored)", human_bytes(double(bytes)),
                               ck.files().size(), ck.files().size() == 1 ? "" : "s"));
   line("read per decode step",
-       fmt::format("{} of weights (as stored; embeddings: one row per token{})",
-                   human_bytes(double(decode_bytes)),
-                   c.tie_word_embeddings ? ", all of them as the tied lm_head" : ""));
+       fmt::format("{} of weights (as stored; {})", human_bytes(double(decode_bytes)),
+                   c.tie_word_embeddings ? "the tied embeddings in full, as lm_head"
+                                         : "one embedding row per token"));
   line("tensors", fmt::format("{} (names, dtypes and shapes match the {} table)", tensors.size(),
                               arch_short_name(c.arch)));
   line("num_hidden_layers", std::to_string(c.num_hidden_layers));
