@@ -72,7 +72,8 @@ std::string weight_format_desc(const QuantConfig& q, int64_t n_quantized, int64_
     s = fmt::format("fp8 e4m3, weight_block_size [{}, {}], activation_scheme dynamic", q.block_n,
                     q.block_k);
   } else {
-    s = fmt::format("{} int{}, group_size {}", quant_method_name(q.method), q.bits, q.group_size);
+    s = fmt::format("{} int{}, group_size {}{}", quant_method_name(q.method), q.bits, q.group_size,
+                    q.group_size == -1 ? " (one group per layer)" : "");
     if (q.method == QuantMethod::awq)
       s += ", zero_point, version gemm";
     else
