@@ -72,7 +72,8 @@ std::string weight_format_desc(const QuantConfig& q, int64_t n_quantized, int64_
     s = fmt::format("fp8 e4m3, weight_block_size [{}, {}], activation_scheme dynamic", q.block_n,
                     q.block_k);
   } else {
-    s = fmt::format("{} int{}, group_size {}", quant_method_name(q.method), q.bits, q.group_size);
+    s = fmt::format("{} int{}, group_size {}{}", quant_method_name(q.method), q.bits, q.group_size,
+                    q.group_size == -1 ? " (one group per layer)" : "");
     if (q.method == QuantMethod::awq)
       s += ", zero_point, version gemm";
     else
@@ -187,9 +188,10 @@ void run_info(const std::string& dir, bool as_json) {
   }
   line("read per decode step",
        fmt::format(
-           "{} of weights (as stored; embeddings: one row per token{}{})",
+           "{} of weights (as stored; {}{})",
            human_bytes(double(moe ? active_bytes - (bytes - decode_bytes) : decode_bytes)),
-           c.tie_word_embeddings ? ", all of them as the tied lm_head" : "",
+           c.tie_word_embeddings ? "the tied embeddings in full, as lm_head"
+                                 : "one embedding row per token",
            moe ? "; one token's experts: a step of several rows reads the union of theirs" : ""));
   line("tensors", fmt::format("{} (names, dtypes and shapes match the {} table)", tensors.size(),
                               arch_short_name(c.arch)));

@@ -126,8 +126,7 @@ void dequantize(const Fp8Weight& w, float* dst);
 /// The tensors of one AWQ GEMM layer as AutoAWQ writes them (the inverse of unpack_awq).
 struct AwqTensors {
   int64_t in = 0, out = 0, group_size = 0;
-  std::vector<int32_t>
-      qweight;  // (in, out / 8): nibble i of word [k][j] = column 8j + kAwqPackOrder[i]
+  std::vector<int32_t> qweight;  // (in, out / 8): nibble i of [k][j]: column 8j + kAwqPackOrder[i]
   std::vector<int32_t> qzeros;   // (in / G, out / 8): the zero points, packed like qweight
   std::vector<uint16_t> scales;  // (in / G, out) IEEE half bits
 };
@@ -160,7 +159,8 @@ GptqTensors pack_gptq(const Int4Weight& w, bool v1_zeros, const std::string& mod
 /// Round-to-nearest 4-bit quantization of W (out, in) fp32 row-major into the canonical form, per
 /// output row and group of G input rows (group g = the rows perm[g*G .. g*G+G-1], or k / G with an
 /// empty perm; perm is copied into the result). Scales are rounded up to an fp16 value first
-/// (so every weight is within s / 2 of its level), then q = clamp(round(w / s) + z, 0, 15):
+/// (so every weight is within s / 2 of its level, unless min_zero raised z), then
+/// q = clamp(round(w / s) + z, 0, 15):
 /// - asym: xmin = min(group min, 0), xmax = max(group max, 0), s = (xmax - xmin) / 15 (at least
 ///   1e-5), z = clamp(round(-xmin / s), min_zero, 15) (AutoAWQ awq/quantize/quantizer.py
 ///   pseudo_quantize_tensor, AutoGPTQ auto_gptq/quantization/quantizer.py Quantizer.find_params);

@@ -52,12 +52,14 @@ INSTANTIATE_TEST_SUITE_P(Moe, EngineVsReference,
 // The same invariant on models loaded from quantized checkpoints (make-model --quant): AWQ, GPTQ
 // asym with act-order, FP8 block-scaled, with Phi3's fused quantized qkv_proj / gate_up_proj.
 struct QuantSpec {
-  const char* name;
+  const char* name;  // gtest prints it (PrintTo below)
   Arch arch;
   QuantMethod method;
   int64_t group_size;
   bool desc_act, sym;
 };
+
+void PrintTo(const QuantSpec& q, std::ostream* os) { *os << q.name; }
 
 using QuantParam = std::tuple<QuantSpec, Layout, int>;
 
@@ -70,6 +72,12 @@ TEST_P(QuantizedEngineVsReference, LogitsMatchThroughPromotions) {
   expect_matches_reference(run_checked(be, be.weights(), layout, n), layout, 1e-4, 1e-4);
 }
 
+std::string quant_param_name(const ::testing::TestParamInfo<QuantParam>& info) {
+  const QuantSpec& q = std::get<0>(info.param);
+  return std::string(q.name) + "_" + layout_name(std::get<1>(info.param)) + "_w" +
+         std::to_string(std::get<2>(info.param));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Formats, QuantizedEngineVsReference,
     ::testing::Combine(
@@ -80,10 +88,7 @@ INSTANTIATE_TEST_SUITE_P(
         ::testing::Values(Layout::combined, Layout::interleaved, Layout::contiguous,
                           Layout::independent),
         ::testing::Values(1, 3)),
-    [](const ::testing::TestParamInfo<QuantParam>& info) {
-      auto& [q, layout, n] = info.param;
-      return std::string(q.name) + "_" + layout_name(layout) + "_w" + std::to_string(n);
-    });
+    quant_param_name);
 
 }  // namespace
 }  // namespace hogwild::testing

@@ -139,10 +139,16 @@ TEST(ModelCli, QuantizedModelsMakeInfoGenerateRun) {
     const uint64_t embed = 768 * 64 * 2;  // vocab fitted to the tokenizer x hidden, bf16
     const uint64_t decode = info.at("decode_bytes_per_step").get<uint64_t>(),
                    stored = info.at("weight_bytes").get<uint64_t>();
-    if (c.flags.find("qwen3") != std::string::npos)
+    if (c.flags.find("qwen3") != std::string::npos) {
+      // By hand, AWQ group 64, per layer: q/gate/up [128, 64] and o/down [64, 128]: qweight
+      // in*out/2 + qzeros (in/64)*(out/8)*4 + scales (in/64)*out*2 = 4096 + 64 + 256 = 4416 each;
+      // k/v [64, 64]: 2048 + 32 + 128 = 2208 each; norms (64 + 64 + 32 + 32) * 2 = 384. Two
+      // layers: 2 * (5 * 4416 + 2 * 2208 + 384) = 53760; + embed 768 * 64 * 2 + norm 128.
+      EXPECT_EQ(stored, 53760u + 98304u + 128u);
       EXPECT_EQ(decode, stored);
-    else
+    } else {
       EXPECT_EQ(decode, stored - embed + embed / 768);
+    }
     CliResult g = run("generate --device cpu -m " + d.str() + " -p hello -n 4 --greedy");
     EXPECT_EQ(g.code, 0) << g.out;
     CliResult r = run("run --device cpu -m " + d.str() +

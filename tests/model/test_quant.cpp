@@ -255,12 +255,13 @@ TEST(QuantPack, GptqRoundTripSymAsymDescAct) {
 }
 
 TEST(QuantPack, Int4QuantizerHandComputedGroup) {
-  // One output, one group of 8: values -0.75 .. 1.0.
+  // Output 0, one group of 8: values -0.75 .. 1.0.
   // asym: xmin = -0.75, xmax = 1, s = 1.75 / 15 = 0.11667 rounded up to fp16 (step 2^-14 in
   // [2^-4, 2^-3)): 1912 * 2^-14; z = round(0.75 / s) = round(6.427) = 6.
   // sym: s = 2 / 15 = 0.13333 -> 1093 * 2^-13 (step 2^-13 in [2^-3, 2^-2)), z = 8;
   // q(1.0) = round(1.0 / s) + 8 = round(7.495) + 8 = 15.
-  const float W[8] = {-0.75f, -0.5f, -0.25f, 0.0f, 0.25f, 0.5f, 0.75f, 1.0f};
+  // (out 8, in 8): row 0 holds the group, rows 1..7 are zeros.
+  const float W[64] = {-0.75f, -0.5f, -0.25f, 0.0f, 0.25f, 0.5f, 0.75f, 1.0f};
   const Int4Weight a = quantize_int4(W, 8, 8, 8, false, {});
   EXPECT_EQ(a.scales[0], 1912.0f / 16384.0f);
   EXPECT_EQ(a.zeros[0], 6.0f);

@@ -209,6 +209,22 @@ TEST(QuantModel, ShardedQuantizedCheckpointKeepsALayersPiecesTogether) {
                       load_model(many.str(), {.show_progress = false}));
 }
 
+TEST(QuantModel, SameSeedSameBytes) {
+  for (const QCase& qc : {kCases[1], kCases[5], kCases[6]}) {
+    SCOPED_TRACE(qc.name);
+    TempDir a, b, c;
+    make_model(options(Arch::phi3, qc, a.str()));
+    make_model(options(Arch::phi3, qc, b.str()));
+    MakeModelOptions o = options(Arch::phi3, qc, c.str());
+    o.seed = 6;
+    make_model(o);
+    const std::string fa = test::read_file(a / "model.safetensors");
+    EXPECT_EQ(fa, test::read_file(b / "model.safetensors"));
+    EXPECT_NE(fa, test::read_file(c / "model.safetensors"));
+    EXPECT_EQ(test::read_file(a / "config.json"), test::read_file(b / "config.json"));
+  }
+}
+
 TEST(QuantModel, DescActStoresANonContiguousGIdx) {
   TempDir d;
   make_model(options(Arch::qwen3, kCases[4], d.str()));

@@ -42,34 +42,72 @@ import sys
 import tempfile
 
 import numpy as np
-import torch
-import transformers
-from transformers import AutoModelForCausalLM
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_golden import N_DECODE, N_PROMPT, prompt_ids  # noqa: E402  (same prompt as the dense goldens)
+# torch / transformers are imported in main(): the dequantization below needs numpy alone, so
+# it can be checked on a machine without them (python3 -c 'import make_golden_quant as m; ...').
+torch = transformers = AutoModelForCausalLM = None
+N_PROMPT = N_DECODE = prompt_ids = None
 
 AWQ_REVERSE_ORDER = [0, 4, 1, 5, 2, 6, 3, 7]
 
 
+SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I32": np.int32, "F8_E4M3": np.uint8}
+
+
+def e4m3_table():
+    """float8_e4m3fn bits -> float32 by the format's definition (OCP FP8: bias 7, subnormals
+    m * 2^-9, S.1111.111 NaN, no infinities)."""
+    t = np.zeros(256, dtype=np.float32)
+    for b in range(256):
+        s, e, m = b >> 7, (b >> 3) & 15, b & 7
+        if e == 15 and m == 7:
+            v = float("nan")
+        elif e == 0:
+            v = m * 2.0 ** -9
+        else:
+            v = (1 + m / 8) * 2.0 ** (e - 7)
+        t[b] = -v if s else v
+    return t
+
+
 def load_tensors(d):
-    """Every tensor of the directory's safetensors files (one file or shards) as torch tensors."""
-    from safetensors.torch import load_file
+    """Every tensor of the directory's safetensors files (one file or shards) as numpy arrays:
+    F32, F16, I32 as they are, BF16 widened to float32, F8_E4M3 as its uint8 bits. Read with the
+    standard library and numpy (the format: u64 header length, JSON header, raw little-endian
+    data)."""
+    import struct
 
     files = sorted(f for f in os.listdir(d) if f.endswith(".safetensors"))
     if not files:
         raise SystemExit(f"{d}: no .safetensors file")
     out = {}
     for f in files:
-        out.update(load_file(os.path.join(d, f)))
+        raw = open(os.path.join(d, f), "rb").read()
+        (n,) = struct.unpack("<Q", raw[:8])
+        header = json.loads(raw[8:8 + n])
+        base = 8 + n
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            a, b = info["data_offsets"]
+            buf = raw[base + a:base + b]
+            dt = info["dtype"]
+            if dt == "BF16":
+                u = np.frombuffer(buf, dtype="<u2").astype(np.uint32) << 16
+                arr = u.view(np.float32)
+            elif dt in SAFETENSORS_DTYPES:
+                arr = np.frombuffer(buf, dtype=np.dtype(SAFETENSORS_DTYPES[dt]).newbyteorder("<"))
+            else:
+                raise SystemExit(f"{d}/{f}: tensor {name} has dtype {dt}, not written by make-model")
+            out[name] = (dt, arr.reshape(info["shape"]))
     return out
 
 
 def nibbles(x):
     """int32 [..., n] -> int64 [..., n, 8]: nibble i = bits 4i..4i+3 of each word."""
-    x = x.to(torch.int64) & 0xFFFFFFFF
-    shifts = torch.arange(0, 32, 4, dtype=torch.int64)
-    return (x.unsqueeze(-1) >> shifts) & 15
+    x = x.astype(np.int64) & 0xFFFFFFFF
+    shifts = np.arange(0, 32, 4, dtype=np.int64)
+    return (x[..., None] >> shifts) & 15
 
 
 def dequant_awq(qweight, qzeros, scales):
@@ -78,57 +116,61 @@ def dequant_awq(qweight, qzeros, scales):
     g_size = n_in // qzeros.shape[0]
     q = nibbles(qweight)[..., AWQ_REVERSE_ORDER].reshape(n_in, n_out)
     z = nibbles(qzeros)[..., AWQ_REVERSE_ORDER].reshape(qzeros.shape[0], n_out)
-    g = torch.arange(n_in) // g_size
-    w_t = (q.to(torch.float32) - z[g].to(torch.float32)) * scales.to(torch.float32)[g]
-    return w_t.t().contiguous()  # [out, in]
+    g = np.arange(n_in) // g_size
+    w_t = (q.astype(np.float32) - z[g].astype(np.float32)) * scales.astype(np.float32)[g]
+    return np.ascontiguousarray(w_t.T)  # [out, in]
 
 
 def dequant_gptq(qweight, qzeros, scales, g_idx, v1_zeros):
     rows, n_out = qweight.shape
     n_in = rows * 8
-    q = nibbles(qweight).permute(0, 2, 1).reshape(n_in, n_out)  # row 8r + i
+    q = nibbles(qweight).transpose(0, 2, 1).reshape(n_in, n_out)  # row 8r + i
     z = nibbles(qzeros).reshape(qzeros.shape[0], n_out) + (1 if v1_zeros else 0)
     if g_idx is None:
-        g_idx = torch.arange(n_in) // (n_in // qzeros.shape[0])
-    g = g_idx.to(torch.int64)
-    w_t = (q.to(torch.float32) - z[g].to(torch.float32)) * scales.to(torch.float32)[g]
-    return w_t.t().contiguous()
+        g_idx = np.arange(n_in) // (n_in // qzeros.shape[0])
+    g = g_idx.astype(np.int64)
+    w_t = (q.astype(np.float32) - z[g].astype(np.float32)) * scales.astype(np.float32)[g]
+    return np.ascontiguousarray(w_t.T)
 
 
-def dequant_fp8(weight, scale_inv, block_n, block_k):
-    n_out, n_in = weight.shape
-    s = scale_inv.to(torch.float32)
-    s = s.repeat_interleave(block_n, 0)[:n_out].repeat_interleave(block_k, 1)[:, :n_in]
-    return weight.to(torch.float32) * s
+def dequant_fp8(weight_bits, scale_inv, block_n, block_k):
+    n_out, n_in = weight_bits.shape
+    s = scale_inv.astype(np.float32)
+    s = np.repeat(np.repeat(s, block_n, 0)[:n_out], block_k, 1)[:, :n_in]
+    return e4m3_table()[weight_bits] * s
 
 
 def dense_state_dict(tensors, qc):
-    """The dense fp32 state dict a quantized checkpoint defines; counts the dequantized layers."""
+    """The dense fp32 weights (numpy) a quantized checkpoint defines; counts the dequantized
+    layers."""
     method = qc["quant_method"]
     out, n = {}, 0
     skip = (".qzeros", ".scales", ".g_idx", ".weight_scale_inv")
-    for name, t in tensors.items():
+
+    def arr(name):
+        return tensors[name][1] if name in tensors else None
+
+    for name, (dt, t) in tensors.items():
         if name.endswith(skip):
             continue
         if name.endswith(".qweight"):
             m = name[: -len(".qweight")]
             if method == "awq":
-                w = dequant_awq(t, tensors[m + ".qzeros"], tensors[m + ".scales"])
+                w = dequant_awq(t, arr(m + ".qzeros"), arr(m + ".scales"))
             elif method == "gptq":
-                w = dequant_gptq(t, tensors[m + ".qzeros"], tensors[m + ".scales"],
-                                 tensors.get(m + ".g_idx"),
+                w = dequant_gptq(t, arr(m + ".qzeros"), arr(m + ".scales"), arr(m + ".g_idx"),
                                  qc.get("checkpoint_format", "gptq") == "gptq")
             else:
                 raise SystemExit(f"{name}: qweight in a {method} checkpoint")
             out[m + ".weight"] = w
             n += 1
-        elif t.dtype == torch.float8_e4m3fn:
+        elif dt == "F8_E4M3":
             m = name[: -len(".weight")]
             bn, bk = qc["weight_block_size"]
-            out[name] = dequant_fp8(t, tensors[m + ".weight_scale_inv"], bn, bk)
+            out[name] = dequant_fp8(t, arr(m + ".weight_scale_inv"), bn, bk)
             n += 1
         else:
-            out[name] = t.to(torch.float32)
+            out[name] = t.astype(np.float32)
     return out, n
 
 
@@ -144,8 +186,8 @@ def write_dense_dir(src, dst, state):
     for extra in ("generation_config.json",):
         if os.path.exists(os.path.join(src, extra)):
             shutil.copy(os.path.join(src, extra), os.path.join(dst, extra))
-    save_file({k: v.contiguous() for k, v in state.items()}, os.path.join(dst, "model.safetensors"),
-              metadata={"format": "pt"})
+    save_file({k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()},
+              os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
 
 
 def greedy_and_logits(model, ids, device):
@@ -208,12 +250,26 @@ def native_skip_reason(d, qc):
     return None
 
 
+def import_torch():
+    global torch, transformers, AutoModelForCausalLM, N_PROMPT, N_DECODE, prompt_ids
+    import torch as _torch
+    import transformers as _transformers
+    from transformers import AutoModelForCausalLM as _auto
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import make_golden  # the dense goldens' prompt and lengths
+
+    torch, transformers, AutoModelForCausalLM = _torch, _transformers, _auto
+    N_PROMPT, N_DECODE, prompt_ids = make_golden.N_PROMPT, make_golden.N_DECODE, make_golden.prompt_ids
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", required=True, help="folder of quantized model dirs")
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-native", action="store_true", help="skip transformers' own FP8 path")
     args = ap.parse_args()
+    import_torch()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_num_threads(max(1, os.cpu_count() or 1))

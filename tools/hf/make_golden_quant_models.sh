@@ -6,6 +6,8 @@
 #   - "<arch>-wide-fp8": the tiny presets widened so that every in_features is a multiple of 128,
 #     which transformers' own FP8 path (per-128-group activation quantization) needs; the Python
 #     script also records transformers' native FP8 logits for these.
+# Check here (numpy only) that the Python dequantization reads them as make-model meant:
+#   python3 tools/hf/check_quant_dequant.py --models models/golden_quant
 # Then, on the GPU machine (PyTorch + transformers; no network needed):
 #   python3 tools/hf/make_golden_quant.py --models models/golden_quant --out tests/data/hf_golden_quant
 # tests/golden/test_hf_golden_quant.cpp regenerates each model from the make_model_args stored in
@@ -75,5 +77,6 @@ mk_wide qwen3-wide-fp8 qwen3 1 128 32 256
 mk_wide phi3-wide-fp8 phi3 1 128 32 256
 mk_wide llama-wide-fp8 llama 1 256 64 384
 rm -rf $out/.presets
-echo "wrote $(ls $out | wc -l) models in $out; next, on the GPU machine:"
+echo "wrote $(ls $out | wc -l) models in $out; check them (numpy): python3 tools/hf/check_quant_dequant.py --models $out"
+echo "then, on the GPU machine:"
 echo "  python3 tools/hf/make_golden_quant.py --models $out --out tests/data/hf_golden_quant"
