@@ -30,9 +30,8 @@ test: build
 # Run by .ci/run after `make test`.
 ASAN_BUILD ?= build-asan
 ASAN_TESTS ?= test_core test_stop_policy test_sampler test_generate test_model_config \
-  test_safetensors test_model_load test_make_model test_cpu_ops test_rope test_cpu_backend \
-  test_cpu_moe \
-  test_cpu_parallel \
+  test_safetensors test_model_load test_make_model test_quant test_quant_model test_cpu_ops \
+  test_rope test_cpu_backend test_cpu_moe test_cpu_parallel \
   test_hogwild_layout test_hogwild_scheduler test_hogwild_session test_hogwild_device_sampling \
   test_hogwild_block_ops test_hogwild_run_outputs test_hogwild_live_view hogwild_protocol_test \
   tokenizer_test test_chat_template

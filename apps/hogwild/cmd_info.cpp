@@ -64,17 +64,63 @@ StopInfo stop_info(const std::string& dir, const ModelConfig& c) {
   return s;
 }
 
+// The weight format in one line ("gptq int4, group_size 128, desc_act, sym (z = 8), ...").
+std::string weight_format_desc(const QuantConfig& q, int64_t n_quantized, int64_t n_linear) {
+  if (q.method == QuantMethod::none) return "dense (no quantization_config)";
+  std::string s;
+  if (q.method == QuantMethod::fp8) {
+    s = fmt::format("fp8 e4m3, weight_block_size [{}, {}], activation_scheme dynamic", q.block_n,
+                    q.block_k);
+  } else {
+    s = fmt::format("{} int{}, group_size {}", quant_method_name(q.method), q.bits, q.group_size);
+    if (q.method == QuantMethod::awq)
+      s += ", zero_point, version gemm";
+    else
+      s += fmt::format(", desc_act {}, sym {}, checkpoint_format {}", q.desc_act, q.sym,
+                       q.gptq_v1_zeros ? "gptq" : "gptq_v2");
+  }
+  return s + fmt::format(" ({} of {} linear layers; embeddings, lm_head, norms dense)", n_quantized,
+                         n_linear);
+}
+
+nlohmann::json weight_format_json(const QuantConfig& q) {
+  nlohmann::json j = {{"quant_method", quant_method_name(q.method)}};
+  if (q.method == QuantMethod::fp8) {
+    j["fmt"] = "e4m3";
+    j["weight_block_size"] = {q.block_n, q.block_k};
+  } else if (q.method != QuantMethod::none) {
+    j["bits"] = q.bits;
+    j["group_size"] = q.group_size;
+    if (q.method == QuantMethod::gptq) {
+      j["desc_act"] = q.desc_act;
+      j["sym"] = q.sym;
+      j["checkpoint_format"] = q.gptq_v1_zeros ? "gptq" : "gptq_v2";
+    }
+  }
+  return j;
+}
+
 void run_info(const std::string& dir, bool as_json) {
   ModelConfig c = load_model_config(dir);
   Checkpoint ck(dir);
   std::vector<CheckedTensor> tensors = check_checkpoint(c, ck, dir);
-  uint64_t params = 0, bytes = 0, expert_bytes = 0;
+  uint64_t params = 0, bytes = 0, decode_bytes = 0, expert_bytes = 0;
   std::set<std::string> dtypes;
   for (const CheckedTensor& t : tensors) {
-    params += t.entry->info->numel();
-    bytes += t.entry->info->nbytes();
-    dtypes.insert(dtype_name(t.entry->info->dtype));
-    if (is_expert_tensor(t.spec.kind)) expert_bytes += t.entry->info->nbytes();
+    uint64_t n = 1;
+    for (int64_t d : t.spec.shape) n *= uint64_t(d);
+    params += n;
+    const uint64_t stored = stored_bytes(t);
+    bytes += stored;
+    if (is_expert_tensor(t.spec.kind)) expert_bytes += stored;
+    // A decode step reads every weight once, except the embeddings: one row per token, unless
+    // they are tied and also serve as lm_head.
+    if (t.spec.kind == TensorKind::embed_tokens && !c.tie_word_embeddings)
+      decode_bytes += stored / uint64_t(c.vocab_size);
+    else
+      decode_bytes += stored;
+    for (const Checkpoint::Entry* e : {t.entry, t.qzeros, t.scales, t.g_idx, t.scale_inv})
+      if (e) dtypes.insert(dtype_name(e->info->dtype));
   }
   // A token's forward reads num_experts_per_tok of the num_experts experts of each MoE layer.
   const bool moe = c.num_moe_layers() > 0;
@@ -82,6 +128,10 @@ void run_info(const std::string& dir, bool as_json) {
       moe ? bytes - expert_bytes +
                 expert_bytes / uint64_t(c.num_experts) * uint64_t(c.num_experts_per_tok)
           : bytes;
+  const QuantConfig& q = c.quantization_config;
+  int64_t n_linear = 0, n_quantized = 0;
+  for (const CheckedTensor& t : tensors)
+    if (is_quantizable_linear(t.spec)) ++n_linear, n_quantized += t.format != WeightFormat::dense;
   std::string dtype_list;
   for (const std::string& d : dtypes) dtype_list += (dtype_list.empty() ? "" : "+") + d;
   const int64_t kv16 = c.kv_bytes_per_token(2), kv32 = c.kv_bytes_per_token(4);
@@ -93,6 +143,10 @@ void run_info(const std::string& dir, bool as_json) {
         {"torch_dtype", c.torch_dtype},
         {"tensor_dtypes", dtypes},
         {"weight_bytes", bytes},
+        {"decode_bytes_per_step", decode_bytes},
+        {"weight_format", weight_format_json(q)},
+        {"quantized_linear_layers", n_quantized},
+        {"linear_layers", n_linear},
         {"files", ck.files().size()},
         {"tensors", tensors.size()},
         {"kv_bytes_per_token_bf16", kv16},
@@ -121,8 +175,9 @@ void run_info(const std::string& dir, bool as_json) {
                          ? fmt::format("{:.2f}B ({})", double(params) / 1e9, params)
                          : fmt::format("{:.2f}M ({})", double(params) / 1e6, params));
   line("dtype", fmt::format("{} (tensors: {})", c.torch_dtype, dtype_list));
-  line("weights", fmt::format("{} in {} file{}", human_bytes(double(bytes)), ck.files().size(),
-                              ck.files().size() == 1 ? "" : "s"));
+  line("weight format", weight_format_desc(q, n_quantized, n_linear));
+  line("weights", fmt::format("{} in {} file{} (as stored)", human_bytes(double(bytes)),
+                              ck.files().size(), ck.files().size() == 1 ? "" : "s"));
   if (moe) {
     const int64_t ap = c.num_active_parameters();
     line("active per token",
@@ -130,6 +185,12 @@ void run_info(const std::string& dir, bool as_json) {
                      ap >= 1000000000 ? fmt::format("{:.2f}B ({})", double(ap) / 1e9, ap)
                                       : fmt::format("{:.2f}M ({})", double(ap) / 1e6, ap)));
   }
+  line("read per decode step",
+       fmt::format(
+           "{} of weights (as stored; embeddings: one row per token{}{})",
+           human_bytes(double(moe ? active_bytes - (bytes - decode_bytes) : decode_bytes)),
+           c.tie_word_embeddings ? ", all of them as the tied lm_head" : "",
+           moe ? "; one token's experts: a step of several rows reads the union of theirs" : ""));
   line("tensors", fmt::format("{} (names, dtypes and shapes match the {} table)", tensors.size(),
                               arch_short_name(c.arch)));
   line("num_hidden_layers", std::to_string(c.num_hidden_layers));

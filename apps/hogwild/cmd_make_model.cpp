@@ -28,10 +28,25 @@ uint64_t parse_size(const std::string& s) {
   fail("--max-shard-size {}: unknown unit '{}'; use B, KB, MB, GB, KiB, MiB or GiB", s, unit);
 }
 
+// ", awq int4 group 32" etc. for the summary line.
+std::string quant_desc(const QuantConfig& q) {
+  switch (q.method) {
+    case QuantMethod::none:
+      return "";
+    case QuantMethod::fp8:
+      return fmt::format(", fp8 e4m3 blocks {}x{}", q.block_n, q.block_k);
+    default:
+      return fmt::format(", {} int4 group {}{}{}", quant_method_name(q.method), q.group_size,
+                         q.method == QuantMethod::gptq && !q.sym ? " asym" : "",
+                         q.desc_act ? " desc_act" : "");
+  }
+}
+
 struct Args {
-  std::string arch, preset, config, tokenizer, dtype = "bf16", out, max_shard = "2GiB";
+  std::string arch, preset, config, tokenizer, dtype = "bf16", out, max_shard = "2GiB", quant;
   uint64_t seed = 0;
-  bool quiet = false, force = false;
+  int64_t group_size = 0;
+  bool quiet = false, force = false, desc_act = false, no_sym = false;
 };
 
 }  // namespace
@@ -56,6 +71,15 @@ void register_make_model(CLI::App& app) {
   cmd->add_option("--out", args->out, "output directory")->required();
   cmd->add_option("--max-shard-size", args->max_shard,
                   "largest shard (tensor bytes), e.g. 2GiB (default), 100KB");
+  cmd->add_option("--quant", args->quant,
+                  "store q/k/v/o/gate/up/down as awq (int4 GEMM), gptq (int4) or fp8 (e4m3, "
+                  "128x128 block scales); the rest stays --dtype");
+  cmd->add_option("--group-size", args->group_size,
+                  "awq/gptq input rows per scale (awq 32|64|128, gptq -1 or a multiple of 16; "
+                  "default: the largest of 128, 64, 32 that divides every layer)");
+  cmd->add_flag("--desc-act", args->desc_act,
+                "gptq: act-order (a random input-row permutation per layer, stored in g_idx)");
+  cmd->add_flag("--no-sym", args->no_sym, "gptq: asymmetric zero points (default sym, z = 8)");
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines");
   cmd->add_flag("--force", args->force,
                 "write into a non-empty --out, replacing the model files there");
@@ -88,11 +112,25 @@ void register_make_model(CLI::App& app) {
     o.max_shard_size = parse_size(args->max_shard);
     o.show_progress = !args->quiet;
     o.force = args->force;
+    if (args->quant.empty())
+      o.quant = QuantMethod::none;
+    else if (args->quant == "awq")
+      o.quant = QuantMethod::awq;
+    else if (args->quant == "gptq")
+      o.quant = QuantMethod::gptq;
+    else if (args->quant == "fp8")
+      o.quant = QuantMethod::fp8;
+    else
+      fail("--quant {}: use awq, gptq or fp8", args->quant);
+    o.group_size = args->group_size;
+    o.desc_act = args->desc_act;
+    o.sym = !args->no_sym;
     ModelConfig c = make_model(o);
     if (!args->quiet)
-      std::fprintf(stderr, "made %s: %s, %.3fM parameters, %s, seed %llu\n", o.out_dir.c_str(),
+      std::fprintf(stderr, "made %s: %s, %.3fM parameters, %s%s, seed %llu\n", o.out_dir.c_str(),
                    arch_hf_name(c.arch), double(c.num_parameters()) / 1e6,
-                   dtype_torch_name(o.dtype), (unsigned long long)o.seed);
+                   dtype_torch_name(o.dtype), quant_desc(c.quantization_config).c_str(),
+                   (unsigned long long)o.seed);
   });
 }
 

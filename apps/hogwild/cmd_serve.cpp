@@ -4,7 +4,7 @@
 //   hogwild serve -m DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY | --api-key-file F]
 //       [--max-queue N] [--max-sessions N] [--kv-tokens N] [--device auto|cuda|cpu]
 //       [--served-model-name NAME] [--max-context N] [--max-body-bytes N] [--threads N]
-//       [--drain-timeout S] [--format NAME] [--quiet]
+//       [--max-connections N] [--drain-timeout S] [--format NAME] [--quiet]
 //
 // The server listens at once; /health answers 503 while the model loads (progress on stderr) and
 // 200 when it is ready. SIGTERM / Ctrl-C drain: no new requests (503), running ones finish (or
@@ -41,12 +41,13 @@ using server::HttpServer;
 constexpr int64_t kMaxHttpThreads = 4096;
 constexpr int64_t kMaxQueue = 100000;
 constexpr int64_t kMaxSessions = 4096;
+constexpr int64_t kMaxConnections = 1000000;
 
 struct ServeArgs {
   std::string model_dir, host = "127.0.0.1", api_key, api_key_file, model_name, format;
   int port = 8080;
   int64_t max_queue = 128, max_sessions = 16, max_context = 0, threads = 0;
-  int64_t max_body_bytes = 4 << 20, drain_timeout = 30;
+  int64_t max_body_bytes = 4 << 20, drain_timeout = 30, max_connections = 0;
   bool quiet = false;
   DeviceFlags device;
 };
@@ -147,6 +148,9 @@ void serve(ServeArgs a) {
     fail("--threads must be 0..{} (0 = enough for every admitted request, at most {}), got {}",
          kMaxHttpThreads, kMaxHttpThreads, a.threads);
   if (a.drain_timeout < 0) fail("--drain-timeout must be >= 0 seconds");
+  if (a.max_connections < 0 || a.max_connections > kMaxConnections)
+    fail("--max-connections must be 0..{} (0 = from the open-file limit), got {}", kMaxConnections,
+         a.max_connections);
   if (!a.format.empty()) builtin_formatting(a.format);  // throws listing the names
   if (!a.api_key_file.empty()) a.api_key = read_key_file(a.api_key_file);
 
@@ -155,11 +159,12 @@ void serve(ServeArgs a) {
   o.port = a.port;
   o.api_key = a.api_key;
   o.max_body_bytes = static_cast<size_t>(a.max_body_bytes);
-  // Every admitted request may hold a thread (an open stream) while others connect, poll /health
-  // or /metrics, or are refused with 429.
-  // Past kMaxHttpThreads, further connections wait in the listen backlog.
+  // Every admitted request may hold a worker thread (an open stream) while others poll /health
+  // or /metrics, or are refused with 429. Connections still sending their request hold none (the
+  // reception reads them, src/server/reception.h); past the threads, whole requests wait for one.
   o.threads = static_cast<size_t>(
       a.threads > 0 ? a.threads : std::min(a.max_queue + a.max_sessions + 16, kMaxHttpThreads));
+  o.max_connections = static_cast<size_t>(a.max_connections);
   o.log_requests = !a.quiet;
 
   // Signals: SIGTERM / SIGINT only set a flag that the loop below reads (whichever thread the
@@ -246,8 +251,12 @@ void register_serve(CLI::App& app) {
                 "max tokens in a view (default: the model's max_position_embeddings)");
   c->add_option("--max-body-bytes", a->max_body_bytes, "largest request body (default 4 MiB)");
   c->add_option("--threads", a->threads,
-                fmt::format("HTTP threads (default: --max-queue + --max-sessions + 16, at most {})",
+                fmt::format("HTTP worker threads, each handling one whole request at a time "
+                            "(default: --max-queue + --max-sessions + 16, at most {})",
                             kMaxHttpThreads));
+  c->add_option("--max-connections", a->max_connections,
+                "open connections; at the limit the longest idle make room (default: from the "
+                "open-file limit, at most 65024)");
   c->add_option("--drain-timeout", a->drain_timeout,
                 "seconds running requests get to finish on SIGTERM (default 30)");
   c->add_option("--served-model-name", a->model_name,

@@ -69,6 +69,7 @@ nlohmann::json bench_point(const DecodeBenchModel& m, int64_t ctx, int W, int S,
 
   std::vector<double> ms;
   int64_t kv_tokens_read = 0;
+  double weight_bytes = 0, experts_touched = 0;  // MoE: means over the timed steps
   const int rows = S * W;
   const int64_t vocab = be.config().vocab_size;
   for (int64_t t = 0; t < steps_total; ++t) {
@@ -82,6 +83,11 @@ nlohmann::json bench_point(const DecodeBenchModel& m, int64_t ctx, int W, int S,
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       // every distinct block once: the contexts and constants, and the steps as they grow
       kv_tokens_read += const_tokens + rows * (opt.step_tokens + t + 1);
+      if (m.last_step_reads) {
+        const auto [bytes, touched] = m.last_step_reads();
+        weight_bytes += bytes / opt.repeat;
+        experts_touched += touched / opt.repeat;
+      }
     }
   }
   for (BlockId x : owned) be.free_block(x);
@@ -99,10 +105,12 @@ nlohmann::json bench_point(const DecodeBenchModel& m, int64_t ctx, int W, int S,
   r["step_ms_min"] = *std::min_element(ms.begin(), ms.end());
   r["tok_s_per_worker"] = 1000.0 / step_ms;
   r["tok_s_aggregate"] = rows * 1000.0 / step_ms;
-  r["weight_bytes"] = m.weight_bytes;
+  if (!m.last_step_reads) weight_bytes = m.weight_bytes;
+  r["weight_bytes"] = weight_bytes;
+  if (m.last_step_reads) r["experts_touched"] = experts_touched;
   r["kv_bytes"] = kv_bytes;
   // What a step must read at least: the weights once and every visible KV block once.
-  r["GBps"] = (m.weight_bytes + kv_bytes) / (step_ms * 1e-3) / 1e9;
+  r["GBps"] = (weight_bytes + kv_bytes) / (step_ms * 1e-3) / 1e9;
   return r;
 }
 
@@ -154,23 +162,31 @@ std::string bench_table(const nlohmann::json& j) {
                      j["load_average_start"].get<std::string>(),
                      j["load_average_end"].get<std::string>());
   s += "\n";
+  // MoE models add a column: experts read per MoE layer and step
+  bool moe = false;
+  for (const auto& r : j["results"]) moe = moe || r.contains("experts_touched");
   s += fmt::format(
-      "| {:<10} | {:>8} | {:>7} | {:>7} | {:>8} | {:>10} | {:>10} | {:>8} | {:>6} | {:>7} |\n",
+      "| {:<10} | {:>8} | {:>7} | {:>7} | {:>8} | {:>10} | {:>10} | {:>8} | {:>6} | {:>7} |{}\n",
       "model", "sessions", "context", "workers", "step ms", "tok/s/wkr", "tok/s agg", "GB/s",
-      "% BW", "speedup");
+      "% BW", "speedup", moe ? " experts |" : "");
   s += "|------------|----------|---------|---------|----------|------------|------------|--------"
-       "--|--------|---------|\n";
+       "--|--------|---------|";
+  s += moe ? "---------|\n" : "\n";
   for (const auto& r : j["results"])
     s += fmt::format(
         "| {:<10} | {:>8} | {:>7} | {:>7} | {:>8.2f} | {:>10.1f} | {:>10.1f} | {:>8.1f} | "
-        "{:>6.1f} | {:>7} |\n",
+        "{:>6.1f} | {:>7} |{}\n",
         r["model"].get<std::string>(), r.value("sessions", 1), r["context"].get<int64_t>(),
         r["workers"].get<int>(), r["step_ms"].get<double>(), r["tok_s_per_worker"].get<double>(),
         r["tok_s_aggregate"].get<double>(), r["GBps"].get<double>(), r["pct_of_bw"].get<double>(),
         // 0: the run had no 1-worker row of the same sessions and context to compare with
         r["speedup_vs_1_worker"].get<double>() > 0
             ? fmt::format("{:.2f}", r["speedup_vs_1_worker"].get<double>())
-            : std::string("-"));
+            : std::string("-"),
+        !moe ? std::string()
+        : r.contains("experts_touched")
+            ? fmt::format(" {:>7.1f} |", r["experts_touched"].get<double>())
+            : std::string("       - |"));
   return s;
 }
 

@@ -13,7 +13,9 @@
 //   model, context, workers, sessions, rows (= S*W), layout ("bench" | "session")
 //   step_ms        median step time (ms); step_ms_min: the fastest
 //   tok_s_per_worker  1000 / step_ms;  tok_s_aggregate: rows * 1000 / step_ms
-//   weight_bytes   bytes of weights one step reads (DecodeBenchModel::weight_bytes)
+//   weight_bytes   bytes of weights one step reads (DecodeBenchModel::weight_bytes; for a MoE
+//                  model the mean over the timed steps of the experts they read)
+//   experts_touched  MoE models: experts read per MoE layer and step (the union over the rows)
 //   kv_bytes       mean bytes of K/V one step reads: every distinct visible block once
 //   GBps           (weight_bytes + kv_bytes) / step time, in 1e9 bytes/s
 //   pct_of_bw      GBps as % of the measured bandwidth (the top-level "bandwidth_GBps")
@@ -24,6 +26,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/backend.h"
@@ -62,6 +65,10 @@ struct DecodeBenchModel {
   std::function<void(const ForwardBatch&)> step;
   // Optional: throws hogwild::Error when `tokens` more tokens cannot be cached.
   std::function<void(int64_t tokens)> require_kv_tokens;
+  // Optional, for mixture-of-experts models: {bytes of weights the last step read, experts it
+  // read per MoE layer (mean over the layers)}. When set, a row's weight_bytes is the mean over
+  // the timed steps and the row gains "experts_touched" (the mean union of the rows' experts).
+  std::function<std::pair<double, double>()> last_step_reads;
 };
 
 /// The fields of a DecodeBenchModel that every backend fills alike: name, backend, the bytes a

@@ -33,6 +33,14 @@ void add_model(nlohmann::json& out, CudaBackend& be, const std::string& name,
   bench::DecodeBenchModel m = bench::decode_bench_model(be, name);
   m.step = [&be](const ForwardBatch& b) { be.forward_device(b); };  // synchronizes
   m.require_kv_tokens = [&be](int64_t tokens) { be.require_kv_tokens(tokens); };
+  if (be.expert_bytes() > 0)
+    m.last_step_reads = [&be]() {
+      const std::vector<int32_t> touched = be.last_experts_touched();
+      double mean = 0;
+      for (int32_t n : touched) mean += n;
+      if (!touched.empty()) mean /= static_cast<double>(touched.size());
+      return std::make_pair(static_cast<double>(be.last_step_weight_bytes()), mean);
+    };
   run_decode_sweep(m, opt, bw / 1e9, out);
 }
 
@@ -233,6 +241,24 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
       HOGWILD_CUDA_CHECK(cudaMalloc(&yf, max_rows * s.out * 4));
       fill_uniform_bf16(W, copies * bytes / 2, opt.seed, 0.02f, 0.0f, st);
       fill_uniform_bf16(x, max_rows * s.in, opt.seed + 1, 1.0f, 0.0f, st);
+      // --quant: packed copies of the matrix (lm_head stays bf16, as in checkpoints), enough of
+      // them to exceed the L2
+      const QuantConfig qc = bench_quant_config(opt.quant, opt.group_size, opt.desc_act);
+      std::vector<QuantWeight> qw;
+      void* qscratch = nullptr;
+      if (qc.method != QuantMethod::none && s.what != std::string("lm_head")) {
+        const WeightFormat f =
+            qc.method == QuantMethod::fp8 ? WeightFormat::fp8 : WeightFormat::int4;
+        const int64_t group = f == WeightFormat::fp8 ? 128
+                              : qc.group_size > 0    ? qc.group_size
+                                                     : s.in;
+        const QuantWeight one = random_quant_weight(f, s.out, s.in, group, opt.seed, st);
+        const int64_t n = std::max<int64_t>(1, (int64_t(512) << 20) / one.bytes() + 1);
+        qw.push_back(one);
+        for (int64_t i = 1; i < n; ++i)
+          qw.push_back(random_quant_weight(f, s.out, s.in, group, opt.seed + i, st));
+        HOGWILD_CUDA_CHECK(cudaMalloc(&qscratch, quant_scratch_bytes(one, max_rows)));
+      }
       // Mean us of n back-to-back launch(w) after 5 warm-up ones, w cycling over the copies.
       auto mean_us = [&](int n, auto&& launch) {
         auto copy = [&](int i) { return W + (i % copies) * (bytes / 2); };
@@ -266,6 +292,17 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
           r[skinny ? "skinny_us" : "cublas_us"] = us;
           r[skinny ? "skinny_GBps" : "cublas_GBps"] = bytes / (us * 1e-6) / 1e9;
         }
+        if (!qw.empty()) {  // --quant: the packed weight's kernel (quant_gemm.h), bytes it reads
+          int i = 0;
+          const double us = mean_us(40, [&](const bf16*) {
+            const QuantWeight& q = qw[static_cast<size_t>(i++) % qw.size()];
+            quant_linear(gemm, x, q, nullptr, s.what == std::string("gate_up_swiglu") ? scratch : y,
+                         rows, qscratch, st);
+            if (s.what == std::string("gate_up_swiglu")) swiglu(scratch, y, rows, s.out / 2, st);
+          });
+          r["quant_us"] = us;
+          r["quant_GBps"] = double(qw[0].bytes()) / (us * 1e-6) / 1e9;
+        }
         if (opt.gemm_algos && s.what != std::string("lm_head")) {
           // The product alone (gate/up without its SwiGLU), as cublasGemmEx computes it above.
           auto time = [&](auto&& launch) { return mean_us(30, launch); };
@@ -279,6 +316,8 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
         }
         out["results"].push_back(r);
       }
+      for (QuantWeight& q : qw) free_quant_weight(q);
+      if (qscratch) cudaFree(qscratch);
       cudaFree(W);
       cudaFree(x);
       cudaFree(y);
@@ -296,9 +335,13 @@ nlohmann::json run_gemm_bench(const BenchOptions& opt) {
 std::string gemm_table(const nlohmann::json& j) {
   std::string s =
       fmt::format("copy bandwidth {:.0f} GB/s\n", j["copy_bandwidth_GBps"].get<double>());
+  bool quant = false;  // --quant: two more columns
+  for (const auto& r : j["results"]) quant = quant || r.contains("quant_us");
   s += "| model | matrix | in | out | rows | skinny us | skinny GB/s | cuBLAS us | cuBLAS GB/s | "
-       "cuBLASLt algos | fastest algo us |\n";
-  s += "|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "cuBLASLt algos | fastest algo us |";
+  s += quant ? " quant us | quant GB/s |\n" : "\n";
+  s += quant ? "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+             : "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : j["results"]) {
     const bool sk = r.contains("skinny_us");       // absent beyond the skinny kernel's 8 rows
     const bool lt = r.contains("cublaslt_algos");  // --gemm-algos
@@ -312,6 +355,12 @@ std::string gemm_table(const nlohmann::json& j) {
                      r.contains("cublaslt_best_us")
                          ? fmt::format("{:.1f}", r["cublaslt_best_us"].get<double>())
                          : "-");
+    if (quant) {
+      s.pop_back();  // the row's newline
+      s += r.contains("quant_us") ? fmt::format(" {:.1f} | {:.0f} |\n", r["quant_us"].get<double>(),
+                                                r["quant_GBps"].get<double>())
+                                  : " - | - |\n";
+    }
   }
   return s;
 }

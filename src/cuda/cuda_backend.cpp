@@ -22,7 +22,20 @@ static_assert(kPageTokens == hogwild::kKvPageTokens,
               "model/backend.h kKvPageTokens: the page every backend and the KV estimate count");
 
 std::string cuda_unsupported(const ModelConfig& c) {
-  if (c.num_moe_layers() > 0) return "the CUDA backend does not run mixture-of-experts layers yet";
+  if (c.num_moe_layers() > 0) {
+    if (c.num_experts > kMoeMaxExperts || c.num_experts_per_tok > kMoeMaxTopK)
+      return fmt::format(
+          "the CUDA mixture-of-experts kernels route over at most {} experts with a top-k of at "
+          "most {}; this model has {} experts, top-{}",
+          kMoeMaxExperts, kMoeMaxTopK, c.num_experts, c.num_experts_per_tok);
+    if (c.hidden_size % 8 != 0 || c.moe_intermediate_size % 8 != 0)
+      return fmt::format(
+          "the CUDA mixture-of-experts kernels need hidden_size and moe_intermediate_size "
+          "divisible by 8, this model has {} and {}",
+          c.hidden_size, c.moe_intermediate_size);
+    if (c.quantization_config.method != QuantMethod::none)
+      return "the CUDA backend does not yet run quantized mixture-of-experts checkpoints";
+  }
   if (c.head_dim != 64 && c.head_dim != 128)
     return fmt::format("the CUDA attention kernel supports head_dim 64 or 128, this model has {}",
                        c.head_dim);
@@ -129,6 +142,15 @@ void CudaBackend::size_kv_pool() {
   logits_ = static_cast<float*>(alloc(logit_cap_ * c.vocab_size * 4));
   part_o_ = static_cast<float*>(alloc(E * qd * 4));
   part_ml_ = static_cast<float2*>(alloc(E * c.num_attention_heads * 8));
+  if (has_moe_) {
+    const int64_t Ex = c.num_experts, k = c.num_experts_per_tok, Im = c.moe_intermediate_size;
+    router_logits_ = static_cast<float*>(alloc(T * Ex * 4));
+    moe_route_ = moe_route_view(alloc(moe_route_bytes(T, Ex, k)), T, Ex, k);
+    moe_active_ = static_cast<int32_t*>(alloc(c.num_hidden_layers * 4));
+    HOGWILD_CUDA_CHECK(cudaMemset(moe_active_, 0, c.num_hidden_layers * 4));
+    moe_act_ = static_cast<bf16*>(alloc(T * k * Im * 2));
+    moe_y_ = static_cast<float*>(alloc(T * k * H * 4));
+  }
   if (quantized_) {  // quant_linear's scratch for the largest projection at T rows
     int64_t b = 0;
     for (const DeviceLayer& L : layers_)

@@ -16,6 +16,7 @@
 
 #include "cuda/attention.h"
 #include "cuda/kv_layout.h"
+#include "cuda/moe.h"
 #include "cuda/quant_gemm.h"
 #include "cuda/rope.h"
 #include "model/backend.h"
@@ -30,7 +31,8 @@ class Gemm;
 /// True when a CUDA device is usable (tests skip otherwise).
 bool cuda_device_available();
 /// Why the CUDA backend cannot run a model of config c (head_dim other than 64/128, a query/KV
-/// head ratio it does not support), or "" when it can.
+/// head ratio it does not support, more experts or a larger top-k than cuda/moe.h handles,
+/// quantized experts), or "" when it can.
 std::string cuda_unsupported(const ModelConfig& c);
 
 struct CudaOptions {
@@ -59,6 +61,11 @@ struct DeviceLayer {
   __nv_bfloat16* gate_up_proj = nullptr;              // (2 intermediate, hidden)
   __nv_bfloat16* down_proj = nullptr;                 // (hidden, intermediate)
   QuantWeight qkv_q, o_q, gate_up_q, down_q;          // quant_gemm.h; format dense = unused
+  // A MoE layer (ModelConfig::is_moe_layer; cuda/moe.h) holds these instead of the dense MLP.
+  bool moe = false;
+  __nv_bfloat16* router = nullptr;           // (num_experts, hidden): mlp.gate
+  __nv_bfloat16* experts_gate_up = nullptr;  // (num_experts, 2 moe_intermediate, hidden)
+  __nv_bfloat16* experts_down = nullptr;     // (num_experts, hidden, moe_intermediate)
 };
 
 class CudaBackend : public Backend {
@@ -117,8 +124,18 @@ class CudaBackend : public Backend {
   /// For benches and tests: sets block b (empty) to `len` tokens of random K/V (all layers).
   void fill_block_random(BlockId b, int64_t len, uint64_t seed);
   /// Bytes of weights a decode step reads (every matrix and norm except the embedding table; a
-  /// quantized projection counts its packed words, scales and zero points).
+  /// quantized projection counts its packed words, scales and zero points). A MoE layer counts
+  /// its router and num_experts_per_tok experts (one row's reads); a step of many rows reads
+  /// last_step_weight_bytes().
   int64_t weight_bytes_per_step() const;
+  /// Bytes of one expert's matrices (gate, up, down) in bf16; 0 for a dense model.
+  int64_t expert_bytes() const;
+  /// Experts the last forward read, per MoE layer (the union over its rows; in layer order, dense
+  /// layers skipped). Synchronises the stream.
+  std::vector<int32_t> last_experts_touched() const;
+  /// Bytes of weights the last forward read: weight_bytes_per_step() with each MoE layer's
+  /// experts counted as last_experts_touched() says. Synchronises the stream.
+  int64_t last_step_weight_bytes() const;
   /// Bytes of one token's K and V over all layers.
   int64_t kv_bytes_per_token() const;
   cudaStream_t stream() const { return stream_; }
@@ -169,6 +186,7 @@ class CudaBackend : public Backend {
   __nv_bfloat16* lm_head_ = nullptr;  // (vocab, hidden); == embed_tokens_ when tied
   std::vector<void*> allocations_;
   bool quantized_ = false;         // some projection is a QuantWeight
+  bool has_moe_ = false;           // some layer is a MoE layer
   void* quant_scratch_ = nullptr;  // quant_linear's scratch (gathered x, bf16 copy for prefill)
 
   // RoPE table and KV pool.
@@ -187,6 +205,13 @@ class CudaBackend : public Backend {
   __nv_bfloat16* gate_up_ = nullptr;  // (T, 2 intermediate)
   __nv_bfloat16* act_ = nullptr;      // (T, intermediate)
   float* xl_ = nullptr;               // (T, hidden) rows that want logits
+  // MoE layers (cuda/moe.h): router logits, the routing (shared by the layers, but for n_active:
+  // one per layer, read by last_experts_touched), expert activations and outputs.
+  float* router_logits_ = nullptr;    // (T, num_experts)
+  MoeRoute moe_route_;                // for T rows
+  int32_t* moe_active_ = nullptr;     // (num_hidden_layers) experts chosen in each layer
+  __nv_bfloat16* moe_act_ = nullptr;  // (T k, moe_intermediate)
+  float* moe_y_ = nullptr;            // (T k, hidden)
   float* logits_ = nullptr;           // (logit_cap_, vocab)
   int64_t logit_cap_ = 0;
   float* part_o_ = nullptr;           // (max_entries, heads, head_dim)

@@ -11,6 +11,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/elementwise.h"
 #include "cuda/gemm.h"
+#include "cuda/moe.h"
 #include "cuda/norm.h"
 #include "cuda/skinny_gemm.h"
 #include "cuda/staging.h"
@@ -212,8 +213,8 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
   // Skinny batches fuse each residual add + RMSNorm into the projections around it
   // (skinny_gemm.h SkinnyNormIn): o-proj / down add to x_ and leave h_ = x_ * w and the rows'
   // sums of squares in a ring slot; qkv / gate-up scale their products by the rows' 1 / RMS.
-  const bool fused = !quantized_ && gemm_->use_skinny(T, H) && gemm_->use_skinny(T, nh * hd) &&
-                     gemm_->use_skinny(T, I);
+  const bool fused = !quantized_ && !has_moe_ && gemm_->use_skinny(T, H) &&
+                     gemm_->use_skinny(T, nh * hd) && gemm_->use_skinny(T, I);
   float* ring = gemm_->norm_ring();
   int producer = 0;  // producer i accumulates into slot i % 3 and zeroes slot (i + 1) % 3
   auto slot_of = [&](int i) { return ring + (i % 3) * kSkinnyMaxRows; };
@@ -273,16 +274,28 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
       gemm_->linear(attn_, L.o_proj, tmp_, T, nh * hd, H);
     add_rmsnorm(x_, tmp_, L.post_attention_layernorm, h_, T, H, eps, stream_);
     // mlp block: gate/up with SwiGLU, down; residual add fused with the next layer's input norm
-    if (L.gate_up_q.format != WeightFormat::dense) {
+    if (L.moe) {  // router, routing, the chosen experts (cuda/moe.h)
+      const int64_t Ex = c.num_experts, k = c.num_experts_per_tok, Im = c.moe_intermediate_size;
+      gemm_->linear_f32(h_, L.router, router_logits_, T, H, Ex);
+      MoeRoute r = moe_route_;
+      r.n_active = moe_active_ + l;
+      moe_route(router_logits_, T, Ex, k, c.norm_topk_prob, r, stream_);
+      moe_expert_swiglu(h_, L.experts_gate_up, r, moe_act_, T, H, Im, Ex, k, stream_);
+      moe_expert_down(moe_act_, L.experts_down, r, moe_y_, T, H, Im, Ex, k, stream_);
+      moe_combine(moe_y_, r, tmp_, T, H, k, stream_);
+    } else if (L.gate_up_q.format != WeightFormat::dense) {
       quant_linear(*gemm_, h_, L.gate_up_q, nullptr, gate_up_, T, quant_scratch_, stream_);
       swiglu(gate_up_, act_, T, I, stream_);
     } else {
       gemm_->linear_swiglu(h_, L.gate_up_proj, gate_up_, act_, T, H, I);
     }
-    if (L.down_q.format != WeightFormat::dense)
+    if (L.moe) {
+      // tmp_ holds the experts' weighted sum
+    } else if (L.down_q.format != WeightFormat::dense) {
       quant_linear(*gemm_, act_, L.down_q, nullptr, tmp_, T, quant_scratch_, stream_);
-    else
+    } else {
       gemm_->linear(act_, L.down_proj, tmp_, T, I, H);
+    }
     if (l + 1 < c.num_hidden_layers)
       add_rmsnorm(x_, tmp_, next_norm, h_, T, H, eps, stream_);
     else

@@ -24,12 +24,24 @@ namespace hogwild::cuda {
 
 namespace {
 
-int64_t layer_elems(const ModelConfig& c, int64_t qkv_dim) {
+// Elements of layer l's tensors; a MoE layer counts its router and `experts` of its experts.
+int64_t layer_elems(const ModelConfig& c, int64_t qkv_dim, int64_t l, int64_t experts) {
   const int64_t H = c.hidden_size, I = c.intermediate_size;
   const int64_t qd = c.num_attention_heads * c.head_dim;
-  int64_t n = 2 * H + qkv_dim * H + H * qd + 2 * I * H + H * I;
+  int64_t n = 2 * H + qkv_dim * H + H * qd;
+  if (c.is_moe_layer(l))
+    n += c.num_experts * H + experts * 3 * c.moe_intermediate_size * H;
+  else
+    n += 3 * I * H;
   if (c.attention_bias) n += qkv_dim;
   if (c.qk_norm) n += 2 * c.head_dim;
+  return n;
+}
+
+// Elements of every tensor but the embedding table and lm_head, `experts` experts per MoE layer.
+int64_t body_elems(const ModelConfig& c, int64_t qkv_dim, int64_t experts) {
+  int64_t n = c.hidden_size;  // the final norm
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) n += layer_elems(c, qkv_dim, l, experts);
   return n;
 }
 
@@ -37,7 +49,7 @@ int64_t layer_elems(const ModelConfig& c, int64_t qkv_dim) {
 
 int64_t CudaBackend::weight_bytes_per_step() const {
   const ModelConfig& c = cfg_;
-  int64_t n = c.num_hidden_layers * layer_elems(c, qkv_dim_) + c.hidden_size;
+  int64_t n = body_elems(c, qkv_dim_, c.num_experts_per_tok);
   n += c.vocab_size * c.hidden_size;  // lm_head (or the tied embedding, read as lm_head)
   int64_t bytes = n * 2;
   const int64_t H = c.hidden_size, I = c.intermediate_size;
@@ -49,6 +61,26 @@ int64_t CudaBackend::weight_bytes_per_step() const {
       if (q->format != WeightFormat::dense) bytes += q->bytes() - elems * 2;
   }
   return bytes;
+}
+
+int64_t CudaBackend::expert_bytes() const {
+  return 3 * cfg_.moe_intermediate_size * cfg_.hidden_size * 2;
+}
+
+std::vector<int32_t> CudaBackend::last_experts_touched() const {
+  std::vector<int32_t> all(static_cast<size_t>(cfg_.num_hidden_layers)), out;
+  if (!has_moe_) return out;
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  HOGWILD_CUDA_CHECK(cudaMemcpy(all.data(), moe_active_, all.size() * 4, cudaMemcpyDeviceToHost));
+  for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l)
+    if (layers_[static_cast<size_t>(l)].moe) out.push_back(all[static_cast<size_t>(l)]);
+  return out;
+}
+
+int64_t CudaBackend::last_step_weight_bytes() const {
+  int64_t b = weight_bytes_per_step();
+  for (int32_t n : last_experts_touched()) b += (n - cfg_.num_experts_per_tok) * expert_bytes();
+  return b;
 }
 
 void CudaBackend::set_quant_formats(DeviceLayer& L, int64_t layer) const {
@@ -93,7 +125,7 @@ int64_t CudaBackend::kv_bytes_per_token() const {
 void CudaBackend::alloc_weights() {
   const ModelConfig& c = cfg_;
   const int64_t H = c.hidden_size, V = c.vocab_size;
-  int64_t total = c.num_hidden_layers * layer_elems(c, qkv_dim_) + H + V * H;
+  int64_t total = body_elems(c, qkv_dim_, c.num_experts) + V * H;
   if (!c.tie_word_embeddings) total += V * H;
   // A quantized checkpoint's packed projections are checked as they are uploaded.
   if (c.quantization_config.method != QuantMethod::none) total = 0;
@@ -131,8 +163,17 @@ void CudaBackend::alloc_weights() {
     }
     if (L.o_q.format == WeightFormat::dense) L.o_proj = alloc(H * qd);
     L.post_attention_layernorm = alloc(H);
-    if (L.gate_up_q.format == WeightFormat::dense) L.gate_up_proj = alloc(2 * I * H);
-    if (L.down_q.format == WeightFormat::dense) L.down_proj = alloc(H * I);
+    if (c.is_moe_layer(l)) {
+      const int64_t Ex = c.num_experts, Im = c.moe_intermediate_size;
+      L.moe = has_moe_ = true;
+      L.gate_up_q.format = L.down_q.format = WeightFormat::dense;  // refused by cuda_unsupported
+      L.router = alloc(Ex * H);
+      L.experts_gate_up = alloc(Ex * 2 * Im * H);
+      L.experts_down = alloc(Ex * H * Im);
+    } else {
+      if (L.gate_up_q.format == WeightFormat::dense) L.gate_up_proj = alloc(2 * I * H);
+      if (L.down_q.format == WeightFormat::dense) L.down_proj = alloc(H * I);
+    }
     layers_.push_back(L);
   }
   norm_ = alloc(H);
@@ -150,7 +191,8 @@ void CudaBackend::upload_weights(const ModelWeights& w) {
            v.size());
   };
   // fp32 staging on the device, converted to bf16 there.
-  const int64_t max_elems = std::max({V * H, qkv_dim_ * H, 2 * I * H, H * qd});
+  const int64_t max_elems = std::max(
+      {V * H, qkv_dim_ * H, 2 * I * H, H * qd, c.num_experts * H, 2 * c.moe_intermediate_size * H});
   float* stage = nullptr;
   HOGWILD_CUDA_CHECK(cudaMalloc(&stage, static_cast<size_t>(max_elems) * 4));
   // Copies go on stream_ too: a plain cudaMemcpy from pageable memory may return before its DMA
@@ -179,9 +221,11 @@ void CudaBackend::upload_weights(const ModelWeights& w) {
     need(s.v_proj, kvd * H, "self_attn.v_proj");
     need(s.o_proj, H * qd, "self_attn.o_proj");
     need(s.post_attention_layernorm, H, "post_attention_layernorm");
-    need(s.gate_proj, I * H, "mlp.gate_proj");
-    need(s.up_proj, I * H, "mlp.up_proj");
-    need(s.down_proj, H * I, "mlp.down_proj");
+    if (!d.moe) {
+      need(s.gate_proj, I * H, "mlp.gate_proj");
+      need(s.up_proj, I * H, "mlp.up_proj");
+      need(s.down_proj, H * I, "mlp.down_proj");
+    }
     put(d.input_layernorm, {&s.input_layernorm});
     put(d.qkv_proj, {&s.q_proj, &s.k_proj, &s.v_proj});
     if (c.attention_bias) {
@@ -198,8 +242,25 @@ void CudaBackend::upload_weights(const ModelWeights& w) {
     }
     put(d.o_proj, {&s.o_proj});
     put(d.post_attention_layernorm, {&s.post_attention_layernorm});
-    put(d.gate_up_proj, {&s.gate_proj, &s.up_proj});
-    put(d.down_proj, {&s.down_proj});
+    if (!d.moe) {
+      put(d.gate_up_proj, {&s.gate_proj, &s.up_proj});
+      put(d.down_proj, {&s.down_proj});
+      continue;
+    }
+    const int64_t Ex = c.num_experts, Im = c.moe_intermediate_size;
+    need(s.router, Ex * H, "mlp.gate");
+    put(d.router, {&s.router});
+    if (static_cast<int64_t>(s.experts.size()) != Ex)
+      fail("layer {}: weights have {} experts but config.json says num_experts = {}", l,
+           s.experts.size(), Ex);
+    for (int64_t e = 0; e < Ex; ++e) {
+      const ExpertWeights& x = s.experts[static_cast<size_t>(e)];
+      need(x.gate_proj, Im * H, "mlp.experts.N.gate_proj");
+      need(x.up_proj, Im * H, "mlp.experts.N.up_proj");
+      need(x.down_proj, H * Im, "mlp.experts.N.down_proj");
+      put(d.experts_gate_up + e * 2 * Im * H, {&x.gate_proj, &x.up_proj});
+      put(d.experts_down + e * H * Im, {&x.down_proj});
+    }
   }
   need(w.norm, H, "model.norm.weight");
   put(norm_, {&w.norm});
@@ -266,6 +327,12 @@ void CudaBackend::random_weights(uint64_t seed) {
     fill(d.post_attention_layernorm, H, 0.1f, 1.0f);
     if (d.gate_up_proj) fill(d.gate_up_proj, 2 * I * H, aH, 0.0f);
     if (d.down_proj) fill(d.down_proj, H * I, 1.0f / std::sqrt(static_cast<float>(I)), 0.0f);
+    if (d.moe) {
+      const int64_t Ex = c.num_experts, Im = c.moe_intermediate_size;
+      fill(d.router, Ex * H, aH, 0.0f);
+      fill(d.experts_gate_up, Ex * 2 * Im * H, aH, 0.0f);
+      fill(d.experts_down, Ex * H * Im, 1.0f / std::sqrt(static_cast<float>(Im)), 0.0f);
+    }
   }
   fill(norm_, H, 0.1f, 1.0f);
   if (!c.tie_word_embeddings) fill(lm_head_, V * H, aH, 0.0f);
@@ -282,7 +349,7 @@ void CudaBackend::load_checkpoint(const std::string& model_dir, bool show_progre
   Checkpoint ck(model_dir);
   const std::vector<CheckedTensor> tensors = check_checkpoint(c, ck, model_dir);
   for (const auto& f : ck.files()) f->prefetch();
-  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, Im = c.moe_intermediate_size;
   const int64_t qd = c.num_attention_heads * c.head_dim;
   const int64_t kvd = c.num_key_value_heads * c.head_dim;
 
@@ -328,6 +395,18 @@ void CudaBackend::load_checkpoint(const std::string& model_dir, bool show_progre
         return L->gate_up_proj;
       case TensorKind::down_proj:
         return L->down_proj;
+      case TensorKind::router:
+        return L->router;
+      case TensorKind::expert_gate_proj:
+        return L->experts_gate_up + s.expert * 2 * Im * H;
+      case TensorKind::expert_up_proj:
+        return L->experts_gate_up + (s.expert * 2 + 1) * Im * H;
+      case TensorKind::expert_down_proj:
+        return L->experts_down + s.expert * H * Im;
+      case TensorKind::experts_gate_up_proj:  // [E, 2 Im, H]: per expert gate rows, then up rows
+        return L->experts_gate_up;
+      case TensorKind::experts_down_proj:
+        return L->experts_down;
     }
     return nullptr;
   };
@@ -489,6 +568,12 @@ uint64_t CudaBackend::weight_fingerprint() const {
     add(d.post_attention_layernorm, H);
     add(d.gate_up_proj, 2 * I * H);
     add(d.down_proj, H * I);
+    if (d.moe) {
+      const int64_t Ex = c.num_experts, Im = c.moe_intermediate_size;
+      add(d.router, Ex * H);
+      add(d.experts_gate_up, Ex * 2 * Im * H);
+      add(d.experts_down, Ex * H * Im);
+    }
   }
   add(norm_, H);
   add(lm_head_, V * H);

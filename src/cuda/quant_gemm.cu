@@ -140,7 +140,8 @@ __device__ __forceinline__ float scale_of(uint32_t sz, int F) {
 }
 
 // grid ceil(out / 16), kWarps * 32 threads. NT n-tiles of 8 token rows (n_rows <= 8 NT).
-template <int F, int NT>
+// PB: group_size is a multiple of 128, so one scale per row holds for a whole block.
+template <int F, int NT, bool PB>
 __global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
   constexpr int kStages = F == int(WeightFormat::int4) ? 4 : 2;
   __shared__ float red[kWarps][NT][32][4];
@@ -164,6 +165,33 @@ __global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;
 
+  // x and the scales of a block are loaded one block ahead (an L2 round trip per block would
+  // stall the warp): xn / sn hold block b + kWarps while block b is multiplied.
+  auto load_x = [&](int b, uint4(&xv)[NT][4]) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int row = 8 * j + g;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int k = b * 128 + 32 * u + 8 * t;
+        xv[j][u] = make_uint4(0, 0, 0, 0);
+        if (b < a.n_blocks && row < a.n_rows && k < a.in)
+          xv[j][u] = __ldg(reinterpret_cast<const uint4*>(a.x + int64_t(row) * a.in + k));
+      }
+    }
+  };
+  auto load_sz = [&](int b, uint32_t(&sv)[4][2]) {
+#pragma unroll
+    for (int u = 0; u < (PB ? 1 : 4); ++u) {
+      const int grp = min((b * 128 + 32 * u) / a.group_size, a.n_groups - 1);
+      sv[u][0] = b < a.n_blocks ? __ldg(sz_lo + grp) : 0u;
+      sv[u][1] = b < a.n_blocks ? __ldg(sz_hi + grp) : 0u;
+    }
+  };
+  uint4 xn[NT][4];
+  uint32_t sn[4][2];
+  load_x(warp, xn);
+  load_sz(warp, sn);
   for (int base = warp; base < a.n_blocks; base += kStages * kWarps) {
 #pragma unroll
     for (int i = 0; i < kStages; ++i) {
@@ -171,35 +199,53 @@ __global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
       if (b >= a.n_blocks) break;
       // x of this block: token rows 8 j + g, k = 128 b + 32 u + 8 t .. + 7
       uint4 xv[NT][4];
+      uint32_t sv[4][2];
 #pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        const int row = 8 * j + g;
+      for (int j = 0; j < NT; ++j)
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          const int k = b * 128 + 32 * u + 8 * t;
-          xv[j][u] = make_uint4(0, 0, 0, 0);
-          if (row < a.n_rows && k < a.in)
-            xv[j][u] = __ldg(reinterpret_cast<const uint4*>(a.x + int64_t(row) * a.in + k));
-        }
-      }
+        for (int u = 0; u < 4; ++u) xv[j][u] = xn[j][u];
+#pragma unroll
+      for (int u = 0; u < (PB ? 1 : 4); ++u) sv[u][0] = sn[u][0], sv[u][1] = sn[u][1];
+      load_x(b + kWarps, xn);
+      load_sz(b + kWarps, sn);
+      // PB (groups of whole blocks): the block's four chunks go into one product, scaled once
+      float cb[NT][4];
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) cb[j][q] = 0.0f;
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
-        const int grp = min((b * 128 + 32 * u) / a.group_size, a.n_groups - 1);
-        const uint32_t s_lo = __ldg(sz_lo + grp), s_hi = __ldg(sz_hi + grp);
+        const uint32_t s_lo = sv[PB ? 0 : u][0], s_hi = sv[PB ? 0 : u][1];
         const uint32_t zz_lo = (s_lo & 0xffff0000u) | (s_lo >> 16);
         const uint32_t zz_hi = (s_hi & 0xffff0000u) | (s_hi >> 16);
         uint32_t af[8];
         chunk_fragments<F>(buf[i], u, zz_lo, zz_hi, af);
-        const float f_lo = scale_of(s_lo, F), f_hi = scale_of(s_hi, F);
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
-          float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-          mma_bf16(c, af[0], af[1], af[2], af[3], xv[j][u].x, xv[j][u].y);
-          mma_bf16(c, af[4], af[5], af[6], af[7], xv[j][u].z, xv[j][u].w);
-          acc[j][0] += c[0] * f_lo;
-          acc[j][1] += c[1] * f_lo;
-          acc[j][2] += c[2] * f_hi;
-          acc[j][3] += c[3] * f_hi;
+          if constexpr (PB) {
+            mma_bf16(cb[j], af[0], af[1], af[2], af[3], xv[j][u].x, xv[j][u].y);
+            mma_bf16(cb[j], af[4], af[5], af[6], af[7], xv[j][u].z, xv[j][u].w);
+          } else {
+            const float f_lo = scale_of(s_lo, F), f_hi = scale_of(s_hi, F);
+            float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            mma_bf16(c, af[0], af[1], af[2], af[3], xv[j][u].x, xv[j][u].y);
+            mma_bf16(c, af[4], af[5], af[6], af[7], xv[j][u].z, xv[j][u].w);
+            acc[j][0] += c[0] * f_lo;
+            acc[j][1] += c[1] * f_lo;
+            acc[j][2] += c[2] * f_hi;
+            acc[j][3] += c[3] * f_hi;
+          }
+        }
+      }
+      if constexpr (PB) {
+        const float f_lo = scale_of(sv[0][0], F), f_hi = scale_of(sv[0][1], F);
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          acc[j][0] += cb[j][0] * f_lo;
+          acc[j][1] += cb[j][1] * f_lo;
+          acc[j][2] += cb[j][2] * f_hi;
+          acc[j][3] += cb[j][3] * f_hi;
         }
       }
       if (b + kStages * kWarps < a.n_blocks)
@@ -272,12 +318,16 @@ __global__ void dequant_kernel(QuantWeight W, bf16* dst) {
 template <int F>
 void launch_rows(const QArgs& a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((a.out + 15) / 16)), block(kWarps * 32);
+  const bool pb = a.group_size % 128 == 0;
   if (a.n_rows <= 8)
-    quant_mma_kernel<F, 1><<<grid, block, 0, stream>>>(a);
+    (pb ? quant_mma_kernel<F, 1, true>
+        : quant_mma_kernel<F, 1, false>)<<<grid, block, 0, stream>>>(a);
   else if (a.n_rows <= 16)
-    quant_mma_kernel<F, 2><<<grid, block, 0, stream>>>(a);
+    (pb ? quant_mma_kernel<F, 2, true>
+        : quant_mma_kernel<F, 2, false>)<<<grid, block, 0, stream>>>(a);
   else
-    quant_mma_kernel<F, 4><<<grid, block, 0, stream>>>(a);
+    (pb ? quant_mma_kernel<F, 4, true>
+        : quant_mma_kernel<F, 4, false>)<<<grid, block, 0, stream>>>(a);
   HOGWILD_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -22,18 +22,7 @@ std::string name_list(const std::vector<std::string>& v) {
   return s;
 }
 
-std::string module_of(const TensorSpec& s) {
-  const std::string suffix = ".weight";
-  return s.name.ends_with(suffix) ? s.name.substr(0, s.name.size() - suffix.size()) : s.name;
-}
-
-// Whether spec s is a linear layer that quantization_config may quantize (model/quant.h). The
-// fused 3-D experts tensors are not: they are matched as dense tensors only.
-bool is_linear(const TensorSpec& s) {
-  return s.role == TensorRole::matrix && s.kind != TensorKind::embed_tokens &&
-         s.kind != TensorKind::lm_head && s.kind != TensorKind::experts_gate_up_proj &&
-         s.kind != TensorKind::experts_down_proj;
-}
+std::string module_of(const TensorSpec& s) { return module_name(s); }
 
 // The experts layout of a checkpoint: fused when the first MoE layer holds the fused
 // experts.gate_up_proj (transformers 5.x module form), else per expert (the published form).
@@ -125,6 +114,22 @@ std::vector<float> read_f32(const Checkpoint::Entry* e) {
 
 }  // namespace
 
+std::string module_name(const TensorSpec& s) {
+  const std::string suffix = ".weight";
+  return s.name.ends_with(suffix) ? s.name.substr(0, s.name.size() - suffix.size()) : s.name;
+}
+
+bool is_quantizable_linear(const TensorSpec& s) {
+  // The fused 3-D experts tensors (transformers 5.x form) are matched as dense tensors only.
+  return s.role == TensorRole::matrix && s.kind != TensorKind::embed_tokens &&
+         s.kind != TensorKind::lm_head && s.kind != TensorKind::experts_gate_up_proj &&
+         s.kind != TensorKind::experts_down_proj;
+}
+
+WeightFormat tensor_format(const QuantConfig& q, const TensorSpec& s) {
+  return is_quantizable_linear(s) ? linear_format(q, module_name(s)) : WeightFormat::dense;
+}
+
 uint64_t stored_bytes(const CheckedTensor& t) {
   uint64_t n = 0;
   for (const Checkpoint::Entry* e : {t.entry, t.qzeros, t.scales, t.g_idx, t.scale_inv})
@@ -163,7 +168,7 @@ std::vector<CheckedTensor> check_checkpoint(const ModelConfig& c, const Checkpoi
   const QuantConfig& q = c.quantization_config;
   for (TensorSpec& s : model_tensor_specs(c, expert_layout(c, ck))) {
     CheckedTensor t{s, nullptr};
-    t.format = is_linear(s) ? linear_format(q, module_of(s)) : WeightFormat::dense;
+    t.format = tensor_format(q, s);
     bool ok;
     if (t.format == WeightFormat::int4) {
       ok = check_int4(k, q, s, t);

@@ -26,6 +26,16 @@ struct CheckedTensor {
   const Checkpoint::Entry* scale_inv = nullptr;  // fp8: weight_scale_inv
 };
 
+/// The HF module name of tensor spec s: its name without ".weight" ("model.layers.0.mlp.up_proj").
+std::string module_name(const TensorSpec& s);
+/// Whether s is a linear layer that quantization_config may quantize: a matrix other than
+/// embed_tokens and lm_head (q/k/v/o, gate/up/down, Phi3's fused qkv_proj and gate_up_proj, a MoE
+/// layer's router and per-expert projections; not the fused 3-D experts tensors).
+bool is_quantizable_linear(const TensorSpec& s);
+/// The format of tensor s in a checkpoint with quantization q: linear_format(q, module) for a
+/// quantizable linear layer, dense for everything else.
+WeightFormat tensor_format(const QuantConfig& q, const TensorSpec& s);
+
 /// The int4 weight of a checked linear layer (t.format == int4) in canonical form: unpack_awq or
 /// unpack_gptq per q.method. Throws hogwild::Error as those do.
 Int4Weight read_int4(const CheckedTensor& t, const QuantConfig& q);

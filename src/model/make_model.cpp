@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,8 @@
 #include "core/error.h"
 #include "core/io.h"
 #include "core/json_text.h"
+#include "model/loader.h"
+#include "model/quant.h"
 #include "model/safetensors.h"
 #include "model/tensor_names.h"
 
@@ -147,7 +150,201 @@ void fill_tensor(const MakeModelOptions& opt, const ModelPreset& p, const Tensor
   });
 }
 
+// The stored pieces of a quantized layer, in the order they are written.
+enum class Piece { dense, qweight, qzeros, scales, g_idx, fp8_weight, scale_inv };
+
+// One tensor of the output files: a dense spec, or one piece of a quantized spec.
+struct OutTensor {
+  TensorToWrite t;
+  size_t spec;  // index into the spec table
+  Piece piece;
+};
+
+// The tensors that spec s becomes under quantization q (model/quant.h for the shapes).
+void out_tensors(const QuantConfig& q, const TensorSpec& s, size_t index, Dtype dense_dtype,
+                 std::vector<OutTensor>& out) {
+  const WeightFormat f = tensor_format(q, s);
+  const std::string m = module_name(s);
+  if (f == WeightFormat::dense) {
+    out.push_back({{s.name, dense_dtype, s.shape}, index, Piece::dense});
+    return;
+  }
+  const int64_t o = s.shape[0], in = s.shape[1];
+  if (f == WeightFormat::fp8) {
+    out.push_back({{s.name, Dtype::f8_e4m3, s.shape}, index, Piece::fp8_weight});
+    out.push_back({{m + ".weight_scale_inv",
+                    Dtype::f32,
+                    {(o + q.block_n - 1) / q.block_n, (in + q.block_k - 1) / q.block_k}},
+                   index,
+                   Piece::scale_inv});
+    return;
+  }
+  const int64_t g = layer_group_size(q, in);
+  if (q.method == QuantMethod::awq) {
+    out.push_back({{m + ".qweight", Dtype::i32, {in, o / 8}}, index, Piece::qweight});
+  } else {
+    out.push_back({{m + ".g_idx", Dtype::i32, {in}}, index, Piece::g_idx});
+    out.push_back({{m + ".qweight", Dtype::i32, {in / 8, o}}, index, Piece::qweight});
+  }
+  out.push_back({{m + ".qzeros", Dtype::i32, {in / g, o / 8}}, index, Piece::qzeros});
+  out.push_back({{m + ".scales", Dtype::f16, {in / g, o}}, index, Piece::scales});
+}
+
+// GPTQ act-order's column order of one layer: a Fisher-Yates shuffle of 0..in-1 driven by the
+// counter-based generator, keyed by the seed and "<module>.g_idx" (deterministic like the values).
+std::vector<int32_t> act_order_perm(uint64_t seed, const std::string& module, int64_t in) {
+  std::vector<int32_t> perm(static_cast<size_t>(in));
+  for (int64_t i = 0; i < in; ++i) perm[size_t(i)] = int32_t(i);
+  const uint64_t key = mix64(seed ^ fnv1a64(module + ".g_idx"));
+  for (int64_t i = in - 1; i > 0; --i) {
+    const uint64_t j = mix64(key + uint64_t(i + 1) * kGamma) % uint64_t(i + 1);
+    std::swap(perm[size_t(i)], perm[size_t(j)]);
+  }
+  return perm;
+}
+
+// The quantized tensors of one layer, made once and handed out piece by piece.
+struct QuantizedLayer {
+  size_t spec = SIZE_MAX;
+  AwqTensors awq;
+  GptqTensors gptq;
+  Fp8Weight fp8;
+
+  void make(const MakeModelOptions& opt, const ModelPreset& p, const QuantConfig& q,
+            const TensorSpec& s, size_t index) {
+    if (spec == index) return;
+    const int64_t o = s.shape[0], in = s.shape[1];
+    std::vector<float> w(size_t(o * in));
+    parallel_ranges(w.size(), [&](size_t lo, size_t hi) {
+      random_tensor_values(opt.seed, s.name, lo, hi - lo, 0.0, p.init_std, w.data() + lo);
+    });
+    const std::string m = module_name(s);
+    if (q.method == QuantMethod::fp8) {
+      fp8 = quantize_fp8(w.data(), o, in, q.block_n, q.block_k);
+    } else if (q.method == QuantMethod::awq) {
+      awq = pack_awq(quantize_int4(w.data(), o, in, layer_group_size(q, in), false, {}), m);
+    } else {
+      const std::vector<int32_t> perm =
+          q.desc_act ? act_order_perm(opt.seed, m, in) : std::vector<int32_t>();
+      const Int4Weight iw = quantize_int4(w.data(), o, in, layer_group_size(q, in), q.sym, perm,
+                                          q.gptq_v1_zeros ? 1 : 0);
+      gptq = pack_gptq(iw, q.gptq_v1_zeros, m);
+    }
+    spec = index;
+  }
+
+  void bytes(const QuantConfig& q, Piece piece, std::vector<uint8_t>& out) const {
+    auto put = [&](const auto& v) {
+      out.resize(v.size() * sizeof(v[0]));
+      std::memcpy(out.data(), v.data(), out.size());
+    };
+    const bool a = q.method == QuantMethod::awq;
+    switch (piece) {
+      case Piece::qweight:
+        return put(a ? awq.qweight : gptq.qweight);
+      case Piece::qzeros:
+        return put(a ? awq.qzeros : gptq.qzeros);
+      case Piece::scales:
+        return put(a ? awq.scales : gptq.scales);
+      case Piece::g_idx:
+        return put(gptq.g_idx);
+      case Piece::fp8_weight:
+        return put(fp8.w);
+      case Piece::scale_inv:
+        return put(fp8.scale_inv);
+      case Piece::dense:
+        break;
+    }
+    HOGWILD_CHECK(false);
+  }
+};
+
 }  // namespace
+
+QuantConfig make_model_quant_config(const MakeModelOptions& opt, const ModelConfig& c) {
+  QuantConfig q;
+  if (opt.quant == QuantMethod::none) {
+    if (opt.group_size != 0 || opt.desc_act || !opt.sym)
+      fail(
+          "--group-size, --desc-act and --no-sym describe a quantized model; add --quant awq|gptq");
+    return q;
+  }
+  q.method = opt.quant;
+  if (q.method == QuantMethod::fp8) {
+    if (opt.group_size != 0 || opt.desc_act || !opt.sym)
+      fail(
+          "--quant fp8 stores e4m3 weights with one scale per 128x128 block (weight_block_size "
+          "[128, 128]); --group-size, --desc-act and --no-sym apply to --quant awq and gptq only");
+    q.block_n = q.block_k = 128;
+    return parse_quant_config(json{{"quantization_config", quant_config_to_json(q)}});
+  }
+  const bool awq = q.method == QuantMethod::awq;
+  if (awq && opt.desc_act)
+    fail("--desc-act is GPTQ's act-order; AWQ has none: drop it, or use --quant gptq --desc-act");
+  if (awq && !opt.sym)
+    fail(
+        "--no-sym selects asymmetric GPTQ; AWQ always stores zero points (zero_point true): drop "
+        "--no-sym, or use --quant gptq --no-sym");
+  q.bits = 4;
+  q.zero_point = true;
+  q.sym = awq ? true : opt.sym;
+  q.desc_act = !awq && opt.desc_act;
+  q.gptq_v1_zeros = true;
+  // Every layer to quantize: 4-bit packing needs multiples of 8; the group size must divide `in`.
+  std::vector<std::pair<std::string, int64_t>> ins;  // (module, in_features)
+  QuantConfig probe = q;
+  probe.group_size = 128;
+  for (const TensorSpec& s : model_tensor_specs(c)) {
+    if (tensor_format(probe, s) == WeightFormat::dense) continue;
+    if (s.shape[0] % 8 != 0 || s.shape[1] % 8 != 0)
+      fail(
+          "{} is [{}, {}]: 4-bit {} packs eight values per int32, so in_features and out_features "
+          "must be multiples of 8; use --quant fp8 or another shape",
+          module_name(s), s.shape[0], s.shape[1], awq ? "AWQ" : "GPTQ");
+    ins.emplace_back(module_name(s), s.shape[1]);
+  }
+  auto fits = [&](int64_t g) {
+    for (const auto& [m, in] : ins)
+      if (in % g != 0) return false;
+    return true;
+  };
+  std::string fitting;
+  for (int64_t g : {32, 64, 128})
+    if (fits(g)) fitting += (fitting.empty() ? "" : ", ") + std::to_string(g);
+  if (!awq) fitting += fitting.empty() ? "-1 (one group per layer)" : ", -1 (one group per layer)";
+  int64_t g = opt.group_size;
+  if (g == 0) {
+    for (int64_t cand : {128, 64, 32})
+      if (fits(cand)) {
+        g = cand;
+        break;
+      }
+    if (g == 0) {
+      if (awq)
+        fail(
+            "no AWQ group size (32, 64 or 128) divides the in_features of every layer of this "
+            "model; use --quant gptq --group-size -1 or --quant fp8");
+      g = -1;
+    }
+  } else if (awq && g != 32 && g != 64 && g != 128) {
+    fail("--group-size {}: AWQ (GEMM) uses 32, 64 or 128; for this model use {}", g,
+         fitting.empty() ? "--quant gptq --group-size -1" : fitting);
+  } else if (!awq && g != -1 && (g <= 0 || g % 16 != 0)) {
+    fail(
+        "--group-size {}: GPTQ uses -1 (one group per layer) or a positive multiple of 16; for "
+        "this model use {}",
+        g, fitting);
+  } else if (g != -1) {
+    for (const auto& [m, in] : ins)
+      if (in % g != 0)
+        fail(
+            "--group-size {} does not divide in_features {} of {}: every group must hold {} whole "
+            "input rows; for this model use {}",
+            g, in, m, g, fitting.empty() ? "--quant gptq --group-size -1" : fitting);
+  }
+  q.group_size = g;
+  return parse_quant_config(json{{"quantization_config", quant_config_to_json(q)}});
+}
 
 void random_tensor_values(uint64_t seed, const std::string& name, uint64_t first, size_t n,
                           double mean, double stdev, float* out) {
@@ -227,6 +424,8 @@ ModelConfig make_model(const MakeModelOptions& opt) {
   if (opt.max_shard_size == 0) fail("--max-shard-size must be positive");
   ModelConfig& c = p.config;
   c.torch_dtype = dtype_torch_name(opt.dtype);
+  c.quantization_config = make_model_quant_config(opt, c);
+  const QuantConfig& q = c.quantization_config;
 
   const fs::path out(opt.out_dir);
   std::error_code ec;
@@ -261,13 +460,17 @@ ModelConfig make_model(const MakeModelOptions& opt) {
   gen["eos_token_id"] = cj["eos_token_id"];
   write_text(out / "generation_config.json", dump_json(gen, 2) + "\n");
 
-  // Shard: tensors in table order, a new file when the next tensor would pass max_shard_size.
+  // Shard: tensors in table order (a quantized layer's pieces together), a new file when the next
+  // tensor would pass max_shard_size.
   std::vector<TensorSpec> specs = model_tensor_specs(c);
+  std::vector<OutTensor> tensors;
+  for (size_t i = 0; i < specs.size(); ++i) out_tensors(q, specs[i], i, opt.dtype, tensors);
   std::vector<std::vector<size_t>> shards(1);
   uint64_t in_shard = 0, total = 0;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    uint64_t nb = TensorToWrite{specs[i].name, opt.dtype, specs[i].shape}.nbytes();
-    if (!shards.back().empty() && in_shard + nb > opt.max_shard_size) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const uint64_t nb = tensors[i].t.nbytes();
+    const bool same_layer = i > 0 && tensors[i - 1].spec == tensors[i].spec;
+    if (!shards.back().empty() && !same_layer && in_shard + nb > opt.max_shard_size) {
       shards.emplace_back();
       in_shard = 0;
     }
@@ -276,18 +479,22 @@ ModelConfig make_model(const MakeModelOptions& opt) {
     total += nb;
   }
   json weight_map = json::object();
+  QuantizedLayer layer;
   for (size_t k = 0; k < shards.size(); ++k) {
     std::string fname = shards.size() == 1 ? "model.safetensors"
                                            : fmt::format("model-{:05d}-of-{:05d}.safetensors",
                                                          k + 1, shards.size());
     std::vector<TensorToWrite> tw;
     for (size_t i : shards[k]) {
-      tw.push_back(TensorToWrite{specs[i].name, opt.dtype, specs[i].shape});
-      weight_map[specs[i].name] = fname;
+      tw.push_back(tensors[i].t);
+      weight_map[tensors[i].t.name] = fname;
     }
     write_safetensors((out / fname).string(), tw, {{"format", "pt"}},
                       [&](size_t j, std::vector<uint8_t>& buf) {
-                        fill_tensor(opt, p, specs[shards[k][j]], buf);
+                        const OutTensor& t = tensors[shards[k][j]];
+                        if (t.piece == Piece::dense) return fill_tensor(opt, p, specs[t.spec], buf);
+                        layer.make(opt, p, q, specs[t.spec], t.spec);
+                        layer.bytes(q, t.piece, buf);
                       });
     if (opt.show_progress)
       std::fprintf(stderr, "wrote %s (%zu tensors)\n", (out / fname).c_str(), tw.size());

@@ -54,7 +54,23 @@ struct MakeModelOptions {
   uint64_t max_shard_size = 2ull << 30;  // bytes of tensor data per shard file
   bool show_progress = true;             // one line per written file on stderr
   bool force = false;  // out_dir may hold files: the model files listed in make_model() go first
+  // Quantized linear layers (model/quant.h, `--quant`): q/k/v/o and gate/up/down (Phi3's fused
+  // qkv_proj / gate_up_proj as one layer) are stored in this format; embeddings, lm_head, norms
+  // and biases stay dense in `dtype`. See make_model().
+  QuantMethod quant = QuantMethod::none;
+  int64_t group_size = 0;  // awq/gptq; 0: the largest of 128, 64, 32 dividing every layer's input
+  bool desc_act = false;   // gptq: act-order, a random permutation per layer behind g_idx
+  bool sym = true;         // gptq: symmetric (z = 8); false: asymmetric zero points
 };
+
+/// The quantization_config make-model writes for `opt` on model c (method none without --quant):
+/// AWQ GEMM {bits 4, group_size, zero_point true, version "gemm"}; GPTQ {bits 4, group_size,
+/// desc_act, sym, checkpoint_format "gptq" (v1)}; FP8 {fmt e4m3, activation_scheme dynamic,
+/// weight_block_size [128, 128]}. Throws hogwild::Error saying what to change for a flag that does
+/// not apply to the method (group size / desc_act / sym with fp8, desc_act or asym choice with
+/// awq), and for a group size that is not supported or does not divide the in_features of every
+/// quantized layer (the message names the layer and the sizes that fit).
+QuantConfig make_model_quant_config(const MakeModelOptions& opt, const ModelConfig& c);
 
 /// Writes out_dir/{config.json, generation_config.json, model.safetensors | model-0000i-of-0000n.
 /// safetensors + model.safetensors.index.json} (and the tokenizer files). Creates out_dir if
@@ -63,6 +79,11 @@ struct MakeModelOptions {
 /// tokenizer_config.json, chat_template.jinja, special_tokens_map.json) are removed first, so that
 /// no old file (a tokenizer that no longer fits vocab_size) stays beside the new model. Returns the
 /// config written. Throws hogwild::Error on bad options or I/O failure.
+/// With opt.quant, each quantized layer's fp32 random values (the ones a dense model of the same
+/// seed holds) are quantized by round to nearest (quant.h quantize_int4 / quantize_fp8) and
+/// written as the format's tensors (pack_awq: qweight, qzeros, scales F16; pack_gptq: qweight,
+/// qzeros, scales F16, g_idx; fp8: weight F8_E4M3, weight_scale_inv F32). GPTQ desc_act's
+/// permutation is deterministic per seed and layer name.
 ModelConfig make_model(const MakeModelOptions& opt);
 
 /// The weights `make-model --dtype f32 --seed seed` writes for preset p, made in memory (as

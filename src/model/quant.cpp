@@ -440,6 +440,201 @@ void dequantize(const Fp8Weight& w, float* dst) {
   }
 }
 
+namespace {
+
+// The fp16 bits of each scale of w, refusing a scale that fp16 does not hold exactly (the packed
+// checkpoint would then define another weight).
+std::vector<uint16_t> f16_scale_bits(const Int4Weight& w, const std::string& module) {
+  const int64_t ng = w.in / w.group_size;
+  std::vector<uint16_t> s(size_t(w.out * ng));
+  for (int64_t g = 0; g < ng; ++g)
+    for (int64_t o = 0; o < w.out; ++o) {
+      const float v = w.scales[size_t(o * ng + g)];
+      const uint16_t h = f32_to_f16(v);
+      if (!(f16_to_f32(h) == v))
+        fail("{}: scale {} (output {}, group {}) is not an fp16 value; round the scales to fp16",
+             module, v, o, g);
+      s[size_t(g * w.out + o)] = h;
+    }
+  return s;
+}
+
+// The zero point of (o, g) as an integer in lo..hi.
+uint32_t int_zero(const Int4Weight& w, int64_t o, int64_t g, int lo, int hi,
+                  const std::string& module, const char* what) {
+  const float z = w.zeros[size_t(o * (w.in / w.group_size) + g)];
+  if (!(z >= float(lo) && z <= float(hi) && z == std::floor(z)))
+    fail(
+        "{}: zero point {} (output {}, group {}) cannot be stored {}; it must be an integer in "
+        "{}..{}",
+        module, z, o, g, what, lo, hi);
+  return uint32_t(z);
+}
+
+// The smallest fp16 value >= s (s positive and below the fp16 maximum): a scale rounded up keeps
+// the group's extremes within the 16 levels, so round to nearest stays within half a step.
+float f16_at_least(float s) {
+  uint16_t h = f32_to_f16(s);
+  if (f16_to_f32(h) < s) ++h;
+  return f16_to_f32(h);
+}
+
+void check_canonical(const Int4Weight& w, const std::string& module) {
+  check_int4_shape(w.in, w.out, w.group_size, module);
+  const size_t ng = size_t(w.in / w.group_size);
+  if (w.packed.size() != size_t(w.out * w.in / 8) || w.scales.size() != size_t(w.out) * ng ||
+      w.zeros.size() != size_t(w.out) * ng || (!w.perm.empty() && w.perm.size() != size_t(w.in)))
+    fail("{}: Int4Weight sizes do not match [{}, {}] with group size {}", module, w.out, w.in,
+         w.group_size);
+}
+
+}  // namespace
+
+AwqTensors pack_awq(const Int4Weight& w, const std::string& module) {
+  // AutoAWQ awq/modules/linear/gemm.py WQLinear_GEMM.from_linear: intweight [in, out]; word
+  // [k][j] |= intweight[k][8j + order_map[i]] << 4i, order_map = [0, 2, 4, 6, 1, 3, 5, 7]; the
+  // zero points [in/G, out] are packed the same way; scales [in/G, out] fp16.
+  check_canonical(w, module);
+  if (!w.perm.empty())
+    fail("{}: AWQ stores no act-order permutation; quantize without one (or write GPTQ)", module);
+  const int64_t in = w.in, out = w.out, G = w.group_size, ng = in / G, ow = out / 8, iw = in / 8;
+  AwqTensors t;
+  t.in = in, t.out = out, t.group_size = G;
+  t.qweight.assign(size_t(in * ow), 0);
+  for (int64_t k = 0; k < in; ++k)
+    for (int64_t j = 0; j < ow; ++j) {
+      uint32_t word = 0;
+      for (int i = 0; i < 8; ++i) {
+        const int64_t o = 8 * j + kAwqPackOrder[i];
+        word |= nibble(w.packed[size_t(o * iw + k / 8)], int(k % 8)) << (4 * i);
+      }
+      t.qweight[size_t(k * ow + j)] = int32_t(word);
+    }
+  t.qzeros.assign(size_t(ng * ow), 0);
+  for (int64_t g = 0; g < ng; ++g)
+    for (int64_t j = 0; j < ow; ++j) {
+      uint32_t word = 0;
+      for (int i = 0; i < 8; ++i)
+        word |= int_zero(w, 8 * j + kAwqPackOrder[i], g, 0, 15, module, "in AWQ's 4 bits")
+                << (4 * i);
+      t.qzeros[size_t(g * ow + j)] = int32_t(word);
+    }
+  t.scales = f16_scale_bits(w, module);
+  return t;
+}
+
+GptqTensors pack_gptq(const Int4Weight& w, bool v1_zeros, const std::string& module) {
+  // AutoGPTQ qlinear_cuda_old.py QuantLinear.pack: intweight [in, out] in input-row order (row k
+  // quantized with the scale and zero of g_idx[k]); qweight[r][o] |= intweight[8r + i][o] << 4i;
+  // zeros -= 1 (format v1), qzeros[g][c] |= zeros[g][8c + i] << 4i.
+  check_canonical(w, module);
+  const int64_t in = w.in, out = w.out, G = w.group_size, ng = in / G, ow = out / 8, iw = in / 8;
+  GptqTensors t;
+  t.in = in, t.out = out, t.group_size = G;
+  t.g_idx.resize(size_t(in));
+  std::vector<int64_t> col(static_cast<size_t>(in));  // packed column of input row k
+  for (int64_t j = 0; j < in; ++j) {
+    const int64_t k = w.perm.empty() ? j : w.perm[size_t(j)];
+    if (k < 0 || k >= in) fail("{}: perm[{}] = {} is not an input row", module, j, k);
+    col[size_t(k)] = j;
+    t.g_idx[size_t(k)] = int32_t(j / G);
+  }
+  t.qweight.assign(size_t(iw * out), 0);
+  for (int64_t r = 0; r < iw; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      uint32_t word = 0;
+      for (int i = 0; i < 8; ++i) {
+        const int64_t j = col[size_t(8 * r + i)];
+        word |= nibble(w.packed[size_t(o * iw + j / 8)], int(j % 8)) << (4 * i);
+      }
+      t.qweight[size_t(r * out + o)] = int32_t(word);
+    }
+  t.qzeros.assign(size_t(ng * ow), 0);
+  const int lo = v1_zeros ? 1 : 0, hi = v1_zeros ? 16 : 15;
+  for (int64_t g = 0; g < ng; ++g)
+    for (int64_t c = 0; c < ow; ++c) {
+      uint32_t word = 0;
+      for (int i = 0; i < 8; ++i) {
+        const uint32_t z = int_zero(w, 8 * c + i, g, lo, hi, module,
+                                    v1_zeros ? "as GPTQ v1's z - 1" : "in GPTQ's 4 bits");
+        word |= (z - uint32_t(lo)) << (4 * i);
+      }
+      t.qzeros[size_t(g * ow + c)] = int32_t(word);
+    }
+  t.scales = f16_scale_bits(w, module);
+  return t;
+}
+
+Int4Weight quantize_int4(const float* W, int64_t out, int64_t in, int64_t group_size, bool sym,
+                         const std::vector<int32_t>& perm, int min_zero) {
+  check_int4_shape(in, out, group_size, "quantize_int4");
+  if (!perm.empty()) {
+    std::vector<char> seen(size_t(in), 0);
+    bool ok = perm.size() == size_t(in);
+    for (size_t j = 0; ok && j < perm.size(); ++j) {
+      ok = perm[j] >= 0 && perm[j] < in && !seen[size_t(perm[j])];
+      if (ok) seen[size_t(perm[j])] = 1;
+    }
+    if (!ok) fail("quantize_int4: perm is not a permutation of the {} input rows", in);
+  }
+  const int64_t G = group_size, ng = in / G, iw = in / 8;
+  Int4Weight w;
+  w.out = out, w.in = in, w.group_size = G, w.perm = perm;
+  w.packed.assign(size_t(out * iw), 0u);
+  w.scales.resize(size_t(out * ng));
+  w.zeros.resize(size_t(out * ng));
+  auto row_of = [&](int64_t j) { return perm.empty() ? j : int64_t(perm[size_t(j)]); };
+  for (int64_t o = 0; o < out; ++o) {
+    const float* src = W + o * in;
+    for (int64_t g = 0; g < ng; ++g) {
+      float xmin = 0, xmax = 0;
+      for (int64_t j = g * G; j < (g + 1) * G; ++j) {
+        xmin = std::min(xmin, src[row_of(j)]);
+        xmax = std::max(xmax, src[row_of(j)]);
+      }
+      float s, z;
+      if (sym) {
+        s = f16_at_least(std::max(2.0f * std::max(-xmin, xmax) / 15.0f, 1e-5f));
+        z = 8;
+      } else {
+        s = f16_at_least(std::max((xmax - xmin) / 15.0f, 1e-5f));
+        z = std::clamp(std::nearbyint(-xmin / s), float(min_zero), 15.0f);
+      }
+      w.scales[size_t(o * ng + g)] = s;
+      w.zeros[size_t(o * ng + g)] = z;
+      for (int64_t j = g * G; j < (g + 1) * G; ++j) {
+        const float q = std::clamp(std::nearbyint(src[row_of(j)] / s) + z, 0.0f, 15.0f);
+        w.packed[size_t(o * iw + j / 8)] |= uint32_t(q) << (4 * (j % 8));
+      }
+    }
+  }
+  return w;
+}
+
+Fp8Weight quantize_fp8(const float* W, int64_t out, int64_t in, int64_t block_n, int64_t block_k) {
+  if (out <= 0 || in <= 0 || block_n <= 0 || block_k <= 0)
+    fail("quantize_fp8: [{}, {}] with blocks [{}, {}]: every size must be positive", out, in,
+         block_n, block_k);
+  Fp8Weight w;
+  w.out = out, w.in = in, w.block_n = block_n, w.block_k = block_k;
+  const int64_t nn = (out + block_n - 1) / block_n, nk = (in + block_k - 1) / block_k;
+  w.scale_inv.resize(size_t(nn * nk));
+  w.w.resize(size_t(out * in));
+  for (int64_t bn = 0; bn < nn; ++bn)
+    for (int64_t bk = 0; bk < nk; ++bk) {
+      const int64_t o1 = std::min(out, (bn + 1) * block_n), k1 = std::min(in, (bk + 1) * block_k);
+      float amax = 0;
+      for (int64_t o = bn * block_n; o < o1; ++o)
+        for (int64_t k = bk * block_k; k < k1; ++k) amax = std::max(amax, std::fabs(W[o * in + k]));
+      const float s = amax > 0 ? amax / 448.0f : 1.0f;
+      w.scale_inv[size_t(bn * nk + bk)] = s;
+      for (int64_t o = bn * block_n; o < o1; ++o)
+        for (int64_t k = bk * block_k; k < k1; ++k)
+          w.w[size_t(o * in + k)] = f32_to_fp8_e4m3(W[o * in + k] / s);
+    }
+  return w;
+}
+
 float fp8_e4m3_to_f32(uint8_t b) {
   // float8_e4m3fn (OCP FP8, torch c10/util/Float8_e4m3fn.h): sign, 4 exponent bits (bias 7),
   // 3 mantissa bits; exponent 0 is subnormal (m * 2^-9); S.1111.111 is NaN; no infinities.

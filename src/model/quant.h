@@ -123,6 +123,59 @@ void dequantize(const Int4Weight& w, float* dst);
 /// W (out, in) fp32 row-major from an Fp8Weight: e4m3 value * scale_inv, one fp32 multiply.
 void dequantize(const Fp8Weight& w, float* dst);
 
+/// The tensors of one AWQ GEMM layer as AutoAWQ writes them (the inverse of unpack_awq).
+struct AwqTensors {
+  int64_t in = 0, out = 0, group_size = 0;
+  std::vector<int32_t>
+      qweight;  // (in, out / 8): nibble i of word [k][j] = column 8j + kAwqPackOrder[i]
+  std::vector<int32_t> qzeros;   // (in / G, out / 8): the zero points, packed like qweight
+  std::vector<uint16_t> scales;  // (in / G, out) IEEE half bits
+};
+
+/// The tensors of one GPTQ layer as AutoGPTQ / GPTQModel write them (the inverse of unpack_gptq).
+struct GptqTensors {
+  int64_t in = 0, out = 0, group_size = 0;
+  std::vector<int32_t> qweight;  // (in / 8, out): nibble i of word [r][o] = input row 8r + i
+  std::vector<int32_t> qzeros;   // (in / G, out / 8): nibble i of [g][c] = column 8c + i; v1: z - 1
+  std::vector<uint16_t> scales;  // (in / G, out) IEEE half bits
+  std::vector<int32_t> g_idx;    // (in): the group of each input row
+};
+
+/// Int4Weight -> AWQ tensors. The inverse of unpack_awq (AutoAWQ awq/modules/linear/gemm.py
+/// WQLinear_GEMM.from_linear packs intweight and zeros with order_map [0, 2, 4, 6, 1, 3, 5, 7]:
+/// nibble i of a word holds column 8j + order_map[i]). Throws hogwild::Error when w has a perm
+/// (AWQ has no act-order), a zero point is not an integer in 0..15, a scale is not exactly an
+/// fp16 value, or the shape does not fit (in, out multiples of 8, G dividing in).
+AwqTensors pack_awq(const Int4Weight& w, const std::string& module);
+
+/// Int4Weight -> GPTQ tensors. The inverse of unpack_gptq (AutoGPTQ
+/// auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py QuantLinear.pack): qweight packed along the
+/// input dim in input-row order; g_idx[perm[j]] = j / G (identity perm: k / G); qzeros packed along
+/// out, storing z - 1 when v1_zeros (checkpoint_format "gptq": QuantLinear.pack does
+/// `zeros -= 1` before packing, GPTQModel gptqmodel/utils/model.py convert_gptq_v1_to_v2_format
+/// undoes it) or z (gptq_v2). Throws hogwild::Error when a zero point is not an integer in 1..16
+/// (v1) / 0..15 (v2), a scale is not an fp16 value, or the shape does not fit.
+GptqTensors pack_gptq(const Int4Weight& w, bool v1_zeros, const std::string& module);
+
+/// Round-to-nearest 4-bit quantization of W (out, in) fp32 row-major into the canonical form, per
+/// output row and group of G input rows (group g = the rows perm[g*G .. g*G+G-1], or k / G with an
+/// empty perm; perm is copied into the result). Scales are rounded up to an fp16 value first
+/// (so every weight is within s / 2 of its level), then q = clamp(round(w / s) + z, 0, 15):
+/// - asym: xmin = min(group min, 0), xmax = max(group max, 0), s = (xmax - xmin) / 15 (at least
+///   1e-5), z = clamp(round(-xmin / s), min_zero, 15) (AutoAWQ awq/quantize/quantizer.py
+///   pseudo_quantize_tensor, AutoGPTQ auto_gptq/quantization/quantizer.py Quantizer.find_params);
+///   min_zero = 1 for GPTQ v1, whose stored z - 1 cannot be negative.
+/// - sym: s = 2 * max|w| / 15 (at least 1e-5), z = 8 (Quantizer.find_params with sym).
+/// Throws hogwild::Error when the shape does not fit or perm is not a permutation of 0..in-1.
+Int4Weight quantize_int4(const float* W, int64_t out, int64_t in, int64_t group_size, bool sym,
+                         const std::vector<int32_t>& perm, int min_zero = 0);
+
+/// Block-scaled FP8 quantization of W (out, in) fp32 row-major: per (block_n, block_k) tile
+/// (partial at the edges) scale_inv = max|w| / 448 (1 for an all-zero tile) and
+/// w_fp8 = f32_to_fp8_e4m3(w / scale_inv) (transformers quantizers/quantizer_finegrained_fp8.py,
+/// Fp8Quantize). Throws hogwild::Error for non-positive sizes.
+Fp8Weight quantize_fp8(const float* W, int64_t out, int64_t in, int64_t block_n, int64_t block_k);
+
 /// float8_e4m3fn bits -> fp32 (exact; 0x7f / 0xff are NaN, no infinities).
 float fp8_e4m3_to_f32(uint8_t b);
 /// fp32 -> float8_e4m3fn, round-to-nearest-even, saturating to +-448 (as torch's .to()).

@@ -55,35 +55,62 @@ std::mutex g_log;
 
 }  // namespace
 
-HttpServer::HttpServer(ServerOptions o) : opt_(std::move(o)), svr_(new httplib::Server) {
+// cpp-httplib's request handling (routing, handlers, response writing) over a request the
+// reception read whole (reception.h); the library's own accept loop and sockets are not used.
+class HttpServer::Core : public httplib::Server {
+ public:
+  /// Serves the request `strm` yields (httplib::Server::process_request).
+  bool serve(httplib::Stream& strm, bool close_connection, bool& connection_closed) {
+    return process_request(strm, close_connection, connection_closed, nullptr);
+  }
+  /// The library ends streamed responses when its listening socket is gone: mark it present
+  /// while serving (the reception owns the real one).
+  void set_serving(bool on) { svr_sock_ = on ? 0 : INVALID_SOCKET; }
+};
+
+HttpServer::HttpServer(ServerOptions o) : opt_(std::move(o)), svr_(new Core) {
   started_unix_ = static_cast<int64_t>(std::time(nullptr));
-  const size_t n = std::max<size_t>(opt_.threads, 4);
-  svr_->new_task_queue = [n] { return new httplib::ThreadPool(n); };
   svr_->set_payload_max_length(opt_.max_body_bytes);
-  svr_->set_read_timeout(opt_.read_timeout_s, 0);
-  svr_->set_write_timeout(opt_.write_timeout_s, 0);
+  // What the library's Keep-Alive header advertises; the reception enforces both.
   svr_->set_keep_alive_timeout(opt_.keep_alive_s);
   svr_->set_keep_alive_max_count(1000);
-  svr_->set_tcp_nodelay(true);
+  ReceptionOptions ro;
+  ro.max_body_bytes = opt_.max_body_bytes;
+  ro.head_timeout_s = opt_.head_timeout_s;
+  ro.body_timeout_s = opt_.body_timeout_s;
+  ro.keep_alive_s = opt_.keep_alive_s;
+  ro.write_timeout_s = opt_.write_timeout_s;
+  ro.threads = std::max<size_t>(opt_.threads, 4);
+  ro.max_connections = opt_.max_connections;
+  ro.max_requests_per_connection = 1000;
+  reception_ = std::make_unique<Reception>(
+      ro,
+      [this](httplib::Stream& strm, bool close_connection, bool& closed) {
+        return svr_->serve(strm, close_connection, closed);
+      },
+      [this](const Refusal& r) {
+        http_requests_ += 1;
+        http_errors_ += 1;
+        if (r.status == 503) http_rejected_ += 1;
+        if (!opt_.log_requests) return;
+        std::lock_guard<std::mutex> l(g_log);
+        std::string method = escaped(r.method);  // as the library logs it: no quotes
+        method = method.size() >= 2 ? method.substr(1, method.size() - 2) : method;
+        std::fprintf(stderr, "http: %s %s %s -> %d\n", r.remote_addr.c_str(),
+                     r.method.empty() ? "-" : method.c_str(),
+                     r.path.empty() ? "-" : escaped(r.path).c_str(), r.status);
+      });
   routes();
 }
 
 HttpServer::~HttpServer() { stop(); }
 
-void HttpServer::bind() {
-  if (opt_.port == 0) {
-    port_ = svr_->bind_to_any_port(opt_.host);
-    if (port_ <= 0) fail("cannot listen on {} (any port); check --host", opt_.host);
-  } else {
-    if (!svr_->bind_to_port(opt_.host, opt_.port))
-      fail("cannot listen on {}:{}; is the port in use? choose another with --port", opt_.host,
-           opt_.port);
-    port_ = opt_.port;
-  }
-}
+void HttpServer::bind() { port_ = reception_->bind(opt_.host, opt_.port); }
 
 void HttpServer::start() {
-  thread_ = std::thread([this] { svr_->listen_after_bind(); });
+  svr_->set_serving(true);
+  reception_->start();
+  started_ = true;
 }
 
 void HttpServer::set_ready(const ServedModel* model, Scheduler* scheduler) {
@@ -95,9 +122,10 @@ void HttpServer::set_ready(const ServedModel* model, Scheduler* scheduler) {
 void HttpServer::set_draining() { state_.store(State::draining); }
 
 void HttpServer::stop() {
-  if (!thread_.joinable()) return;
-  svr_->stop();
-  thread_.join();
+  if (!started_) return;
+  started_ = false;
+  svr_->set_serving(false);  // streamed responses end
+  reception_->stop();
 }
 
 void HttpServer::require_ready() const {
@@ -229,6 +257,32 @@ void HttpServer::routes() {
   s.Get("/", page);
   s.Get("/index.html", page);
   s.Get(R"(/assets/.+)", page);
+
+  // A known path with another method: 405 naming the methods it takes (RFC 9110 §15.5.6), not
+  // the 404 of an unknown path.
+  auto not_allowed = [](const char* allow) {
+    return [allow](const httplib::Request& req, httplib::Response& res) {
+      res.set_header("Allow", allow);
+      send_error(res, ApiError(405, "invalid_request_error",
+                               fmt::format("{} is not allowed on {}; use {}", req.method,
+                                           escaped(req.path), allow),
+                               "", "method_not_allowed"));
+    };
+  };
+  for (const char* path :
+       {"/v1/chat/completions", "/v1/completions", R"(/v1/hogwild/sessions/([^/]+)/messages)"}) {
+    s.Get(path, not_allowed("POST"));
+    s.Put(path, not_allowed("POST"));
+    s.Patch(path, not_allowed("POST"));
+    s.Delete(path, not_allowed("POST"));
+  }
+  for (const char* path : {"/health", "/metrics", "/v1/models", R"(/v1/models/(.+))", "/",
+                           "/index.html", R"(/assets/.+)"}) {
+    s.Post(path, not_allowed("GET, HEAD"));
+    s.Put(path, not_allowed("GET, HEAD"));
+    s.Patch(path, not_allowed("GET, HEAD"));
+    s.Delete(path, not_allowed("GET, HEAD"));
+  }
 }
 
 void HttpServer::metrics(httplib::Response& res) {
@@ -316,7 +370,9 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
     job.stop = cr.stop;
     auto ch = sched_->submit(std::move(job));
     auto probe =
-        std::make_shared<ConnectionProbe>(req.local_port, req.remote_addr, req.remote_port);
+        Reception::current_socket() >= 0
+            ? std::make_shared<ConnectionProbe>(Reception::current_socket())
+            : std::make_shared<ConnectionProbe>(req.local_port, req.remote_addr, req.remote_port);
 
     // The engine's answer comes first: accepted, or refused with the reason.
     auto builder = std::make_shared<ResponseBuilder>(meta);

@@ -11,14 +11,9 @@
 #include <thread>
 
 #include "server/prompting.h"
+#include "server/reception.h"
 #include "server/request.h"
 #include "server/scheduler.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace hogwild::server {
 
@@ -27,10 +22,12 @@ struct ServerOptions {
   int port = 8080;                   // 0 = any free port (bound_port() tells which)
   std::string api_key;               // "" = no key required
   size_t max_body_bytes = 4u << 20;  // larger request bodies get 413
-  size_t threads = 64;               // HTTP threads; each open stream holds one
-  int read_timeout_s = 30;           // a request's headers and body must arrive within this
+  size_t threads = 64;               // HTTP worker threads; each open stream holds one
+  int head_timeout_s = 10;           // request line and headers must arrive within this
+  int body_timeout_s = 30;           // the body must arrive within this of the head
   int write_timeout_s = 30;          // a client must take the response's bytes within this
   int keep_alive_s = 5;              // idle keep-alive connections close after this
+  size_t max_connections = 0;        // open connections; 0 = from the open-file limit
   RequestLimits limits;
   bool log_requests = true;  // one line per request on stderr
 };
@@ -40,10 +37,11 @@ class HttpServer {
   explicit HttpServer(ServerOptions o);
   ~HttpServer();
 
-  /// Binds host:port. Throws hogwild::Error when it cannot (port in use, bad address).
+  /// Binds host:port (never sharing it: a port where another socket listens is refused).
+  /// Throws hogwild::Error saying why it cannot ("port in use", an address that does not resolve).
   void bind();
   int bound_port() const { return port_; }
-  /// Serves on a background thread until stop().
+  /// Serves on background threads (the reception and the workers) until stop().
   void start();
   /// The model is loaded: /health answers 200 and the API works. PRECONDITION: model and
   /// scheduler outlive the server.
@@ -59,10 +57,13 @@ class HttpServer {
   void metrics(httplib::Response& res);
   void require_ready() const;
 
+  class Core;  // httplib::Server that serves requests the reception read whole
+
   ServerOptions opt_;
-  std::unique_ptr<httplib::Server> svr_;
+  std::unique_ptr<Core> svr_;
+  std::unique_ptr<Reception> reception_;
   int port_ = 0;
-  std::thread thread_;
+  bool started_ = false;
   enum class State { loading, ready, draining };
   std::atomic<State> state_{State::loading};
   const ServedModel* model_ = nullptr;

@@ -1,5 +1,6 @@
 #include "server/prompting.h"
 
+#include <algorithm>
 #include <random>
 
 #include "chat/chat_template.h"
@@ -65,6 +66,48 @@ void check_context(size_t prompt_tokens, int64_t completion, const ServedModel& 
       where, "context_length_exceeded");
 }
 
+// Tokens the first serial step of a hogwild session adds to the longest view beyond the prompt
+// (docs/ARCHITECTURE.md §3, src/hogwild/layout.h): every worker's first step opening, and in the
+// combined and contiguous layouts the headers and separators around the other workers' steps.
+// Session::plan_decode refuses a first step whose longest view exceeds the context; this is that
+// view's length, computed before anything runs.
+int64_t first_step_tokens(const Formatting& f, Layout layout, int n, const Tokenizer& tok) {
+  auto count = [&tok](const std::string& text) {
+    return text.empty() ? int64_t{0} : static_cast<int64_t>(tok.encode(text, false).size());
+  };
+  std::vector<int64_t> opening(n);
+  for (int w = 0; w < n; ++w) opening[w] = count(f.step_start(w, 1, false));
+  const bool others = n > 1 && (layout == Layout::combined || layout == Layout::contiguous);
+  int64_t longest = 0;
+  for (int w = 0; w < n; ++w) {
+    int64_t len = opening[w];
+    if (others) {
+      len += count(f.others_header(w)) + count(f.layout.other_separator + f.own_header(w));
+      for (int o = 0; o < n; ++o)
+        if (o != w) len += opening[o];
+      len += static_cast<int64_t>(n - 2) * count(f.layout.other_separator);  // between the others
+    }
+    longest = std::max(longest, len);
+  }
+  return longest;
+}
+
+// A hogwild prompt must leave room for the first serial step (step openings, layout texts) and a
+// token of each worker, as a plain one leaves room for max_tokens.
+void check_hogwild_context(size_t prompt_tokens, int64_t layout_tokens, const ServedModel& m,
+                           const CompletionRequest& r) {
+  const int64_t total = static_cast<int64_t>(prompt_tokens) + layout_tokens + 1;
+  if (total <= m.max_context) return;
+  const char* where = r.endpoint == Endpoint::chat ? "messages" : "prompt";
+  throw bad_request(
+      fmt::format("This model's maximum context length is {} tokens. However, you requested {} "
+                  "tokens ({} in the {} with the collaboration prompt, {} in the layout's texts "
+                  "and the workers' first step openings, 1 in the completion). Please reduce the "
+                  "length of the {}, or use fewer workers or the interleaved layout.",
+                  m.max_context, total, prompt_tokens, where, layout_tokens, where),
+      where, "context_length_exceeded");
+}
+
 }  // namespace
 
 std::vector<GenerationRequest> build_generation(const CompletionRequest& r, const ServedModel& m,
@@ -119,7 +162,8 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
       throw bad_request(e.what(), "hogwild.format", "formatting_error");
     }
     g.prompt = m.tokenizer->encode(text, !g.formatting.chat.use_template);
-    check_context(g.prompt.size(), 1, m, r);
+    check_hogwild_context(g.prompt.size(),
+                          first_step_tokens(g.formatting, h.layout, h.workers, *m.tokenizer), m, r);
     g.options.n_workers = h.workers;
     g.options.layout = h.layout;
     g.options.budget = h.budget;

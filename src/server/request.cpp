@@ -47,17 +47,85 @@ const char* type_of(const json& v) {
   }
 }
 
+// Where the parser is in the document ("messages[0].content", "hogwild.budget"), followed
+// through the parser's callback so that a value it cannot hold can be named.
+constexpr size_t kMaxJsonDepth = 64;
+
+class JsonPath {
+ public:
+  bool event(int depth, json::parse_event_t ev, const json& parsed) {
+    (void)depth;
+    switch (ev) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        // Parsing is iterative, but copying, dumping and rendering a value recurse: a body of
+        // a few MB nested a million deep would overflow the stack of whoever walks it.
+        if (frames_.size() >= kMaxJsonDepth) {
+          const std::string where = str();
+          throw bad_request(fmt::format("the request body nests objects and arrays deeper than {} "
+                                        "levels{}{}; flatten it",
+                                        kMaxJsonDepth, where.empty() ? "" : " at ", where),
+                            where, "invalid_json");
+        }
+        frames_.push_back({ev == json::parse_event_t::array_start, {}, 0});
+        break;
+      case json::parse_event_t::key:
+        if (!frames_.empty() && parsed.is_string()) frames_.back().key = parsed.get<std::string>();
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        [[fallthrough]];
+      case json::parse_event_t::value:
+        if (!frames_.empty() && frames_.back().array) frames_.back().count += 1;
+        break;
+    }
+    return true;
+  }
+  std::string str() const {
+    std::string p;
+    for (const Frame& f : frames_) {
+      if (f.array)
+        p += fmt::format("[{}]", f.count);
+      else
+        p += (p.empty() ? "" : ".") + f.key;
+    }
+    return p;
+  }
+
+ private:
+  struct Frame {
+    bool array;
+    std::string key;  // the object's key being read
+    size_t count;     // the array's elements read so far
+  };
+  std::vector<Frame> frames_;
+};
+
 json parse_body(std::string_view body) {
   if (!valid_utf8(body))
     throw bad_request("the request body is not valid UTF-8; send JSON encoded as UTF-8", "",
                       "invalid_utf8");
+  JsonPath path;
   try {
-    return json::parse(body);
+    return json::parse(body, [&path](int depth, json::parse_event_t ev, json& parsed) {
+      return path.event(depth, ev, parsed);
+    });
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
     throw bad_request(fmt::format("the request body is not valid JSON: {}", what), "",
                       "invalid_json");
+  } catch (const json::out_of_range& e) {  // a number beyond a double, such as 1e999
+    const std::string where = path.str();
+    throw bad_request(
+        where.empty()
+            ? std::string("the request body holds a number too large for a double (such as "
+                          "1e999); give a finite number")
+            : fmt::format("'{}' is a number too large for a double (such as 1e999); give a finite "
+                          "number in its range",
+                          where),
+        where, "invalid_number");
   }
 }
 
@@ -76,6 +144,12 @@ std::optional<int64_t> get_int(const json& obj, const char* key, const std::stri
       throw bad_request(fmt::format("'{}' is too large", path), path);
     return static_cast<int64_t>(v->get<uint64_t>());
   }
+  // An integer beyond 64 bits (2^70) reaches us as a double: it is too large, not a fraction.
+  if (v->is_number_float() && std::nearbyint(v->get<double>()) == v->get<double>() &&
+      std::fabs(v->get<double>()) >= 0x1p63)
+    throw bad_request(fmt::format("'{}' is too {} ({}); it must fit in a signed 64-bit integer",
+                                  path, v->get<double>() > 0 ? "large" : "small", v->dump()),
+                      path);
   if (!v->is_number_integer())
     throw bad_request(fmt::format("'{}' must be an integer, got {}", path, type_of(*v)), path);
   return v->get<int64_t>();
@@ -108,11 +182,19 @@ std::optional<std::string> get_string(const json& obj, const char* key, const st
 void check_range(const std::optional<double>& v, double lo, double hi, bool lo_open,
                  const char* name) {
   if (!v) return;
-  const bool ok = std::isfinite(*v) && (lo_open ? *v > lo : *v >= lo) && *v <= hi;
-  if (!ok)
+  // The engine samples in 32-bit floats: the value must be in range once rounded to one too
+  // (top_p 1e-300 is 0 there, which the engine refuses).
+  const float f = static_cast<float>(*v);
+  auto in = [&](double x) { return std::isfinite(x) && (lo_open ? x > lo : x >= lo) && x <= hi; };
+  if (!in(*v))
     throw bad_request(
         fmt::format("'{}' is {}; it must be in {}{}, {}]", name, *v, lo_open ? "(" : "[", lo, hi),
         name);
+  if (!in(f))
+    throw bad_request(fmt::format("'{}' is {}, which is {} as the engine's 32-bit float; it must "
+                                  "be in {}{}, {}]",
+                                  name, *v, f, lo_open ? "(" : "[", lo, hi),
+                      name);
 }
 
 // Fields whose non-default values the engine cannot honour.

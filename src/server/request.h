@@ -63,9 +63,10 @@ struct RequestLimits {
 inline constexpr int kMaxWorkers = 8;
 
 /// Parses and validates a request body (bytes as received). Throws ApiError: 400 for invalid
-/// UTF-8, malformed JSON, a non-object body, a missing or mistyped field, an out-of-range value,
-/// an empty stop string, an unsupported feature; 404 (code "model_not_found") when `model` is
-/// given and is neither `served_model` nor "".
+/// UTF-8, malformed JSON, objects and arrays nested deeper than 64 levels, a number beyond a
+/// double (code "invalid_number", param the path of the field), a non-object body, a missing or
+/// mistyped field, an out-of-range value, an empty stop string, an unsupported feature; 404 (code
+/// "model_not_found") when `model` is given and is neither `served_model` nor "".
 CompletionRequest parse_completion_request(std::string_view body, Endpoint endpoint,
                                            const std::string& served_model,
                                            const RequestLimits& limits = {});
@@ -78,7 +79,7 @@ struct NoteRequest {
 
 /// Parses the body of POST /v1/hogwild/sessions/{id}/messages: {"content": "..."}, optionally
 /// with "role": "user" and "name" (1..64 bytes, one line). The text has 1..max_bytes bytes.
-/// Throws ApiError 400 otherwise.
+/// Throws ApiError 400 otherwise (also for a body that parse_completion_request refuses as JSON).
 NoteRequest parse_note_request(std::string_view body, size_t max_bytes = 4096);
 
 /// True when `s` is valid UTF-8 (utf8proc).

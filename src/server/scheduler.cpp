@@ -84,7 +84,10 @@ class Scheduler::ChoiceObserver : public SessionObserver {
       std::lock_guard<std::mutex> l(s_.m_);
       s_.stats_.generated_tokens += 1;
     }
-    if (t.eos) return;  // the worker stopped on it: not part of the text
+    if (t.eos) {  // the worker stopped on it: not part of the text
+      eos_seen_ = true;
+      return;
+    }
     std::string text = dec_.at(t.worker).push(t.bytes);
     if (r_.job.hogwild) {
       if (text.empty()) return;
@@ -151,12 +154,23 @@ class Scheduler::ChoiceObserver : public SessionObserver {
       content(stop_.flush());
     }
     d.stop_reason = stopped_ ? "stop" : res->stop_reason;
+    // A plain completion stops ("stop") on a stop string or an end-of-sequence token it drew;
+    // anything else is its length (max_tokens or the context), as OpenAI and vLLM report. A
+    // session whose one worker reached its cap on the token drawn at the end of the prefill
+    // (max_tokens 1, or room for one token) reports "eos" although it drew none.
+    if (!r_.job.hogwild && !stopped_ && !eos_seen_ && res->stop_reason == "eos") {
+      const SessionOptions& o = r_.job.choices.at(choice_).options;
+      const int64_t made = res->tokens_per_worker.empty() ? 0 : res->tokens_per_worker[0];
+      d.stop_reason = o.max_tokens_per_worker > 0 && made >= o.max_tokens_per_worker
+                          ? "max_tokens"
+                          : "max_context";
+    }
     if ((res->stop_reason == "cancelled" || res->stop_reason == "interrupted") && !stopped_)
       d.finish_reason = "cancelled";
     else if (r_.job.hogwild)
       d.finish_reason = res->answer ? "stop" : "length";
     else
-      d.finish_reason = stopped_ || res->stop_reason == "eos" ? "stop" : "length";
+      d.finish_reason = stopped_ || eos_seen_ ? "stop" : "length";
     d.prompt_tokens = res->prompt_tokens;
     d.tokens_per_worker = res->tokens_per_worker;
     d.serial_steps = res->serial_steps;
@@ -186,6 +200,7 @@ class Scheduler::ChoiceObserver : public SessionObserver {
   std::vector<int> step_;         // (n_workers) each worker's current step
   StopFilter stop_;
   bool stopped_ = false, started_ = false;
+  bool eos_seen_ = false;  // a worker drew an end-of-sequence token
   Clock::time_point last_{};
 };
 
@@ -372,6 +387,16 @@ void Scheduler::run_command(Command& c) {
   }
   // steer
   try {
+    if (it == requests_.end() && ended_.count(c.id)) {
+      if (!ended_.at(c.id))
+        throw ApiError(409, "invalid_request_error",
+                       "this request was a plain completion, and it has ended; notes go to running "
+                       "hogwild sessions",
+                       "id", "not_hogwild");
+      throw ApiError(409, "invalid_request_error",
+                     "the session has already ended; a note can only go to a running session", "id",
+                     "session_ended");
+    }
     if (it == requests_.end())
       throw ApiError(404, "not_found_error",
                      "no running session has this id; give the id of a running hogwild request "
@@ -400,6 +425,15 @@ void Scheduler::run_command(Command& c) {
   }
 }
 
+void Scheduler::remember_ended(const std::string& id, bool hogwild) {
+  if (!ended_.emplace(id, hogwild).second) return;
+  ended_order_.push_back(id);
+  if (ended_order_.size() > kEndedRemembered) {
+    ended_.erase(ended_order_.front());
+    ended_order_.pop_front();
+  }
+}
+
 void Scheduler::collect() {
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     const SessionId sid = it->first;
@@ -421,6 +455,7 @@ void Scheduler::collect() {
     }
     if (--r->open > 0) continue;
     requests_.erase(r->job.id);
+    remember_ended(r->job.id, r->job.hogwild);
     const EngineGauges cache = engine_->gauges();
     {  // counted before the client can see its answer (tests read /metrics right after)
       std::lock_guard<std::mutex> l(m_);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <future>
 #include <map>
@@ -55,8 +56,8 @@ class Scheduler {
   /// The client of request `id` went away: its sessions stop within one serial step.
   void cancel(const std::string& id);
   /// Live steering of request `id`: a note by `author`; blocks until the engine thread took it
-  /// (within one serial step). Throws ApiError 404 (no such request running), 409 (not a hogwild
-  /// request, or it already ended).
+  /// (within one serial step). Throws ApiError 404 (no request has this id), 409 (not a hogwild
+  /// request, or it already ended: the last 65536 ended ids are remembered).
   void steer(const std::string& id, const std::string& author, const std::string& text);
   /// Refuses new requests from now on (503).
   void drain();
@@ -77,6 +78,9 @@ class Scheduler {
   void poll();  // engine thread: commands in, finished sessions out
   void run_command(Command& c);
   void collect();
+  // A request ended: steering it is 409 (ended), not 404 (unknown), for the last
+  // kEndedRemembered ids.
+  void remember_ended(const std::string& id, bool hogwild);
 
   mutable std::mutex m_;
   std::condition_variable cv_;
@@ -91,6 +95,9 @@ class Scheduler {
   std::map<std::string, std::shared_ptr<Request>> requests_;
   std::map<SessionId, std::pair<std::shared_ptr<Request>, int>> sessions_;  // -> (request, choice)
   std::vector<SessionId> to_cancel_;  // sessions that met a stop string in the last engine step
+  static constexpr size_t kEndedRemembered = 65536;
+  std::map<std::string, bool> ended_;    // ended request id -> hogwild (ids are random, unique)
+  std::deque<std::string> ended_order_;  // oldest first
 
   std::thread thread_;
 };

@@ -63,11 +63,13 @@ inline std::vector<float> round_bf16(std::vector<float> x) {
 inline void round_weights_bf16(ModelWeights& w) {
   auto r = [](std::vector<float>& v) { v = round_bf16(std::move(v)); };
   r(w.embed_tokens), r(w.norm), r(w.lm_head);
-  for (LayerWeights& L : w.layers)
+  for (LayerWeights& L : w.layers) {
     for (auto* v : {&L.input_layernorm, &L.q_proj, &L.k_proj, &L.v_proj, &L.q_bias, &L.k_bias,
                     &L.v_bias, &L.q_norm, &L.k_norm, &L.o_proj, &L.post_attention_layernorm,
-                    &L.gate_proj, &L.up_proj, &L.down_proj})
+                    &L.gate_proj, &L.up_proj, &L.down_proj, &L.router})
       r(*v);
+    for (ExpertWeights& e : L.experts) r(e.gate_proj), r(e.up_proj), r(e.down_proj);
+  }
 }
 
 inline double rel_error(const float* a, const float* b, size_t n) {

@@ -216,11 +216,12 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(HfGoldenBf16);
 
 // The golden set must be present in the source tree (a missing folder would otherwise pass with
 // zero instantiated cases).
-TEST(HfGoldenBf16Files, AllSevenArchitecturesPresent) {
+TEST(HfGoldenBf16Files, EveryArchitecturePresent) {
   const auto names = golden_names();
   EXPECT_EQ(names,
             (std::vector<std::string>{"llama-tiny", "llama-tiny-linear", "mistral-tiny",
-                                      "phi3-tiny", "qwen2-tiny", "qwen3-tiny", "qwen3-tiny-yarn"}))
+                                      "phi3-tiny", "qwen2-tiny", "qwen3-tiny", "qwen3-tiny-yarn",
+                                      "qwen3_moe-tiny", "qwen3_moe-tiny-no-norm"}))
       << "in " << golden_dir();
 }
 

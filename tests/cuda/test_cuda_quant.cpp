@@ -3,6 +3,7 @@
 // launch (1..32 rows), 32-row chunks (33..64), the bf16 copy and cuBLAS (> 64), with and without
 // an act-order permutation, group sizes 32 / 64 / 128 / one group, fp8 values including
 // subnormals.
+#include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,8 +53,8 @@ Case int4_case(int64_t out, int64_t in, int64_t G, bool act_order, uint32_t seed
   w.zeros.resize(out * ng);
   std::uniform_real_distribution<float> us(0.5f, 1.5f);
   for (int64_t i = 0; i < out * ng; ++i) {
-    // fp16-exact scales (a multiple of 2^-16 below 2)
-    w.scales[i] = std::round(us(rng) / std::sqrt(float(in)) / 4.6f * 65536.0f) / 65536.0f;
+    // fp16-exact scales, as AWQ and GPTQ store them
+    w.scales[i] = __half2float(__float2half_rn(us(rng) / std::sqrt(float(in)) / 4.6f));
     w.zeros[i] = float(rng() % 17);  // 0..16: GPTQ v1's stored + 1 reaches 16
   }
   if (act_order) {

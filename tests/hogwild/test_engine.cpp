@@ -34,6 +34,18 @@ TEST(EngineVsReference, SessionsSharingForwardsMatchTheirReferenceAlone) {
   }
 }
 
+TEST(EngineVsReference, QuantizedModelSessionsMatchTheirReferenceAlone) {
+  // A GPTQ act-order checkpoint and an FP8 one (make-model --quant), loaded and run on the CPU.
+  for (QuantMethod m : {QuantMethod::gptq, QuantMethod::fp8}) {
+    SCOPED_TRACE(quant_method_name(m));
+    cpu::CpuBackend be(quantized_session_model(Arch::qwen3, m, m == QuantMethod::gptq ? 32 : 0,
+                                               /*desc_act=*/m == QuantMethod::gptq));
+    ASSERT_EQ(be.config().quantization_config.method, m);
+    expect_sessions_match_reference(be, be.weights(), 1e-4, 1e-4);
+    EXPECT_EQ(be.cached_tokens(), 0);
+  }
+}
+
 // Tokens of every worker, in order, from the observer's stream.
 struct TokenLog : SessionObserver {
   std::vector<std::vector<int32_t>> ids;

@@ -2,12 +2,18 @@
 // models.
 #pragma once
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "hogwild/codec.h"
 #include "hogwild/formatting.h"
 #include "hogwild/session.h"
+#include "model/make_model.h"
 #include "tests/cpu/tiny_model.h"
 
 namespace hogwild::testing {
@@ -105,6 +111,42 @@ inline ModelWeights session_model(const test::TinySpec& spec, uint64_t seed = 7)
   c.vocab_size = kToyVocab;
   c.max_position_embeddings = 8192;
   return test::tiny_weights(c, seed);
+}
+
+/// A quantized checkpoint's weights (make-model --quant on the tiny preset of `arch`, with the toy
+/// codec's vocabulary), loaded by load_model: the linear layers are what the stored AWQ / GPTQ /
+/// FP8 tensors define (model/quant.h), dequantized to fp32 for the CPU backend.
+inline ModelWeights quantized_session_model(Arch arch, QuantMethod method, int64_t group_size = 0,
+                                            bool desc_act = false, bool sym = true,
+                                            uint64_t seed = 7) {
+  namespace fs = std::filesystem;
+  const ModelPreset p = find_preset(arch, "tiny");
+  ModelConfig c = p.config;
+  c.vocab_size = kToyVocab;
+  c.max_position_embeddings = 8192;
+  nlohmann::json j = model_config_to_json(c);
+  j["initializer_range"] = p.init_std;
+  static int counter = 0;
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("hogwild_quant_session_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "shape.json") << j.dump();
+  MakeModelOptions o;
+  o.arch = arch;
+  o.config_file = (dir / "shape.json").string();
+  o.seed = seed;
+  o.out_dir = (dir / "model").string();
+  o.show_progress = false;
+  o.quant = method;
+  o.group_size = group_size;
+  o.desc_act = desc_act;
+  o.sym = sym;
+  make_model(o);
+  ModelWeights w = load_model(o.out_dir, {.show_progress = false});
+  fs::remove_all(dir);
+  return w;
 }
 
 }  // namespace hogwild::testing

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "model/safetensors.h"
 #include "tests/cli_run.h"
@@ -132,6 +134,86 @@ TEST(ModelCli, BadInputExitsOneWithMessage) {
   EXPECT_TRUE(
       contains(r.out, "model.safetensors: header length 9223372036854775807 bytes is larger"))
       << r.out;
+}
+
+// make-model --quant, info, generate and run on quantized tiny models with a real tokenizer (the
+// packs-collab model's), and a checkpoint whose quantization_config is not supported.
+TEST(ModelCli, QuantizedModelsMakeInfoGenerateRun) {
+  const std::string tok = std::string(HOGWILD_SOURCE_DIR) + "/models/packs-collab";
+  struct Case {
+    std::string flags, made, info;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--arch phi3 --quant gptq --desc-act --no-sym --group-size 32",
+            "gptq int4 group 32 asym desc_act",
+            "gptq int4, group_size 32, desc_act true, sym false, checkpoint_format gptq (8 of 8 "
+            "linear layers"},
+           {"--arch qwen3 --quant awq", "awq int4 group 64",
+            "awq int4, group_size 64, zero_point, version gemm (14 of 14 linear layers"},
+           {"--arch qwen2 --quant fp8", "fp8 e4m3 blocks 128x128",
+            "fp8 e4m3, weight_block_size [128, 128], activation_scheme dynamic"},
+       }) {
+    SCOPED_TRACE(c.flags);
+    TempDir d;
+    CliResult m = run("make-model --preset tiny --seed 3 --tokenizer " + tok + " " + c.flags +
+                      " --out " + d.str());
+    ASSERT_EQ(m.code, 0) << m.out;
+    EXPECT_TRUE(contains(m.out, c.made)) << m.out;
+    CliResult i = run("info -m " + d.str());
+    ASSERT_EQ(i.code, 0) << i.out;
+    for (const std::string& s :
+         {c.info, std::string("(as stored)"), std::string("read per decode step")})
+      EXPECT_TRUE(contains(i.out, s)) << "missing '" << s << "' in\n" << i.out;
+    CliResult j = test::run_hogwild("info --json -m " + d.str(), "2>/dev/null");
+    ASSERT_EQ(j.code, 0) << j.out;
+    const nlohmann::json info = nlohmann::json::parse(j.out);
+    EXPECT_LT(info.at("weight_bytes").get<uint64_t>(), info.at("parameters").get<uint64_t>() * 2);
+    // A decode step reads one row of untied embeddings; tied ones (qwen3) are the lm_head too.
+    const uint64_t embed = 768 * 64 * 2;  // vocab fitted to the tokenizer x hidden, bf16
+    const uint64_t decode = info.at("decode_bytes_per_step").get<uint64_t>(),
+                   stored = info.at("weight_bytes").get<uint64_t>();
+    if (c.flags.find("qwen3") != std::string::npos)
+      EXPECT_EQ(decode, stored);
+    else
+      EXPECT_EQ(decode, stored - embed + embed / 768);
+    CliResult g = run("generate --device cpu -m " + d.str() + " -p hello -n 4 --greedy");
+    EXPECT_EQ(g.code, 0) << g.out;
+    CliResult r = run("run --device cpu -m " + d.str() +
+                      " -w 2 --format plain --budget 4 --greedy --no-live \"1 + 1\"");
+    EXPECT_EQ(r.code, 0) << r.out;
+  }
+  // A quantization this engine does not read: info and generate exit 1 naming it.
+  TempDir d;
+  ASSERT_EQ(
+      run("make-model --arch qwen3 --preset tiny --seed 1 -q --quant awq --out " + d.str()).code,
+      0);
+  nlohmann::json cfg;
+  std::ifstream(d / "config.json") >> cfg;
+  cfg["quantization_config"] = {{"quant_method", "bitsandbytes"}, {"load_in_4bit", true}};
+  test::write_file(d / "config.json", cfg.dump(2));
+  for (const std::string& cmd :
+       {"info -m " + d.str(), "generate --device cpu -m " + d.str() + " --ids 1,2 -n 2 --greedy"}) {
+    CliResult r = run(cmd);
+    EXPECT_EQ(r.code, 1) << cmd << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "quant_method = \"bitsandbytes\" is not supported")) << r.out;
+  }
+  // Flags that do not fit.
+  TempDir e;
+  struct Bad {
+    std::string args, message;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"--quant int8", "--quant int8: use awq, gptq or fp8"},
+           {"--quant awq --desc-act", "--desc-act is GPTQ's act-order"},
+           {"--quant fp8 --group-size 128", "--quant fp8 stores e4m3 weights"},
+           {"--quant awq --group-size 128", "--group-size 128 does not divide in_features 64"},
+           {"--group-size 32", "add --quant awq|gptq"},
+       }) {
+    CliResult r = run("make-model --arch qwen3 --preset tiny --seed 1 --force " + b.args +
+                      " --out " + e.str());
+    EXPECT_EQ(r.code, 1) << b.args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, b.message)) << b.args << "\n" << r.out;
+  }
 }
 
 }  // namespace

@@ -47,15 +47,16 @@ test('/v1/models and /health', async () => {
 });
 
 test('chat: stream == non-stream for the same seed, and the stream is well formed', async () => {
-  const args = { model, messages: problem, max_tokens: 24, seed: 11, temperature: 0.9, top_p: 0.95 };
+  // (This seed's run draws the end-of-turn token as its 24th: 20 tokens end by length.)
+  const args = { model, messages: problem, max_tokens: 20, seed: 11, temperature: 0.9, top_p: 0.95 };
   const full = await client.chat.completions.create(args);
   assert.equal(full.object, 'chat.completion');
   assert.equal(full.choices.length, 1);
   assert.equal(full.choices[0].message.role, 'assistant');
   assert.equal(full.choices[0].finish_reason, 'length');
-  assert.equal(full.usage.completion_tokens, 24);
+  assert.equal(full.usage.completion_tokens, 20);
   assert.ok(full.usage.prompt_tokens > 0);
-  assert.equal(full.usage.total_tokens, full.usage.prompt_tokens + 24);
+  assert.equal(full.usage.total_tokens, full.usage.prompt_tokens + 20);
 
   const stream = await client.chat.completions.create({ ...args, stream: true, stream_options: { include_usage: true } });
   const chunks = [];
@@ -273,10 +274,13 @@ test('live steering: a note goes into the shared history between serial steps an
   for (const e of events.slice(0, at)) if (e.hogwild?.event === 'token') assert.ok(e.hogwild.serial_step <= notes[0].serial_step);
   for (const e of events.slice(at + 1)) if (e.hogwild?.event === 'token') assert.ok(e.hogwild.serial_step >= notes[0].serial_step);
   assert.equal(events.at(-1), '[DONE]');
-  // Steering what is not a running hogwild session.
+  // Steering what is not a running hogwild session: one that ended is 409, an unknown id 404.
   const gone = await post(`${server.url}/v1/hogwild/sessions/${events[0].id}/messages`, { content: 'late' });
-  assert.equal(gone.status, 404);
-  assert.equal(gone.json.error.code, 'session_not_found');
+  assert.equal(gone.status, 409);
+  assert.equal(gone.json.error.code, 'session_ended');
+  const unknown = await post(`${server.url}/v1/hogwild/sessions/chatcmpl-0/messages`, { content: 'x' });
+  assert.equal(unknown.status, 404);
+  assert.equal(unknown.json.error.code, 'session_not_found');
   const plain = await fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
     // n = 8 sessions one after the other: alive long after a few events, whatever the tokens.
@@ -472,6 +476,7 @@ test('hogwild serve stops on bad arguments with a message, before loading anythi
     [['-m', testModel(), '--max-queue', '1000000000'], '--max-queue must be 0..100000 requests'],
     [['-m', testModel(), '--threads', '100000'], '--threads must be 0..4096'],
     [['-m', testModel(), '--threads', '-1'], '--threads must be 0..4096'],
+    [['-m', testModel(), '--max-connections', '-1'], '--max-connections must be 0..1000000'],
   ];
   for (const [args, message] of cases) {
     const r = spawnSync(HOGWILD, ['serve', ...args], { encoding: 'utf8', timeout: 30000 });

@@ -148,6 +148,59 @@ TEST(RequestValidation, EveryMistakeIsA4xxNamingTheField) {
   }
 }
 
+// Numbers a double cannot hold (1e999), integers beyond 64 bits and values that round out of
+// range in the engine's 32-bit floats: each a 400 naming the field, never a library exception.
+TEST(RequestValidation, NumbersOutOfRangeAre400sNamingTheField) {
+  const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
+  struct Case {
+    std::string body, param, says;
+  };
+  const std::vector<Case> cases = {
+      {"{" + msgs + R"(,"temperature":1e999})", "temperature", "too large for a double"},
+      {"{" + msgs + R"(,"max_tokens":-1e999})", "max_tokens", "too large for a double"},
+      {"{" + msgs + R"(,"seed":1e999})", "seed", "too large for a double"},
+      {"{" + msgs + R"(,"hogwild":{"budget":1e999}})", "hogwild.budget", "too large for a double"},
+      {R"({"messages":[{"role":"user","content":"hi"},{"x":[1,2,1e999]}]})", "messages[1].x[2]",
+       "too large for a double"},
+      {"{" + msgs + R"(,"seed":1180591620717411303424})", "seed", "'seed' is too large"},
+      {"{" + msgs + R"(,"seed":-1180591620717411303424})", "seed", "'seed' is too small"},
+      {"{" + msgs + R"(,"top_p":1e-300})", "top_p", "it must be in (0, 1]"},
+      {"{" + msgs + R"(,"repetition_penalty":1e-60})", "repetition_penalty", "32-bit float"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.body);
+    try {
+      parse_completion_request(c.body, Endpoint::chat, "tiny");
+      ADD_FAILURE() << "accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400) << e.what();
+      EXPECT_EQ(e.param, c.param) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+    }
+  }
+  // Nesting: 64 levels are read, deeper is a 400 naming where (never a walk that overflows the
+  // stack).
+  const std::string deep = std::string(62, '[') + std::string(62, ']');  // 64 with the two objects
+  EXPECT_NO_THROW(parse_completion_request(
+      "{" + msgs + R"(,"chat_template_kwargs":{"x":)" + deep + "}}", Endpoint::chat, "tiny"));
+  for (const std::string& body : {"{" + msgs + R"(,"chat_template_kwargs":{"x":)" +
+                                      std::string(500000, '[') + std::string(500000, ']') + "}}",
+                                  std::string(100000, '[')}) {
+    try {
+      parse_completion_request(body, Endpoint::chat, "tiny");
+      ADD_FAILURE() << "accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400);
+      EXPECT_EQ(e.code, "invalid_json");
+      EXPECT_NE(std::string(e.what()).find("deeper than 64 levels"), std::string::npos) << e.what();
+    }
+  }
+  // In range after rounding: accepted.
+  const CompletionRequest r = parse_completion_request(
+      "{" + msgs + R"(,"top_p":1e-30,"seed":9007199254740993})", Endpoint::chat, "tiny");
+  EXPECT_EQ(*r.seed, 9007199254740993);
+}
+
 TEST(RequestValidation, ReadsTheFieldsClientsSend) {
   const CompletionRequest r = parse_completion_request(
       R"({"model":"tiny","messages":[{"role":"developer","content":"be brief"},

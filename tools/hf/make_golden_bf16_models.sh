@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes the models that tests/data/hf_golden_bf16 was computed on: the 7 tiny golden presets of
-# make_golden_models.sh (same families, RoPE scalings, GQA, tying, partial rotary, initializer
+# make_golden_models.sh and two Qwen3-MoE ones (same families, RoPE scalings, GQA, tying, partial rotary, initializer
 # 0.1), widened to the head_dim the CUDA attention kernel supports (64 or 128; the tiny presets
 # have 16/32). qwen3 keeps heads*head_dim != hidden_size; qwen2/llama/phi3 get
 # hidden_size = heads*head_dim (their HF configs may derive head_dim from it). Weights are written
@@ -38,4 +38,7 @@ mk llama-tiny llama tiny 1 256 64 256
 mk llama-tiny-linear llama tiny-linear 3 256 64 256
 mk mistral-tiny mistral tiny 1 128 64 256
 mk phi3-tiny phi3 tiny 1 256 64 256
+# Qwen3-MoE (CUDA's cuda/moe.h): 8 experts of 32, top-2, and top-3 without renormalisation
+mk qwen3_moe-tiny qwen3_moe tiny 11 128 128 256
+mk qwen3_moe-tiny-no-norm qwen3_moe tiny-no-norm 13 128 128 256
 rm -rf $out/.presets

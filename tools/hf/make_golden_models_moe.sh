@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 H=${HOGWILD:-build/hogwild}
-out=${OUT:-models/golden-moe}
+out=${1:-models/golden-moe}  # the folder to write (argument 1)
 [ -x "$H" ] || { echo "$H not found: build it first (cmake --build build --target hogwild) or set HOGWILD" >&2; exit 1; }
 rm -rf "$out" && mkdir -p "$out"
 mk() {  # name arch preset seed

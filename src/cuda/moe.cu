@@ -1,0 +1,366 @@
+// Mixture-of-experts kernels (moe.h). Routing first, expert products second, launchers last.
+//
+// Expert products: the skinny kernel's tile (skinny_gemm.cu) with the rows gathered by the
+// routing. A CTA is 16 W rows of one chosen expert (blockIdx.y indexes MoeRoute::active) x the
+// expert's assignments in passes of NT n-tiles of 8; K split over kWarps warps in steps of 128. In
+// a step, lane (g = lane / 4, t = lane % 4) loads for u < 4 the eight values k = 32 u + 8 t + e of
+// W rows g and g + 8 and of the pass's token rows 8 j + g, and feeds them to two mma.sync
+// m16n8k16 as physical elements 0-3 and 4-7 (the same permutation of the 32-wide chunk for W and
+// x, so the dot products are unchanged).
+#include <cstdint>
+
+#include "cuda/cuda_check.h"
+#include "cuda/moe.h"
+
+namespace hogwild::cuda {
+namespace {
+
+using bf16 = __nv_bfloat16;
+constexpr int kWarps = 4;
+constexpr int kRouteThreads = 1024;
+constexpr int kPerLane = kMoeMaxExperts / 32;
+
+// ---- routing ----
+
+// Inclusive block-wide scan of v over kRouteThreads threads; `warp_sums` (32) shared scratch.
+__device__ int block_scan(int v, int* warp_sums) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int o = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d) v += o;
+  }
+  if (lane == 31) warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    int s = warp_sums[lane];
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const int o = __shfl_up_sync(0xffffffffu, s, d);
+      if (lane >= d) s += o;
+    }
+    warp_sums[lane] = s;
+  }
+  __syncthreads();
+  if (warp > 0) v += warp_sums[warp - 1];
+  __syncthreads();
+  return v;
+}
+
+// One CTA of kRouteThreads: a warp per row (softmax, top-k, renormalise, sort by expert), then
+// the grouping of all T k assignments by expert.
+__global__ void __launch_bounds__(kRouteThreads)
+    moe_route_kernel(const float* logits, int T, int E, int k, bool norm, MoeRoute r) {
+  __shared__ int cnt[kMoeMaxExperts];
+  __shared__ int eoff[kMoeMaxExperts];
+  __shared__ int warp_sums[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  for (int e = threadIdx.x; e < kMoeMaxExperts; e += kRouteThreads) cnt[e] = 0;
+  for (int t = warp; t < T; t += kRouteThreads / 32) {
+    float p[kPerLane];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      p[i] = e < E ? logits[int64_t(t) * E + e] : -INFINITY;
+      mx = fmaxf(mx, p[i]);
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      p[i] = lane + 32 * i < E ? expf(p[i] - mx) : -1.0f;
+      if (p[i] >= 0.0f) sum += p[i];
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i)
+      if (p[i] >= 0.0f) p[i] *= inv;
+    // top-k by repeated arg-max (value descending, then index ascending); taken entries -> -1
+    int sel_e = 0;
+    float sel_w = 0.0f, wsum = 0.0f;
+    for (int j = 0; j < k; ++j) {
+      float bv = -1.0f;
+      int bi = 0x7fffffff;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i)
+        if (p[i] > bv) bv = p[i], bi = lane + 32 * i;  // ascending index: first max wins
+#pragma unroll
+      for (int d = 16; d > 0; d /= 2) {
+        const float ov = __shfl_xor_sync(0xffffffffu, bv, d);
+        const int oi = __shfl_xor_sync(0xffffffffu, bi, d);
+        if (ov > bv || (ov == bv && oi < bi)) bv = ov, bi = oi;
+      }
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i)
+        if (lane + 32 * i == bi) p[i] = -1.0f;
+      if (lane == j) sel_e = bi, sel_w = bv;
+      wsum += bv;
+    }
+    if (norm) sel_w /= wsum;
+    // sort the k choices by expert: lane j's rank among lanes < k
+    int rank = 0;
+    for (int j = 0; j < k; ++j) {
+      const int oe = __shfl_sync(0xffffffffu, sel_e, j);
+      if (lane < k && oe < sel_e) ++rank;
+    }
+    if (lane < k) {
+      r.expert[int64_t(t) * k + rank] = sel_e;
+      r.weight[int64_t(t) * k + rank] = sel_w;
+    }
+  }
+  __syncthreads();  // global writes of this block are visible to it after the barrier
+  const int n_assign = T * k;
+  for (int a = threadIdx.x; a < n_assign; a += kRouteThreads)
+    r.assign[a] = atomicAdd(&cnt[r.expert[a]], 1);  // rank within the expert (any order)
+  __syncthreads();
+  const int e = threadIdx.x;
+  const int c = e < E ? cnt[e] : 0;
+  const int off_incl = block_scan(c, warp_sums);
+  const int act_incl = block_scan(c > 0 ? 1 : 0, warp_sums);
+  if (e < E) {
+    eoff[e] = off_incl - c;
+    if (c > 0) {
+      r.active[act_incl - 1] = e;
+      r.counts[act_incl - 1] = c;
+      r.offsets[act_incl - 1] = off_incl - c;
+    }
+  }
+  if (e == kRouteThreads - 1) *r.n_active = act_incl;
+  __syncthreads();
+  for (int a = threadIdx.x; a < n_assign; a += kRouteThreads) {
+    const int pos = eoff[r.expert[a]] + r.assign[a];
+    r.assign[a] = pos;
+    r.rows[pos] = a / k;
+  }
+}
+
+// ---- expert products ----
+
+struct MoeArgs {
+  const bf16* x;  // swiglu: (T, in) token rows; down: (T k, in) assignment rows
+  const bf16* W;  // (E, out, in)
+  bf16* act;      // swiglu: (T k, out / 2)
+  float* y;       // down: (T k, out)
+  MoeRoute r;
+  int in, out;
+  bool swiglu;
+};
+
+__device__ __forceinline__ uint4 ld_stream(const bf16* p) {  // read once: keep out of L1
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ void mma_bf16(float c[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+struct WStep {
+  uint4 lo[4], hi[4];
+};
+
+__device__ __forceinline__ void load_w(const bf16* w_lo, const bf16* w_hi, int in, int step, int t,
+                                       WStep& w) {
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    const int k = step * 128 + 32 * u + 8 * t;
+    if (k < in) {
+      w.lo[u] = ld_stream(w_lo + k);
+      w.hi[u] = ld_stream(w_hi + k);
+    } else {
+      w.lo[u] = w.hi[u] = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+// grid (tiles, moe_max_active), kWarps * 32 threads. swiglu: tile = 8 features (gate rows i,
+// up rows I + i); down: tile = 16 output rows.
+template <int NT>
+__global__ void __launch_bounds__(kWarps * 32) moe_mma_kernel(MoeArgs a) {
+  __shared__ float red[kWarps][NT][32][4];
+  const int slot = blockIdx.y;
+  if (slot >= *a.r.n_active) return;
+  const int e = a.r.active[slot], n = a.r.counts[slot], off = a.r.offsets[slot];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  int row_lo, row_hi;
+  if (a.swiglu) {
+    const int half = a.out / 2, i = min(int(blockIdx.x) * 8 + g, half - 1);
+    row_lo = i, row_hi = half + i;
+  } else {
+    row_lo = min(int(blockIdx.x) * 16 + g, a.out - 1);
+    row_hi = min(int(blockIdx.x) * 16 + g + 8, a.out - 1);
+  }
+  const bf16* We = a.W + int64_t(e) * a.out * a.in;
+  const bf16* w_lo = We + int64_t(row_lo) * a.in;
+  const bf16* w_hi = We + int64_t(row_hi) * a.in;
+  const int n_steps = (a.in + 127) / 128;
+
+  for (int p0 = 0; p0 < n; p0 += 8 * NT) {
+    const bf16* xr[NT];
+    bool live[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int pa = p0 + 8 * j + g;
+      live[j] = pa < n;
+      const int row = live[j] ? (a.swiglu ? a.r.rows[off + pa] : off + pa) : 0;
+      xr[j] = a.x + int64_t(row) * a.in + 8 * t;
+    }
+    float c[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) c[j][i] = 0.0f;
+    WStep w0, w1;
+    int s = warp;
+    if (s < n_steps) load_w(w_lo, w_hi, a.in, s, t, w0);
+    for (; s < n_steps; s += kWarps) {
+      if (s + kWarps < n_steps) load_w(w_lo, w_hi, a.in, s + kWarps, t, w1);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int k = s * 128 + 32 * u;
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          uint4 xv = make_uint4(0, 0, 0, 0);
+          if (live[j] && k + 8 * t < a.in) xv = __ldg(reinterpret_cast<const uint4*>(xr[j] + k));
+          mma_bf16(c[j], w0.lo[u].x, w0.hi[u].x, w0.lo[u].y, w0.hi[u].y, xv.x, xv.y);
+          mma_bf16(c[j], w0.lo[u].z, w0.hi[u].z, w0.lo[u].w, w0.hi[u].w, xv.z, xv.w);
+        }
+      }
+      w0 = w1;
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) red[warp][j][lane][i] = c[j][i];
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+#pragma unroll
+        for (int w = 1; w < kWarps; ++w)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) c[j][i] += red[w][j][lane][i];
+            // c[j][0..1]: W row lo, tokens 2t, 2t + 1 of n-tile j; c[j][2..3]: row hi
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int pa = p0 + 8 * j + 2 * t + h;
+          if (pa >= n) continue;
+          const int64_t p = off + pa;
+          if (a.swiglu) {
+            const int half = a.out / 2, i = blockIdx.x * 8 + g;
+            const float gate = c[j][h], up = c[j][2 + h];
+            if (i < half)
+              a.act[p * half + i] = __float2bfloat16(gate / (1.0f + __expf(-gate)) * up);
+          } else {
+            const int r0 = blockIdx.x * 16 + g;
+            if (r0 < a.out) a.y[p * a.out + r0] = c[j][h];
+            if (r0 + 8 < a.out) a.y[p * a.out + r0 + 8] = c[j][2 + h];
+          }
+        }
+      }
+    }
+    __syncthreads();  // red is rewritten by the next pass
+  }
+}
+
+__global__ void moe_combine_kernel(const float* y, MoeRoute r, bf16* out, int H, int k) {
+  const int t = blockIdx.x;
+  for (int h = threadIdx.x; h < H; h += blockDim.x) {
+    float s = 0.0f;
+    for (int j = 0; j < k; ++j) {
+      const int64_t p = r.assign[int64_t(t) * k + j];
+      s += r.weight[int64_t(t) * k + j] * y[p * H + h];
+    }
+    out[int64_t(t) * H + h] = __float2bfloat16(s);
+  }
+}
+
+void launch_experts(MoeArgs a, int64_t T, int64_t E, int64_t k, int64_t tiles,
+                    cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(moe_max_active(T, E, k)));
+  // rows per expert <= T (a row chooses an expert at most once)
+  if (T <= 8)
+    moe_mma_kernel<1><<<grid, kWarps * 32, 0, stream>>>(a);
+  else if (T <= 16)
+    moe_mma_kernel<2><<<grid, kWarps * 32, 0, stream>>>(a);
+  else
+    moe_mma_kernel<4><<<grid, kWarps * 32, 0, stream>>>(a);
+  HOGWILD_CUDA_CHECK(cudaGetLastError());
+}
+
+int64_t align16(int64_t b) { return (b + 15) / 16 * 16; }
+
+}  // namespace
+
+int64_t moe_max_active(int64_t T, int64_t E, int64_t k) { return T * k < E ? T * k : E; }
+
+int64_t moe_route_bytes(int64_t max_rows, int64_t E, int64_t k) {
+  const int64_t tk = max_rows * k;
+  return 4 * align16(4 * tk) + 3 * align16(4 * E) + 16;
+}
+
+MoeRoute moe_route_view(void* mem, int64_t max_rows, int64_t E, int64_t k) {
+  char* p = static_cast<char*>(mem);
+  const int64_t tk = align16(4 * max_rows * k), e = align16(4 * E);
+  MoeRoute r;
+  r.expert = reinterpret_cast<int32_t*>(p);
+  r.weight = reinterpret_cast<float*>(p + tk);
+  r.assign = reinterpret_cast<int32_t*>(p + 2 * tk);
+  r.rows = reinterpret_cast<int32_t*>(p + 3 * tk);
+  r.active = reinterpret_cast<int32_t*>(p + 4 * tk);
+  r.counts = reinterpret_cast<int32_t*>(p + 4 * tk + e);
+  r.offsets = reinterpret_cast<int32_t*>(p + 4 * tk + 2 * e);
+  r.n_active = reinterpret_cast<int32_t*>(p + 4 * tk + 3 * e);
+  return r;
+}
+
+void moe_route(const float* logits, int64_t T, int64_t E, int64_t k, bool norm_topk_prob,
+               const MoeRoute& r, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(T >= 1 && E >= 1 && E <= kMoeMaxExperts && k >= 1 && k <= E &&
+                       k <= kMoeMaxTopK && T * k < (int64_t(1) << 31));
+  moe_route_kernel<<<1, kRouteThreads, 0, stream>>>(
+      logits, static_cast<int>(T), static_cast<int>(E), static_cast<int>(k), norm_topk_prob, r);
+  HOGWILD_CUDA_CHECK(cudaGetLastError());
+}
+
+void moe_expert_swiglu(const bf16* x, const bf16* W_gate_up, const MoeRoute& r, bf16* act,
+                       int64_t T, int64_t H, int64_t I, int64_t E, int64_t k, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(H % 8 == 0 && I >= 1 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(W_gate_up) % 16 == 0);
+  MoeArgs a{};
+  a.x = x, a.W = W_gate_up, a.act = act, a.r = r;
+  a.in = static_cast<int>(H), a.out = static_cast<int>(2 * I), a.swiglu = true;
+  launch_experts(a, T, E, k, (I + 7) / 8, stream);
+}
+
+void moe_expert_down(const bf16* act, const bf16* W_down, const MoeRoute& r, float* y, int64_t T,
+                     int64_t H, int64_t I, int64_t E, int64_t k, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(I % 8 == 0 && H >= 1 && reinterpret_cast<uintptr_t>(act) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(W_down) % 16 == 0);
+  MoeArgs a{};
+  a.x = act, a.W = W_down, a.y = y, a.r = r;
+  a.in = static_cast<int>(I), a.out = static_cast<int>(H), a.swiglu = false;
+  launch_experts(a, T, E, k, (H + 15) / 16, stream);
+}
+
+void moe_combine(const float* y, const MoeRoute& r, bf16* out, int64_t T, int64_t H, int64_t k,
+                 cudaStream_t stream) {
+  moe_combine_kernel<<<static_cast<unsigned>(T), 256, 0, stream>>>(y, r, out, static_cast<int>(H),
+                                                                   static_cast<int>(k));
+  HOGWILD_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace hogwild::cuda
