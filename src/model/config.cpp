@@ -135,8 +135,14 @@ RopeScaling parse_rope(const json& rs, const char* where) {
 // The mixture-of-experts keys of Qwen3MoeConfig (configuration_qwen3_moe.py; defaults of its
 // fields when absent: num_experts 128, num_experts_per_tok 8, moe_intermediate_size 768,
 // norm_topk_prob false, decoder_sparse_step 1, mlp_only_layers []).
+// transformers 5.x maps "num_experts" to "num_local_experts" (Qwen3MoeConfig.attribute_map) and
+// save_pretrained writes the latter: either key is accepted, both only when they agree.
 void parse_moe(const json& j, ModelConfig& c) {
-  c.num_experts = get_int(j, "num_experts", 128);
+  c.num_experts = get_int(j, "num_local_experts", get_int(j, "num_experts", 128));
+  if (present(j, "num_experts") && present(j, "num_local_experts") &&
+      get_int(j, "num_experts", 0) != get_int(j, "num_local_experts", 0))
+    fail("config.json: \"num_experts\" ({}) and \"num_local_experts\" ({}) disagree; keep one",
+         get_int(j, "num_experts", 0), get_int(j, "num_local_experts", 0));
   c.num_experts_per_tok = get_int(j, "num_experts_per_tok", 8);
   c.moe_intermediate_size = get_int(j, "moe_intermediate_size", 768);
   c.norm_topk_prob = get_bool(j, "norm_topk_prob", false);

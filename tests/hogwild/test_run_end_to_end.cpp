@@ -363,6 +363,30 @@ TEST_F(RunEndToEnd, TemplateSyntaxErrorIsShown) {
   fs::remove_all(dir);
 }
 
+// A Qwen3-MoE model (make-model --arch qwen3_moe, the Qwen3 tokenizer) through make-model, info,
+// run (2 workers, greedy, the transcript) and generate: every command exits 0 and the run writes
+// its budget of tokens; --device auto runs it on the CPU.
+TEST_F(RunEndToEnd, Qwen3MoeModelThroughEveryCommand) {
+  const std::string dir = tmp("moe");
+  fs::remove_all(dir);
+  Cli c = run("make-model --arch qwen3_moe --preset tiny-dense-layers --seed 4 -q --tokenizer " +
+              kQwen3 + " --out " + dir);
+  ASSERT_EQ(c.rc, 0) << c.err;
+  c = run("info -m " + dir);
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_NE(c.out.find("Qwen3MoeForCausalLM"), std::string::npos) << c.out;
+  const std::string j = tmp("moe.json");
+  c = run("run --device auto -m " + dir + " -w 2 --format plain --budget 12 --greedy --json " + j +
+          " \"Add 2 and 3.\"");
+  ASSERT_EQ(c.rc, 0) << c.err;
+  const json doc = json::parse(slurp(j));
+  EXPECT_EQ(doc["tokens"].size(), 2u + 2 * 12);  // each worker: 1 from the prompt + 12 steps
+  c = run("generate --device cpu -m " + dir + " -p hi -n 5 --greedy");
+  ASSERT_EQ(c.rc, 0) << c.err;
+  fs::remove(j);
+  fs::remove_all(dir);
+}
+
 // --help shows the defaults.
 TEST_F(RunEndToEnd, HelpShowsDefaults) {
   const Cli h = run("run --help");

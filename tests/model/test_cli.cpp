@@ -1,5 +1,6 @@
 // `hogwild make-model` and `hogwild info` end to end through the built binary: output values,
 // sharding option, and bad input -> exit code 1 with a message (never a crash).
+#include <fmt/format.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -18,7 +19,9 @@ using test::TempDir;
 
 using test::CliResult;
 
-CliResult run(const std::string& args) { return test::run_hogwild(args); }
+CliResult run(const std::string& args, const std::string& streams = "2>&1") {
+  return test::run_hogwild(args, streams);
+}
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -40,6 +43,36 @@ TEST(ModelCli, MakeModelThenInfo) {
   ASSERT_EQ(j.code, 0) << j.out;
   EXPECT_TRUE(contains(j.out, "\"parameters\": 131520")) << j.out;
   EXPECT_TRUE(contains(j.out, "\"kv_bytes_per_token_bf16\": 512")) << j.out;
+}
+
+TEST(ModelCli, Qwen3MoeMakeModelThenInfo) {
+  TempDir d;
+  CliResult m = run("make-model --arch qwen3_moe --preset tiny --seed 3 --out " + d.str());
+  ASSERT_EQ(m.code, 0) << m.out;
+  EXPECT_TRUE(contains(m.out, "Qwen3MoeForCausalLM")) << m.out;
+  CliResult i = run("info -m " + d.str());
+  ASSERT_EQ(i.code, 0) << i.out;
+  // 2 layers of: attention 4*64*32*2 + 2*64*32*2 = 24576, norms 2*64 + 2*32, router 8*64, experts
+  // 8*3*64*32; embed + lm_head 2*512*64, final norm 64. bf16: 2 bytes each. Active: 2 of 8 experts.
+  const int64_t layer = 24576 + 192 + 512 + 8 * 3 * 64 * 32, total = 2 * 512 * 64 + 64 + 2 * layer;
+  const int64_t active = total - 2 * 6 * 3 * 64 * 32;
+  for (const std::string& s :
+       {std::string("Qwen3MoeForCausalLM (qwen3_moe)"), fmt::format("({})", total),
+        std::string("8 per MoE layer, top-2 per token (renormalised), moe_intermediate_size 32"),
+        std::string("2 of 2 (decoder_sparse_step 1, mlp_only_layers [])"),
+        fmt::format("{:.2f} KiB of weights, {:.2f}M ({}) parameters", 2.0 * active / 1024,
+                    active / 1e6, active),
+        std::string("qk_norm")})
+    EXPECT_TRUE(contains(i.out, s)) << "missing '" << s << "' in\n" << i.out;
+  CliResult j = run("info --json -m " + d.str(), "2>/dev/null");
+  ASSERT_EQ(j.code, 0) << j.out;
+  EXPECT_TRUE(contains(j.out, fmt::format("\"active_weight_bytes_per_token\": {}", 2 * active)))
+      << j.out;
+  EXPECT_TRUE(contains(j.out, "\"num_experts_per_tok\": 2")) << j.out;
+  TempDir e;  // a preset only qwen3_moe has implies the architecture
+  ASSERT_EQ(run("make-model --preset tiny-dense-layers --seed 1 -q --out " + e.str()).code, 0);
+  CliResult y = run("info -m " + e.str());
+  EXPECT_TRUE(contains(y.out, "2 of 6 (decoder_sparse_step 2, mlp_only_layers [3])")) << y.out;
 }
 
 TEST(ModelCli, ShardSizeDtypeAndImpliedArch) {

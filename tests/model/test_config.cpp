@@ -103,6 +103,22 @@ const char* kQwen3_30B_A3B = R"({
   "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
   "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})";
 
+// config.json as transformers 5.17 save_pretrained writes a Qwen3MoeForCausalLM (a small random
+// model): "num_local_experts" for num_experts, rope_parameters, "dtype".
+const char* kQwen3MoeSaved5_17 = R"({
+  "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": null, "decoder_sparse_step": 2, "dtype": "float32", "eos_token_id": null,
+  "head_dim": 32, "hidden_act": "silu", "hidden_size": 64, "initializer_range": 0.1,
+  "intermediate_size": 128, "max_position_embeddings": 1024, "mlp_only_layers": [3],
+  "model_type": "qwen3_moe", "moe_intermediate_size": 32, "norm_topk_prob": true,
+  "num_attention_heads": 4, "num_experts_per_tok": 2, "num_hidden_layers": 6,
+  "num_key_value_heads": 2, "num_local_experts": 8, "output_router_logits": false,
+  "pad_token_id": null, "rms_norm_eps": 1e-06,
+  "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"},
+  "router_aux_loss_coef": 0.001, "sliding_window": null, "tie_word_embeddings": false,
+  "transformers_version": "5.17.0", "use_cache": true, "use_sliding_window": false,
+  "vocab_size": 512})";
+
 ModelConfig parse(const char* s) { return parse_model_config(json::parse(s)); }
 
 TEST(ModelConfig, Qwen3_8B) {
@@ -241,10 +257,28 @@ TEST(ModelConfig, Qwen3_30B_A3B_MixtureOfExperts) {
     j.erase(k);
   ModelConfig d = parse_model_config(j);
   EXPECT_EQ(d.num_experts, 128);
+  // transformers 5.x writes num_experts as "num_local_experts" (Qwen3MoeConfig.attribute_map).
+  json local = json::parse(kQwen3_30B_A3B);
+  local.erase("num_experts");
+  local["num_local_experts"] = 64;
+  EXPECT_EQ(parse_model_config(local).num_experts, 64);
+  local["num_experts"] = 32;
+  expect_error([&] { parse_model_config(local); },
+               {"\"num_experts\" (32) and \"num_local_experts\" (64) disagree"});
   EXPECT_EQ(d.num_experts_per_tok, 8);
   EXPECT_EQ(d.moe_intermediate_size, 768);
   EXPECT_FALSE(d.norm_topk_prob);
   EXPECT_EQ(d.decoder_sparse_step, 1);
+}
+
+TEST(ModelConfig, Qwen3MoeAsTransformers5Saves) {
+  const ModelConfig c = parse(kQwen3MoeSaved5_17);
+  EXPECT_EQ(c.num_experts, 8);
+  EXPECT_EQ(c.num_experts_per_tok, 2);
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.torch_dtype, "float32");
+  EXPECT_EQ(c.num_moe_layers(), 2);  // layers 1 and 5 (3 is in mlp_only_layers)
+  EXPECT_TRUE(c.is_moe_layer(1) && c.is_moe_layer(5));
 }
 
 TEST(ModelConfig, MoeLayerRule) {
@@ -418,9 +452,12 @@ TEST(TensorTable, Qwen3MoeLayers) {
   for (const TensorSpec& s : model_tensor_specs(c)) {
     if (s.layer == 1 && s.name.find(".mlp.") != std::string::npos) layer1.push_back(s.name);
     if (s.layer == 3 && s.name.find(".mlp.") != std::string::npos) layer3.push_back(s.name);
-    if (s.kind == TensorKind::expert_down_proj && s.layer == 1 && s.expert == 7)
+    if (s.kind == TensorKind::expert_down_proj && s.layer == 1 && s.expert == 7) {
       EXPECT_EQ(s.shape, (std::vector<int64_t>{64, 32}));
-    if (s.kind == TensorKind::router) EXPECT_EQ(s.shape, (std::vector<int64_t>{8, 64}));
+    }
+    if (s.kind == TensorKind::router) {
+      EXPECT_EQ(s.shape, (std::vector<int64_t>{8, 64}));
+    }
   }
   // Sparse layer 1: the router, then 8 experts x (gate, up, down); dense layer 3: the MLP.
   ASSERT_EQ(layer1.size(), 1u + 8 * 3);
@@ -437,10 +474,12 @@ TEST(TensorTable, Qwen3MoeLayers) {
                                               "model.layers.1.mlp.experts.gate_up_proj",
                                               "model.layers.1.mlp.experts.down_proj"}));
   for (const TensorSpec& s : model_tensor_specs(c, ExpertLayout::fused)) {
-    if (s.kind == TensorKind::experts_gate_up_proj)
+    if (s.kind == TensorKind::experts_gate_up_proj) {
       EXPECT_EQ(s.shape, (std::vector<int64_t>{8, 64, 64}));
-    if (s.kind == TensorKind::experts_down_proj)
+    }
+    if (s.kind == TensorKind::experts_down_proj) {
       EXPECT_EQ(s.shape, (std::vector<int64_t>{8, 64, 32}));
+    }
   }
   EXPECT_TRUE(is_expert_tensor(TensorKind::experts_down_proj));
   EXPECT_FALSE(is_expert_tensor(TensorKind::router));

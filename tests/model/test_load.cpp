@@ -113,7 +113,7 @@ void patch_config(const TempDir& d, const std::string& key, const nlohmann::json
 }
 
 TEST(LoadModel, Qwen3MoeRouterAndExpertsHoldTheValuesMakeModelWrote) {
-  for (const std::string preset : {"tiny", "tiny-dense-layers"}) {
+  for (const char* preset : {"tiny", "tiny-dense-layers"}) {
     SCOPED_TRACE(preset);
     TempDir d;
     make(d, Arch::qwen3_moe, Dtype::f32, 2ull << 30, preset);
@@ -140,7 +140,7 @@ TEST(LoadModel, Qwen3MoeRouterAndExpertsHoldTheValuesMakeModelWrote) {
         EXPECT_EQ(L.experts[e].down_proj, expected(q + "down_proj.weight", 0, h * mi, 0, 0.1));
       }
     }
-    if (preset == "tiny-dense-layers") {  // layers 1 and 5 sparse of 6
+    if (std::string(preset) == "tiny-dense-layers") {  // layers 1 and 5 sparse of 6
       EXPECT_EQ(c.num_moe_layers(), 2);
       EXPECT_TRUE(c.is_moe_layer(1) && c.is_moe_layer(5) && !c.is_moe_layer(3));
     }
@@ -184,7 +184,7 @@ void write_fused_experts(const TempDir& from, const TempDir& to, const ModelConf
     data.push_back(down);
   }
   std::filesystem::copy_file(from / "config.json", to / "config.json");
-  write_safetensors((to / "model.safetensors").string(), tw, {{"format", "pt"}},
+  write_safetensors(to / "model.safetensors", tw, {{"format", "pt"}},
                     [&](size_t i, std::vector<uint8_t>& out) {
                       out.resize(data[i].size() * 4);
                       std::memcpy(out.data(), data[i].data(), out.size());
