@@ -43,7 +43,7 @@ struct TinySpec {
   int64_t n_experts = 0, top_k = 0, moe_inter = 0;
   bool norm_topk = true;
   int64_t sparse_step = 1;
-  std::vector<int64_t> mlp_only;
+  std::vector<int64_t> mlp_only = {};
 };
 
 /// gtest prints the spec by name.
