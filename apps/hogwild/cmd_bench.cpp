@@ -169,10 +169,11 @@ void register_bench(CLI::App& app) {
                                 "CUDA presets with quantized projections, random packed weights: "
                                 "awq or gptq (4-bit) or fp8 (128 x 128 blocks)")
                     ->check(CLI::IsMember({"awq", "gptq", "fp8"}));
-  cmd->add_option("--group-size", a->group_size,
-                  "group size of --quant awq|gptq: a multiple of 32, or -1 for one group");
+  auto* group = cmd->add_option("--group-size", a->group_size,
+                                "group size of --quant awq|gptq: a multiple of 32, or -1 for one "
+                                "group");
   cmd->add_flag("--desc-act", a->desc_act, "with --quant gptq: act-order (a permuted input)");
-  cmd->callback([a, repeat, kv, hf, quant] {
+  cmd->callback([a, repeat, kv, hf, quant, group] {
     std::error_code ec;  // argument checks first: a run takes minutes
     // The flags common to both devices, over either device's defaults.
     auto apply = [&](bench::DecodeBenchOptions& o) {
@@ -202,6 +203,10 @@ void register_bench(CLI::App& app) {
           "write a checkpoint with `hogwild make-model --quant` and pass it with -m)",
           why_cpu);
     if (a->desc_act && a->quant != "gptq") fail("--desc-act is an option of --quant gptq");
+    if (group->count() > 0 && a->quant != "awq" && a->quant != "gptq")
+      fail(
+          "--group-size is an option of --quant awq|gptq (a checkpoint given with -m keeps its "
+          "own)");
     if (!a->quant.empty() && a->quant != "fp8" && a->group_size != -1 &&
         (a->group_size <= 0 || a->group_size % 32 != 0))
       fail("--group-size {}: use -1 (one group) or a positive multiple of 32", a->group_size);

@@ -120,10 +120,11 @@ std::string module_name(const TensorSpec& s) {
 }
 
 bool is_quantizable_linear(const TensorSpec& s) {
-  // The fused 3-D experts tensors (transformers 5.x form) are matched as dense tensors only.
+  // The fused 3-D experts tensors (transformers 5.x form) are matched as dense tensors only; a
+  // MoE router (mlp.gate) stays dense, as the AWQ, GPTQ and FP8 releases of MoE models keep it.
   return s.role == TensorRole::matrix && s.kind != TensorKind::embed_tokens &&
-         s.kind != TensorKind::lm_head && s.kind != TensorKind::experts_gate_up_proj &&
-         s.kind != TensorKind::experts_down_proj;
+         s.kind != TensorKind::lm_head && s.kind != TensorKind::router &&
+         s.kind != TensorKind::experts_gate_up_proj && s.kind != TensorKind::experts_down_proj;
 }
 
 WeightFormat tensor_format(const QuantConfig& q, const TensorSpec& s) {

@@ -30,7 +30,8 @@ struct CheckedTensor {
 std::string module_name(const TensorSpec& s);
 /// Whether s is a linear layer that quantization_config may quantize: a matrix other than
 /// embed_tokens and lm_head (q/k/v/o, gate/up/down, Phi3's fused qkv_proj and gate_up_proj, a MoE
-/// layer's router and per-expert projections; not the fused 3-D experts tensors).
+/// layer's per-expert projections; not a MoE router, which stays dense, nor the fused 3-D experts
+/// tensors).
 bool is_quantizable_linear(const TensorSpec& s);
 /// The format of tensor s in a checkpoint with quantization q: linear_format(q, module) for a
 /// quantizable linear layer, dense for everything else.
