@@ -244,6 +244,42 @@ TEST(QuantModel, DescActStoresANonContiguousGIdx) {
   for (int c : count) EXPECT_EQ(c, 32);
 }
 
+// A Qwen3-MoE checkpoint quantizes its experts and keeps the router (mlp.gate) dense, as the
+// published AWQ / GPTQ / FP8 MoE releases do; the CPU backend runs it.
+TEST(QuantModel, MoeExpertsQuantizedRouterDense) {
+  for (const QCase& qc : {kCases[0], kCases[6]}) {
+    SCOPED_TRACE(qc.name);
+    TempDir d;
+    make_model(options(Arch::qwen3_moe, qc, d.str()));
+    const ModelConfig c = load_model_config(d.str());
+    Checkpoint ck(d.str());
+    int routers = 0, experts = 0;
+    for (const CheckedTensor& t : check_checkpoint(c, ck, d.str())) {
+      if (t.spec.kind == TensorKind::router) {
+        ++routers;
+        EXPECT_EQ(t.format, WeightFormat::dense) << t.spec.name;
+      }
+      if (is_expert_tensor(t.spec.kind)) {
+        ++experts;
+        EXPECT_NE(t.format, WeightFormat::dense) << t.spec.name;
+      }
+    }
+    EXPECT_EQ(routers, c.num_moe_layers());
+    EXPECT_EQ(experts, c.num_moe_layers() * c.num_experts * 3);
+    LoadOptions lo;
+    lo.show_progress = false;
+    cpu::CpuBackend be(load_model(d.str(), lo));
+    ForwardBatch b;
+    const BlockId blk = be.new_block();
+    b.views = {{blk}};
+    for (int32_t id : {1, 2, 3}) b.tokens.push_back({id, 0, blk, true});
+    std::vector<float> logits;
+    be.forward(b, logits);
+    ASSERT_EQ(static_cast<int64_t>(logits.size()), 3 * c.vocab_size);
+    for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  }
+}
+
 TEST(QuantModel, MakeModelRefusesOptionsThatDoNotFit) {
   TempDir d;
   auto make = [&](QCase q, const std::string& preset = "tiny", Arch a = Arch::qwen3) {
