@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "cuda/cuda_check.h"
+#include "cuda/mma.cuh"
 #include "cuda/moe.h"
 
 namespace hogwild::cuda {
@@ -150,21 +151,14 @@ struct MoeArgs {
   bool swiglu;
 };
 
-__device__ __forceinline__ uint4 ld_stream(const bf16* p) {  // read once: keep out of L1
+// mma.cuh's ld_stream, volatile, so that each load stays behind its bounds check: with the
+// non-volatile load this kernel read out of bounds (cuda_moe_test: an illegal address).
+__device__ __forceinline__ uint4 ld_stream_ordered(const bf16* p) {
   uint4 v;
   asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
   return v;
-}
-
-__device__ __forceinline__ void mma_bf16(float c[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 struct WStep {
@@ -177,8 +171,8 @@ __device__ __forceinline__ void load_w(const bf16* w_lo, const bf16* w_hi, int i
   for (int u = 0; u < 4; ++u) {
     const int k = step * 128 + 32 * u + 8 * t;
     if (k < in) {
-      w.lo[u] = ld_stream(w_lo + k);
-      w.hi[u] = ld_stream(w_hi + k);
+      w.lo[u] = ld_stream_ordered(w_lo + k);
+      w.hi[u] = ld_stream_ordered(w_hi + k);
     } else {
       w.lo[u] = w.hi[u] = make_uint4(0, 0, 0, 0);
     }

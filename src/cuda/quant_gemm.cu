@@ -17,6 +17,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/gemm.h"
+#include "cuda/mma.cuh"
 #include "cuda/quant_gemm.h"
 
 namespace hogwild::cuda {
@@ -33,23 +34,6 @@ struct QArgs {
   bf16* y;           // (n_rows, out)
   int n_rows, in, out, group_size, n_groups, words_per_row, n_blocks;
 };
-
-__device__ __forceinline__ uint4 ld_stream(const uint32_t* p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
-
-__device__ __forceinline__ void mma_bf16(float c[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 __device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t mask, uint32_t bits) {
   uint32_t r;  // (a & mask) | bits

@@ -10,6 +10,7 @@
 // added in shared memory.
 #include <atomic>
 
+#include "cuda/mma.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/skinny_gemm.h"
 
@@ -45,23 +46,6 @@ struct SkinnyArgs {
   SkinnyResidualOut res;  // kResidual
   bool cluster_split;     // split-K CTAs of a tile form a cluster (grid.y = cluster size)
 };
-
-__device__ __forceinline__ uint4 ld_stream(const bf16* p) {  // read once: keep out of L1
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
-
-__device__ __forceinline__ void mma_bf16(float c[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 // W row of fragment row j (0..15) of this CTA, clamped into the matrix (clamped rows are computed
 // and discarded). kSwiglu: rows 0-7 are gate features i0 + j, rows 8-15 the matching up features.

@@ -28,6 +28,26 @@ namespace {
 
 const fs::path kGoldenDir = fs::path(HOGWILD_SOURCE_DIR) / "tests/data/hf_golden";
 
+// The largest over rows of max |got - want| / max |want| (relative to the row's largest logit),
+// and that row; got and want (n_rows, vocab).
+std::pair<double, int64_t> worst_row_error(const std::vector<float>& got,
+                                           const std::vector<float>& want, int64_t n_rows,
+                                           int64_t vocab) {
+  double worst = 0;
+  int64_t worst_row = -1;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    double max_diff = 0, max_ref = 0;
+    for (int64_t v = 0; v < vocab; ++v) {
+      const double a = got[r * vocab + v], b = want[r * vocab + v];
+      max_diff = std::max(max_diff, std::abs(a - b));
+      max_ref = std::max(max_ref, std::abs(b));
+    }
+    const double rel = max_diff / max_ref;
+    if (rel > worst) worst = rel, worst_row = r;
+  }
+  return {worst, worst_row};
+}
+
 // Qwen3MoeForCausalLM goldens: tools/hf/make_golden_models_moe.sh writes their models.
 const char* const kMoeGoldens[] = {"qwen3_moe-tiny", "qwen3_moe-tiny-dense-layers",
                                    "qwen3_moe-tiny-no-norm"};
@@ -95,18 +115,7 @@ TEST_P(HfGolden, LogitsAndGreedyTokensMatchTransformers) {
 
   EXPECT_EQ(res.generated, want_ids) << name << ": greedy tokens differ from transformers";
   ASSERT_EQ(got.size(), want.size());
-  double worst = 0;
-  int64_t worst_row = -1;
-  for (int64_t r = 0; r < n_rows; ++r) {
-    double max_diff = 0, max_ref = 0;
-    for (int64_t v = 0; v < vocab; ++v) {
-      const double a = got[r * vocab + v], b = want[r * vocab + v];
-      max_diff = std::max(max_diff, std::abs(a - b));
-      max_ref = std::max(max_ref, std::abs(b));
-    }
-    const double rel = max_diff / max_ref;  // relative to the row's largest logit
-    if (rel > worst) worst = rel, worst_row = r;
-  }
+  const auto [worst, worst_row] = worst_row_error(got, want, n_rows, vocab);
   EXPECT_LE(worst, 1e-4) << name << ": worst row " << worst_row;
   std::printf("%s: max relative error %.3g (row %lld)\n", name.c_str(), worst,
               static_cast<long long>(worst_row));
@@ -182,18 +191,7 @@ TEST_P(HfGoldenFp32OfBf16, OneForwardMatchesTransformersFp32) {
   std::vector<float> got;
   backend.forward(b, got);
   ASSERT_EQ(got.size(), want.size());
-  double worst = 0;
-  int64_t worst_row = -1;
-  for (int64_t r = 0; r < n_rows; ++r) {
-    double max_diff = 0, max_ref = 0;
-    for (int64_t v = 0; v < vocab; ++v) {
-      const double a = got[r * vocab + v], w = want[r * vocab + v];
-      max_diff = std::max(max_diff, std::abs(a - w));
-      max_ref = std::max(max_ref, std::abs(w));
-    }
-    const double rel = max_diff / max_ref;
-    if (rel > worst) worst = rel, worst_row = r;
-  }
+  const auto [worst, worst_row] = worst_row_error(got, want, n_rows, vocab);
   EXPECT_LE(worst, 1e-4) << name << ": worst row " << worst_row;
   std::printf("%s: max relative error %.3g against HF fp32 (row %lld)\n", name.c_str(), worst,
               static_cast<long long>(worst_row));
