@@ -33,8 +33,9 @@ std::string cuda_unsupported(const ModelConfig& c) {
           "the CUDA mixture-of-experts kernels need hidden_size and moe_intermediate_size "
           "divisible by 8, this model has {} and {}",
           c.hidden_size, c.moe_intermediate_size);
-    if (c.quantization_config.method != QuantMethod::none)
-      return "the CUDA backend does not yet run quantized mixture-of-experts checkpoints";
+    if (c.quantization_config.method == QuantMethod::gptq && c.quantization_config.desc_act)
+      return "the CUDA mixture-of-experts kernels do not read GPTQ act-order (desc_act: true) "
+             "experts, whose input permutation differs per expert";
   }
   if (c.head_dim != 64 && c.head_dim != 128)
     return fmt::format("the CUDA attention kernel supports head_dim 64 or 128, this model has {}",
@@ -154,7 +155,7 @@ void CudaBackend::size_kv_pool() {
   if (quantized_) {  // quant_linear's scratch for the largest projection at T rows
     int64_t b = 0;
     for (const DeviceLayer& L : layers_)
-      for (const QuantWeight* q : {&L.qkv_q, &L.o_q, &L.gate_up_q, &L.down_q})
+      for (const QuantWeight* q : {&L.qkv_q, &L.o_q, &L.gate_up_q, &L.down_q})  // not experts
         if (q->format != WeightFormat::dense) b = std::max(b, quant_scratch_bytes(*q, T));
     quant_scratch_ = alloc(std::max<int64_t>(b, 256));
   }

@@ -32,7 +32,7 @@ class Gemm;
 bool cuda_device_available();
 /// Why the CUDA backend cannot run a model of config c (head_dim other than 64/128, a query/KV
 /// head ratio it does not support, more experts or a larger top-k than cuda/moe.h handles,
-/// quantized experts), or "" when it can.
+/// act-order (GPTQ desc_act) experts), or "" when it can.
 std::string cuda_unsupported(const ModelConfig& c);
 
 struct CudaOptions {
@@ -66,6 +66,9 @@ struct DeviceLayer {
   __nv_bfloat16* router = nullptr;           // (num_experts, hidden): mlp.gate
   __nv_bfloat16* experts_gate_up = nullptr;  // (num_experts, 2 moe_intermediate, hidden)
   __nv_bfloat16* experts_down = nullptr;     // (num_experts, hidden, moe_intermediate)
+  // Quantized experts (their bf16 pointers null): all experts' packed rows as one QuantWeight,
+  // expert e's [gate_proj; up_proj] at rows e 2 moe_intermediate and its down_proj at e hidden.
+  QuantWeight experts_gate_up_q, experts_down_q;
 };
 
 class CudaBackend : public Backend {

@@ -213,8 +213,9 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
   // Skinny batches fuse each residual add + RMSNorm into the projections around it
   // (skinny_gemm.h SkinnyNormIn): o-proj / down add to x_ and leave h_ = x_ * w and the rows'
   // sums of squares in a ring slot; qkv / gate-up scale their products by the rows' 1 / RMS.
-  const bool fused = !quantized_ && !has_moe_ && gemm_->use_skinny(T, H) &&
-                     gemm_->use_skinny(T, nh * hd) && gemm_->use_skinny(T, I);
+  // Quantized projections take the same fused path through the skinny kernel's quantized variant.
+  const bool fused = !has_moe_ && gemm_->use_skinny(T, H) && gemm_->use_skinny(T, nh * hd) &&
+                     gemm_->use_skinny(T, I);
   float* ring = gemm_->norm_ring();
   int producer = 0;  // producer i accumulates into slot i % 3 and zeroes slot (i + 1) % 3
   auto slot_of = [&](int i) { return ring + (i % 3) * kSkinnyMaxRows; };
@@ -234,7 +235,11 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
     bf16* layer_pool = pool_ + l * layout_.layer_elems();
     // attention block (input norm done): qkv (+ bias), (q/k norm), K/V append with RoPE,
     // attention, o-proj; then residual add fused with the post-attention norm
-    if (L.qkv_q.format != WeightFormat::dense)
+    const bool qkv_quant = L.qkv_q.format != WeightFormat::dense;
+    if (fused && qkv_quant)
+      skinny_quant_linear(h_, L.qkv_q, L.qkv_bias, qkv_, T, quant_scratch_, stream_,
+                          l > 0 ? norm_in() : SkinnyNormIn{});
+    else if (qkv_quant)
       quant_linear(*gemm_, h_, L.qkv_q, L.qkv_bias, qkv_, T, quant_scratch_, stream_);
     else if (fused && l > 0)
       skinny_linear(h_, L.qkv_proj, L.qkv_bias, qkv_, nullptr, T, H, qkv_dim_, stream_, norm_in());
@@ -261,11 +266,22 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
     }
     const bf16* next_norm = l + 1 < c.num_hidden_layers ? layers_[l + 1].input_layernorm : norm_;
     if (fused) {
-      skinny_residual(attn_, L.o_proj, T, nh * hd, H, residual_out(L.post_attention_layernorm), h_,
-                      stream_);
+      if (L.o_q.format != WeightFormat::dense)
+        skinny_quant_residual(attn_, L.o_q, T, residual_out(L.post_attention_layernorm), h_,
+                              quant_scratch_, stream_);
+      else
+        skinny_residual(attn_, L.o_proj, T, nh * hd, H, residual_out(L.post_attention_layernorm),
+                        h_, stream_);
       // mlp block: gate/up with SwiGLU, down (each with its norm half fused)
-      skinny_swiglu(h_, L.gate_up_proj, act_, T, H, I, stream_, norm_in());
-      skinny_residual(act_, L.down_proj, T, I, H, residual_out(next_norm), h_, stream_);
+      if (L.gate_up_q.format != WeightFormat::dense)
+        skinny_quant_swiglu(h_, L.gate_up_q, act_, T, quant_scratch_, stream_, norm_in());
+      else
+        skinny_swiglu(h_, L.gate_up_proj, act_, T, H, I, stream_, norm_in());
+      if (L.down_q.format != WeightFormat::dense)
+        skinny_quant_residual(act_, L.down_q, T, residual_out(next_norm), h_, quant_scratch_,
+                              stream_);
+      else
+        skinny_residual(act_, L.down_proj, T, I, H, residual_out(next_norm), h_, stream_);
       continue;
     }
     if (L.o_q.format != WeightFormat::dense)
@@ -280,8 +296,14 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
       MoeRoute r = moe_route_;
       r.n_active = moe_active_ + l;
       moe_route(router_logits_, T, Ex, k, c.norm_topk_prob, r, stream_);
-      moe_expert_swiglu(h_, L.experts_gate_up, r, moe_act_, T, H, Im, Ex, k, stream_);
-      moe_expert_down(moe_act_, L.experts_down, r, moe_y_, T, H, Im, Ex, k, stream_);
+      if (L.experts_gate_up_q.format != WeightFormat::dense)
+        moe_expert_swiglu(h_, L.experts_gate_up_q, r, moe_act_, T, H, Im, Ex, k, stream_);
+      else
+        moe_expert_swiglu(h_, L.experts_gate_up, r, moe_act_, T, H, Im, Ex, k, stream_);
+      if (L.experts_down_q.format != WeightFormat::dense)
+        moe_expert_down(moe_act_, L.experts_down_q, r, moe_y_, T, H, Im, Ex, k, stream_);
+      else
+        moe_expert_down(moe_act_, L.experts_down, r, moe_y_, T, H, Im, Ex, k, stream_);
       moe_combine(moe_y_, r, tmp_, T, H, k, stream_);
     } else if (L.gate_up_q.format != WeightFormat::dense) {
       quant_linear(*gemm_, h_, L.gate_up_q, nullptr, gate_up_, T, quant_scratch_, stream_);

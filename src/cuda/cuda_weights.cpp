@@ -59,11 +59,16 @@ int64_t CudaBackend::weight_bytes_per_step() const {
         {&L.qkv_q, qkv_dim_ * H}, {&L.o_q, H * qd}, {&L.gate_up_q, 2 * I * H}, {&L.down_q, H * I}};
     for (const auto& [q, elems] : parts)
       if (q->format != WeightFormat::dense) bytes += q->bytes() - elems * 2;
+    if (L.moe && L.experts_gate_up_q.format != WeightFormat::dense)  // k packed experts
+      bytes += c.num_experts_per_tok * (expert_bytes() - 3 * c.moe_intermediate_size * H * 2);
   }
   return bytes;
 }
 
 int64_t CudaBackend::expert_bytes() const {
+  for (const DeviceLayer& L : layers_)  // packed: the experts' words, scales and zero points
+    if (L.moe && L.experts_gate_up_q.format != WeightFormat::dense)
+      return (L.experts_gate_up_q.bytes() + L.experts_down_q.bytes()) / cfg_.num_experts;
   return 3 * cfg_.moe_intermediate_size * cfg_.hidden_size * 2;
 }
 
@@ -102,11 +107,15 @@ void CudaBackend::set_quant_formats(DeviceLayer& L, int64_t layer) const {
   const WeightFormat f_qkv =
       c.fused_qkv ? fmt_of({"self_attn.qkv_proj"})
                   : fmt_of({"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"});
-  const WeightFormat f_gu =
-      c.fused_gate_up ? fmt_of({"mlp.gate_up_proj"}) : fmt_of({"mlp.gate_proj", "mlp.up_proj"});
   L.qkv_q.format = f_qkv;
   L.o_q.format = fmt_of({"self_attn.o_proj"});
-  L.gate_up_q.format = f_gu;
+  if (c.is_moe_layer(layer)) {  // expert 0 stands for all (each is checked as it loads)
+    L.experts_gate_up_q.format = fmt_of({"mlp.experts.0.gate_proj", "mlp.experts.0.up_proj"});
+    L.experts_down_q.format = fmt_of({"mlp.experts.0.down_proj"});
+    return;
+  }
+  L.gate_up_q.format =
+      c.fused_gate_up ? fmt_of({"mlp.gate_up_proj"}) : fmt_of({"mlp.gate_proj", "mlp.up_proj"});
   L.down_q.format = fmt_of({"mlp.down_proj"});
 }
 
@@ -166,10 +175,11 @@ void CudaBackend::alloc_weights() {
     if (c.is_moe_layer(l)) {
       const int64_t Ex = c.num_experts, Im = c.moe_intermediate_size;
       L.moe = has_moe_ = true;
-      L.gate_up_q.format = L.down_q.format = WeightFormat::dense;  // refused by cuda_unsupported
+      // The router stays dense (model/loader.h is_quantizable_linear).
       L.router = alloc(Ex * H);
-      L.experts_gate_up = alloc(Ex * 2 * Im * H);
-      L.experts_down = alloc(Ex * H * Im);
+      if (L.experts_gate_up_q.format == WeightFormat::dense)
+        L.experts_gate_up = alloc(Ex * 2 * Im * H);
+      if (L.experts_down_q.format == WeightFormat::dense) L.experts_down = alloc(Ex * H * Im);
     } else {
       if (L.gate_up_q.format == WeightFormat::dense) L.gate_up_proj = alloc(2 * I * H);
       if (L.down_q.format == WeightFormat::dense) L.down_proj = alloc(H * I);
@@ -316,6 +326,11 @@ void CudaBackend::random_weights(uint64_t seed) {
     if (d.gate_up_q.format != WeightFormat::dense)
       quant(d.gate_up_q, 2 * I, H, act_order ? &p_h : nullptr);
     if (d.down_q.format != WeightFormat::dense) quant(d.down_q, H, I, act_order ? &p_i : nullptr);
+    const int64_t Ex = c.num_experts, Im = c.moe_intermediate_size;  // experts: no act-order
+    if (d.experts_gate_up_q.format != WeightFormat::dense)
+      quant(d.experts_gate_up_q, Ex * 2 * Im, H, nullptr);
+    if (d.experts_down_q.format != WeightFormat::dense)
+      quant(d.experts_down_q, Ex * H, Im, nullptr);
   }
   for (const DeviceLayer& d : layers_) {
     fill(d.input_layernorm, H, 0.1f, 1.0f);
@@ -330,8 +345,9 @@ void CudaBackend::random_weights(uint64_t seed) {
     if (d.moe) {
       const int64_t Ex = c.num_experts, Im = c.moe_intermediate_size;
       fill(d.router, Ex * H, aH, 0.0f);
-      fill(d.experts_gate_up, Ex * 2 * Im * H, aH, 0.0f);
-      fill(d.experts_down, Ex * H * Im, 1.0f / std::sqrt(static_cast<float>(Im)), 0.0f);
+      if (d.experts_gate_up) fill(d.experts_gate_up, Ex * 2 * Im * H, aH, 0.0f);
+      if (d.experts_down)
+        fill(d.experts_down, Ex * H * Im, 1.0f / std::sqrt(static_cast<float>(Im)), 0.0f);
     }
   }
   fill(norm_, H, 0.1f, 1.0f);
@@ -461,6 +477,25 @@ void CudaBackend::load_checkpoint(const std::string& model_dir, bool show_progre
         return keep_quant(L.o_q, h);
       case TensorKind::down_proj:
         return keep_quant(L.down_q, h);
+      case TensorKind::expert_gate_proj:
+      case TensorKind::expert_up_proj:
+      case TensorKind::expert_down_proj: {
+        // all experts of a layer go up as one matrix: [gate; up] of expert e at part 2 e, 2 e + 1
+        const bool down = t.spec.kind == TensorKind::expert_down_proj;
+        QuantWeight& dst = down ? L.experts_down_q : L.experts_gate_up_q;
+        if (h.format != dst.format || h.perm.size() > 0)
+          fail(
+              "{}: {} is stored {} but expert 0 of layer {} is {}; the CUDA backend needs every "
+              "expert of a layer in one format, without act-order; use --device cpu",
+              model_dir, t.spec.name,
+              h.perm.empty() ? std::string(weight_format_name(h.format)) : "with act-order",
+              t.spec.layer, weight_format_name(dst.format));
+        const int64_t E = c.num_experts;
+        if (down) return fused(dst, 3, static_cast<int>(E), static_cast<int>(t.spec.expert));
+        return fused(dst, 2, static_cast<int>(2 * E),
+                     static_cast<int>(2 * t.spec.expert +
+                                      (t.spec.kind == TensorKind::expert_up_proj ? 1 : 0)));
+      }
       default:
         fail("{}: tensor {} is stored quantized; only linear projections may be", model_dir,
              t.spec.name);
@@ -473,7 +508,11 @@ void CudaBackend::load_checkpoint(const std::string& model_dir, bool show_progre
         continue;
       }
       bf16* dst = dest(t.spec);
-      HOGWILD_CHECK(dst != nullptr);
+      if (!dst)  // a dense expert where expert 0 of its layer is quantized
+        fail(
+            "{}: {} is stored dense but expert 0 of its layer is quantized; the CUDA backend "
+            "needs every expert of a layer in one format; use --device cpu",
+            model_dir, t.spec.name);
       const Dtype dt = t.entry->info->dtype;
       const uint8_t* src = t.entry->file->data(*t.entry->info);
       const size_t n = t.entry->info->numel();
@@ -559,6 +598,8 @@ uint64_t CudaBackend::weight_fingerprint() const {
     add_quant(d.o_q);
     add_quant(d.gate_up_q);
     add_quant(d.down_q);
+    add_quant(d.experts_gate_up_q);
+    add_quant(d.experts_down_q);
     add(d.input_layernorm, H);
     add(d.qkv_proj, qkv_dim_ * H);
     add(d.qkv_bias, qkv_dim_);

@@ -12,6 +12,9 @@
 #include "cuda/cuda_check.h"
 #include "cuda/mma.cuh"
 #include "cuda/moe.h"
+#include "cuda/pdl.cuh"
+#include "cuda/quant_dequant.cuh"
+#include "cuda/quant_gemm.h"
 
 namespace hogwild::cuda {
 namespace {
@@ -56,6 +59,8 @@ __global__ void __launch_bounds__(kRouteThreads)
   __shared__ int eoff[kMoeMaxExperts];
   __shared__ int warp_sums[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  pdl_wait();
+  pdl_launch_dependents();
   for (int e = threadIdx.x; e < kMoeMaxExperts; e += kRouteThreads) cnt[e] = 0;
   for (int t = warp; t < T; t += kRouteThreads / 32) {
     float p[kPerLane];
@@ -143,13 +148,20 @@ __global__ void __launch_bounds__(kRouteThreads)
 
 struct MoeArgs {
   const bf16* x;  // swiglu: (T, in) token rows; down: (T k, in) assignment rows
-  const bf16* W;  // (E, out, in)
+  const bf16* W;  // (E, out, in) bf16; null when the experts are quantized
   bf16* act;      // swiglu: (T k, out / 2)
   float* y;       // down: (T k, out)
   MoeRoute r;
   int in, out;
   bool swiglu;
+  // Quantized experts (quant_gemm.h QuantWeight of E out rows: expert e's row j is row e out + j):
+  // its packed words and (scale, zero point) words, group size, groups and words per row.
+  const uint32_t* qw;
+  const uint32_t* qsz;
+  int group_size, n_groups, words_per_row;
 };
+
+constexpr int kDense = int(WeightFormat::dense);
 
 // mma.cuh's ld_stream, volatile, so that each load stays behind its bounds check: with the
 // non-volatile load this kernel read out of bounds (cuda_moe_test: an illegal address).
@@ -159,6 +171,28 @@ __device__ __forceinline__ uint4 ld_stream_ordered(const bf16* p) {
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
   return v;
+}
+
+// qdev::load_block with ld_stream_ordered's volatile loads (for the same reason).
+template <int F>
+__device__ __forceinline__ void load_qblock(const uint32_t* w_lo, const uint32_t* w_hi, int b,
+                                            int t, qdev::WBlock<F>& wb) {
+  auto ld = [](const uint32_t* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+  };
+  if constexpr (F == int(WeightFormat::int4)) {
+    wb.lo = ld(w_lo + b * 16 + 4 * t);
+    wb.hi = ld(w_hi + b * 16 + 4 * t);
+  } else {
+    wb.lo[0] = ld(w_lo + b * 32 + 8 * t);
+    wb.lo[1] = ld(w_lo + b * 32 + 8 * t + 4);
+    wb.hi[0] = ld(w_hi + b * 32 + 8 * t);
+    wb.hi[1] = ld(w_hi + b * 32 + 8 * t + 4);
+  }
 }
 
 struct WStep {
@@ -180,11 +214,15 @@ __device__ __forceinline__ void load_w(const bf16* w_lo, const bf16* w_hi, int i
 }
 
 // grid (tiles, moe_max_active), kWarps * 32 threads. swiglu: tile = 8 features (gate rows i,
-// up rows I + i); down: tile = 16 output rows.
-template <int NT>
+// up rows I + i); down: tile = 16 output rows. F: kDense (bf16 W) or a packed WeightFormat (qw,
+// qsz: the block's exact bf16 products scaled by the group scales, as in skinny_quant_kernel;
+// PB: groups of whole 128-k blocks).
+template <int F, bool PB, int NT>
 __global__ void __launch_bounds__(kWarps * 32) moe_mma_kernel(MoeArgs a) {
   __shared__ float red[kWarps][NT][32][4];
   const int slot = blockIdx.y;
+  pdl_wait();  // the routing is the previous kernel's output
+  pdl_launch_dependents();
   if (slot >= *a.r.n_active) return;
   const int e = a.r.active[slot], n = a.r.counts[slot], off = a.r.offsets[slot];
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
@@ -197,10 +235,21 @@ __global__ void __launch_bounds__(kWarps * 32) moe_mma_kernel(MoeArgs a) {
     row_lo = min(int(blockIdx.x) * 16 + g, a.out - 1);
     row_hi = min(int(blockIdx.x) * 16 + g + 8, a.out - 1);
   }
-  const bf16* We = a.W + int64_t(e) * a.out * a.in;
-  const bf16* w_lo = We + int64_t(row_lo) * a.in;
-  const bf16* w_hi = We + int64_t(row_hi) * a.in;
   const int n_steps = (a.in + 127) / 128;
+  const bf16* w_lo = nullptr;
+  const bf16* w_hi = nullptr;
+  const uint32_t *qw_lo = nullptr, *qw_hi = nullptr, *sz_lo = nullptr, *sz_hi = nullptr;
+  if constexpr (F == kDense) {
+    const bf16* We = a.W + int64_t(e) * a.out * a.in;
+    w_lo = We + int64_t(row_lo) * a.in;
+    w_hi = We + int64_t(row_hi) * a.in;
+  } else {
+    const int64_t r_lo = int64_t(e) * a.out + row_lo, r_hi = int64_t(e) * a.out + row_hi;
+    qw_lo = a.qw + r_lo * a.words_per_row;
+    qw_hi = a.qw + r_hi * a.words_per_row;
+    sz_lo = a.qsz + r_lo * a.n_groups;
+    sz_hi = a.qsz + r_hi * a.n_groups;
+  }
 
   for (int p0 = 0; p0 < n; p0 += 8 * NT) {
     const bf16* xr[NT];
@@ -217,23 +266,73 @@ __global__ void __launch_bounds__(kWarps * 32) moe_mma_kernel(MoeArgs a) {
     for (int j = 0; j < NT; ++j)
 #pragma unroll
       for (int i = 0; i < 4; ++i) c[j][i] = 0.0f;
-    WStep w0, w1;
-    int s = warp;
-    if (s < n_steps) load_w(w_lo, w_hi, a.in, s, t, w0);
-    for (; s < n_steps; s += kWarps) {
-      if (s + kWarps < n_steps) load_w(w_lo, w_hi, a.in, s + kWarps, t, w1);
+    if constexpr (F == kDense) {
+      WStep w0, w1;
+      int s = warp;
+      if (s < n_steps) load_w(w_lo, w_hi, a.in, s, t, w0);
+      for (; s < n_steps; s += kWarps) {
+        if (s + kWarps < n_steps) load_w(w_lo, w_hi, a.in, s + kWarps, t, w1);
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int k = s * 128 + 32 * u;
+        for (int u = 0; u < 4; ++u) {
+          const int k = s * 128 + 32 * u;
 #pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          uint4 xv = make_uint4(0, 0, 0, 0);
-          if (live[j] && k + 8 * t < a.in) xv = __ldg(reinterpret_cast<const uint4*>(xr[j] + k));
-          mma_bf16(c[j], w0.lo[u].x, w0.hi[u].x, w0.lo[u].y, w0.hi[u].y, xv.x, xv.y);
-          mma_bf16(c[j], w0.lo[u].z, w0.hi[u].z, w0.lo[u].w, w0.hi[u].w, xv.z, xv.w);
+          for (int j = 0; j < NT; ++j) {
+            uint4 xv = make_uint4(0, 0, 0, 0);
+            if (live[j] && k + 8 * t < a.in) xv = __ldg(reinterpret_cast<const uint4*>(xr[j] + k));
+            mma_bf16(c[j], w0.lo[u].x, w0.hi[u].x, w0.lo[u].y, w0.hi[u].y, xv.x, xv.y);
+            mma_bf16(c[j], w0.lo[u].z, w0.hi[u].z, w0.lo[u].w, w0.hi[u].w, xv.z, xv.w);
+          }
         }
+        w0 = w1;
       }
-      w0 = w1;
+    } else {
+      qdev::WBlock<F> w0, w1;
+      int b = warp;
+      if (b < n_steps) load_qblock<F>(qw_lo, qw_hi, b, t, w0);
+      for (; b < n_steps; b += kWarps) {
+        if (b + kWarps < n_steps) load_qblock<F>(qw_lo, qw_hi, b + kWarps, t, w1);
+        float cb[NT][4];  // PB: the block's products before the scale
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) cb[j][i] = 0.0f;
+        uint32_t s_lo = 0, s_hi = 0;
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const int k = b * 128 + 32 * u;
+          if (!PB || u == 0) {
+            const int grp = min(k / a.group_size, a.n_groups - 1);
+            s_lo = __ldg(sz_lo + grp), s_hi = __ldg(sz_hi + grp);
+          }
+          uint32_t af[8];
+          qdev::chunk_fragments<F>(w0, u, qdev::zero_pair(s_lo), qdev::zero_pair(s_hi), af);
+          const float f_lo = qdev::scale_of(s_lo, F), f_hi = qdev::scale_of(s_hi, F);
+#pragma unroll
+          for (int j = 0; j < NT; ++j) {
+            uint4 xv = make_uint4(0, 0, 0, 0);
+            if (live[j] && k + 8 * t < a.in) xv = __ldg(reinterpret_cast<const uint4*>(xr[j] + k));
+            if constexpr (PB) {
+              mma_bf16(cb[j], af[0], af[1], af[2], af[3], xv.x, xv.y);
+              mma_bf16(cb[j], af[4], af[5], af[6], af[7], xv.z, xv.w);
+            } else {
+              float cu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+              mma_bf16(cu, af[0], af[1], af[2], af[3], xv.x, xv.y);
+              mma_bf16(cu, af[4], af[5], af[6], af[7], xv.z, xv.w);
+              c[j][0] += cu[0] * f_lo, c[j][1] += cu[1] * f_lo;
+              c[j][2] += cu[2] * f_hi, c[j][3] += cu[3] * f_hi;
+            }
+          }
+        }
+        if constexpr (PB) {
+          const float f_lo = qdev::scale_of(s_lo, F), f_hi = qdev::scale_of(s_hi, F);
+#pragma unroll
+          for (int j = 0; j < NT; ++j) {
+            c[j][0] += cb[j][0] * f_lo, c[j][1] += cb[j][1] * f_lo;
+            c[j][2] += cb[j][2] * f_hi, c[j][3] += cb[j][3] * f_hi;
+          }
+        }
+        w0 = w1;
+      }
     }
 #pragma unroll
     for (int j = 0; j < NT; ++j)
@@ -272,6 +371,8 @@ __global__ void __launch_bounds__(kWarps * 32) moe_mma_kernel(MoeArgs a) {
 
 __global__ void moe_combine_kernel(const float* y, MoeRoute r, bf16* out, int H, int k) {
   const int t = blockIdx.x;
+  pdl_wait();
+  pdl_launch_dependents();
   for (int h = threadIdx.x; h < H; h += blockDim.x) {
     float s = 0.0f;
     for (int j = 0; j < k; ++j) {
@@ -282,17 +383,37 @@ __global__ void moe_combine_kernel(const float* y, MoeRoute r, bf16* out, int H,
   }
 }
 
-void launch_experts(MoeArgs a, int64_t T, int64_t E, int64_t k, int64_t tiles,
-                    cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(moe_max_active(T, E, k)));
+template <int F, bool PB>
+void launch_experts_as(const MoeArgs& a, dim3 grid, int64_t T, cudaStream_t stream) {
   // rows per expert <= T (a row chooses an expert at most once)
   if (T <= 8)
-    moe_mma_kernel<1><<<grid, kWarps * 32, 0, stream>>>(a);
+    launch_pdl(moe_mma_kernel<F, PB, 1>, grid, dim3(kWarps * 32), 0, stream, a);
   else if (T <= 16)
-    moe_mma_kernel<2><<<grid, kWarps * 32, 0, stream>>>(a);
+    launch_pdl(moe_mma_kernel<F, PB, 2>, grid, dim3(kWarps * 32), 0, stream, a);
   else
-    moe_mma_kernel<4><<<grid, kWarps * 32, 0, stream>>>(a);
-  HOGWILD_CUDA_CHECK(cudaGetLastError());
+    launch_pdl(moe_mma_kernel<F, PB, 4>, grid, dim3(kWarps * 32), 0, stream, a);
+}
+
+// W: the experts' weights when quantized (a.W null), else null.
+void launch_experts(MoeArgs a, const QuantWeight* W, int64_t T, int64_t E, int64_t k, int64_t tiles,
+                    cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(moe_max_active(T, E, k)));
+  if (!W) return launch_experts_as<kDense, false>(a, grid, T, stream);
+  HOGWILD_CUDA_REQUIRE(W->out == E * a.out && W->in == a.in && W->perm == nullptr &&
+                       W->group_size % 32 == 0 &&
+                       (W->format == WeightFormat::int4 || W->format == WeightFormat::fp8));
+  a.qw = W->w;
+  a.qsz = W->sz;
+  a.group_size = static_cast<int>(W->group_size);
+  a.n_groups = static_cast<int>(W->n_groups);
+  a.words_per_row =
+      static_cast<int>((W->in + 127) / 128 * (W->format == WeightFormat::int4 ? 16 : 32));
+  const bool pb = W->group_size % 128 == 0;
+  constexpr int kInt4 = int(WeightFormat::int4), kFp8 = int(WeightFormat::fp8);
+  if (W->format == WeightFormat::int4)
+    (pb ? launch_experts_as<kInt4, true> : launch_experts_as<kInt4, false>)(a, grid, T, stream);
+  else
+    (pb ? launch_experts_as<kFp8, true> : launch_experts_as<kFp8, false>)(a, grid, T, stream);
 }
 
 int64_t align16(int64_t b) { return (b + 15) / 16 * 16; }
@@ -325,9 +446,8 @@ void moe_route(const float* logits, int64_t T, int64_t E, int64_t k, bool norm_t
                const MoeRoute& r, cudaStream_t stream) {
   HOGWILD_CUDA_REQUIRE(T >= 1 && E >= 1 && E <= kMoeMaxExperts && k >= 1 && k <= E &&
                        k <= kMoeMaxTopK && T * k < (int64_t(1) << 31));
-  moe_route_kernel<<<1, kRouteThreads, 0, stream>>>(
-      logits, static_cast<int>(T), static_cast<int>(E), static_cast<int>(k), norm_topk_prob, r);
-  HOGWILD_CUDA_CHECK(cudaGetLastError());
+  launch_pdl(moe_route_kernel, dim3(1), dim3(kRouteThreads), 0, stream, logits, static_cast<int>(T),
+             static_cast<int>(E), static_cast<int>(k), norm_topk_prob, r);
 }
 
 void moe_expert_swiglu(const bf16* x, const bf16* W_gate_up, const MoeRoute& r, bf16* act,
@@ -337,7 +457,7 @@ void moe_expert_swiglu(const bf16* x, const bf16* W_gate_up, const MoeRoute& r, 
   MoeArgs a{};
   a.x = x, a.W = W_gate_up, a.act = act, a.r = r;
   a.in = static_cast<int>(H), a.out = static_cast<int>(2 * I), a.swiglu = true;
-  launch_experts(a, T, E, k, (I + 7) / 8, stream);
+  launch_experts(a, nullptr, T, E, k, (I + 7) / 8, stream);
 }
 
 void moe_expert_down(const bf16* act, const bf16* W_down, const MoeRoute& r, float* y, int64_t T,
@@ -347,14 +467,31 @@ void moe_expert_down(const bf16* act, const bf16* W_down, const MoeRoute& r, flo
   MoeArgs a{};
   a.x = act, a.W = W_down, a.y = y, a.r = r;
   a.in = static_cast<int>(I), a.out = static_cast<int>(H), a.swiglu = false;
-  launch_experts(a, T, E, k, (H + 15) / 16, stream);
+  launch_experts(a, nullptr, T, E, k, (H + 15) / 16, stream);
+}
+
+void moe_expert_swiglu(const bf16* x, const QuantWeight& W_gate_up, const MoeRoute& r, bf16* act,
+                       int64_t T, int64_t H, int64_t I, int64_t E, int64_t k, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(H % 8 == 0 && I >= 1 && reinterpret_cast<uintptr_t>(x) % 16 == 0);
+  MoeArgs a{};
+  a.x = x, a.act = act, a.r = r;
+  a.in = static_cast<int>(H), a.out = static_cast<int>(2 * I), a.swiglu = true;
+  launch_experts(a, &W_gate_up, T, E, k, (I + 7) / 8, stream);
+}
+
+void moe_expert_down(const bf16* act, const QuantWeight& W_down, const MoeRoute& r, float* y,
+                     int64_t T, int64_t H, int64_t I, int64_t E, int64_t k, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(I % 8 == 0 && H >= 1 && reinterpret_cast<uintptr_t>(act) % 16 == 0);
+  MoeArgs a{};
+  a.x = act, a.y = y, a.r = r;
+  a.in = static_cast<int>(I), a.out = static_cast<int>(H), a.swiglu = false;
+  launch_experts(a, &W_down, T, E, k, (H + 15) / 16, stream);
 }
 
 void moe_combine(const float* y, const MoeRoute& r, bf16* out, int64_t T, int64_t H, int64_t k,
                  cudaStream_t stream) {
-  moe_combine_kernel<<<static_cast<unsigned>(T), 256, 0, stream>>>(y, r, out, static_cast<int>(H),
-                                                                   static_cast<int>(k));
-  HOGWILD_CUDA_CHECK(cudaGetLastError());
+  launch_pdl(moe_combine_kernel, dim3(static_cast<unsigned>(T)), dim3(256), 0, stream, y, r, out,
+             static_cast<int>(H), static_cast<int>(k));
 }
 
 }  // namespace hogwild::cuda

@@ -23,6 +23,8 @@
 
 namespace hogwild::cuda {
 
+struct QuantWeight;  // quant_gemm.h
+
 /// Largest expert count and top-k moe_route supports (Qwen3-MoE: 128 and 8).
 inline constexpr int kMoeMaxExperts = 512;
 inline constexpr int kMoeMaxTopK = 32;
@@ -62,6 +64,17 @@ void moe_expert_swiglu(const __nv_bfloat16* x, const __nv_bfloat16* W_gate_up, c
 /// y (T k, H) fp32, row p = act[p] W_down_e^T for the expert e of assignment p; W_down (E, H, I)
 /// bf16; act (T k, I) bf16. PRECONDITION: I % 8 == 0, 16-byte aligned.
 void moe_expert_down(const __nv_bfloat16* act, const __nv_bfloat16* W_down, const MoeRoute& r,
+                     float* y, int64_t T, int64_t H, int64_t I, int64_t E, int64_t k,
+                     cudaStream_t stream);
+
+/// The same two products over quantized experts (quant_gemm.h): W_gate_up a QuantWeight of
+/// (E 2 I, H) rows (expert e's gate rows then up rows at e 2 I), W_down of (E H, I) rows; int4
+/// (group sizes that are multiples of 32) or fp8, without act-order. Dequantized in registers; each
+/// chosen expert's packed words are read once per forward. PRECONDITION: as above.
+void moe_expert_swiglu(const __nv_bfloat16* x, const QuantWeight& W_gate_up, const MoeRoute& r,
+                       __nv_bfloat16* act, int64_t T, int64_t H, int64_t I, int64_t E, int64_t k,
+                       cudaStream_t stream);
+void moe_expert_down(const __nv_bfloat16* act, const QuantWeight& W_down, const MoeRoute& r,
                      float* y, int64_t T, int64_t H, int64_t I, int64_t E, int64_t k,
                      cudaStream_t stream);
 

@@ -18,6 +18,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/gemm.h"
 #include "cuda/mma.cuh"
+#include "cuda/quant_dequant.cuh"
 #include "cuda/quant_gemm.h"
 
 namespace hogwild::cuda {
@@ -35,93 +36,7 @@ struct QArgs {
   int n_rows, in, out, group_size, n_groups, words_per_row, n_blocks;
 };
 
-__device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t mask, uint32_t bits) {
-  uint32_t r;  // (a & mask) | bits
-  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(r) : "r"(a), "r"(mask), "r"(bits));
-  return r;
-}
-
-__device__ __forceinline__ uint32_t bsub2(uint32_t a, uint32_t b) {
-  __nv_bfloat162 r =
-      __hsub2(*reinterpret_cast<__nv_bfloat162*>(&a), *reinterpret_cast<__nv_bfloat162*>(&b));
-  return *reinterpret_cast<uint32_t*>(&r);
-}
-
-// One int4 word (nibble p holds k offset kInt4Order[p] = {0,2,4,6,1,3,5,7}[p]) -> the four bf16
-// pairs (k 0,1), (2,3), (4,5), (6,7) of q - z; zz = bf16x2(128 + z, 128 + z). 0x4300 | q is the
-// bf16 number 128 + q, so the subtraction is exact.
-__device__ __forceinline__ void int4_pairs(uint32_t q, uint32_t zz, uint32_t p[4]) {
-  p[0] = bsub2(lop3_and_or(q, 0x000f000fu, 0x43004300u), zz);
-  p[1] = bsub2(lop3_and_or(q >> 4, 0x000f000fu, 0x43004300u), zz);
-  p[2] = bsub2(lop3_and_or(q >> 8, 0x000f000fu, 0x43004300u), zz);
-  p[3] = bsub2(lop3_and_or(q >> 12, 0x000f000fu, 0x43004300u), zz);
-}
-
-// Two e4m3 bytes (bytes 0 and 1 of v) -> bf16x2 of their exact values. The magnitude bits shifted
-// into bf16's exponent/mantissa give the value times 2^-120 (e4m3 subnormals become bf16
-// subnormals); one exact multiply by 2^120 restores it.
-__device__ __forceinline__ uint32_t fp8_pair(uint32_t v) {
-  const uint32_t x = __byte_perm(v, 0u, 0x4140);  // byte 0 -> bits 0-7, byte 1 -> bits 16-23
-  const uint32_t bits = ((x << 8) & 0x80008000u) | ((x << 4) & 0x07f007f0u);
-  const __nv_bfloat162 scale = __floats2bfloat162_rn(0x1p120f, 0x1p120f);
-  __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&bits), scale);
-  return *reinterpret_cast<uint32_t*>(&r);
-}
-
-template <int F>
-struct WBlock;  // one K block of rows g and g + 8, as the lane loads it
-template <>
-struct WBlock<int(WeightFormat::int4)> {
-  uint4 lo, hi;
-};
-template <>
-struct WBlock<int(WeightFormat::fp8)> {
-  uint4 lo[2], hi[2];
-};
-
-template <int F>
-__device__ __forceinline__ void load_block(const QArgs& a, const uint32_t* w_lo,
-                                           const uint32_t* w_hi, int b, int t, WBlock<F>& wb) {
-  if constexpr (F == int(WeightFormat::int4)) {
-    wb.lo = ld_stream(w_lo + b * 16 + 4 * t);
-    wb.hi = ld_stream(w_hi + b * 16 + 4 * t);
-  } else {
-    wb.lo[0] = ld_stream(w_lo + b * 32 + 8 * t);
-    wb.lo[1] = ld_stream(w_lo + b * 32 + 8 * t + 4);
-    wb.hi[0] = ld_stream(w_hi + b * 32 + 8 * t);
-    wb.hi[1] = ld_stream(w_hi + b * 32 + 8 * t + 4);
-  }
-}
-
-__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
-  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
-// The A fragments of chunk u (rows lo, hi): a[0..3] for elements 0-3, a[4..7] for 4-7.
-template <int F>
-__device__ __forceinline__ void chunk_fragments(const WBlock<F>& wb, int u, uint32_t zz_lo,
-                                                uint32_t zz_hi, uint32_t a[8]) {
-  if constexpr (F == int(WeightFormat::int4)) {
-    uint32_t pl[4], ph[4];
-    int4_pairs(word(wb.lo, u), zz_lo, pl);
-    int4_pairs(word(wb.hi, u), zz_hi, ph);
-    a[0] = pl[0], a[1] = ph[0], a[2] = pl[1], a[3] = ph[1];
-    a[4] = pl[2], a[5] = ph[2], a[6] = pl[3], a[7] = ph[3];
-  } else {
-    // bytes 8 u .. 8 u + 7 of the lane's 32: words 2 u, 2 u + 1
-    const uint4& l = wb.lo[u / 2];
-    const uint4& h = wb.hi[u / 2];
-    const uint32_t l0 = (u & 1) ? l.z : l.x, l1 = (u & 1) ? l.w : l.y;
-    const uint32_t h0 = (u & 1) ? h.z : h.x, h1 = (u & 1) ? h.w : h.y;
-    a[0] = fp8_pair(l0), a[1] = fp8_pair(h0), a[2] = fp8_pair(l0 >> 16), a[3] = fp8_pair(h0 >> 16);
-    a[4] = fp8_pair(l1), a[5] = fp8_pair(h1), a[6] = fp8_pair(l1 >> 16), a[7] = fp8_pair(h1 >> 16);
-  }
-}
-
-__device__ __forceinline__ float scale_of(uint32_t sz, int F) {
-  if (F == int(WeightFormat::int4)) return __half2float(__ushort_as_half(uint16_t(sz & 0xffffu)));
-  return __uint_as_float(sz);
-}
+using namespace qdev;
 
 // grid ceil(out / 16), kWarps * 32 threads. NT n-tiles of 8 token rows (n_rows <= 8 NT).
 // PB: group_size is a multiple of 128, so one scale per row holds for a whole block.
@@ -141,7 +56,7 @@ __global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
   WBlock<F> buf[kStages];
 #pragma unroll
   for (int i = 0; i < kStages; ++i)
-    if (warp + i * kWarps < a.n_blocks) load_block<F>(a, w_lo, w_hi, warp + i * kWarps, t, buf[i]);
+    if (warp + i * kWarps < a.n_blocks) load_block<F>(w_lo, w_hi, warp + i * kWarps, t, buf[i]);
 
   float acc[NT][4];
 #pragma unroll
@@ -201,8 +116,7 @@ __global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
         const uint32_t s_lo = sv[PB ? 0 : u][0], s_hi = sv[PB ? 0 : u][1];
-        const uint32_t zz_lo = (s_lo & 0xffff0000u) | (s_lo >> 16);
-        const uint32_t zz_hi = (s_hi & 0xffff0000u) | (s_hi >> 16);
+        const uint32_t zz_lo = zero_pair(s_lo), zz_hi = zero_pair(s_hi);
         uint32_t af[8];
         chunk_fragments<F>(buf[i], u, zz_lo, zz_hi, af);
 #pragma unroll
@@ -233,7 +147,7 @@ __global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
         }
       }
       if (b + kStages * kWarps < a.n_blocks)
-        load_block<F>(a, w_lo, w_hi, b + kStages * kWarps, t, buf[i]);
+        load_block<F>(w_lo, w_hi, b + kStages * kWarps, t, buf[i]);
     }
   }
 #pragma unroll
@@ -335,19 +249,25 @@ void dequantize_to_bf16(const QuantWeight& W, bf16* dst, cudaStream_t stream) {
   HOGWILD_CUDA_CHECK(cudaGetLastError());
 }
 
+const bf16* gather_act_order(const bf16* x, const QuantWeight& W, int64_t n_rows, void* scratch,
+                             cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(W.perm != nullptr);
+  const int64_t n = n_rows * W.in;
+  auto* xp = static_cast<bf16*>(scratch);
+  gather_cols_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+      x, W.perm, xp, static_cast<int>(n_rows), static_cast<int>(W.in));
+  HOGWILD_CUDA_CHECK(cudaGetLastError());
+  return xp;
+}
+
 void quant_linear(Gemm& gemm, const bf16* x, const QuantWeight& W, const bf16* bias, bf16* y,
                   int64_t n_rows, void* scratch, cudaStream_t stream) {
   HOGWILD_CUDA_REQUIRE(W.format == WeightFormat::int4 || W.format == WeightFormat::fp8);
   HOGWILD_CUDA_REQUIRE(W.in % 8 == 0 && n_rows >= 1);
   auto* s = static_cast<uint8_t*>(scratch);
   if (W.perm) {
-    const int64_t n = n_rows * W.in;
-    auto* xp = reinterpret_cast<bf16*>(s);
-    gather_cols_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
-        x, W.perm, xp, static_cast<int>(n_rows), static_cast<int>(W.in));
-    HOGWILD_CUDA_CHECK(cudaGetLastError());
-    x = xp;
-    s += (n * 2 + 255) / 256 * 256;
+    x = gather_act_order(x, W, n_rows, scratch, stream);
+    s += (n_rows * W.in * 2 + 255) / 256 * 256;
   }
   if (n_rows > kQuantChunkedRows) {
     auto* wb = reinterpret_cast<bf16*>(s);

@@ -88,6 +88,12 @@ void quant_linear(Gemm& gemm, const __nv_bfloat16* x, const QuantWeight& W,
                   cudaStream_t stream);
 int64_t quant_scratch_bytes(const QuantWeight& W, int64_t n_rows);
 
+/// x (n_rows, in) bf16 with its columns in W's act-order (column j = x column W.perm[j]), written
+/// to the start of scratch (n_rows * in * 2 bytes, within quant_scratch_bytes); returns it. W.perm
+/// must be set.
+const __nv_bfloat16* gather_act_order(const __nv_bfloat16* x, const QuantWeight& W, int64_t n_rows,
+                                      void* scratch, cudaStream_t stream);
+
 /// W as bf16 (out, in) row-major: bf16((q - z) s) (int4) or bf16(e4m3 s) (fp8). For the cuBLAS
 /// path and tests.
 void dequantize_to_bf16(const QuantWeight& W, __nv_bfloat16* dst, cudaStream_t stream);

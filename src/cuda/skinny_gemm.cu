@@ -12,6 +12,8 @@
 
 #include "cuda/mma.cuh"
 #include "cuda/pdl.cuh"
+#include "cuda/quant_dequant.cuh"
+#include "cuda/quant_gemm.h"
 #include "cuda/skinny_gemm.h"
 
 namespace hogwild::cuda {
@@ -45,6 +47,11 @@ struct SkinnyArgs {
   SkinnyNormIn norm;      // ss == null: no scaling
   SkinnyResidualOut res;  // kResidual
   bool cluster_split;     // split-K CTAs of a tile form a cluster (grid.y = cluster size)
+  // Quantized W (skinny_quant_kernel; W is then null): QuantWeight's w and sz, group size, groups
+  // per row and words per row (quant_gemm.h).
+  const uint32_t* qw;
+  const uint32_t* qsz;
+  int group_size, n_groups, words_per_row;
 };
 
 // W row of fragment row j (0..15) of this CTA, clamped into the matrix (clamped rows are computed
@@ -111,52 +118,13 @@ __device__ __forceinline__ void prefetch_epilogue(const SkinnyArgs& a, int lane,
   if (a.norm.ss && lane == 8) prefetch_l1(a.norm.ss);
 }
 
-// grid ceil(out / 16) (kSwiglu: ceil(out / 2 / 8)), kWarps * 32 threads.
-__global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
+// The end of a tile, after every warp has its fp32 sums c of the mma fragment (c[0], c[1]: W row
+// g, tokens 2t, 2t + 1; c[2], c[3]: W row g + 8): the warps' sums added in shared memory, the
+// split-K CTAs merged, then the epilogue of a.mode. Shared by the bf16 and the quantized kernels.
+__device__ __forceinline__ void finish_tile(const SkinnyArgs& a, float (&c)[4], int warp,
+                                            int lane) {
   __shared__ float red[kWarps][32][4];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
-  const bf16* w_lo = a.W + w_row(a, g) * a.in + 8 * t;
-  const bf16* w_hi = a.W + w_row(a, g + 8) * a.in + 8 * t;
-  const bool x_live = g < a.n_rows;
-  const bf16* xr = a.x + int64_t(x_live ? g : 0) * a.in + 8 * t;
-  const int all_steps = (a.in + kStepK - 1) / kStepK;
-  const int per_split = (all_steps + gridDim.y - 1) / gridDim.y;
-  const int s_begin = blockIdx.y * per_split;
-  const int n_steps = min(all_steps, s_begin + per_split);  // this CTA: steps [s_begin, n_steps)
-
-  // Weights do not depend on earlier kernels: the first two steps' loads are issued before
-  // pdl_wait, so they overlap the previous kernel's tail. (A bulk L2 prefetch of more of the
-  // CTA's rows here measured slower: 5.03 vs 4.88 ms per Qwen3-8B step.) Then one step in flight
-  // while the other is multiplied.
-  uint4 lo0[kU], hi0[kU], lo1[kU], hi1[kU], x0[kU], x1[kU];
-  int s = s_begin + warp;
-  if (s < n_steps) load_step(a, w_lo, w_hi, s, t, lo0, hi0);
-  if (s + kWarps < n_steps) load_step(a, w_lo, w_hi, s + kWarps, t, lo1, hi1);
-  // The epilogue's few reads (the norm weight or bias, after the wait the residual rows and the
-  // sums of squares) are prefetched to L1 now, so that the tile's end does not wait on an HBM or
-  // L2 round trip.
-  if (warp == 0) prefetch_epilogue(a, lane, false);
-  pdl_wait();
-  pdl_launch_dependents();
-  if (warp == 0) prefetch_epilogue(a, lane, true);
-  if (s < n_steps) load_x(a, xr, x_live, s, t, x0);
-  if (s + kWarps < n_steps) load_x(a, xr, x_live, s + kWarps, t, x1);
-
-  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (; s < n_steps; s += 2 * kWarps) {
-    mma_step(lo0, hi0, x0, c);
-    if (s + 2 * kWarps < n_steps) {
-      load_step(a, w_lo, w_hi, s + 2 * kWarps, t, lo0, hi0);
-      load_x(a, xr, x_live, s + 2 * kWarps, t, x0);
-    }
-    if (s + kWarps >= n_steps) break;
-    mma_step(lo1, hi1, x1, c);
-    if (s + 3 * kWarps < n_steps) {
-      load_step(a, w_lo, w_hi, s + 3 * kWarps, t, lo1, hi1);
-      load_x(a, xr, x_live, s + 3 * kWarps, t, x1);
-    }
-  }
 #pragma unroll
   for (int i = 0; i < 4; ++i) red[warp][lane][i] = c[i];
   __syncthreads();
@@ -281,17 +249,153 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
   }
 }
 
-// CTAs resident at once on the device.
-int resident_ctas() {
-  static const int n = [] {
-    int dev = 0, sms = 0, per_sm = 0;
-    HOGWILD_CUDA_CHECK(cudaGetDevice(&dev));
-    HOGWILD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    HOGWILD_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, skinny_mma_kernel, kWarps * 32, 0));
-    return sms * per_sm;
-  }();
-  return n;
+// grid ceil(out / 16) (kSwiglu: ceil(out / 2 / 8)), kWarps * 32 threads.
+__global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const bf16* w_lo = a.W + w_row(a, g) * a.in + 8 * t;
+  const bf16* w_hi = a.W + w_row(a, g + 8) * a.in + 8 * t;
+  const bool x_live = g < a.n_rows;
+  const bf16* xr = a.x + int64_t(x_live ? g : 0) * a.in + 8 * t;
+  const int all_steps = (a.in + kStepK - 1) / kStepK;
+  const int per_split = (all_steps + gridDim.y - 1) / gridDim.y;
+  const int s_begin = blockIdx.y * per_split;
+  const int n_steps = min(all_steps, s_begin + per_split);  // this CTA: steps [s_begin, n_steps)
+
+  // Weights do not depend on earlier kernels: the first two steps' loads are issued before
+  // pdl_wait, so they overlap the previous kernel's tail. (A bulk L2 prefetch of more of the
+  // CTA's rows here measured slower: 5.03 vs 4.88 ms per Qwen3-8B step.) Then one step in flight
+  // while the other is multiplied.
+  uint4 lo0[kU], hi0[kU], lo1[kU], hi1[kU], x0[kU], x1[kU];
+  int s = s_begin + warp;
+  if (s < n_steps) load_step(a, w_lo, w_hi, s, t, lo0, hi0);
+  if (s + kWarps < n_steps) load_step(a, w_lo, w_hi, s + kWarps, t, lo1, hi1);
+  // The epilogue's few reads (the norm weight or bias, after the wait the residual rows and the
+  // sums of squares) are prefetched to L1 now, so that the tile's end does not wait on an HBM or
+  // L2 round trip.
+  if (warp == 0) prefetch_epilogue(a, lane, false);
+  pdl_wait();
+  pdl_launch_dependents();
+  if (warp == 0) prefetch_epilogue(a, lane, true);
+  if (s < n_steps) load_x(a, xr, x_live, s, t, x0);
+  if (s + kWarps < n_steps) load_x(a, xr, x_live, s + kWarps, t, x1);
+
+  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (; s < n_steps; s += 2 * kWarps) {
+    mma_step(lo0, hi0, x0, c);
+    if (s + 2 * kWarps < n_steps) {
+      load_step(a, w_lo, w_hi, s + 2 * kWarps, t, lo0, hi0);
+      load_x(a, xr, x_live, s + 2 * kWarps, t, x0);
+    }
+    if (s + kWarps >= n_steps) break;
+    mma_step(lo1, hi1, x1, c);
+    if (s + 3 * kWarps < n_steps) {
+      load_step(a, w_lo, w_hi, s + 3 * kWarps, t, lo1, hi1);
+      load_x(a, xr, x_live, s + 3 * kWarps, t, x1);
+    }
+  }
+  finish_tile(a, c, warp, lane);
+}
+
+// The same tile over a quantized W (quant_gemm.h QuantWeight, quant_dequant.cuh): a warp step is
+// one 128-k block, whose packed words are 4x (int4) or 2x (fp8) fewer bytes than bf16 ones, so
+// kQStages blocks per warp are in flight (the same registers as the bf16 kernel's two steps). x
+// and the scales of a block are loaded one block ahead. A block's fp32 product is multiplied by
+// its rows' group scales (PB: groups of whole blocks, one scale per block; else per 32-k chunk).
+template <int F>
+inline constexpr int kQStages = F == int(WeightFormat::int4) ? 8 : 4;
+
+template <int F, bool PB>
+__global__ void __launch_bounds__(kWarps * 32) skinny_quant_kernel(SkinnyArgs a) {
+  constexpr int S = kQStages<F>;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t r_lo = w_row(a, g), r_hi = w_row(a, g + 8);
+  const uint32_t* w_lo = a.qw + r_lo * a.words_per_row;
+  const uint32_t* w_hi = a.qw + r_hi * a.words_per_row;
+  const uint32_t* sz_lo = a.qsz + r_lo * a.n_groups;
+  const uint32_t* sz_hi = a.qsz + r_hi * a.n_groups;
+  const bool x_live = g < a.n_rows;
+  const bf16* xr = a.x + int64_t(x_live ? g : 0) * a.in + 8 * t;
+  const int all_blocks = (a.in + kStepK - 1) / kStepK;
+  const int per_split = (all_blocks + gridDim.y - 1) / gridDim.y;
+  const int b_begin = blockIdx.y * per_split;
+  const int b_end = min(all_blocks, b_begin + per_split);  // this CTA: blocks [b_begin, b_end)
+
+  qdev::WBlock<F> buf[S];
+#pragma unroll
+  for (int i = 0; i < S; ++i)
+    if (b_begin + warp + i * kWarps < b_end)
+      qdev::load_block<F>(w_lo, w_hi, b_begin + warp + i * kWarps, t, buf[i]);
+  auto load_sz = [&](int b, uint32_t(&sv)[4][2]) {
+#pragma unroll
+    for (int u = 0; u < (PB ? 1 : 4); ++u) {
+      const int grp = min((b * kStepK + 32 * u) / a.group_size, a.n_groups - 1);
+      sv[u][0] = b < b_end ? __ldg(sz_lo + grp) : 0u;
+      sv[u][1] = b < b_end ? __ldg(sz_hi + grp) : 0u;
+    }
+  };
+  uint32_t sn[4][2];
+  load_sz(b_begin + warp, sn);
+  if (warp == 0) prefetch_epilogue(a, lane, false);
+  pdl_wait();
+  pdl_launch_dependents();
+  if (warp == 0) prefetch_epilogue(a, lane, true);
+  uint4 xn[kU];
+  if (b_begin + warp < b_end) load_x(a, xr, x_live, b_begin + warp, t, xn);
+
+  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int base = b_begin + warp; base < b_end; base += S * kWarps) {
+#pragma unroll
+    for (int i = 0; i < S; ++i) {
+      const int b = base + i * kWarps;
+      if (b >= b_end) break;
+      uint4 xv[kU];
+      uint32_t sv[4][2];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) xv[u] = xn[u];
+#pragma unroll
+      for (int u = 0; u < (PB ? 1 : 4); ++u) sv[u][0] = sn[u][0], sv[u][1] = sn[u][1];
+      if (b + kWarps < b_end) {
+        load_x(a, xr, x_live, b + kWarps, t, xn);
+        load_sz(b + kWarps, sn);
+      }
+      float cb[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // PB: the block's product before its scale
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const uint32_t s_lo = sv[PB ? 0 : u][0], s_hi = sv[PB ? 0 : u][1];
+        uint32_t af[8];
+        qdev::chunk_fragments<F>(buf[i], u, qdev::zero_pair(s_lo), qdev::zero_pair(s_hi), af);
+        if constexpr (PB) {
+          mma_bf16(cb, af[0], af[1], af[2], af[3], xv[u].x, xv[u].y);
+          mma_bf16(cb, af[4], af[5], af[6], af[7], xv[u].z, xv[u].w);
+        } else {
+          const float f_lo = qdev::scale_of(s_lo, F), f_hi = qdev::scale_of(s_hi, F);
+          float cu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          mma_bf16(cu, af[0], af[1], af[2], af[3], xv[u].x, xv[u].y);
+          mma_bf16(cu, af[4], af[5], af[6], af[7], xv[u].z, xv[u].w);
+          c[0] += cu[0] * f_lo, c[1] += cu[1] * f_lo, c[2] += cu[2] * f_hi, c[3] += cu[3] * f_hi;
+        }
+      }
+      if constexpr (PB) {
+        const float f_lo = qdev::scale_of(sv[0][0], F), f_hi = qdev::scale_of(sv[0][1], F);
+        c[0] += cb[0] * f_lo, c[1] += cb[1] * f_lo, c[2] += cb[2] * f_hi, c[3] += cb[3] * f_hi;
+      }
+      if (b + S * kWarps < b_end) qdev::load_block<F>(w_lo, w_hi, b + S * kWarps, t, buf[i]);
+    }
+  }
+  finish_tile(a, c, warp, lane);
+}
+
+// CTAs of `kernel` resident at once on the device (kWarps * 32 threads, no dynamic shared memory).
+template <typename Kernel>
+int resident_ctas(Kernel kernel) {
+  int dev = 0, sms = 0, per_sm = 0;
+  HOGWILD_CUDA_CHECK(cudaGetDevice(&dev));
+  HOGWILD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  HOGWILD_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0));
+  return sms * per_sm;
 }
 
 // Split-K factor: a tile's CTA streams at a rate set by its loads in flight, so a grid that cannot
@@ -299,8 +403,9 @@ int resident_ctas() {
 // 2984 GB/s against cuBLAS's 3868; split 5 ways: 3837). For such grids (< 70% of the slots), picks
 // the split (<= kMaxSplits, >= 2 steps per warp) whose CTA count wastes the least of the last
 // wave. Larger grids stay unsplit (Qwen3-8B qkv, 384 tiles: 16.2 us unsplit, 17.9 split 4 ways).
-int choose_splits(int64_t tiles, int64_t in) {
-  const int64_t slots = resident_ctas(), steps = (in + kStepK - 1) / kStepK;
+// slots: the kernel's resident CTAs (resident_ctas).
+int choose_splits(int64_t tiles, int64_t in, int64_t slots) {
+  const int64_t steps = (in + kStepK - 1) / kStepK;
   if (tiles > kMaxSplitTiles || tiles * 10 >= slots * 7) return 1;
   int best = 1;
   double best_eff = 0.0;
@@ -313,12 +418,46 @@ int choose_splits(int64_t tiles, int64_t in) {
   return best;
 }
 
-void launch(SkinnyArgs a, int64_t tiles, cudaStream_t stream) {
-  const int splits = choose_splits(tiles, a.in);
+template <typename Kernel>
+void launch_kernel(Kernel kernel, int64_t slots, SkinnyArgs a, int64_t tiles, cudaStream_t stream) {
+  const int splits = choose_splits(tiles, a.in, slots);
   // the splits of a tile form a cluster (splits <= kMaxSplits = 8, the portable cluster size)
   a.cluster_split = splits > 1 && skinny_cluster_split();
-  launch_pdl_clusters(skinny_mma_kernel, dim3(static_cast<unsigned>(tiles), splits),
-                      dim3(kWarps * 32), dim3(1, a.cluster_split ? splits : 1, 1), 0, stream, a);
+  launch_pdl_clusters(kernel, dim3(static_cast<unsigned>(tiles), splits), dim3(kWarps * 32),
+                      dim3(1, a.cluster_split ? splits : 1, 1), 0, stream, a);
+}
+
+void launch(SkinnyArgs a, int64_t tiles, cudaStream_t stream) {
+  static const int slots = resident_ctas(skinny_mma_kernel);
+  launch_kernel(skinny_mma_kernel, slots, a, tiles, stream);
+}
+
+template <int F, bool PB>
+void launch_quant_as(const SkinnyArgs& a, int64_t tiles, cudaStream_t stream) {
+  static const int slots = resident_ctas(skinny_quant_kernel<F, PB>);
+  launch_kernel(skinny_quant_kernel<F, PB>, slots, a, tiles, stream);
+}
+
+// a with W's packed words; x gathered by W's act-order permutation first (into scratch).
+void launch_quant(SkinnyArgs a, const QuantWeight& W, void* scratch, int64_t tiles,
+                  cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(skinny_supported(a.n_rows, W.in) && W.out == a.out &&
+                       (W.format == WeightFormat::int4 || W.format == WeightFormat::fp8));
+  HOGWILD_CUDA_REQUIRE(W.group_size % 32 == 0 && reinterpret_cast<uintptr_t>(a.x) % 16 == 0);
+  if (W.perm) a.x = gather_act_order(a.x, W, a.n_rows, scratch, stream);
+  a.qw = W.w;
+  a.qsz = W.sz;
+  a.group_size = static_cast<int>(W.group_size);
+  a.n_groups = static_cast<int>(W.n_groups);
+  const int n_blocks = static_cast<int>((W.in + kStepK - 1) / kStepK);
+  a.words_per_row = n_blocks * (W.format == WeightFormat::int4 ? 16 : 32);
+  const bool pb = W.group_size % kStepK == 0;
+  if (W.format == WeightFormat::int4)
+    (pb ? launch_quant_as<int(WeightFormat::int4), true>
+        : launch_quant_as<int(WeightFormat::int4), false>)(a, tiles, stream);
+  else
+    (pb ? launch_quant_as<int(WeightFormat::fp8), true>
+        : launch_quant_as<int(WeightFormat::fp8), false>)(a, tiles, stream);
 }
 
 std::atomic<bool> g_cluster_split{true};
@@ -381,6 +520,50 @@ void skinny_residual(const bf16* x, const bf16* W, int64_t n_rows, int64_t in, i
   a.mode = kResidual;
   a.res = res;
   launch(a, (out + 15) / 16, stream);
+}
+
+}  // namespace hogwild::cuda
+
+namespace hogwild::cuda {
+
+void skinny_quant_linear(const bf16* x, const QuantWeight& W, const bf16* bias, bf16* y,
+                         int64_t n_rows, void* scratch, cudaStream_t stream,
+                         const SkinnyNormIn& norm) {
+  HOGWILD_CUDA_REQUIRE(y != nullptr);
+  HOGWILD_CUDA_REQUIRE(norm.ss == nullptr || (norm.dim == W.in && norm.eps >= 0.0f));
+  SkinnyArgs a{};
+  a.x = x, a.bias = bias, a.y = y;
+  a.n_rows = static_cast<int>(n_rows), a.in = static_cast<int>(W.in);
+  a.out = static_cast<int>(W.out);
+  a.mode = kOutBf16;
+  a.norm = norm;
+  launch_quant(a, W, scratch, (W.out + 15) / 16, stream);
+}
+
+void skinny_quant_swiglu(const bf16* x, const QuantWeight& W, bf16* act, int64_t n_rows,
+                         void* scratch, cudaStream_t stream, const SkinnyNormIn& norm) {
+  HOGWILD_CUDA_REQUIRE(act != nullptr && W.out % 2 == 0);
+  HOGWILD_CUDA_REQUIRE(norm.ss == nullptr || (norm.dim == W.in && norm.eps >= 0.0f));
+  SkinnyArgs a{};
+  a.x = x, a.y = act;
+  a.n_rows = static_cast<int>(n_rows), a.in = static_cast<int>(W.in);
+  a.out = static_cast<int>(W.out);
+  a.mode = kSwiglu;
+  a.norm = norm;
+  launch_quant(a, W, scratch, (W.out / 2 + 7) / 8, stream);
+}
+
+void skinny_quant_residual(const bf16* x, const QuantWeight& W, int64_t n_rows,
+                           const SkinnyResidualOut& res, bf16* xw, void* scratch,
+                           cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(res.x && res.w_norm && res.ss && res.ss_zero && res.ss != res.ss_zero && xw);
+  SkinnyArgs a{};
+  a.x = x, a.y = xw;
+  a.n_rows = static_cast<int>(n_rows), a.in = static_cast<int>(W.in);
+  a.out = static_cast<int>(W.out);
+  a.mode = kResidual;
+  a.res = res;
+  launch_quant(a, W, scratch, (W.out + 15) / 16, stream);
 }
 
 }  // namespace hogwild::cuda

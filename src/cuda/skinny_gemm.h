@@ -15,6 +15,8 @@
 
 namespace hogwild::cuda {
 
+struct QuantWeight;  // quant_gemm.h
+
 inline constexpr int kSkinnyMaxRows = 8;
 
 /// RMSNorm fused across two skinny launches (saves the norm kernel between projections). The
@@ -66,5 +68,23 @@ void skinny_swiglu(const __nv_bfloat16* x, const __nv_bfloat16* W, __nv_bfloat16
 void skinny_residual(const __nv_bfloat16* x, const __nv_bfloat16* W, int64_t n_rows, int64_t in,
                      int64_t out, const SkinnyResidualOut& res, __nv_bfloat16* xw,
                      cudaStream_t stream);
+
+/// The same three products over a quantized W (quant_gemm.h QuantWeight: int4 with group sizes
+/// that are multiples of 32, or fp8 with 128 x 128 blocks), dequantized in registers, with the
+/// same epilogues, split-K and programmatic launch; W.out and W.in are out and in_features. A W
+/// with an act-order permutation (GPTQ desc_act) first gathers x by it into scratch
+/// (quant_scratch_bytes(W, n_rows) bytes). The products equal quant_linear's up to the order of the
+/// fp32 sums. PRECONDITION: skinny_supported(n_rows, W.in); x 16-byte aligned.
+void skinny_quant_linear(const __nv_bfloat16* x, const QuantWeight& W, const __nv_bfloat16* bias,
+                         __nv_bfloat16* y, int64_t n_rows, void* scratch, cudaStream_t stream,
+                         const SkinnyNormIn& norm = {});
+/// W = [W_gate; W_up] (2 I, in) quantized; act as skinny_swiglu.
+void skinny_quant_swiglu(const __nv_bfloat16* x, const QuantWeight& W, __nv_bfloat16* act,
+                         int64_t n_rows, void* scratch, cudaStream_t stream,
+                         const SkinnyNormIn& norm = {});
+/// As skinny_residual over a quantized W.
+void skinny_quant_residual(const __nv_bfloat16* x, const QuantWeight& W, int64_t n_rows,
+                           const SkinnyResidualOut& res, __nv_bfloat16* xw, void* scratch,
+                           cudaStream_t stream);
 
 }  // namespace hogwild::cuda

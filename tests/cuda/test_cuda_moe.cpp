@@ -3,7 +3,9 @@
 // softmax over the router logits in fp32, top-k (ties: lower expert index), renormalised when
 // norm_topk_prob, the weighted sum of the chosen experts' SwiGLU MLPs. Row counts cover the one,
 // two and four n-tile kernels and experts with more rows than one pass; batch invariance is
-// checked bit for bit.
+// checked bit for bit. Quantized experts (int4, fp8) against the same definition over their
+// dequantized weights.
+#include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,7 +16,9 @@
 #include <vector>
 
 #include "cuda/moe.h"
+#include "cuda/quant_gemm.h"
 #include "cuda_test_util.h"
+#include "model/quant.h"
 
 namespace hogwild {
 namespace {
@@ -205,6 +209,101 @@ TEST(CudaMoe, QwenShapesAndNoRenormalisation) {
 TEST(CudaMoe, TiesPickTheLowerExpert) {
   HOGWILD_REQUIRE_GPU();
   check_shape(Shape{6, 64, 32, 8, 3, true}, 21, /*ties=*/true);
+}
+
+// A random int4 (group_size G) or fp8 (128 x 128 blocks) weight (out, in) in its canonical form,
+// and W = its dequantized values (model/quant.h dequantize: the formats' definitions, checked
+// against hand-made words in tests/model/test_quant.cpp).
+struct QuantExpert {
+  cuda::QuantWeightHost host;
+  std::vector<float> W;
+};
+
+QuantExpert quant_expert(WeightFormat f, int64_t out, int64_t in, int64_t G, std::mt19937& rng) {
+  QuantExpert q;
+  q.W.resize(out * in);
+  std::uniform_real_distribution<float> us(0.5f, 1.5f);
+  if (f == WeightFormat::int4) {
+    Int4Weight w;
+    w.out = out, w.in = in, w.group_size = G;
+    w.packed.resize(out * in / 8);
+    for (uint32_t& v : w.packed) v = rng();
+    w.scales.resize(out * (in / G));
+    w.zeros.resize(out * (in / G));
+    for (size_t i = 0; i < w.scales.size(); ++i) {
+      w.scales[i] = __half2float(__float2half_rn(us(rng) / (4.6f * std::sqrt(float(in)))));
+      w.zeros[i] = float(rng() % 17);
+    }
+    dequantize(w, q.W.data());
+    q.host = cuda::repack_int4(w);
+  } else {
+    Fp8Weight w;
+    w.out = out, w.in = in, w.block_n = 128, w.block_k = 128;
+    w.w.resize(out * in);
+    for (uint8_t& b : w.w) {
+      do b = uint8_t(rng());
+      while ((b & 0x7f) == 0x7f);  // no NaN
+    }
+    w.scale_inv.resize(((out + 127) / 128) * ((in + 127) / 128));
+    for (float& v : w.scale_inv) v = us(rng) / (40.0f * std::sqrt(float(in)));
+    dequantize(w, q.W.data());
+    q.host = cuda::repack_fp8(w);
+  }
+  return q;
+}
+
+// The sparse block over quantized experts: the expert kernels' packed variants against moe_ref
+// over the dequantized weights, for 1-, 2- and 4-n-tile row counts and group sizes that are and
+// are not whole 128-k blocks.
+void check_quantized(const Shape& s, WeightFormat f, int64_t G, uint32_t seed) {
+  SCOPED_TRACE(::testing::Message()
+               << "T=" << s.T << " H=" << s.H << " I=" << s.I << " E=" << s.E << " k=" << s.k
+               << " format=" << weight_format_name(f) << " G=" << G);
+  Inputs in = make_inputs(s, seed);
+  std::mt19937 rng(seed);
+  std::vector<cuda::QuantWeightHost> gu_parts, d_parts;
+  for (int64_t e = 0; e < s.E; ++e) {
+    for (int half = 0; half < 2; ++half) {  // gate_proj then up_proj
+      QuantExpert q = quant_expert(f, s.I, s.H, G, rng);
+      std::copy(q.W.begin(), q.W.end(), in.wgu.begin() + (e * 2 + half) * s.I * s.H);
+      gu_parts.push_back(std::move(q.host));
+    }
+    QuantExpert q = quant_expert(f, s.H, s.I, G, rng);
+    std::copy(q.W.begin(), q.W.end(), in.wd.begin() + e * s.H * s.I);
+    d_parts.push_back(std::move(q.host));
+  }
+  auto concat = [](const std::vector<cuda::QuantWeightHost>& parts) {
+    std::vector<const cuda::QuantWeightHost*> p;
+    for (const auto& h : parts) p.push_back(&h);
+    return cuda::upload_quant_weight(cuda::concat_rows(p), nullptr);
+  };
+  cuda::QuantWeight Wgu = concat(gu_parts), Wd = concat(d_parts);
+  DeviceArray<float> logits(in.logits);
+  DeviceArray<bf16> x(to_bf16(in.x));
+  DeviceArray<char> mem(cuda::moe_route_bytes(s.T, s.E, s.k));
+  DeviceArray<bf16> act(s.T * s.k * s.I), out(s.T * s.H);
+  DeviceArray<float> y(s.T * s.k * s.H);
+  const cuda::MoeRoute r = cuda::moe_route_view(mem.p, s.T, s.E, s.k);
+  HOGWILD_CUDA_CHECK(cudaMemset(out.p, 0xff, s.T * s.H * 2));  // poison (NaN)
+  cuda::moe_route(logits.p, s.T, s.E, s.k, s.norm, r, nullptr);
+  cuda::moe_expert_swiglu(x.p, Wgu, r, act.p, s.T, s.H, s.I, s.E, s.k, nullptr);
+  cuda::moe_expert_down(act.p, Wd, r, y.p, s.T, s.H, s.I, s.E, s.k, nullptr);
+  cuda::moe_combine(y.p, r, out.p, s.T, s.H, s.k, nullptr);
+  HOGWILD_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<float> ref = moe_ref(s, in, route_ref(s, in.logits));
+  EXPECT_LT(rel_error(to_f32(out.download()), ref), 4e-3) << "quantized moe output";
+  cuda::free_quant_weight(Wgu);
+  cuda::free_quant_weight(Wd);
+}
+
+TEST(CudaMoe, QuantizedExpertsMatchTheirDequantizedDefinition) {
+  HOGWILD_REQUIRE_GPU();
+  uint32_t seed = 41;
+  for (int64_t T : {1, 9, 20}) {
+    check_quantized(Shape{T, 256, 128, 16, 4, true}, WeightFormat::int4, 128, seed++);
+    check_quantized(Shape{T, 256, 128, 16, 4, true}, WeightFormat::int4, 32, seed++);
+    check_quantized(Shape{T, 256, 256, 16, 4, false}, WeightFormat::fp8, 128, seed++);
+  }
 }
 
 TEST(CudaMoe, RowsDoNotDependOnTheirNeighbours) {

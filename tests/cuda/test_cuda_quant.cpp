@@ -2,7 +2,8 @@
 // forms' definitions (model/quant.h: Int4Weight, Fp8Weight), for every path of quant_linear: one
 // launch (1..32 rows), 32-row chunks (33..64), the bf16 copy and cuBLAS (> 64), with and without
 // an act-order permutation, group sizes 32 / 64 / 128 / one group, fp8 values including
-// subnormals.
+// subnormals; and the skinny kernel's quantized variants (cuda/skinny_gemm.h: plain, SwiGLU and
+// the fused residual + RMSNorm, split-K merged in a cluster and through global memory).
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 #include "cpu/ops.h"
 #include "cuda/gemm.h"
 #include "cuda/quant_gemm.h"
+#include "cuda/skinny_gemm.h"
 #include "cuda_test_util.h"
 
 namespace hogwild {
@@ -160,6 +162,137 @@ TEST(CudaQuant, Fp8LinearMatchesDequantizedWeight) {
                              " blocks " + std::to_string(s.bn) + "x" + std::to_string(s.bk);
     check_linear(fp8_case(s.out, s.in, s.bn, s.bk, uint32_t(s.out * 3 + s.in)), WeightFormat::fp8,
                  what);
+  }
+}
+
+cuda::QuantWeight upload(const Case& c, WeightFormat f) {
+  return cuda::upload_quant_weight(
+      f == WeightFormat::int4 ? cuda::repack_int4(c.w4) : cuda::repack_fp8(c.w8), nullptr);
+}
+
+std::vector<float> random_rows(int64_t n, float scale, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = nd(rng);
+  return round_bf16(v);
+}
+
+// skinny_quant_linear (with a bias) and skinny_quant_swiglu (W read as [gate; up]) for 1..8 rows
+// against the CPU over the dequantized W; the split-K sums merged in a cluster and through global
+// memory give the same bits.
+void check_skinny(const Case& c, WeightFormat f, const std::string& what) {
+  const int64_t out = f == WeightFormat::int4 ? c.w4.out : c.w8.out;
+  const int64_t in = f == WeightFormat::int4 ? c.w4.in : c.w8.in;
+  cuda::QuantWeight W = upload(c, f);
+  for (int64_t rows : {1, 2, 5, 8}) {
+    const std::vector<float> x = random_rows(rows * in, 1.0f, uint32_t(rows));
+    const std::vector<float> bias = random_rows(out, 0.5f, 99);
+    std::vector<float> want(rows * out);
+    cpu::matmul(x.data(), c.W.data(), bias.data(), want.data(), rows, in, out);
+    const int64_t I = out / 2;
+    std::vector<float> gu(rows * out), gate(rows * I), up(rows * I), act(rows * I);
+    cpu::matmul(x.data(), c.W.data(), nullptr, gu.data(), rows, in, out);
+    for (int64_t t = 0; t < rows; ++t)
+      for (int64_t i = 0; i < I; ++i) {
+        gate[t * I + i] = gu[t * out + i];
+        up[t * I + i] = gu[t * out + I + i];
+      }
+    cpu::swiglu(gate.data(), up.data(), act.data(), rows * I);
+    DeviceArray<bf16> dx(to_bf16(x)), db(to_bf16(bias)), dy(rows * out), dact(rows * I);
+    DeviceArray<uint8_t> scratch(cuda::quant_scratch_bytes(W, rows));
+    std::vector<float> by_path[2];
+    for (bool cluster : {true, false}) {
+      cuda::set_skinny_cluster_split(cluster);
+      const std::string at = what + " rows " + std::to_string(rows) + (cluster ? " cluster" : "");
+      HOGWILD_CUDA_CHECK(cudaMemset(dy.p, 0xff, rows * out * 2));  // poison (NaN)
+      HOGWILD_CUDA_CHECK(cudaMemset(dact.p, 0xff, rows * I * 2));
+      cuda::skinny_quant_linear(dx.p, W, db.p, dy.p, rows, scratch.p, nullptr);
+      by_path[cluster ? 0 : 1] = to_f32(dy.download());
+      EXPECT_LT(rel_error(by_path[cluster ? 0 : 1], want), 4e-3) << at;
+      if (out % 2 == 0) {
+        cuda::skinny_quant_swiglu(dx.p, W, dact.p, rows, scratch.p, nullptr);
+        EXPECT_LT(rel_error(to_f32(dact.download()), act), 4e-3) << "swiglu " << at;
+      }
+    }
+    cuda::set_skinny_cluster_split(true);
+    EXPECT_EQ(by_path[0], by_path[1]) << what << " rows " << rows;
+  }
+  cuda::free_quant_weight(W);
+}
+
+TEST(CudaQuant, SkinnyInt4MatchesDequantizedWeight) {
+  HOGWILD_REQUIRE_GPU();
+  struct Shape {
+    int64_t out, in, G;
+    bool act_order;
+  };
+  // (64, 12288) and (96, 4096) have few tiles: split-K
+  for (const Shape s :
+       {Shape{48, 64, 32, false}, Shape{96, 4096, 64, true}, Shape{1040, 4096, 128, false},
+        Shape{64, 12288, 128, true}, Shape{200, 384, 384, false}, Shape{34, 160, 32, true}}) {
+    const std::string what = "int4 " + std::to_string(s.out) + "x" + std::to_string(s.in) + " g" +
+                             std::to_string(s.G) + (s.act_order ? " act-order" : "");
+    check_skinny(int4_case(s.out, s.in, s.G, s.act_order, uint32_t(s.out * 7 + s.in)),
+                 WeightFormat::int4, what);
+  }
+}
+
+TEST(CudaQuant, SkinnyFp8MatchesDequantizedWeight) {
+  HOGWILD_REQUIRE_GPU();
+  struct Shape {
+    int64_t out, in, bn, bk;
+  };
+  for (const Shape s : {Shape{48, 64, 32, 32}, Shape{300, 512, 128, 128},
+                        Shape{64, 12288, 128, 128}, Shape{130, 200, 128, 128}}) {
+    const std::string what = "fp8 " + std::to_string(s.out) + "x" + std::to_string(s.in) +
+                             " blocks " + std::to_string(s.bn) + "x" + std::to_string(s.bk);
+    check_skinny(fp8_case(s.out, s.in, s.bn, s.bk, uint32_t(s.out * 5 + s.in)), WeightFormat::fp8,
+                 what);
+  }
+}
+
+// The fused residual add + RMSNorm over quantized weights: x += bf16(a W1^T); h = rmsnorm(x) * w;
+// out = h W2^T, as the forward chains skinny_quant_residual and a SkinnyNormIn consumer.
+TEST(CudaQuant, SkinnyFusedNormOverQuantizedWeights) {
+  HOGWILD_REQUIRE_GPU();
+  const int64_t K = 8192, H = 1024, O = 528;
+  const float eps = 1e-6f;
+  for (WeightFormat f : {WeightFormat::int4, WeightFormat::fp8}) {
+    const Case c1 =
+        f == WeightFormat::int4 ? int4_case(H, K, 128, true, 5) : fp8_case(H, K, 128, 128, 5);
+    const Case c2 =
+        f == WeightFormat::int4 ? int4_case(O, H, 64, false, 6) : fp8_case(O, H, 128, 128, 6);
+    cuda::QuantWeight W1 = upload(c1, f), W2 = upload(c2, f);
+    for (int rows : {1, 3, 8}) {
+      const std::string what =
+          std::string(f == WeightFormat::int4 ? "int4" : "fp8") + " rows " + std::to_string(rows);
+      const std::vector<float> x = random_rows(rows * H, 2.0f, 11),
+                               a = random_rows(rows * K, 1.0f, 12);
+      std::vector<float> w = random_rows(H, 0.2f, 13);
+      for (float& v : w) v = round_bf16({0.75f + v})[0];
+      std::vector<float> y1(rows * H), xn = x, h(rows * H), out(rows * O);
+      cpu::matmul(a.data(), c1.W.data(), nullptr, y1.data(), rows, K, H);
+      cpu::add_inplace(xn.data(), round_bf16(y1).data(), rows * H);
+      cpu::rmsnorm(xn.data(), w.data(), h.data(), rows, H, eps);
+      cpu::matmul(h.data(), c2.W.data(), nullptr, out.data(), rows, H, O);
+      DeviceArray<float> dx(x), ss(std::vector<float>(rows, 0.0f)),
+          ss_next(std::vector<float>(rows, 5.0f));
+      DeviceArray<bf16> da(to_bf16(a)), dw(to_bf16(w)), dxw(rows * H), dout(rows * O);
+      DeviceArray<uint8_t> scratch(cuda::quant_scratch_bytes(W1, rows));
+      cuda::skinny_quant_residual(da.p, W1, rows, {dx.p, dw.p, ss.p, ss_next.p}, dxw.p, scratch.p,
+                                  nullptr);
+      cuda::skinny_quant_linear(dxw.p, W2, nullptr, dout.p, rows, scratch.p, nullptr,
+                                {ss.p, H, eps});
+      EXPECT_LT(rel_error(dx.download(), xn), 1e-3) << "residual " << what;
+      EXPECT_LT(rel_error(to_f32(dout.download()), out), 4e-3) << "normed product " << what;
+      double want_ss = 0;
+      for (int64_t i = 0; i < H; ++i) want_ss += double(xn[i]) * xn[i];
+      EXPECT_NEAR(ss.download()[0], want_ss, 1e-4 * want_ss) << "sum of squares " << what;
+      for (float v : ss_next.download()) EXPECT_EQ(v, 0.0f) << "next slot zeroed, " << what;
+    }
+    cuda::free_quant_weight(W1);
+    cuda::free_quant_weight(W2);
   }
 }
 
