@@ -164,6 +164,8 @@ class CudaBackend : public Backend {
   void keep_quant(QuantWeight& dst, const QuantWeightHost& h);
   void size_kv_pool();
   void run_layers(int64_t n_tokens, int64_t n_logits, int n_plans);
+  void moe_block(const DeviceLayer& L, int64_t layer, int64_t n_tokens, const SkinnyNormIn& norm,
+                 const SkinnyResidualOut& res);
   int64_t prepare(const ForwardBatch& batch);  // validates, appends, plans, uploads; -> logit rows
   void execute(int64_t n_tokens, int64_t n_logits);
   // prepare + execute without the final synchronisation (forward_sample queues its sampling

@@ -193,6 +193,35 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   return static_cast<int64_t>(logit_rows.size());
 }
 
+// A MoE layer's MLP over h_ (cuda/moe.h): router, routing, the chosen experts, their weighted sum.
+// norm.ss set: h_ is the fused norm's x_res * w (skinny_gemm.h), and the sum goes into the
+// residual stream as `res` says (h_ = the next norm's input); else the sum is left in tmp_.
+void CudaBackend::moe_block(const DeviceLayer& L, int64_t l, int64_t T, const SkinnyNormIn& norm,
+                            const SkinnyResidualOut& res) {
+  const ModelConfig& c = cfg_;
+  const int64_t H = c.hidden_size, Ex = c.num_experts, k = c.num_experts_per_tok;
+  const int64_t Im = c.moe_intermediate_size;
+  if (norm.ss)
+    skinny_linear(h_, L.router, nullptr, nullptr, router_logits_, T, H, Ex, stream_, norm);
+  else
+    gemm_->linear_f32(h_, L.router, router_logits_, T, H, Ex);
+  MoeRoute r = moe_route_;
+  r.n_active = moe_active_ + l;
+  moe_route(router_logits_, T, Ex, k, c.norm_topk_prob, r, stream_);
+  if (L.experts_gate_up_q.format != WeightFormat::dense)
+    moe_expert_swiglu(h_, L.experts_gate_up_q, r, moe_act_, T, H, Im, Ex, k, stream_, norm);
+  else
+    moe_expert_swiglu(h_, L.experts_gate_up, r, moe_act_, T, H, Im, Ex, k, stream_, norm);
+  if (L.experts_down_q.format != WeightFormat::dense)
+    moe_expert_down(moe_act_, L.experts_down_q, r, moe_y_, T, H, Im, Ex, k, stream_);
+  else
+    moe_expert_down(moe_act_, L.experts_down, r, moe_y_, T, H, Im, Ex, k, stream_);
+  if (norm.ss)
+    moe_combine_residual(moe_y_, r, T, H, k, res, h_, stream_);
+  else
+    moe_combine(moe_y_, r, tmp_, T, H, k, stream_);
+}
+
 void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
   const ModelConfig& c = cfg_;
   const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
@@ -213,9 +242,11 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
   // Skinny batches fuse each residual add + RMSNorm into the projections around it
   // (skinny_gemm.h SkinnyNormIn): o-proj / down add to x_ and leave h_ = x_ * w and the rows'
   // sums of squares in a ring slot; qkv / gate-up scale their products by the rows' 1 / RMS.
-  // Quantized projections take the same fused path through the skinny kernel's quantized variant.
-  const bool fused = !has_moe_ && gemm_->use_skinny(T, H) && gemm_->use_skinny(T, nh * hd) &&
-                     gemm_->use_skinny(T, I);
+  // Quantized projections take the same fused path through the skinny kernel's quantized variant;
+  // a MoE block consumes the norm in its router and expert SwiGLU and produces the next one in its
+  // combine.
+  const bool fused =
+      gemm_->use_skinny(T, H) && gemm_->use_skinny(T, nh * hd) && gemm_->use_skinny(T, I);
   float* ring = gemm_->norm_ring();
   int producer = 0;  // producer i accumulates into slot i % 3 and zeroes slot (i + 1) % 3
   auto slot_of = [&](int i) { return ring + (i % 3) * kSkinnyMaxRows; };
@@ -272,6 +303,10 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
       else
         skinny_residual(attn_, L.o_proj, T, nh * hd, H, residual_out(L.post_attention_layernorm),
                         h_, stream_);
+      if (L.moe) {
+        moe_block(L, l, T, norm_in(), residual_out(next_norm));
+        continue;
+      }
       // mlp block: gate/up with SwiGLU, down (each with its norm half fused)
       if (L.gate_up_q.format != WeightFormat::dense)
         skinny_quant_swiglu(h_, L.gate_up_q, act_, T, quant_scratch_, stream_, norm_in());
@@ -290,21 +325,8 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
       gemm_->linear(attn_, L.o_proj, tmp_, T, nh * hd, H);
     add_rmsnorm(x_, tmp_, L.post_attention_layernorm, h_, T, H, eps, stream_);
     // mlp block: gate/up with SwiGLU, down; residual add fused with the next layer's input norm
-    if (L.moe) {  // router, routing, the chosen experts (cuda/moe.h)
-      const int64_t Ex = c.num_experts, k = c.num_experts_per_tok, Im = c.moe_intermediate_size;
-      gemm_->linear_f32(h_, L.router, router_logits_, T, H, Ex);
-      MoeRoute r = moe_route_;
-      r.n_active = moe_active_ + l;
-      moe_route(router_logits_, T, Ex, k, c.norm_topk_prob, r, stream_);
-      if (L.experts_gate_up_q.format != WeightFormat::dense)
-        moe_expert_swiglu(h_, L.experts_gate_up_q, r, moe_act_, T, H, Im, Ex, k, stream_);
-      else
-        moe_expert_swiglu(h_, L.experts_gate_up, r, moe_act_, T, H, Im, Ex, k, stream_);
-      if (L.experts_down_q.format != WeightFormat::dense)
-        moe_expert_down(moe_act_, L.experts_down_q, r, moe_y_, T, H, Im, Ex, k, stream_);
-      else
-        moe_expert_down(moe_act_, L.experts_down, r, moe_y_, T, H, Im, Ex, k, stream_);
-      moe_combine(moe_y_, r, tmp_, T, H, k, stream_);
+    if (L.moe) {
+      moe_block(L, l, T, {}, {});  // tmp_ = the experts' weighted sum
     } else if (L.gate_up_q.format != WeightFormat::dense) {
       quant_linear(*gemm_, h_, L.gate_up_q, nullptr, gate_up_, T, quant_scratch_, stream_);
       swiglu(gate_up_, act_, T, I, stream_);

@@ -154,6 +154,7 @@ struct MoeArgs {
   MoeRoute r;
   int in, out;
   bool swiglu;
+  SkinnyNormIn norm;  // swiglu: the fused RMSNorm's consumer side (skinny_gemm.h); ss null: none
   // Quantized experts (quant_gemm.h QuantWeight of E out rows: expert e's row j is row e out + j):
   // its packed words and (scale, zero point) words, group size, groups and words per row.
   const uint32_t* qw;
@@ -354,7 +355,11 @@ __global__ void __launch_bounds__(kWarps * 32) moe_mma_kernel(MoeArgs a) {
           const int64_t p = off + pa;
           if (a.swiglu) {
             const int half = a.out / 2, i = blockIdx.x * 8 + g;
-            const float gate = c[j][h], up = c[j][2 + h];
+            float gate = c[j][h], up = c[j][2 + h];
+            if (a.norm.ss) {  // x rows were x_res * w: the products times the row's 1 / RMS
+              const float rs = rsqrtf(a.norm.ss[a.r.rows[p]] / float(a.norm.dim) + a.norm.eps);
+              gate *= rs, up *= rs;
+            }
             if (i < half)
               a.act[p * half + i] = __float2bfloat16(gate / (1.0f + __expf(-gate)) * up);
           } else {
@@ -395,6 +400,42 @@ void launch_experts_as(const MoeArgs& a, dim3 grid, int64_t T, cudaStream_t stre
 }
 
 // W: the experts' weights when quantized (a.W null), else null.
+// One CTA of kCombineThreads per row t: s = bf16(sum_j weight[t][j] y[assign[t][j]]), then the
+// producer side of the fused RMSNorm (skinny_gemm.h SkinnyResidualOut): x += s, xw = bf16(x w),
+// ss[t] += sum of x^2, ss_zero[t] = 0.
+constexpr int kCombineThreads = 256;
+__global__ void __launch_bounds__(kCombineThreads)
+    moe_combine_residual_kernel(const float* y, MoeRoute r, SkinnyResidualOut res, bf16* xw, int H,
+                                int k) {
+  __shared__ float part[kCombineThreads / 32];
+  const int t = blockIdx.x;
+  pdl_wait();
+  pdl_launch_dependents();
+  float sq = 0.0f;
+  for (int h = threadIdx.x; h < H; h += kCombineThreads) {
+    float s = 0.0f;
+    for (int j = 0; j < k; ++j) {
+      const int64_t p = r.assign[int64_t(t) * k + j];
+      s += r.weight[int64_t(t) * k + j] * y[p * H + h];
+    }
+    float* xp = res.x + int64_t(t) * H + h;
+    const float xn = *xp + __bfloat162float(__float2bfloat16(s));
+    *xp = xn;
+    xw[int64_t(t) * H + h] = __float2bfloat16(xn * __bfloat162float(res.w_norm[h]));
+    sq += xn * xn;
+  }
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) sq += __shfl_xor_sync(0xffffffffu, sq, d);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = sq;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0.0f;
+    for (int w = 0; w < kCombineThreads / 32; ++w) total += part[w];
+    atomicAdd(res.ss + t, total);
+    res.ss_zero[t] = 0.0f;
+  }
+}
+
 void launch_experts(MoeArgs a, const QuantWeight* W, int64_t T, int64_t E, int64_t k, int64_t tiles,
                     cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(moe_max_active(T, E, k)));
@@ -451,11 +492,13 @@ void moe_route(const float* logits, int64_t T, int64_t E, int64_t k, bool norm_t
 }
 
 void moe_expert_swiglu(const bf16* x, const bf16* W_gate_up, const MoeRoute& r, bf16* act,
-                       int64_t T, int64_t H, int64_t I, int64_t E, int64_t k, cudaStream_t stream) {
+                       int64_t T, int64_t H, int64_t I, int64_t E, int64_t k, cudaStream_t stream,
+                       const SkinnyNormIn& norm) {
   HOGWILD_CUDA_REQUIRE(H % 8 == 0 && I >= 1 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(W_gate_up) % 16 == 0);
+  HOGWILD_CUDA_REQUIRE(norm.ss == nullptr || (norm.dim == H && norm.eps >= 0.0f));
   MoeArgs a{};
-  a.x = x, a.W = W_gate_up, a.act = act, a.r = r;
+  a.x = x, a.W = W_gate_up, a.act = act, a.r = r, a.norm = norm;
   a.in = static_cast<int>(H), a.out = static_cast<int>(2 * I), a.swiglu = true;
   launch_experts(a, nullptr, T, E, k, (I + 7) / 8, stream);
 }
@@ -471,10 +514,12 @@ void moe_expert_down(const bf16* act, const bf16* W_down, const MoeRoute& r, flo
 }
 
 void moe_expert_swiglu(const bf16* x, const QuantWeight& W_gate_up, const MoeRoute& r, bf16* act,
-                       int64_t T, int64_t H, int64_t I, int64_t E, int64_t k, cudaStream_t stream) {
+                       int64_t T, int64_t H, int64_t I, int64_t E, int64_t k, cudaStream_t stream,
+                       const SkinnyNormIn& norm) {
   HOGWILD_CUDA_REQUIRE(H % 8 == 0 && I >= 1 && reinterpret_cast<uintptr_t>(x) % 16 == 0);
+  HOGWILD_CUDA_REQUIRE(norm.ss == nullptr || (norm.dim == H && norm.eps >= 0.0f));
   MoeArgs a{};
-  a.x = x, a.act = act, a.r = r;
+  a.x = x, a.act = act, a.r = r, a.norm = norm;
   a.in = static_cast<int>(H), a.out = static_cast<int>(2 * I), a.swiglu = true;
   launch_experts(a, &W_gate_up, T, E, k, (I + 7) / 8, stream);
 }
@@ -486,6 +531,13 @@ void moe_expert_down(const bf16* act, const QuantWeight& W_down, const MoeRoute&
   a.x = act, a.y = y, a.r = r;
   a.in = static_cast<int>(I), a.out = static_cast<int>(H), a.swiglu = false;
   launch_experts(a, &W_down, T, E, k, (H + 15) / 16, stream);
+}
+
+void moe_combine_residual(const float* y, const MoeRoute& r, int64_t T, int64_t H, int64_t k,
+                          const SkinnyResidualOut& res, bf16* xw, cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(res.x && res.w_norm && res.ss && res.ss_zero && res.ss != res.ss_zero && xw);
+  launch_pdl(moe_combine_residual_kernel, dim3(static_cast<unsigned>(T)), dim3(kCombineThreads), 0,
+             stream, y, r, res, xw, static_cast<int>(H), static_cast<int>(k));
 }
 
 void moe_combine(const float* y, const MoeRoute& r, bf16* out, int64_t T, int64_t H, int64_t k,

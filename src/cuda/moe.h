@@ -21,6 +21,8 @@
 
 #include <cstdint>
 
+#include "cuda/skinny_gemm.h"
+
 namespace hogwild::cuda {
 
 struct QuantWeight;  // quant_gemm.h
@@ -56,10 +58,12 @@ void moe_route(const float* logits, int64_t T, int64_t E, int64_t k, bool norm_t
 
 /// act (T k, I) bf16, row p = silu(x[rows[p]] Wg_e^T) * (x[rows[p]] Wu_e^T) for the expert e of
 /// assignment p; W_gate_up (E, 2 I, H) bf16 = per expert [gate_proj; up_proj] (I rows each);
-/// x (T, H) bf16. fp32 accumulation, one rounding. PRECONDITION: H % 8 == 0, 16-byte aligned.
+/// x (T, H) bf16. fp32 accumulation, one rounding. With norm.ss set, x is the fused RMSNorm's
+/// x_res * w (skinny_gemm.h SkinnyNormIn) and both products of row t are scaled by its 1 / RMS.
+/// PRECONDITION: H % 8 == 0, 16-byte aligned.
 void moe_expert_swiglu(const __nv_bfloat16* x, const __nv_bfloat16* W_gate_up, const MoeRoute& r,
                        __nv_bfloat16* act, int64_t T, int64_t H, int64_t I, int64_t E, int64_t k,
-                       cudaStream_t stream);
+                       cudaStream_t stream, const SkinnyNormIn& norm = {});
 
 /// y (T k, H) fp32, row p = act[p] W_down_e^T for the expert e of assignment p; W_down (E, H, I)
 /// bf16; act (T k, I) bf16. PRECONDITION: I % 8 == 0, 16-byte aligned.
@@ -73,10 +77,17 @@ void moe_expert_down(const __nv_bfloat16* act, const __nv_bfloat16* W_down, cons
 /// chosen expert's packed words are read once per forward. PRECONDITION: as above.
 void moe_expert_swiglu(const __nv_bfloat16* x, const QuantWeight& W_gate_up, const MoeRoute& r,
                        __nv_bfloat16* act, int64_t T, int64_t H, int64_t I, int64_t E, int64_t k,
-                       cudaStream_t stream);
+                       cudaStream_t stream, const SkinnyNormIn& norm = {});
 void moe_expert_down(const __nv_bfloat16* act, const QuantWeight& W_down, const MoeRoute& r,
                      float* y, int64_t T, int64_t H, int64_t I, int64_t E, int64_t k,
                      cudaStream_t stream);
+
+/// The combine as the producer of the fused RMSNorm (skinny_gemm.h SkinnyResidualOut), in place
+/// of moe_combine and the residual add + norm after it: per row t, s = bf16(the combine's sum);
+/// res.x[t] += s (fp32, (T, H)); xw (T, H) bf16 = bf16(res.x[t] * res.w_norm); res.ss[t] += sum of
+/// res.x[t]^2; res.ss_zero[t] = 0.
+void moe_combine_residual(const float* y, const MoeRoute& r, int64_t T, int64_t H, int64_t k,
+                          const SkinnyResidualOut& res, __nv_bfloat16* xw, cudaStream_t stream);
 
 /// out (T, H) bf16 = bf16(sum over j of weight[t][j] * y[assign[t][j]]), j ascending.
 void moe_combine(const float* y, const MoeRoute& r, __nv_bfloat16* out, int64_t T, int64_t H,

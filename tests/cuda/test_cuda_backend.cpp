@@ -3,7 +3,12 @@
 // llama3 RoPE, GQA 1/2/5): a prompt, then hogwild decode steps of 3 workers in the combined layout
 // (multi-token inputs included), step promotions, read_block. Both backends get the same weights,
 // rounded to bf16, so the difference is the GPU's bf16 activations (fp32 accumulation).
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
@@ -11,6 +16,7 @@
 #include "cpu/rope.h"
 #include "cuda/cuda_backend.h"
 #include "model/make_model.h"
+#include "model/weights.h"
 #include "tests/cpu/tiny_model.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -187,6 +193,63 @@ TEST(CudaBackend, MoeLogitsMatchCpuBackendThroughHogwildSteps) {
         EXPECT_LE(n, std::min<int64_t>(w.config.num_experts, 3 * w.config.num_experts_per_tok));
       }
     }
+  }
+}
+
+// Quantized checkpoints (make-model --quant) streamed packed to the GPU, against the CPU backend
+// loading the same files (each quantized layer dequantized once to fp32, the other tensors the
+// same bf16 values): AWQ, GPTQ asymmetric with act-order and groups of 32, FP8 blocks, Phi3's fused
+// quantized qkv_proj / gate_up_proj, and Qwen3-MoE's quantized experts (AWQ, FP8). The prompt runs
+// quant_linear's kernel, the workers' decode steps the skinny kernel's quantized variant with its
+// fused norms (the MoE block's fused router, expert SwiGLU and combine).
+TEST(CudaBackend, QuantizedCheckpointLogitsMatchCpuBackendThroughHogwildSteps) {
+  HOGWILD_REQUIRE_GPU();
+  namespace fs = std::filesystem;
+  struct QCase {
+    Arch arch;
+    QuantMethod method;
+    int64_t group_size;
+    bool desc_act, sym;
+  };
+  for (const QCase q : {QCase{Arch::qwen3, QuantMethod::awq, 0, false, true},
+                        QCase{Arch::qwen3, QuantMethod::gptq, 32, true, false},
+                        QCase{Arch::qwen3, QuantMethod::fp8, 0, false, true},
+                        QCase{Arch::phi3, QuantMethod::awq, 64, false, true},
+                        QCase{Arch::qwen3_moe, QuantMethod::awq, 0, false, true},
+                        QCase{Arch::qwen3_moe, QuantMethod::fp8, 0, false, true}}) {
+    // the tiny preset widened to a head_dim the CUDA attention supports
+    ModelConfig c = find_preset(q.arch, "tiny").config;
+    c.head_dim = 64, c.hidden_size = 128, c.intermediate_size = 256;
+    if (q.arch == Arch::qwen3_moe) c.moe_intermediate_size = 64;
+    const std::string name = std::string(arch_short_name(q.arch)) + " " +
+                             quant_method_name(q.method) + (q.desc_act ? " act-order" : "");
+    const fs::path dir = fs::temp_directory_path() /
+                         ("hogwild_cuda_quant_" + std::to_string(getpid()) + "_" +
+                          std::to_string(int(q.arch)) + "_" + std::to_string(int(q.method)));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "shape.json") << model_config_to_json(c).dump();
+    MakeModelOptions o;
+    o.arch = q.arch;
+    o.config_file = (dir / "shape.json").string();
+    o.seed = 3;
+    o.out_dir = (dir / "model").string();
+    o.show_progress = false;
+    o.quant = q.method;
+    o.group_size = q.group_size;
+    o.desc_act = q.desc_act;
+    o.sym = q.sym;
+    make_model(o);
+    const ModelWeights w = load_model(o.out_dir, {.show_progress = false});
+    for (bool graphs : {true, false}) {
+      cpu::CpuBackend cpu(w);
+      cuda::CudaOptions co;
+      co.max_batch_tokens = 128, co.max_kv_tokens = 4096, co.use_graphs = graphs;
+      cuda::CudaBackend gpu(o.out_dir, co);
+      ASSERT_EQ(gpu.config().quantization_config.method, q.method) << name;
+      run_session(gpu, cpu, w.config, name + (graphs ? " graphs" : " no graphs"));
+    }
+    fs::remove_all(dir);
   }
 }
 
