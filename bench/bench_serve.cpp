@@ -1,7 +1,8 @@
 // Load benchmark of `hogwild serve` (docs/SERVER.md "Benchmark"): for each number of concurrent
 // clients, every client sends streaming /v1/chat/completions requests back to back; the table
 // gives requests/s, generated tok/s (all workers), time to first token and inter-token latency
-// (p50 / p99, milliseconds). Prints the table and writes JSON.
+// (p50 / p99, milliseconds), and from the server's /metrics the mean sessions and prompt chunks per
+// engine forward and the mean preparation and queue times. Prints the table and writes JSON.
 //
 //   hogwild serve -m DIR --port 8080 &
 //   build/bench/bench_serve --url http://127.0.0.1:8080 [--clients 1,2,4,8,16,32,64]
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -111,6 +113,40 @@ Sample one_request(httplib::Client& cli, const Args& a, int seed) {
   return s;
 }
 
+// The server's /metrics as name (with labels) -> value; empty when it does not answer.
+std::map<std::string, double> scrape(const Args& a) {
+  std::map<std::string, double> m;
+  httplib::Client cli(a.url);
+  httplib::Headers h;
+  if (!a.api_key.empty()) h.emplace("Authorization", "Bearer " + a.api_key);
+  auto res = cli.Get("/metrics", h);
+  if (!res || res->status != 200) return m;
+  std::istringstream in(res->body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t sp = line.rfind(' ');
+    if (sp == std::string::npos) continue;
+    try {
+      m[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+    } catch (const std::exception&) {
+    }
+  }
+  return m;
+}
+
+// Mean of a /metrics histogram (or summary) over what was observed between two scrapes; 0 when
+// nothing was.
+double mean_between(const std::map<std::string, double>& before,
+                    const std::map<std::string, double>& after, const std::string& name) {
+  auto get = [](const std::map<std::string, double>& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? 0.0 : it->second;
+  };
+  const double n = get(after, name + "_count") - get(before, name + "_count");
+  return n > 0 ? (get(after, name + "_sum") - get(before, name + "_sum")) / n : 0.0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,8 +194,9 @@ int main(int argc, char** argv) {
                           std::to_string(a.budget) + " serial steps"
                     : "plain requests, " + std::to_string(a.max_tokens) + " tokens";
   std::printf("%s: %s\n", a.url.c_str(), shape.c_str());
-  std::printf("%8s %9s %8s %9s %9s %9s %9s %9s %6s\n", "clients", "requests", "req/s", "tok/s",
-              "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "failed");
+  std::printf("%8s %9s %8s %9s %9s %9s %9s %9s %6s %9s %9s %9s %9s\n", "clients", "requests",
+              "req/s", "tok/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "failed", "sess/fwd",
+              "pref/fwd", "prep ms", "queue ms");
   json out = {{"url", a.url},
               {"workers", a.workers},
               {"budget", a.budget},
@@ -170,6 +207,7 @@ int main(int argc, char** argv) {
     std::atomic<int> next{0};
     std::mutex m;
     std::vector<Sample> samples;
+    const auto before = scrape(a);
     const auto t0 = Clock::now();
     std::vector<std::thread> threads;
     for (int c = 0; c < clients; ++c)
@@ -184,6 +222,15 @@ int main(int argc, char** argv) {
       });
     for (auto& t : threads) t.join();
     const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    // The server's view of the level (/metrics): sessions and prompt chunks per engine forward
+    // (how many requests the engine ran and prefilled together), and the mean seconds from a
+    // request read whole to its submission (HTTP thread, parsing, tokenization) and from there to
+    // its first forward (admission).
+    const auto after = scrape(a);
+    const double sess_fwd = mean_between(before, after, "hogwild_forward_sessions");
+    const double pref_fwd = mean_between(before, after, "hogwild_forward_prefills");
+    const double prep = mean_between(before, after, "hogwild_request_prepare_seconds");
+    const double queue = mean_between(before, after, "hogwild_request_queue_seconds");
     std::vector<double> ttft, itl;
     int64_t tokens = 0;
     int failed = 0;
@@ -197,9 +244,10 @@ int main(int argc, char** argv) {
       tokens += s.tokens;
     }
     const double rps = (total - failed) / wall, tps = tokens / wall;
-    std::printf("%8d %9d %8.2f %9.1f %9.1f %9.1f %9.2f %9.2f %6d\n", clients, total, rps, tps,
-                ms(percentile(ttft, 0.5)), ms(percentile(ttft, 0.99)), ms(percentile(itl, 0.5)),
-                ms(percentile(itl, 0.99)), failed);
+    std::printf("%8d %9d %8.2f %9.1f %9.1f %9.1f %9.2f %9.2f %6d %9.1f %9.1f %9.2f %9.1f\n",
+                clients, total, rps, tps, ms(percentile(ttft, 0.5)), ms(percentile(ttft, 0.99)),
+                ms(percentile(itl, 0.5)), ms(percentile(itl, 0.99)), failed, sess_fwd, pref_fwd,
+                ms(prep), ms(queue));
     std::fflush(stdout);
     out["levels"].push_back({{"clients", clients},
                              {"requests", total},
@@ -210,7 +258,11 @@ int main(int argc, char** argv) {
                              {"ttft_ms_p50", ms(percentile(ttft, 0.5))},
                              {"ttft_ms_p99", ms(percentile(ttft, 0.99))},
                              {"itl_ms_p50", ms(percentile(itl, 0.5))},
-                             {"itl_ms_p99", ms(percentile(itl, 0.99))}});
+                             {"itl_ms_p99", ms(percentile(itl, 0.99))},
+                             {"sessions_per_forward", sess_fwd},
+                             {"prefills_per_forward", pref_fwd},
+                             {"prepare_ms_mean", ms(prep)},
+                             {"queue_ms_mean", ms(queue)}});
   }
   if (!a.json_out.empty()) {
     std::ofstream f(a.json_out);

@@ -100,6 +100,7 @@ void Engine::add_note(SessionId id, const std::string& author, const std::string
 std::vector<SessionEvent> Engine::step() {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<SessionEvent> events;
+  last_ = ForwardCounts{};
   admit();
   std::vector<Entry*> planned;
   std::vector<SessionStep> steps(active_.size());
@@ -108,7 +109,7 @@ std::vector<SessionEvent> Engine::step() {
     e.error = why;
     e.session->cancel("error");
   };
-  int64_t tokens = 0;
+  int64_t tokens = 0, prefill_chunks = 0;
   // Decoding and finishing sessions first: their rows are never held back.
   for (size_t i = 0; i < active_.size(); ++i) {
     Entry& e = *active_[i];
@@ -136,6 +137,7 @@ std::vector<SessionEvent> Engine::step() {
         planned.push_back(&e);
         parts.push_back(&steps[i]);
         tokens += static_cast<int64_t>(steps[i].batch.tokens.size());
+        prefill_chunks += 1;
         stats_.prompt_tokens += steps[i].prompt_tokens;
       }
     } catch (const Error& err) {
@@ -145,6 +147,7 @@ std::vector<SessionEvent> Engine::step() {
   if (!parts.empty()) {
     try {
       run_forward(be_, parts);
+      last_ = {static_cast<int64_t>(parts.size()), prefill_chunks, tokens};
       stats_.steps += 1;
       stats_.forward_tokens += tokens;
       stats_.forward_seconds += parts.front()->forward_seconds;

@@ -63,6 +63,13 @@ struct EngineStats {
   double step_seconds = 0;     // time inside step() (planning, forwards, completion, observers)
 };
 
+/// What the last engine step put into its forward (all 0 when it ran none).
+struct ForwardCounts {
+  int64_t sessions = 0;        // sessions with a part in the forward (decode, finisher or prefill)
+  int64_t prefill_chunks = 0;  // of them, sessions fed a chunk of their prompt
+  int64_t tokens = 0;          // tokens fed, all sessions
+};
+
 class Engine {
  public:
   /// backend and codec outlive the engine; the engine is the only user of the backend's cache.
@@ -106,6 +113,8 @@ class Engine {
   int64_t kv_reserved() const { return reserved_; }
   int64_t kv_limit() const { return limit_; }
   const EngineStats& stats() const { return stats_; }
+  /// The forward of the last step() (for /metrics: how many sessions share a forward).
+  const ForwardCounts& last_forward() const { return last_; }
   Backend& backend() { return be_; }
 
  private:
@@ -128,6 +137,7 @@ class Engine {
   std::vector<std::unique_ptr<Entry>> active_;  // admission order
   std::map<SessionId, std::unique_ptr<Entry>> done_;
   EngineStats stats_;
+  ForwardCounts last_;
 };
 
 }  // namespace hogwild

@@ -114,11 +114,20 @@ void Session::cancel(const std::string& reason) {
   release();
 }
 
+int64_t Session::serial_steps_bound(const SessionOptions& o) {
+  // Each serial step samples one token of every active worker, and a worker stops for good at
+  // max_tokens_per_worker (only Skeleton-of-Thought wakes stopped workers again): the session
+  // runs at most that many serial steps.
+  const int64_t m = o.skeleton ? 0 : o.max_tokens_per_worker;
+  if (m <= 0) return o.budget;
+  return o.budget > 0 ? std::min(o.budget, m) : m;
+}
+
 int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt,
                                   const ModelConfig& config, int64_t prompt_tokens) {
   const int64_t ctx = o.max_context > 0 ? o.max_context : config.max_position_embeddings;
-  return run_kv_tokens({prompt_tokens, o.n_workers, o.budget, ctx, fmt.finisher.max_tokens,
-                        o.layout == Layout::independent});
+  return run_kv_tokens({prompt_tokens, o.n_workers, serial_steps_bound(o), ctx,
+                        fmt.finisher.max_tokens, o.layout == Layout::independent});
 }
 
 LayoutState Session::layout_state() const {

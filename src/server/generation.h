@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
 #include "hogwild/formatting.h"
 #include "hogwild/session.h"
 #include "sampling/sampler.h"
@@ -56,6 +57,9 @@ class GenerationEngine {
   virtual void insert_note(SessionId id, const std::string& author, const std::string& text) = 0;
   /// One forward over the active sessions; false when there was nothing to do.
   virtual bool step() = 0;
+  /// What the last step() put into its forward (sessions, prompt chunks, tokens; all 0 when it
+  /// ran none).
+  virtual ForwardCounts last_forward() const = 0;
   virtual bool finished(SessionId id) const = 0;
   /// The result of a finished session (then forgotten). Throws hogwild::Error when the session
   /// failed (the message says why) or is not finished.

@@ -311,6 +311,7 @@ void HttpServer::metrics(httplib::Response& res) {
     out +=
         fmt::format("hogwild_requests_total{{outcome=\"cancelled\"}} {}\n", st.requests_cancelled);
     out += fmt::format("hogwild_requests_total{{outcome=\"failed\"}} {}\n", st.requests_failed);
+    out += fmt::format("hogwild_requests_total{{outcome=\"rejected\"}} {}\n", st.requests_rejected);
     metric("hogwild_prompt_tokens_total", "counter", "Prompt tokens of finished sessions.",
            static_cast<double>(st.prompt_tokens));
     metric("hogwild_generated_tokens_total", "counter", "Tokens sampled by all workers.",
@@ -330,11 +331,33 @@ void HttpServer::metrics(httplib::Response& res) {
            static_cast<double>(st.cache.active_sessions));
     metric("hogwild_sessions_queued", "gauge", "Sessions waiting for KV memory or a slot.",
            static_cast<double>(st.cache.queued_sessions));
+    out += st.prepare_seconds.prometheus(
+        "hogwild_request_prepare_seconds",
+        "From a request read whole to its submission to the engine thread (waiting for an HTTP "
+        "thread, parsing, chat template, tokenization).");
+    out += st.queue_seconds.prometheus(
+        "hogwild_request_queue_seconds",
+        "From a request's submission to the end of its first engine forward (admission, "
+        "then its first prompt chunk).");
+    out += st.ttft_seconds.prometheus("hogwild_time_to_first_token_seconds",
+                                      "From a request read whole to its first sampled token.");
+    out += st.itl_seconds.prometheus(
+        "hogwild_inter_token_seconds",
+        "Between consecutive engine forwards that gave a session tokens.");
+    out += st.forward_sessions.prometheus("hogwild_forward_sessions",
+                                          "Sessions in one engine forward.");
+    out += st.forward_prefills.prometheus("hogwild_forward_prefills",
+                                          "Sessions fed a prompt chunk in one engine forward.");
+    metric("hogwild_forward_sessions_max", "gauge", "The most sessions one engine forward held.",
+           static_cast<double>(st.forward_sessions_max));
   }
   res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");
 }
 
 void HttpServer::completions(const httplib::Request& req, httplib::Response& res, Endpoint ep) {
+  auto received = Reception::current_request_whole();
+  if (received == std::chrono::steady_clock::time_point{})
+    received = std::chrono::steady_clock::now();
   try {
     require_ready();
     const CompletionRequest cr = parse_completion_request(req.body, ep, model_->id, opt_.limits);
@@ -368,6 +391,7 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
     job.hogwild = meta.hogwild;
     job.choices = std::move(gens);
     job.stop = cr.stop;
+    job.received = received;
     auto ch = sched_->submit(std::move(job));
     auto probe =
         Reception::current_socket() >= 0

@@ -146,10 +146,13 @@ class ConnStream : public httplib::Stream {
 };
 
 thread_local int t_socket = -1;  // the connection a worker handles now
+thread_local std::chrono::steady_clock::time_point t_whole{};  // when its request was whole
 
 }  // namespace
 
 int Reception::current_socket() { return t_socket; }
+
+std::chrono::steady_clock::time_point Reception::current_request_whole() { return t_whole; }
 
 struct Reception::Conn {
   int fd = -1;
@@ -162,6 +165,7 @@ struct Reception::Conn {
   std::string method, path;  // of the current request (for the log)
   std::string head;          // the head handed on, without Content-Length and the blank line
   size_t length = 0;         // Content-Length
+  std::chrono::steady_clock::time_point whole{};  // when the request was read whole
   bool chunked = false, expect_continue = false;
   // Chunked body: decoded bytes, parse state, raw bytes consumed.
   std::string body;
@@ -321,6 +325,7 @@ void Reception::loop() {
     conns.erase(c);
   };
   auto hand_over = [&](Conn* c) {
+    c->whole = std::chrono::steady_clock::now();
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
     buffered_ -= c->reserved;
     c->reserved = 0;
@@ -793,12 +798,14 @@ void Reception::work() {
     {
       ConnStream s(c->fd, c->request, opt_.write_timeout_s);
       t_socket = c->fd;
+      t_whole = c->whole;
       try {
         ok = handle_(s, close_connection, closed);
       } catch (...) {
         ok = false;
       }
       t_socket = -1;
+      t_whole = {};
     }
     c->request.clear();
     c->request.shrink_to_fit();

@@ -25,6 +25,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -80,6 +81,9 @@ class Reception {
 
   /// The socket of the request the calling thread handles (a worker inside the handler), else -1.
   static int current_socket();
+  /// When the request the calling thread handles was read whole (before it waited for a worker),
+  /// else the epoch.
+  static std::chrono::steady_clock::time_point current_request_whole();
 
   /// Connections open now (being received, waiting for a worker, or handled).
   size_t open_connections() const { return open_.load(); }

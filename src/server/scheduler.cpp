@@ -1,5 +1,6 @@
 #include "server/scheduler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,10 @@ namespace hogwild::server {
 using Clock = std::chrono::steady_clock;
 
 namespace {
+double seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
 std::string decode_all(const std::string& bytes) {
   Utf8Decoder d;
   return d.push(bytes) + d.flush();
@@ -34,8 +39,10 @@ struct Scheduler::Request {
   std::shared_ptr<Channel> channel = std::make_shared<Channel>();
   std::vector<std::unique_ptr<ChoiceObserver>> observers;
   std::vector<SessionId> sids;
-  int open = 0;          // choices whose sessions have not been collected
-  bool started = false;  // a session of it ran (counted as running, not queued)
+  Clock::time_point submitted{};
+  int open = 0;            // choices whose sessions have not been collected
+  bool started = false;    // a session of it ran (counted as running, not queued)
+  bool any_token = false;  // a token of it was sampled (time to first token taken)
   bool cancelled = false;
   bool failed = false;
 };
@@ -61,6 +68,7 @@ class Scheduler::ChoiceObserver : public SessionObserver {
         r_.started = true;
         s_.stats_.queued -= 1;
         s_.stats_.running += 1;
+        s_.stats_.queue_seconds.observe(seconds(r_.submitted, now));
       }
     } else if (rec.serial_step > 0) {
       std::lock_guard<std::mutex> l(s_.m_);
@@ -81,8 +89,19 @@ class Scheduler::ChoiceObserver : public SessionObserver {
   }
   void on_token(const TokenEvent& t) override {
     {
+      const auto now = Clock::now();
       std::lock_guard<std::mutex> l(s_.m_);
       s_.stats_.generated_tokens += 1;
+      if (!r_.any_token) {
+        r_.any_token = true;
+        if (r_.job.received != Clock::time_point{})
+          s_.stats_.ttft_seconds.observe(seconds(r_.job.received, now));
+      }
+      if (t.serial_step != token_serial_) {  // the first token of this forward
+        if (token_serial_ >= 0) s_.stats_.itl_seconds.observe(seconds(token_time_, now));
+        token_serial_ = t.serial_step;
+        token_time_ = now;
+      }
     }
     if (t.eos) {  // the worker stopped on it: not part of the text
       eos_seen_ = true;
@@ -202,6 +221,8 @@ class Scheduler::ChoiceObserver : public SessionObserver {
   bool stopped_ = false, started_ = false;
   bool eos_seen_ = false;  // a worker drew an end-of-sequence token
   Clock::time_point last_{};
+  int64_t token_serial_ = -1;       // serial step of the last token (-1: none yet)
+  Clock::time_point token_time_{};  // when it came
 };
 
 Scheduler::Scheduler(std::function<std::unique_ptr<GenerationEngine>()> make_engine,
@@ -215,8 +236,10 @@ Scheduler::~Scheduler() { stop(); }
 std::shared_ptr<Channel> Scheduler::submit(Job job) {
   auto r = std::make_shared<Request>();
   r->job = std::move(job);
+  r->submitted = Clock::now();
   {
     std::lock_guard<std::mutex> l(m_);
+    if (draining_ || stopping_ || admitted_ >= max_requests_) stats_.requests_rejected += 1;
     if (draining_ || stopping_)
       throw ApiError(503, "server_error", "the server is shutting down; retry on another server",
                      "", "shutting_down");
@@ -228,6 +251,8 @@ std::shared_ptr<Channel> Scheduler::submit(Job job) {
                      "", "queue_full");
     admitted_ += 1;
     stats_.queued += 1;
+    if (r->job.received != Clock::time_point{})
+      stats_.prepare_seconds.observe(seconds(r->job.received, r->submitted));
     Command c;
     c.kind = Command::Kind::submit;
     c.req = r;
@@ -315,6 +340,12 @@ void Scheduler::loop(std::function<std::unique_ptr<GenerationEngine>()> make) {
       if (stopping_ && requests_.empty() && commands_.empty()) break;
     }
     const bool worked = engine_->step();
+    if (const ForwardCounts f = engine_->last_forward(); f.sessions > 0) {
+      std::lock_guard<std::mutex> l(m_);
+      stats_.forward_sessions.observe(static_cast<double>(f.sessions));
+      stats_.forward_prefills.observe(static_cast<double>(f.prefill_chunks));
+      stats_.forward_sessions_max = std::max(stats_.forward_sessions_max, f.sessions);
+    }
     poll();
     if (!worked) {
       std::unique_lock<std::mutex> l(m_);

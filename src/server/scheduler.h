@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -20,6 +21,7 @@
 
 #include "server/channel.h"
 #include "server/generation.h"
+#include "server/histogram.h"
 
 namespace hogwild::server {
 
@@ -29,17 +31,33 @@ struct Job {
   bool hogwild = false;  // content = the answer (else the text of the single worker)
   std::vector<GenerationRequest> choices;
   std::vector<std::string> stop;  // stop strings (plain: on the text; hogwild: on the answer)
+  // When the HTTP handler took the request, before parsing it (the epoch when unknown): the time
+  // to first token and the preparation time (parse, chat template, tokenization) count from it.
+  std::chrono::steady_clock::time_point received{};
 };
 
 /// Counters for /metrics (monotonic unless said otherwise).
 struct SchedulerStats {
   int64_t running = 0, queued = 0;  // gauges: requests whose sessions run / wait
   int64_t requests_finished = 0, requests_cancelled = 0, requests_failed = 0;
+  int64_t requests_rejected = 0;  // refused by submit: 429 (queue full) or 503 (shutting down)
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t serial_steps = 0;
   double step_seconds = 0;  // summed wall time between consecutive forwards of a session
   int64_t notes_inserted = 0;
   EngineGauges cache;  // gauges of the engine
+  // Seconds, per request: Job::received to submit (parse, chat template, tokenization); submit
+  // to the end of the request's first forward (waiting for the engine thread's step and for
+  // admission, then its first prompt chunk); received to its first token. Per session: between
+  // consecutive forwards that gave it tokens.
+  Histogram prepare_seconds{Histogram::seconds_bounds()};
+  Histogram queue_seconds{Histogram::seconds_bounds()};
+  Histogram ttft_seconds{Histogram::seconds_bounds()};
+  Histogram itl_seconds{Histogram::seconds_bounds()};
+  // Per engine forward: the sessions in it, and those of them fed a prompt chunk.
+  Histogram forward_sessions{Histogram::count_bounds()};
+  Histogram forward_prefills{Histogram::count_bounds()};
+  int64_t forward_sessions_max = 0;  // the most sessions one forward held
 };
 
 class Scheduler {

@@ -19,6 +19,7 @@ class ServerEngine : public GenerationEngine {
     engine_.add_note(id, author, text);
   }
   bool step() override;
+  ForwardCounts last_forward() const override { return engine_.last_forward(); }
   bool finished(SessionId id) const override { return engine_.finished(id); }
   SessionResult take_result(SessionId id) override;
   EngineGauges gauges() const override {

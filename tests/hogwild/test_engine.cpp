@@ -217,6 +217,58 @@ TEST(Engine, AdmissionWaitsForKvMemoryAndRefusesWhatCannotFit) {
   EXPECT_EQ(engine.kv_reserved(), 0);
 }
 
+// A session that stops at max_tokens_per_worker (a server's plain completion with max_tokens)
+// reserves what those tokens can fill, not a whole context: 16 such sessions fit a pool that
+// holds two context-long ones, all 16 are admitted and prefilled in the first forward, and the
+// cache never holds more than the reservations.
+TEST(Engine, MaxTokensBoundTheKvReservationSoEveryFittingSessionRuns) {
+  const test::TinySpec spec = session_specs()[2];
+  const ModelWeights weights = session_model(spec);
+  ByteCodec codec;
+  constexpr int64_t kMaxTokens = 4;
+  auto request = [&](int i) {
+    SessionRequest r = sampled_request(codec, 1, Layout::combined, fmt::format("Q{:02}: 1+1?\n", i),
+                                       SamplingParams{}, /*budget=*/0);
+    r.options.max_tokens_per_worker = kMaxTokens;
+    return r;
+  };
+  const SessionRequest probe = request(10);
+  const int64_t prompt = static_cast<int64_t>(probe.prompt.size());
+  const int64_t finisher = probe.formatting.finisher.max_tokens;
+  const int64_t need =
+      Session::kv_tokens_needed(probe.options, probe.formatting, weights.config, prompt);
+  // By hand (kv_budget.h): the view holds the prompt and 4 serial steps with 64 opening tokens,
+  // then the finisher, one page for each of 3 + 4 live blocks and 256 constant tokens.
+  EXPECT_EQ(need, prompt + kMaxTokens + 64 + finisher + 64 * 7 + 256);
+  const int64_t context_long = 8192 + finisher + 64 * 7 + 256;  // as without max_tokens
+  cpu::CpuBackend be(session_model(spec), 2 * context_long);
+  ASSERT_LT(be.kv_capacity_tokens(), 3 * context_long);
+  constexpr int kSessions = 16;
+  ASSERT_LE(kSessions * need, be.kv_capacity_tokens());
+  EngineOptions eo;
+  eo.max_sessions = kSessions;
+  Engine engine(be, codec, eo);
+  std::vector<SessionId> ids;
+  for (int i = 0; i < kSessions; ++i) ids.push_back(engine.submit(request(i)));
+  const std::vector<SessionEvent> first = engine.step();
+  EXPECT_EQ(engine.active_sessions(), kSessions);
+  EXPECT_EQ(engine.queued_sessions(), 0);
+  EXPECT_EQ(engine.kv_reserved(), kSessions * need);
+  ASSERT_EQ(first.size(), static_cast<size_t>(kSessions));  // every prompt in the first forward
+  for (const SessionEvent& e : first) EXPECT_EQ(e.report.phase, StepReport::Phase::prefill);
+  while (!engine.idle()) {
+    engine.step();
+    EXPECT_LE(be.kv_used_tokens(), engine.kv_reserved());
+  }
+  for (SessionId id : ids) {
+    const SessionResult r = engine.take(id);
+    ASSERT_EQ(r.tokens_per_worker.size(), 1u);
+    EXPECT_LE(r.tokens_per_worker[0], kMaxTokens);
+  }
+  EXPECT_EQ(be.live_blocks(), 0);
+  EXPECT_EQ(engine.kv_reserved(), 0);
+}
+
 TEST(Engine, ThousandSessionsWithCancellationsLeaveThePoolEmpty) {
   const test::TinySpec spec = session_specs()[2];
   ByteCodec codec;

@@ -10,6 +10,7 @@
 #include "hogwild/kv_budget.h"
 #include "hogwild/live_view.h"
 #include "hogwild/picker.h"
+#include "hogwild/session.h"
 #include "hogwild/term_text.h"
 
 namespace hogwild {
@@ -202,6 +203,27 @@ TEST(KvBudget, HandComputedEstimates) {
   // Independent layout: each worker's own output and finisher: views 100 + 4 * (50 + 64) = 556,
   // per worker min(556 - 100, 50 + 64) = 114; 100 + 4 * (114 + 32) = 684; + 32 + 64 * 16 + 256 * 4.
   EXPECT_EQ(run_kv_tokens({100, 4, 50, 32768, 32, true}), 684 + 32 + 1024 + 1024);
+}
+
+// Session::serial_steps_bound: a worker stops at max_tokens_per_worker and each serial step samples
+// one token of every active worker, so the smaller of that and the budget bounds the serial steps
+// (not for Skeleton-of-Thought, which wakes stopped workers again).
+TEST(KvBudget, MaxTokensBoundTheSerialSteps) {
+  SessionOptions o;
+  EXPECT_EQ(Session::serial_steps_bound(o), 0);  // neither: no bound
+  o.max_tokens_per_worker = 128;
+  EXPECT_EQ(Session::serial_steps_bound(o), 128);
+  o.budget = 50;
+  EXPECT_EQ(Session::serial_steps_bound(o), 50);
+  o.budget = 500;
+  EXPECT_EQ(Session::serial_steps_bound(o), 128);
+  o.skeleton = true;
+  EXPECT_EQ(Session::serial_steps_bound(o), 500);
+  // A plain completion of 128 tokens after a 20-token prompt in a 40960-token context (Qwen3-8B),
+  // finisher 1: 20 + (128 + 64) + 1 + 64 * 7 + 256 = 917 KV tokens instead of
+  // 40960 + 1 + 448 + 256 = 41665 (a pool of 882000 tokens holds 961 of them, not 21).
+  EXPECT_EQ(run_kv_tokens({20, 1, 128, 40960, 1}), 917);
+  EXPECT_EQ(run_kv_tokens({20, 1, 0, 40960, 1}), 41665);
 }
 
 }  // namespace

@@ -1,14 +1,17 @@
 // Units of the server: UTF-8 streaming, stop-string hold-back, request validation (every client
-// mistake a 4xx naming the field), and live steering (a note inserted between serial steps is in
-// every worker's view from the next serial step on).
+// mistake a 4xx naming the field), live steering (a note inserted between serial steps is in
+// every worker's view from the next serial step on), and admission (every request that fits runs
+// in the same engine forward; the /metrics histograms count what happened).
 #include <gtest/gtest.h>
 
+#include <future>
 #include <map>
 
 #include "cpu/cpu_backend.h"
 #include "hogwild/picker.h"
 #include "server/api_error.h"
 #include "server/request.h"
+#include "server/scheduler.h"
 #include "server/server_engine.h"
 #include "server/text_stream.h"
 #include "tests/hogwild/test_support.h"
@@ -360,6 +363,114 @@ TEST(Steering, NoteIsInEveryViewFromTheSerialStepAfterItsForward) {
     EXPECT_EQ(checked, 20 - s);
     EXPECT_EQ(engine.gauges().blocks, 0);
   }
+}
+
+// Admission through the server's engine thread: 16 plain completions of at most 4 tokens (one
+// worker, no budget, as build_generation makes them), submitted before the engine thread takes
+// commands, are all admitted and prefilled in its first forward although the KV pool holds only
+// two context-long sessions (a completion reserves its prompt and max_tokens, not the context). A
+// 17th request over the scheduler's limit is a 429 counted as rejected; /metrics' histograms hold
+// one preparation, queue time and time to first token per request and one inter-token gap per
+// token after each session's first.
+TEST(Scheduler, EveryRequestThatFitsRunsInTheSameForward) {
+  using namespace hogwild::testing;
+  constexpr int kRequests = 16;
+  constexpr int64_t kMaxTokens = 4;
+  const test::TinySpec spec = session_specs()[2];
+  ByteCodec codec;
+  auto request = [&](int i) {
+    GenerationRequest g;
+    g.formatting = test_formatting();
+    g.formatting.finisher.max_tokens = 1;
+    g.prompt = codec.encode(fmt::format("Q{}: what is 6 times 7?\n", i));
+    g.options.n_workers = 1;
+    g.options.stop_on_answer = false;
+    g.options.max_tokens_per_worker = kMaxTokens;
+    g.options.device_sampling = true;
+    g.sampling.do_sample = true;
+    g.sampling.temperature = 1.0f;
+    g.sampling.seed = static_cast<uint64_t>(i);
+    return g;
+  };
+  GenerationRequest unbounded = request(0);
+  unbounded.options.max_tokens_per_worker = 0;
+  const ModelWeights weights = session_model(spec);
+  const int64_t context_long =
+      Session::kv_tokens_needed(unbounded.options, unbounded.formatting, weights.config,
+                                static_cast<int64_t>(unbounded.prompt.size()));
+  cpu::CpuBackend cpu(session_model(spec), 2 * context_long);
+  ASSERT_LT(cpu.kv_capacity_tokens(), 3 * context_long);
+  std::promise<void> go;
+  std::shared_future<void> going = go.get_future().share();
+  EngineOptions eo;
+  eo.max_sessions = 64;
+  Scheduler sched(
+      [&] {
+        going.wait();  // every submit below is one command list when the loop starts
+        return std::make_unique<ServerEngine>(cpu, codec, eo);
+      },
+      kRequests);
+  std::vector<std::shared_ptr<Channel>> channels;
+  for (int i = 0; i < kRequests; ++i) {
+    Job job;
+    job.id = fmt::format("cmpl-{}", i);
+    job.choices = {request(i)};
+    job.received = std::chrono::steady_clock::now();
+    channels.push_back(sched.submit(std::move(job)));
+  }
+  Job extra;
+  extra.id = "cmpl-extra";
+  extra.choices = {request(99)};
+  try {
+    sched.submit(std::move(extra));
+    ADD_FAILURE() << "a request over the limit was admitted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 429);
+  }
+  go.set_value();
+  int64_t gaps = 0;
+  for (auto& ch : channels) {
+    std::vector<Event> evs, all;
+    while (ch->pop_all(evs, std::chrono::milliseconds(100))) {
+      all.insert(all.end(), evs.begin(), evs.end());
+      evs.clear();
+    }
+    ASSERT_FALSE(all.empty());
+    EXPECT_EQ(all.front().kind, Event::Kind::accepted);
+    EXPECT_FALSE(all.front().error.has_value());
+    ASSERT_EQ(all.back().kind, Event::Kind::done);
+    ASSERT_EQ(all.back().tokens_per_worker.size(), 1u);
+    const int64_t made = all.back().tokens_per_worker[0];
+    EXPECT_GE(made, 1);
+    EXPECT_LE(made, kMaxTokens);
+    gaps += made - 1;
+  }
+  const SchedulerStats st = sched.stats();
+  EXPECT_EQ(st.forward_sessions_max, kRequests);
+  // Bounds 0, 1, 2, 4, 8, 16, ...: one forward fed 9..16 prompt chunks, the first.
+  const std::vector<double>& b = st.forward_prefills.bounds();
+  const size_t le16 = std::find(b.begin(), b.end(), 16.0) - b.begin();
+  ASSERT_LT(le16, b.size());
+  EXPECT_EQ(st.forward_prefills.cumulative(le16) - st.forward_prefills.cumulative(le16 - 1), 1);
+  EXPECT_EQ(st.forward_prefills.sum(), kRequests);  // each prompt in one chunk
+  EXPECT_EQ(st.requests_finished, kRequests);
+  EXPECT_EQ(st.requests_rejected, 1);
+  EXPECT_EQ(st.prepare_seconds.count(), kRequests);
+  EXPECT_EQ(st.queue_seconds.count(), kRequests);
+  EXPECT_EQ(st.ttft_seconds.count(), kRequests);
+  EXPECT_EQ(st.itl_seconds.count(), gaps);
+  EXPECT_EQ(st.running, 0);
+  EXPECT_EQ(st.queued, 0);
+}
+
+// The /metrics text of a histogram: cumulative buckets by upper bound, +Inf, sum and count.
+TEST(Histogram, PrometheusTextIsCumulative) {
+  Histogram h({0.1, 1});
+  for (double v : {0.05, 0.1, 0.5, 2.0}) h.observe(v);
+  EXPECT_EQ(h.prometheus("x_seconds", "Help."),
+            "# HELP x_seconds Help.\n# TYPE x_seconds histogram\n"
+            "x_seconds_bucket{le=\"0.1\"} 2\nx_seconds_bucket{le=\"1\"} 3\n"
+            "x_seconds_bucket{le=\"+Inf\"} 4\nx_seconds_sum 2.65\nx_seconds_count 4\n");
 }
 
 }  // namespace
