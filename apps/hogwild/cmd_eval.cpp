@@ -33,7 +33,9 @@
 #include "eval/runner.h"
 #include "eval/score.h"
 #include "eval/summary.h"
+#include "hogwild/request_check.h"
 #include "hogwild/transcript.h"
+#include "model/config.h"
 
 namespace hogwild::cli {
 namespace {
@@ -144,8 +146,6 @@ void run_eval(EvalArgs a) {
   if (a.concurrency < 1) fail("--concurrency must be >= 1 sessions");
   if (a.limit < 0) fail("--limit must be >= 0 problems (0 = all)");
   if (a.compat != "none" && a.compat != "paper") fail("--compat '{}': use none or paper", a.compat);
-  if (a.collab_every < -1) fail("--collab-every must be >= 0 tokens (0 = off)");
-  if (a.max_context < 0) fail("--max-context must be >= 0 tokens (0 = the model's)");
   const bool vote = a.method == "self-consistency", sot = a.method == "sot";
   // Self-consistency and Skeleton-of-Thought run on the independent layout (runner.h).
   Layout layout = parse_layout(a.layout);
@@ -154,10 +154,11 @@ void run_eval(EvalArgs a) {
   if (!vote && !sot && layout == Layout::independent)
     fail("--layout independent is --method self-consistency (workers that vote)");
   if (vote || sot) layout = Layout::independent;
-  if (vote && (workers < 1 || workers > kMaxIndependentWorkers))
-    fail("-w {}: self-consistency votes over 1..{} samples", workers, kMaxIndependentWorkers);
-  if (sot && (workers < 1 || workers > kMaxIndependentWorkers))
-    fail("-w {}: Skeleton-of-Thought expands 1..{} points", workers, kMaxIndependentWorkers);
+  // The ranges of hogwild/request_check.h, before a model or dataset loads.
+  if (vote || sot) check_workers(workers, layout, sot, Formatting{});
+  check_snapshots(budgets, 0);
+  check_field(RequestField::collab_every, a.collab_every);
+  check_max_context(a.max_context, 0);
   std::unique_ptr<Judge> judge;  // the optional collaboration score (judge.h)
   if (!a.judge_url.empty() || !a.judge_model.empty()) {
     if (a.method != "hogwild" || workers < 2)
@@ -208,7 +209,8 @@ void run_eval(EvalArgs a) {
                         ? a.format
                         : default_formatting_name(tmpl ? tmpl->source() : "", answer_kind);
   spec.formatting = resolve_formatting(spec.format_ref);
-  spec.formatting.check_workers(vote || sot ? 1 : workers);
+  check_workers(workers, layout, sot, spec.formatting);
+  check_max_context(a.max_context, load_model_config(a.model_dir).max_position_embeddings);
   spec.kind = data.kind;
   if (spec.formatting.answer.kind != answer_kind)
     fail("--format '{}' answers with {} but dataset '{}' needs {}", spec.format_ref,

@@ -50,8 +50,10 @@ Formatting request_formatting(const Model& model, const std::string& name);
 /// Builds the SessionRequest `hogwild run` runs: the formatting's prompt through the chat template,
 /// tokenized; stop ids from Model::stop_ids; device-contract sampling on. The independent layout's
 /// workers (1..kMaxIndependentWorkers) get the single-worker prompt; Skeleton-of-Thought its own.
-/// Throws hogwild::Error for a bad worker count, an empty problem, a chat template that cannot be
-/// used (with its error), a context beyond the model's, or bad sampling parameters.
+/// Throws RequestError for a field out of its range (hogwild/request_check.h: workers for the
+/// layout and formatting, budget, snapshots beyond the budget, collab_every, a context beyond the
+/// model's, sampling), hogwild::Error for an empty problem or a chat template that cannot be used
+/// (with its error).
 SessionRequest make_request(const Model& model, const ProblemRequest& problem);
 
 }  // namespace hogwild

@@ -404,8 +404,9 @@ TEST_F(EvalCli, BadInputStopsWithItsMessage) {
   } cases[] = {
       {"--budgets 512,256" + out, "--budgets must increase: 256 comes after 512"},
       {"--budgets 0" + out, "--budgets: '0' is not a positive serial-step count"},
-      {"--method sot -w 65" + out, "Skeleton-of-Thought expands 1..64 points"},
-      {"--method self-consistency -w 65" + out, "self-consistency votes over 1..64 samples"},
+      {"--method sot -w 65" + out, "workers is 65; it must be in 1..64 workers"},
+      {"--method self-consistency -w 65" + out, "workers is 65; it must be in 1..64 workers"},
+      {"--collab-every -2" + out, "collab_every is -2; it must be in -1..1000000"},
       {"--method self-consistency --layout interleaved" + out,
        "--method self-consistency runs on the independent layout"},
       {"--layout independent" + out, "--layout independent is --method self-consistency"},
@@ -418,7 +419,7 @@ TEST_F(EvalCli, BadInputStopsWithItsMessage) {
       {"--method single -w 2" + out, "--method single runs one worker"},
       {"--budgets 4", "--out DIR is required"},
       {"--compat reference" + out, "--compat 'reference': use none or paper"},
-      {"-w 9" + out, "formatting 'qwen3-math' has 8 worker names: use 1..8 workers"},
+      {"-w 9" + out, "workers is 9; the formatting 'qwen3-math' names 8 workers: give 1..8"},
       {"--layout diagonal" + out, "unknown layout 'diagonal'"},
   };
   for (const auto& c : cases) {
