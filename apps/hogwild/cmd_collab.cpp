@@ -57,7 +57,7 @@ ModelText load_model_text(const ModelArgs& a) {
   if (!fs::is_directory(a.model_dir))
     fail("model directory '{}' does not exist; pass it with -m", a.model_dir);
   const fs::path fmt_path =
-      a.format.empty() ? fs::path(a.model_dir) / "hogwild_format.json" : fs::path(a.format);
+      a.format.empty() ? fs::path(a.model_dir) / kModelFormattingFile : fs::path(a.format);
   ModelText m{
       a.format.empty() ? load_formatting(fmt_path) : resolve_formatting(a.format), {}, {}, {}};
   if (m.fmt.chat.use_template)

@@ -101,7 +101,8 @@ std::vector<json> result_lines(const RunSpec& spec, const Problem& p, ProblemKin
   std::vector<json> lines;
   const json gold = p.gold.size() == 1 ? json(p.gold[0]) : json(p.gold);
   for (const BudgetPoint& pt : g.points) {
-    Score s = score_answer(p, kind, pt.answer, so);
+    // A run that could not start has no answer: it is reported, never scored.
+    const Score s = g.started ? score_answer(p, kind, pt.answer, so) : Score{};
     json j = {{"id", p.id},
               {"sample", job.sample},
               {"seed", job.seed},
@@ -317,7 +318,8 @@ void run_eval(EvalArgs a) {
                                      {"error", utf8_lossy(js.error)}};
           }
           store.append(p.id, job.sample, lines, g.transcript);
-          progress.job_done(p.id, lines.back()["correct"].get<bool>());
+          progress.job_done(
+              p.id, lines.back()["correct"].is_boolean() && lines.back()["correct"].get<bool>());
         },
         [&](int64_t t) { progress.tokens(t); });
     progress.finish();
@@ -335,8 +337,10 @@ void run_report(const ReportArgs& r) {
   if (r.dirs.size() > 1 && r.out.empty())
     fail("eval report: several folders need --out DIR for the combined tables and plots");
   std::vector<SeriesSummary> series;
-  for (const std::string& d : r.dirs)
-    series.push_back(summarize(read_config(d), read_results(d), d));
+  for (const std::string& d : r.dirs) {
+    const json config = read_config(d);  // first: a folder that is no eval's is named as such
+    series.push_back(summarize(config, read_results(d), d));
+  }
   const std::string out = r.out.empty() ? r.dirs[0] : r.out;
   const std::string note = write_report(out, series);
   std::printf("%s", summary_markdown(series).c_str());

@@ -11,7 +11,8 @@
 //
 // The problem "-" is read from stdin. Sampling defaults come from DIR/generation_config.json;
 // worker w samples with seed + w (-1 = a random seed, printed). The formatting defaults to the
-// model family's math variant (detected from the chat template); --format plain inserts nothing
+// model directory's hogwild_format.json, else the model family's math variant (detected from the
+// chat template); --format plain inserts nothing
 // (raw prompt, no prefixes). Ctrl-C or SIGTERM stops after the current serial step and writes
 // what was produced (exit status 130 / 143); the transcript grows in FILE.partial.jsonl while the
 // run goes (hogwild/run_files.h). llama.cpp spellings: -c/--ctx-size, -f/--file, -t/--threads,
@@ -113,8 +114,9 @@ void run(RunArgs a) {
   const Layout layout = parse_layout(a.layout);
   auto tmpl = load_template(a.model_dir);
   const std::string fmt_name =
-      !a.format.empty() ? a.format
-                        : default_formatting_name(tmpl ? tmpl->source() : "", AnswerKind::boxed);
+      !a.format.empty()
+          ? a.format
+          : model_formatting_ref(a.model_dir, tmpl ? tmpl->source() : "", AnswerKind::boxed);
   const Formatting fmt = resolve_formatting(fmt_name);
   if (a.print_format) {
     std::printf("%s\n", dump_json(fmt.to_json(), 2).c_str());

@@ -9,8 +9,9 @@ namespace hogwild {
 Formatting request_formatting(const Model& model, const std::string& name) {
   const chat::ChatTemplate* tmpl = model.chat_template();
   return resolve_formatting(
-      !name.empty() ? name
-                    : default_formatting_name(tmpl ? tmpl->source() : "", AnswerKind::boxed));
+      !name.empty()
+          ? name
+          : model_formatting_ref(model.dir(), tmpl ? tmpl->source() : "", AnswerKind::boxed));
 }
 
 SessionRequest make_request(const Model& model, const ProblemRequest& p) {

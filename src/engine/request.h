@@ -30,7 +30,7 @@ struct SessionRequest {
 /// A problem as the user states it.
 struct ProblemRequest {
   std::string problem;     // the problem text (UTF-8)
-  std::string formatting;  // built-in name or JSON file; "" = the model family's math variant
+  std::string formatting;  // built-in name or JSON file; "" = model_formatting_ref (math)
   int workers = 2;
   Layout layout = Layout::combined;
   int64_t budget = 0;              // serial steps; 0 = until an answer
@@ -43,8 +43,9 @@ struct ProblemRequest {
   bool skeleton = false;
 };
 
-/// The formatting a problem request resolves to (its name, or the model family's default from
-/// the chat template). Throws hogwild::Error for an unknown name or a bad formatting file.
+/// The formatting a problem request resolves to: its name or file, else the model directory's
+/// hogwild_format.json, else the model family's default from the chat template
+/// (model_formatting_ref). Throws hogwild::Error for an unknown name or a bad formatting file.
 Formatting request_formatting(const Model& model, const std::string& name);
 
 /// Builds the SessionRequest `hogwild run` runs: the formatting's prompt through the chat template,

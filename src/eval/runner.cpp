@@ -80,6 +80,7 @@ Generation error_generation(const RunSpec& spec, const std::string& message) {
   Generation g;
   g.stop_reason = "error";
   g.error = message;
+  g.started = false;
   for (int64_t b : spec.budgets) g.points.push_back({b, std::nullopt, 0, {}, "none", false});
   g.transcript = {{"error", message}};
   return g;

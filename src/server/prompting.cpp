@@ -143,7 +143,7 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
     g.options.max_tokens_per_worker = r.max_tokens.value_or(room);
   } else {
     const HogwildParams& h = *r.hogwild;
-    g.formatting = resolve_formatting(h.format.empty() ? m.default_format : h.format);
+    g.formatting = h.format.empty() ? m.default_formatting : resolve_formatting(h.format);
     if (auto it = r.template_kwargs.find("enable_thinking"); it != r.template_kwargs.end()) {
       g.formatting.chat.has_enable_thinking = true;
       g.formatting.chat.enable_thinking = it->get<bool>();

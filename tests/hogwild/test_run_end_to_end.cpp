@@ -235,6 +235,32 @@ TEST_F(RunEndToEnd, IndependentLayoutTakesSixteenWorkers) {
   fs::remove(j);
 }
 
+// A model directory's own hogwild_format.json is the default formatting (--format overrides it).
+TEST_F(RunEndToEnd, ModelsOwnFormattingIsTheDefault) {
+  const std::string dir = tmp("model_with_format");
+  fs::remove_all(dir);
+  fs::copy(model(), dir, fs::copy_options::recursive);
+  std::ofstream(dir + "/hogwild_format.json")
+      << R"({"base": "qwen3-math", "worker_names": ["Ann", "Ben", "Cy"]})";
+  const std::string j = tmp("own_format.json");
+  const Cli c = run("run --device cpu -m " + dir + " -w 3 --budget 1 --greedy --json " + j +
+                    " \"What is 2+2?\"");
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(json::parse(slurp(j))["formatting"]["worker_names"], (json{"Ann", "Ben", "Cy"}));
+  // -w 4 is beyond the model's formatting (3 names), not qwen3-math's 8.
+  const Cli four = run("run --device cpu -m " + dir + " -w 4 x");
+  EXPECT_EQ(four.rc, 1);
+  EXPECT_NE(four.err.find("workers is 4; the formatting"), std::string::npos) << four.err;
+  const Cli named = run("run --device cpu -m " + dir +
+                        " --format qwen3-math -w 3 --budget 1 "
+                        "--greedy --json " +
+                        j + " \"What is 2+2?\"");
+  ASSERT_EQ(named.rc, 0) << named.err;
+  EXPECT_EQ(json::parse(slurp(j))["formatting"]["worker_names"][0], "Alice");
+  fs::remove(j);
+  fs::remove_all(dir);
+}
+
 // One worker with the formatting that inserts nothing, greedy, is plain generation
 // (DESIGN.md §2): the logits dump of the run equals `generate --dump-logits` on the same
 // ids, row for row, and each sampled token is its row's argmax.
