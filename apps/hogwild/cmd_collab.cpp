@@ -157,6 +157,7 @@ void show(ShowArgs a) {
         "interleaved or contiguous");
   a.spec.split = collab::parse_split(a.split);
   a.spec.picker.whole = a.spec.n_workers == 1;
+  collab::check_probability("--careless", a.careless);
   a.spec.picker.careless = a.careless;
   const collab::Trace t = collab::run_trace(a.spec, m.fmt, m.tmpl.get(), *m.codec);
   std::printf("%s", t.result.history_text.c_str());

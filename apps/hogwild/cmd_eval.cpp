@@ -112,14 +112,20 @@ std::vector<json> result_lines(const RunSpec& spec, const Problem& p, ProblemKin
               {"budget", pt.budget},
               {"answer", pt.answer ? json(utf8_lossy(*pt.answer)) : json()},
               {"gold", kind == ProblemKind::code ? json() : gold},
-              {"correct", s.correct},
-              {"parse_status", parse_status_name(s.status)},
+              {"correct", g.started ? json(s.correct) : json()},
+              {"parse_status", g.started ? parse_status_name(s.status) : "not_started"},
               {"tokens_per_worker", pt.tokens_per_worker},
               {"serial_steps", pt.serial_steps},
               {"answer_source", pt.source},
               {"stop_reason", g.stop_reason},
               {"cut", pt.cut},
               {"wall_seconds", g.wall_seconds}};
+    if (!g.started) {
+      j["started"] = false;
+      if (!g.error.empty()) j["error"] = g.error;
+      lines.push_back(std::move(j));
+      continue;
+    }
     if (kind == ProblemKind::code) {
       j["tests"] = s.tests;
       j["tests_passed"] = s.tests_passed;
@@ -206,9 +212,9 @@ void run_eval(EvalArgs a) {
   spec.budgets = budgets;
   spec.compat_paper = a.compat == "paper";
   spec.dataset = data.name;
-  spec.format_ref = !a.format.empty()
-                        ? a.format
-                        : default_formatting_name(tmpl ? tmpl->source() : "", answer_kind);
+  spec.format_ref = !a.format.empty() ? a.format
+                                      : model_formatting_ref(
+                                            a.model_dir, tmpl ? tmpl->source() : "", answer_kind);
   spec.formatting = resolve_formatting(spec.format_ref);
   check_workers(workers, layout, sot, spec.formatting);
   check_max_context(a.max_context, load_model_config(a.model_dir).max_position_embeddings);
