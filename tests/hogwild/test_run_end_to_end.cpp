@@ -262,7 +262,7 @@ TEST_F(RunEndToEnd, ModelsOwnFormattingIsTheDefault) {
 }
 
 // One worker with the formatting that inserts nothing, greedy, is plain generation
-// (DESIGN.md §2): the logits dump of the run equals `generate --dump-logits` on the same
+// (docs/ARCHITECTURE.md §2): the logits dump of the run equals `generate --dump-logits` on the same
 // ids, row for row, and each sampled token is its row's argmax.
 TEST_F(RunEndToEnd, LogitsDumpEqualsPlainGeneration) {
   const std::string j = tmp("lg.json"), run_npy = tmp("run.npy"), gen_npy = tmp("gen.npy");
