@@ -120,13 +120,14 @@ TEST(ModelCli, BadInputExitsOneWithMessage) {
   // A seed of -1 wrapped to 2^64 - 1 (a model of that seed was made); a reproducible model or
   // problem pack has no random seed. (A flag's value refused while parsing exits with CLI11's
   // status.)
-  for (const std::string& args : {"make-model --arch llama --preset tiny --seed -1 --out " +
-                                      d.str() + "/neg",
-                                  std::string("collab problems --count 1 --seed -1")}) {
+  for (const std::string& args :
+       {"make-model --arch llama --preset tiny --seed -1 --out " + d.str() + "/neg",
+        std::string("collab problems --count 1 --seed -1")}) {
     CliResult r = run(args);
     EXPECT_NE(r.code, 0) << args << "\n" << r.out;
     EXPECT_TRUE(contains(r.out, "--seed: seed is -1; it must be in 0..9223372036854775807"))
-        << args << "\n" << r.out;
+        << args << "\n"
+        << r.out;
   }
   EXPECT_FALSE(std::filesystem::exists(d.str() + "/neg"));
   // A corrupt weight file.
