@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/io.h"
+#include "core/request_fields.h"
 
 namespace hogwild::cli {
 
@@ -90,18 +91,38 @@ inline std::string file_or_stdin(const std::string& path, const char* what) {
   return read_file(path, what);
 }
 
+/// CLI11 check of a whole-number flag against the row of `f` in the table of ranges
+/// (core/request_fields.h): the message is the table's sentence ("seed is -2; it must be in ...").
+inline CLI::Validator in_range(RequestField f) {
+  return CLI::Validator(
+      [f](std::string& s) {
+        size_t used = 0;
+        long long v = 0;
+        try {
+          v = std::stoll(s, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (s.empty() || used != s.size())
+          return fmt::format("'{}' is not a whole number; give {} in {}", s, field_range(f).name,
+                             range_text(f));
+        try {
+          check_field(f, v);
+        } catch (const RequestError& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      },
+      "");
+}
+
 /// --seed N (a whole number >= 0) or -1 = a random seed (llama.cpp's convention): adds the option
 /// to `c`; resolve_seed() gives the seed to use, which the command prints.
 inline void add_seed_flag(CLI::App* c, int64_t& seed, const std::string& help) {
   c->add_option("-s,--seed", seed, help + "; -1 = random (the seed used is printed)")
-      ->check(CLI::Validator(
-          [](std::string& s) {
-            return !s.empty() && s[0] == '-' && s != "-1"
-                       ? "'" + s + "' is not a seed; give a whole number >= 0, or -1 for random"
-                       : std::string();
-          },
-          ""));
+      ->check(in_range(RequestField::seed));
 }
+
 inline uint64_t resolve_seed(int64_t seed) {
   if (seed >= 0) return static_cast<uint64_t>(seed);
   std::random_device rd;  // a fresh seed small enough to retype (llama.cpp prints a uint32)

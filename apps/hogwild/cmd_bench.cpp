@@ -4,6 +4,8 @@
 // this binary has the CUDA backend and a GPU is usable. --hf-baseline (CUDA only) also runs HF
 // transformers on the same presets and shapes (tools/hf_baseline.py: W independent sequences, each
 // with its own copy of the context's KV) after hogwild's runs, and adds its tok/s to every row.
+#include <memory>
+
 #include "apps/hogwild/backend_flags.h"
 #include "apps/hogwild/commands.h"
 #include "bench/cpu_bench.h"
@@ -217,6 +219,11 @@ void register_bench(CLI::App& app) {
       fail("--hf-baseline: {} not found; give the path of tools/hf_baseline.py", a->hf_script);
     if (!a->hf_script.empty() && a->presets.empty() && !a->dirs.empty())
       fail("--hf-baseline needs presets (-p); HF runs the preset shapes, not -m directories");
+    // The results file is created now (as FILE.tmp, renamed at the end), so a path that cannot
+    // be written fails before a run of minutes, not after it.
+    std::unique_ptr<AtomicOutputFile> json_out;
+    if (!a->json_file.empty())
+      json_out = std::make_unique<AtomicOutputFile>(a->json_file, "--json-file");
     nlohmann::json j;
     if (dev == "cpu") {
       bench::CpuBenchOptions o;
@@ -247,10 +254,9 @@ void register_bench(CLI::App& app) {
       std::printf("%s", bench::bench_table(j).c_str());
       if (!a->hf_script.empty()) std::printf("\n%s", hf_table(j).c_str());
     }
-    if (!a->json_file.empty()) {
-      OutputFile f(a->json_file, "--json-file");
-      f.write(dump_json(j, 2) + "\n");
-      f.close();
+    if (json_out) {
+      json_out->write(dump_json(j, 2) + "\n");
+      json_out->commit();
     }
   });
 }

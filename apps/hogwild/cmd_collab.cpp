@@ -17,6 +17,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "apps/hogwild/cli_util.h"
 #include "apps/hogwild/commands.h"
 #include "chat/chat_template.h"
 #include "collab/problems.h"
@@ -57,7 +58,7 @@ ModelText load_model_text(const ModelArgs& a) {
   if (!fs::is_directory(a.model_dir))
     fail("model directory '{}' does not exist; pass it with -m", a.model_dir);
   const fs::path fmt_path =
-      a.format.empty() ? fs::path(a.model_dir) / "hogwild_format.json" : fs::path(a.format);
+      a.format.empty() ? fs::path(a.model_dir) / kModelFormattingFile : fs::path(a.format);
   ModelText m{
       a.format.empty() ? load_formatting(fmt_path) : resolve_formatting(a.format), {}, {}, {}};
   if (m.fmt.chat.use_template)
@@ -157,6 +158,7 @@ void show(ShowArgs a) {
         "interleaved or contiguous");
   a.spec.split = collab::parse_split(a.split);
   a.spec.picker.whole = a.spec.n_workers == 1;
+  collab::check_probability("--careless", a.careless);
   a.spec.picker.careless = a.careless;
   const collab::Trace t = collab::run_trace(a.spec, m.fmt, m.tmpl.get(), *m.codec);
   std::printf("%s", t.result.history_text.c_str());
@@ -182,7 +184,8 @@ void register_collab(CLI::App& app) {
                 "train, test (held-out seeds) or test-frames (held-out seeds and sentence frames)");
   p->add_option("--k", pa->k, "parts per pack (1..9)");
   p->add_option("--count", pa->count, "number of packs");
-  p->add_option("--seed", pa->seed, "base seed; pack i uses seed * 1000003 + i");
+  p->add_option("--seed", pa->seed, "base seed; pack i uses seed * 1000003 + i")
+      ->check(in_range(RequestField::fixed_seed));
   p->add_option("--out", pa->out, "output file (default: stdout)");
   p->add_option("--format", pa->format, "jsonl (default) or text (the problem texts only)");
   p->callback([pa] { problems(*pa); });
@@ -191,7 +194,7 @@ void register_collab(CLI::App& app) {
   CLI::App* t = c->add_subcommand("traces", "scripted sessions -> training examples");
   add_model_args(t, ta->model);
   t->add_option("--sessions", ta->gen.sessions, "number of sessions");
-  t->add_option("--seed", ta->gen.seed, "base seed");
+  t->add_option("--seed", ta->gen.seed, "base seed")->check(in_range(RequestField::fixed_seed));
   t->add_option("--threads", ta->gen.threads, "threads (one output shard each)");
   t->add_option("--out", ta->gen.prefix, "output prefix")->required();
   t->add_flag("--text", ta->text, "write the examples as JSONL text (tokenizer corpus)");
@@ -212,7 +215,8 @@ void register_collab(CLI::App& app) {
   s->add_option("--k", sa->spec.k, "parts");
   s->add_option("-w,--workers", sa->spec.n_workers, "workers");
   s->add_option("--layout", sa->layout, "combined, interleaved or contiguous");
-  s->add_option("--seed", sa->spec.pack_seed, "pack seed");
+  s->add_option("--seed", sa->spec.pack_seed, "pack seed")
+      ->check(in_range(RequestField::fixed_seed));
   s->add_option("--split", sa->split, "train, test or test-frames");
   s->add_option("--collab-every", sa->spec.collab_every, "tokens between checks (-1: formatting)");
   s->add_option("--careless", sa->careless, "probability of a careless claim");

@@ -33,7 +33,9 @@
 #include "eval/runner.h"
 #include "eval/score.h"
 #include "eval/summary.h"
+#include "hogwild/request_check.h"
 #include "hogwild/transcript.h"
+#include "model/config.h"
 
 namespace hogwild::cli {
 namespace {
@@ -99,7 +101,8 @@ std::vector<json> result_lines(const RunSpec& spec, const Problem& p, ProblemKin
   std::vector<json> lines;
   const json gold = p.gold.size() == 1 ? json(p.gold[0]) : json(p.gold);
   for (const BudgetPoint& pt : g.points) {
-    Score s = score_answer(p, kind, pt.answer, so);
+    // A run that could not start has no answer: it is reported, never scored.
+    const Score s = g.started ? score_answer(p, kind, pt.answer, so) : Score{};
     json j = {{"id", p.id},
               {"sample", job.sample},
               {"seed", job.seed},
@@ -109,14 +112,20 @@ std::vector<json> result_lines(const RunSpec& spec, const Problem& p, ProblemKin
               {"budget", pt.budget},
               {"answer", pt.answer ? json(utf8_lossy(*pt.answer)) : json()},
               {"gold", kind == ProblemKind::code ? json() : gold},
-              {"correct", s.correct},
-              {"parse_status", parse_status_name(s.status)},
+              {"correct", g.started ? json(s.correct) : json()},
+              {"parse_status", g.started ? parse_status_name(s.status) : "not_started"},
               {"tokens_per_worker", pt.tokens_per_worker},
               {"serial_steps", pt.serial_steps},
               {"answer_source", pt.source},
               {"stop_reason", g.stop_reason},
               {"cut", pt.cut},
               {"wall_seconds", g.wall_seconds}};
+    if (!g.started) {
+      j["started"] = false;
+      if (!g.error.empty()) j["error"] = g.error;
+      lines.push_back(std::move(j));
+      continue;
+    }
     if (kind == ProblemKind::code) {
       j["tests"] = s.tests;
       j["tests_passed"] = s.tests_passed;
@@ -144,8 +153,6 @@ void run_eval(EvalArgs a) {
   if (a.concurrency < 1) fail("--concurrency must be >= 1 sessions");
   if (a.limit < 0) fail("--limit must be >= 0 problems (0 = all)");
   if (a.compat != "none" && a.compat != "paper") fail("--compat '{}': use none or paper", a.compat);
-  if (a.collab_every < -1) fail("--collab-every must be >= 0 tokens (0 = off)");
-  if (a.max_context < 0) fail("--max-context must be >= 0 tokens (0 = the model's)");
   const bool vote = a.method == "self-consistency", sot = a.method == "sot";
   // Self-consistency and Skeleton-of-Thought run on the independent layout (runner.h).
   Layout layout = parse_layout(a.layout);
@@ -154,10 +161,11 @@ void run_eval(EvalArgs a) {
   if (!vote && !sot && layout == Layout::independent)
     fail("--layout independent is --method self-consistency (workers that vote)");
   if (vote || sot) layout = Layout::independent;
-  if (vote && (workers < 1 || workers > kMaxIndependentWorkers))
-    fail("-w {}: self-consistency votes over 1..{} samples", workers, kMaxIndependentWorkers);
-  if (sot && (workers < 1 || workers > kMaxIndependentWorkers))
-    fail("-w {}: Skeleton-of-Thought expands 1..{} points", workers, kMaxIndependentWorkers);
+  // The ranges of hogwild/request_check.h, before a model or dataset loads.
+  if (vote || sot) check_workers(workers, layout, sot, Formatting{});
+  check_snapshots(budgets, 0);
+  check_field(RequestField::collab_every, a.collab_every);
+  check_max_context(a.max_context, 0);
   std::unique_ptr<Judge> judge;  // the optional collaboration score (judge.h)
   if (!a.judge_url.empty() || !a.judge_model.empty()) {
     if (a.method != "hogwild" || workers < 2)
@@ -204,11 +212,12 @@ void run_eval(EvalArgs a) {
   spec.budgets = budgets;
   spec.compat_paper = a.compat == "paper";
   spec.dataset = data.name;
-  spec.format_ref = !a.format.empty()
-                        ? a.format
-                        : default_formatting_name(tmpl ? tmpl->source() : "", answer_kind);
+  spec.format_ref = !a.format.empty() ? a.format
+                                      : model_formatting_ref(
+                                            a.model_dir, tmpl ? tmpl->source() : "", answer_kind);
   spec.formatting = resolve_formatting(spec.format_ref);
-  spec.formatting.check_workers(vote || sot ? 1 : workers);
+  check_workers(workers, layout, sot, spec.formatting);
+  check_max_context(a.max_context, load_model_config(a.model_dir).max_position_embeddings);
   spec.kind = data.kind;
   if (spec.formatting.answer.kind != answer_kind)
     fail("--format '{}' answers with {} but dataset '{}' needs {}", spec.format_ref,
@@ -315,7 +324,8 @@ void run_eval(EvalArgs a) {
                                      {"error", utf8_lossy(js.error)}};
           }
           store.append(p.id, job.sample, lines, g.transcript);
-          progress.job_done(p.id, lines.back()["correct"].get<bool>());
+          progress.job_done(
+              p.id, lines.back()["correct"].is_boolean() && lines.back()["correct"].get<bool>());
         },
         [&](int64_t t) { progress.tokens(t); });
     progress.finish();
@@ -333,8 +343,10 @@ void run_report(const ReportArgs& r) {
   if (r.dirs.size() > 1 && r.out.empty())
     fail("eval report: several folders need --out DIR for the combined tables and plots");
   std::vector<SeriesSummary> series;
-  for (const std::string& d : r.dirs)
-    series.push_back(summarize(read_config(d), read_results(d), d));
+  for (const std::string& d : r.dirs) {
+    const json config = read_config(d);  // first: a folder that is no eval's is named as such
+    series.push_back(summarize(config, read_results(d), d));
+  }
   const std::string out = r.out.empty() ? r.dirs[0] : r.out;
   const std::string note = write_report(out, series);
   std::printf("%s", summary_markdown(series).c_str());

@@ -37,6 +37,7 @@
 #include "apps/hogwild/sampling_flags.h"
 #include "core/error.h"
 #include "core/json_text.h"
+#include "core/request_fields.h"
 #include "model/weights.h"
 #include "sampling/generate.h"
 #include "sampling/generation_config.h"
@@ -92,10 +93,9 @@ void run_generate(GenerateArgs a) {
     fail("--ids feeds token ids as they are; chat mode (--chat, --system, --messages) needs text");
   if (!a.chat_flags.messages_path.empty() && !a.chat_flags.system.empty())
     fail("--system adds a system message to -p/-f; with --messages put it in the messages file");
-  if (a.max_new_tokens && *a.max_new_tokens < 0) fail("-n must be >= 0, got {}", *a.max_new_tokens);
-  if (a.max_context < 0) fail("--ctx-size must be >= 0 tokens (0 = the model's context length)");
-  for (const std::string& s : a.stops)
-    if (s.empty()) fail("--stop '': an empty stop string would stop at once; give some text");
+  if (a.max_new_tokens) check_field(RequestField::max_tokens, *a.max_new_tokens);
+  check_field(RequestField::max_context, a.max_context);
+  for (const std::string& s : a.stops) check_stop_string(s);  // core/request_fields.h
   if (!a.prompt_file.empty())
     a.prompt = file_or_stdin(a.prompt_file, "prompt file (-f)");
   else

@@ -2,6 +2,7 @@
 #include <cctype>
 #include <memory>
 
+#include "apps/hogwild/cli_util.h"
 #include "apps/hogwild/commands.h"
 #include "core/error.h"
 #include "model/make_model.h"
@@ -67,7 +68,9 @@ void register_make_model(CLI::App& app) {
   cmd->add_option("--tokenizer", args->tokenizer,
                   "copy tokenizer files from DIR; fit vocab_size and bos/eos ids to them");
   cmd->add_option("--dtype", args->dtype, "bf16|f16|f32 (default bf16)");
-  cmd->add_option("--seed", args->seed, "random seed (same seed -> same bytes)")->required();
+  cmd->add_option("--seed", args->seed, "random seed (same seed -> same bytes)")
+      ->required()
+      ->check(in_range(RequestField::fixed_seed));
   cmd->add_option("--out", args->out, "output directory")->required();
   cmd->add_option("--max-shard-size", args->max_shard,
                   "largest shard (tensor bytes), e.g. 2GiB (default), 100KB");

@@ -11,7 +11,8 @@
 //
 // The problem "-" is read from stdin. Sampling defaults come from DIR/generation_config.json;
 // worker w samples with seed + w (-1 = a random seed, printed). The formatting defaults to the
-// model family's math variant (detected from the chat template); --format plain inserts nothing
+// model directory's hogwild_format.json, else the model family's math variant (detected from the
+// chat template); --format plain inserts nothing
 // (raw prompt, no prefixes). Ctrl-C or SIGTERM stops after the current serial step and writes
 // what was produced (exit status 130 / 143); the transcript grows in FILE.partial.jsonl while the
 // run goes (hogwild/run_files.h). llama.cpp spellings: -c/--ctx-size, -f/--file, -t/--threads,
@@ -46,6 +47,7 @@
 #include "hogwild/live_view.h"
 #include "hogwild/picker.h"
 #include "hogwild/prompt.h"
+#include "hogwild/request_check.h"
 #include "hogwild/run_files.h"
 #include "hogwild/session.h"
 #include "model/weights.h"
@@ -112,8 +114,9 @@ void run(RunArgs a) {
   const Layout layout = parse_layout(a.layout);
   auto tmpl = load_template(a.model_dir);
   const std::string fmt_name =
-      !a.format.empty() ? a.format
-                        : default_formatting_name(tmpl ? tmpl->source() : "", AnswerKind::boxed);
+      !a.format.empty()
+          ? a.format
+          : model_formatting_ref(a.model_dir, tmpl ? tmpl->source() : "", AnswerKind::boxed);
   const Formatting fmt = resolve_formatting(fmt_name);
   if (a.print_format) {
     std::printf("%s\n", dump_json(fmt.to_json(), 2).c_str());
@@ -125,23 +128,18 @@ void run(RunArgs a) {
                                      : file_or_stdin(a.problem_file, "problem file (-f)");
   if (a.problem.find_first_not_of(" \t\r\n") == std::string::npos)
     fail("no problem given; pass the problem text as the last argument, - for stdin, or -f FILE");
-  if (a.workers < 1 || a.workers > static_cast<int>(fmt.worker_names.size()))
-    fail("-w {}: the formatting '{}' names {} workers; use 1..{}", a.workers, fmt.name,
-         fmt.worker_names.size(), fmt.worker_names.size());
-  if (a.budget < 0) fail("--budget must be >= 0 serial steps (0 = until an answer)");
-  if (a.collab_every < -1) fail("--collab-every must be >= 0 tokens (0 = off)");
-  if (a.max_context < 0) fail("--max-context must be >= 0 tokens (0 = the model's context length)");
-  if (a.n_predict < 0) fail("--n-predict must be >= 0 tokens per worker (0 = no limit)");
+  // The ranges and rules of hogwild/request_check.h, before any weights load (make_request
+  // checks the same again).
+  check_workers(a.workers, layout, false, fmt);
+  check_field(RequestField::budget, a.budget);
+  check_field(RequestField::collab_every, a.collab_every);
+  check_field(RequestField::max_tokens, a.n_predict);
+  check_field(RequestField::max_context, a.max_context);
   const std::vector<int64_t> snapshots = parse_budgets(a.snapshots);
+  check_snapshots(snapshots, a.budget);
+  check_sampling(sampling_params(a.sampling, load_generation_config(a.model_dir), 0));
   const ModelConfig config = load_model_config(a.model_dir);
-  {
-    const int64_t model_ctx = config.max_position_embeddings;
-    if (model_ctx > 0 && a.max_context > model_ctx)
-      fail(
-          "--max-context {} is beyond the model's context of {} tokens (max_position_embeddings "
-          "in config.json); positions past it are untrained; give at most {}",
-          a.max_context, model_ctx, model_ctx);
-  }
+  check_max_context(a.max_context, config.max_position_embeddings);
   // Output files are opened before the weights load, so a bad path fails at once.
   RunFiles files(a.files, config.vocab_size);
 
@@ -172,7 +170,11 @@ void run(RunArgs a) {
   StopPolicy stop = model->stop_policy();
   stop.ignore_eos = a.ignore_eos;
 
-  std::vector<std::string> names(fmt.worker_names.begin(), fmt.worker_names.begin() + a.workers);
+  // Independent workers all write under the first name: labelled "sample k", as eval does.
+  std::vector<std::string> names;
+  for (int w = 0; w < a.workers; ++w)
+    names.push_back(layout == Layout::independent ? fmt::format("sample {}", w + 1)
+                                                  : fmt.worker_name(w));
   std::FILE* view_out = files.uses_stdout() ? stderr : stdout;
   LiveViewOptions vo =
       live_view_mode(isatty(fileno(view_out)) != 0, isatty(fileno(stderr)) != 0,

@@ -4,7 +4,7 @@
 //   hogwild serve -m DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY | --api-key-file F]
 //       [--max-queue N] [--max-sessions N] [--kv-tokens N] [--device auto|cuda|cpu]
 //       [--served-model-name NAME] [--max-context N] [--max-body-bytes N] [--threads N]
-//       [--max-connections N] [--drain-timeout S] [--format NAME] [--quiet]
+//       [--max-connections N] [--drain-timeout S] [--format NAME|FILE] [--quiet]
 //
 // The server listens at once; /health answers 503 while the model loads (progress on stderr) and
 // 200 when it is ready. SIGTERM / Ctrl-C drain: no new requests (503), running ones finish (or
@@ -106,8 +106,10 @@ void load(const ServeArgs& a, Loaded& L, HttpServer& http) {
   m.default_format =
       !a.format.empty()
           ? a.format
-          : default_formatting_name(model.chat_template() ? model.chat_template()->source() : "",
-                                    AnswerKind::boxed);
+          : model_formatting_ref(a.model_dir,
+                                 model.chat_template() ? model.chat_template()->source() : "",
+                                 AnswerKind::boxed);
+  m.default_formatting = resolve_formatting(m.default_format);
   m.device = model.device();
   EngineOptions eo;
   eo.max_sessions = a.max_sessions;
@@ -151,7 +153,7 @@ void serve(ServeArgs a) {
   if (a.max_connections < 0 || a.max_connections > kMaxConnections)
     fail("--max-connections must be 0..{} (0 = from the open-file limit), got {}", kMaxConnections,
          a.max_connections);
-  if (!a.format.empty()) builtin_formatting(a.format);  // throws listing the names
+  if (!a.format.empty()) resolve_formatting(a.format);  // a name or a file; throws saying why
   if (!a.api_key_file.empty()) a.api_key = read_key_file(a.api_key_file);
 
   server::ServerOptions o;
@@ -262,7 +264,8 @@ void register_serve(CLI::App& app) {
   c->add_option("--served-model-name", a->model_name,
                 "model name in the API (default: the model directory's name)");
   c->add_option("--format", a->format,
-                "built-in formatting of hogwild requests (default: the model family's math one)");
+                "formatting of hogwild requests: built-in name or JSON file (default: the model's "
+                "hogwild_format.json, else the model family's math one)");
   c->add_flag("--quiet", a->quiet, "no request log lines");
   add_device_flags(c, a->device);
   c->callback([a] { serve(*a); });

@@ -114,12 +114,21 @@ void write_all(std::FILE* f, const void* p, size_t bytes, const std::string& wha
 
 }  // namespace
 
+void check_probability(const char* flag, double p) {
+  if (!(p >= 0.0 && p <= 1.0)) fail("{} must be a probability in [0, 1], got {:g}", flag, p);
+}
+
 GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
                          const chat::ChatTemplate* tmpl, const TextCodec& codec) {
   if (opt.threads < 1 || opt.threads > cpu::kMaxThreads)
     fail("--threads must be 1..{} (one output shard each), got {}", cpu::kMaxThreads, opt.threads);
   if (opt.mix.k_min < 2 || opt.mix.k_max < opt.mix.k_min || opt.mix.k_max > 9)
     fail("--k-max must be {}..9 parts per pack, got {}", std::max(opt.mix.k_min, 2), opt.mix.k_max);
+  if (opt.sessions < 0) fail("--sessions must be >= 0 scripted sessions, got {}", opt.sessions);
+  check_probability("--single", opt.mix.single);
+  check_probability("--careless", opt.mix.careless);
+  check_probability("--keep-decision", opt.mix.keep_decision);
+  check_probability("--keep-stop", opt.mix.keep_stop);
   if (opt.format != "tokens" && opt.format != "text")
     fail("unknown output format '{}'; use tokens or text", opt.format);
   if (opt.format == "tokens" && codec.vocab_size() > 65536)

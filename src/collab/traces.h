@@ -88,6 +88,9 @@ struct GenerateSummary {
   PickerStats stats;
 };
 
+/// Throws hogwild::Error "FLAG must be a probability in [0, 1], got P" unless 0 <= p <= 1.
+void check_probability(const char* flag, double p);
+
 /// Runs opt.sessions scripted sessions on opt.threads (1..cpu::kMaxThreads) threads and writes
 /// their examples. The model directory gives the tokenizer (codec; nullptr = ByteCodec) and chat
 /// template. Deterministic for

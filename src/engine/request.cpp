@@ -2,14 +2,16 @@
 
 #include "core/error.h"
 #include "hogwild/prompt.h"
+#include "hogwild/request_check.h"
 
 namespace hogwild {
 
 Formatting request_formatting(const Model& model, const std::string& name) {
   const chat::ChatTemplate* tmpl = model.chat_template();
   return resolve_formatting(
-      !name.empty() ? name
-                    : default_formatting_name(tmpl ? tmpl->source() : "", AnswerKind::boxed));
+      !name.empty()
+          ? name
+          : model_formatting_ref(model.dir(), tmpl ? tmpl->source() : "", AnswerKind::boxed));
 }
 
 SessionRequest make_request(const Model& model, const ProblemRequest& p) {
@@ -20,20 +22,13 @@ SessionRequest make_request(const Model& model, const ProblemRequest& p) {
     fail("no problem given; pass the problem text");
   // Independent workers (and Skeleton-of-Thought's) write under the first name.
   const bool independent = p.layout == Layout::independent || p.skeleton;
-  if (independent && (p.workers < 1 || p.workers > kMaxIndependentWorkers))
-    fail("{} workers: the independent layout runs 1..{}", p.workers, kMaxIndependentWorkers);
-  if (!independent && (p.workers < 1 || p.workers > static_cast<int>(fmt.worker_names.size())))
-    fail("{} workers: the formatting '{}' names {} workers; use 1..{}", p.workers, fmt.name,
-         fmt.worker_names.size(), fmt.worker_names.size());
-  if (p.budget < 0) fail("budget must be >= 0 serial steps (0 = until an answer)");
-  if (p.collab_every < -1) fail("collab_every must be >= 0 tokens (0 = off)");
-  if (p.max_context < 0) fail("max_context must be >= 0 tokens (0 = the model's context length)");
-  const int64_t model_ctx = model.config().max_position_embeddings;
-  if (model_ctx > 0 && p.max_context > model_ctx)
-    fail(
-        "max context {} is beyond the model's context of {} tokens (max_position_embeddings in "
-        "config.json); positions past it are untrained; give at most {}",
-        p.max_context, model_ctx, model_ctx);
+  // Every range and rule in one place (hogwild/request_check.h).
+  check_workers(p.workers, p.skeleton ? Layout::independent : p.layout, p.skeleton, fmt);
+  check_field(RequestField::budget, p.budget);
+  check_snapshots(p.snapshots, p.budget);
+  check_field(RequestField::collab_every, p.collab_every);
+  check_max_context(p.max_context, model.config().max_position_embeddings);
+  check_sampling(p.sampling);
   if (fmt.chat.use_template && !model.chat_template() && !model.chat_template_error().empty())
     fail("the model's chat template cannot be used: {}", model.chat_template_error());
   const std::string text = build_prompt(fmt, model.chat_template(), p.problem,
@@ -49,8 +44,6 @@ SessionRequest make_request(const Model& model, const ProblemRequest& p) {
   r.options.extra_eos = model.stop_ids();
   r.options.device_sampling = true;
   r.sampling = p.sampling;
-  Sampler check(r.sampling);  // throws for bad parameters
-  (void)check;
   return r;
 }
 

@@ -30,7 +30,7 @@ struct SessionRequest {
 /// A problem as the user states it.
 struct ProblemRequest {
   std::string problem;     // the problem text (UTF-8)
-  std::string formatting;  // built-in name or JSON file; "" = the model family's math variant
+  std::string formatting;  // built-in name or JSON file; "" = model_formatting_ref (math)
   int workers = 2;
   Layout layout = Layout::combined;
   int64_t budget = 0;              // serial steps; 0 = until an answer
@@ -43,15 +43,18 @@ struct ProblemRequest {
   bool skeleton = false;
 };
 
-/// The formatting a problem request resolves to (its name, or the model family's default from
-/// the chat template). Throws hogwild::Error for an unknown name or a bad formatting file.
+/// The formatting a problem request resolves to: its name or file, else the model directory's
+/// hogwild_format.json, else the model family's default from the chat template
+/// (model_formatting_ref). Throws hogwild::Error for an unknown name or a bad formatting file.
 Formatting request_formatting(const Model& model, const std::string& name);
 
 /// Builds the SessionRequest `hogwild run` runs: the formatting's prompt through the chat template,
 /// tokenized; stop ids from Model::stop_ids; device-contract sampling on. The independent layout's
 /// workers (1..kMaxIndependentWorkers) get the single-worker prompt; Skeleton-of-Thought its own.
-/// Throws hogwild::Error for a bad worker count, an empty problem, a chat template that cannot be
-/// used (with its error), a context beyond the model's, or bad sampling parameters.
+/// Throws RequestError for a field out of its range (hogwild/request_check.h: workers for the
+/// layout and formatting, budget, snapshots beyond the budget, collab_every, a context beyond the
+/// model's, sampling), hogwild::Error for an empty problem or a chat template that cannot be used
+/// (with its error).
 SessionRequest make_request(const Model& model, const ProblemRequest& problem);
 
 }  // namespace hogwild

@@ -2,6 +2,7 @@
 #include "eval/results.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/io.h"
 #include "core/json_text.h"
 
 namespace hogwild::eval {
@@ -26,26 +28,54 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-/// Whole lines of `text` that parse as JSON objects; *good_end = the offset after the last of
-/// them that is followed by nothing but whole good lines (the file is cut there).
-std::vector<json> parse_lines(const std::string& text, size_t* torn) {
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
+std::string json_reason(const std::exception& e) {
+  std::string what = e.what();
+  if (auto p = what.find("] "); what.rfind("[json.exception", 0) == 0 && p != std::string::npos)
+    what = what.substr(p + 2);
+  return what;
+}
+
+// Why a parsed results line is not a result line ("" when it is one).
+std::string line_problem(const json& j) {
+  if (!j.is_object()) return "not a JSON object";
+  if (!j.contains("id") || !j["id"].is_string()) return "no string \"id\"";
+  if (!j.contains("sample") || !j["sample"].is_number_integer()) return "no integer \"sample\"";
+  if (!j.contains("budget") || !j["budget"].is_number_integer()) return "no integer \"budget\"";
+  if (!j.contains("correct") || !(j["correct"].is_boolean() || j["correct"].is_null()))
+    return "no \"correct\" (true, false, or null for a run that did not start)";
+  return "";
+}
+
+/// The result lines of results.jsonl `path` (its bytes `text`). Only the last line may be bad: a
+/// partial line, or a problem cut short, is the torn tail of a killed run (*torn counts it). A
+/// bad line before a good one is corruption: throws hogwild::Error naming the file and the line.
+std::vector<json> parse_lines(const std::string& text, const fs::path& path, size_t* torn) {
   std::vector<json> out;
-  size_t begin = 0;
+  size_t begin = 0, line = 0;
   *torn = 0;
   while (begin < text.size()) {
+    ++line;
     size_t end = text.find('\n', begin);
-    if (end == std::string::npos) {  // no newline: a partial last line
-      ++*torn;
-      break;
-    }
+    const bool last = end == std::string::npos || end + 1 >= text.size();
+    if (end == std::string::npos) end = text.size();
+    std::string why;
+    json j;
     try {
-      json j = json::parse(text.substr(begin, end - begin));
-      if (j.is_object())
-        out.push_back(std::move(j));
-      else
-        ++*torn;
-    } catch (const json::parse_error&) {
+      j = json::parse(text.substr(begin, end - begin));
+      why = line_problem(j);
+    } catch (const json::parse_error& e) {
+      why = "not valid JSON: " + json_reason(e);
+    }
+    if (why.empty() && end < text.size()) {
+      out.push_back(std::move(j));
+    } else if (last) {  // the torn tail of a killed run (also a whole line without its newline)
       ++*torn;
+    } else {
+      fail(
+          "{}:{}: {}; the file is corrupt (only a run killed while writing leaves a bad last "
+          "line): fix or remove that line, then run again",
+          path.string(), line, why);
     }
     begin = end + 1;
   }
@@ -53,13 +83,9 @@ std::vector<json> parse_lines(const std::string& text, size_t* torn) {
 }
 
 void write_file(const fs::path& p, const std::string& data) {
-  const fs::path tmp = p.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << data;
-    if (!f) fail("cannot write '{}'; check the folder's permissions and free space", tmp.string());
-  }
-  fs::rename(tmp, p);
+  AtomicOutputFile f(p.string(), "--out");  // every write and the close checked (a full disk)
+  f.write(data);
+  f.commit();
 }
 
 std::string short_json(const json& j) {
@@ -83,6 +109,24 @@ ResultStore::ResultStore(const fs::path& dir, const json& config, size_t n_budge
     : dir_(dir), n_budgets_(n_budgets) {
   std::error_code ec;
   const fs::path cfg = dir / "config.json", res = dir / "results.jsonl";
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    fail("--out '{}' is a file, not a folder; give a new or empty folder for the results",
+         dir.string());
+  const bool existed = fs::exists(dir, ec);
+  fs::create_directories(dir, ec);
+  if (ec) fail("--out: cannot create '{}': {}", dir.string(), ec.message());
+  lock_.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock_.fd < 0) fail("--out: cannot open '{}': {}", dir.string(), std::strerror(errno));
+  // One eval per folder: a second one would append every line a second time.
+  if (::flock(lock_.fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err == EWOULDBLOCK)
+      fail(
+          "--out '{}' is in use by another hogwild eval (it holds the folder's lock); wait for it "
+          "to finish, or give another --out folder",
+          dir.string());
+    fail("--out: cannot lock '{}': {}", dir.string(), std::strerror(err));
+  }
   if (fs::exists(cfg, ec)) {
     json there = read_config(dir);
     std::string diff;
@@ -100,7 +144,7 @@ ResultStore::ResultStore(const fs::path& dir, const json& config, size_t n_budge
           "--out '{}' holds results of a different configuration ({}); use another --out folder "
           "or remove that one",
           dir.string(), diff);
-  } else if (fs::exists(dir, ec) && !fs::is_empty(dir, ec)) {
+  } else if (existed && !fs::is_empty(dir, ec)) {
     fail(
         "--out '{}' is a non-empty folder without config.json (not an eval result folder); give "
         "a new or empty folder",
@@ -114,7 +158,7 @@ ResultStore::ResultStore(const fs::path& dir, const json& config, size_t n_budge
   // Existing results: keep the (problem, sample) pairs with all their lines.
   if (fs::exists(res, ec)) {
     size_t torn = 0;
-    std::vector<json> all = parse_lines(slurp(res), &torn);
+    std::vector<json> all = parse_lines(slurp(res), res, &torn);
     std::map<std::pair<std::string, int>, size_t> count;
     for (const json& j : all) ++count[{j.value("id", ""), j.value("sample", 0)}];
     std::string keep;
@@ -151,10 +195,18 @@ void ResultStore::append(const std::string& id, int sample, const std::vector<js
     }
     off += static_cast<size_t>(n);
   }
-  fsync(fd);
-  close(fd);
+  if (fsync(fd) != 0 && errno != EINVAL) {
+    const int err = errno;
+    close(fd);
+    fail("cannot append to '{}': {}", path, std::strerror(err));
+  }
+  if (close(fd) != 0) fail("cannot append to '{}': {}", path, std::strerror(errno));
   done_.insert({id, sample});
   lines_.insert(lines_.end(), lines.begin(), lines.end());
+}
+
+ResultStore::FolderLock::~FolderLock() {
+  if (fd >= 0) ::close(fd);
 }
 
 json read_config(const fs::path& dir) {
@@ -162,11 +214,28 @@ json read_config(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(p, ec))
     fail("'{}' has no config.json; is it a hogwild eval --out folder?", dir.string());
+  json j;
   try {
-    return json::parse(slurp(p));
+    j = json::parse(slurp(p));
   } catch (const json::parse_error& e) {
-    fail("{}: not valid JSON ({})", p.string(), e.what());
+    fail("{}: not valid JSON ({}); is '{}' a hogwild eval --out folder?", p.string(),
+         json_reason(e), dir.string());
   }
+  auto bad = [&](const char* what) {
+    fail("{}: {}; it is not the config.json of a hogwild eval --out folder", p.string(), what);
+  };
+  if (!j.is_object()) bad("not a JSON object");
+  if (!j.contains("method") || !j["method"].is_string()) bad("no string \"method\"");
+  if (!j.contains("budgets") || !j["budgets"].is_array() || j["budgets"].empty())
+    bad("no \"budgets\" list");
+  for (const json& b : j["budgets"])
+    if (!b.is_number_integer()) bad("\"budgets\" holds a value that is not a whole number");
+  for (const char* k : {"samples", "workers"})
+    if (j.contains(k) && !j[k].is_number_integer())
+      bad(k[0] == 's' ? "\"samples\" is not a whole number" : "\"workers\" is not a whole number");
+  for (const char* k : {"dataset", "layout", "compat"})
+    if (j.contains(k) && !j[k].is_string()) bad("a field that should be a string is not one");
+  return j;
 }
 
 std::vector<json> read_results(const fs::path& dir) {
@@ -176,7 +245,11 @@ std::vector<json> read_results(const fs::path& dir) {
     fail("'{}' has no results.jsonl yet; run hogwild eval --out {} first", dir.string(),
          dir.string());
   size_t torn = 0;
-  return parse_lines(slurp(p), &torn);
+  const std::string text = slurp(p);
+  std::vector<json> lines = parse_lines(text, p, &torn);
+  if (lines.empty() && torn > 0)
+    fail("{}:1: not a result line; is '{}' a hogwild eval --out folder?", p.string(), dir.string());
+  return lines;
 }
 
 }  // namespace hogwild::eval

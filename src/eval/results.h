@@ -22,9 +22,12 @@ namespace hogwild::eval {
 class ResultStore {
  public:
   /// Opens or creates `dir` for `config` (a JSON object) with n_budgets lines per (problem,
-  /// sample). Throws hogwild::Error when dir holds another configuration (listing the keys that
-  /// differ, e.g. "budgets: [256,512] there, [256,1024] now"), when it is a non-empty folder
-  /// without config.json, or when it cannot be written.
+  /// sample), and holds an exclusive lock (flock) on the folder until destroyed, so that a second
+  /// eval into the same folder is refused instead of appending every line twice. Throws
+  /// hogwild::Error when dir holds another configuration (listing the keys that differ, e.g.
+  /// "budgets: [256,512] there, [256,1024] now"), when it is a file or a non-empty folder without
+  /// config.json, when another eval holds its lock, when results.jsonl has a bad line before a
+  /// good one (file:line), or when it cannot be written.
   ResultStore(const std::filesystem::path& dir, const nlohmann::json& config, size_t n_budgets);
 
   bool done(const std::string& problem_id, int sample) const {
@@ -45,13 +48,22 @@ class ResultStore {
   std::set<std::pair<std::string, int>> done_;
   std::vector<nlohmann::json> lines_;
   size_t dropped_ = 0;
+  struct FolderLock {  // the folder, open for flock; closing it (when destroyed) unlocks
+    int fd = -1;
+    FolderLock() = default;
+    FolderLock(const FolderLock&) = delete;
+    FolderLock& operator=(const FolderLock&) = delete;
+    ~FolderLock();
+  };
+  FolderLock lock_;
 };
 
-/// config.json of a result folder. Throws hogwild::Error when it is missing or not JSON.
+/// config.json of a result folder. Throws hogwild::Error when it is missing, not JSON, or not an
+/// eval configuration (an object with "method" and a list of whole-number "budgets").
 nlohmann::json read_config(const std::filesystem::path& dir);
 
-/// Complete lines of results.jsonl (a torn tail is ignored). Throws hogwild::Error when the file
-/// is missing.
+/// Complete lines of results.jsonl (a torn last line is ignored). Throws hogwild::Error when the
+/// file is missing, holds no result line, or has a bad line before a good one (naming file:line).
 std::vector<nlohmann::json> read_results(const std::filesystem::path& dir);
 
 /// The transcript file name of (problem, sample): the id with characters outside [A-Za-z0-9._-]

@@ -12,6 +12,7 @@
 #include "engine/request.h"
 #include "eval/math_equiv.h"
 #include "hogwild/answer.h"
+#include "hogwild/request_check.h"
 #include "hogwild/transcript.h"
 
 namespace hogwild::eval {
@@ -79,6 +80,7 @@ Generation error_generation(const RunSpec& spec, const std::string& message) {
   Generation g;
   g.stop_reason = "error";
   g.error = message;
+  g.started = false;
   for (int64_t b : spec.budgets) g.points.push_back({b, std::nullopt, 0, {}, "none", false});
   g.transcript = {{"error", message}};
   return g;
@@ -248,9 +250,8 @@ void run_jobs(Model& model, const RunSpec& spec, const std::vector<Problem>& pro
     if (spec.budgets[i] < 1 || (i > 0 && spec.budgets[i] <= spec.budgets[i - 1]))
       fail("--budgets must be strictly increasing serial-step counts >= 1");
   if (concurrency < 1) fail("--concurrency must be >= 1 sessions");
-  if ((vote || sot) && (spec.workers < 1 || spec.workers > kMaxIndependentWorkers))
-    fail("-w {}: {} runs 1..{} workers", spec.workers, spec.method, kMaxIndependentWorkers);
-  if (!vote && !sot) spec.formatting.check_workers(spec.workers);
+  check_workers(spec.workers, vote || sot ? Layout::independent : spec.layout, sot,
+                spec.formatting);
 
   EngineOptions eo;
   eo.max_sessions = concurrency;

@@ -71,6 +71,9 @@ struct Generation {
   std::vector<BudgetPoint> points;  ///< one per RunSpec::budgets entry, in order
   std::string stop_reason;          ///< SessionResult::stop_reason, or "error"
   std::string error;                ///< the engine's error for this session ("" when none)
+  /// false: the run could not start or failed (error is set: a prompt beyond the context, ...).
+  /// Such a run has no answer to score: its result lines say "started": false, "correct": null.
+  bool started = true;
   int64_t serial_steps = 0, prompt_tokens = 0;
   std::vector<int64_t> tokens_per_worker;
   double wall_seconds = 0;    ///< from submission to the end of the session

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/io.h"
 #include "core/json_text.h"
 
 namespace hogwild::eval {
@@ -42,9 +43,9 @@ void wilson(double solved, double n, double* lo, double* hi) {
 }
 
 void write_text(const fs::path& p, const std::string& s) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  f << s;
-  if (!f) fail("cannot write '{}'", p.string());
+  AtomicOutputFile f(p.string(), "report");  // every write and the close checked (a full disk)
+  f.write(s);
+  f.commit();
 }
 
 /// A gnuplot single-quoted string.
@@ -77,6 +78,10 @@ SeriesSummary summarize(const json& config, const std::vector<json>& lines,
   std::map<int64_t, BudgetStats> stats;
   std::map<std::pair<std::string, int>, int> scores;  // (problem, sample) -> collaboration score
   for (const json& j : lines) {
+    if (!j.value("started", true)) {  // no run, nothing to score (runner.h Generation::started)
+      ++s.not_started[j.value("budget", int64_t{0})];
+      continue;
+    }
     if (j.contains("collaboration_score") && j["collaboration_score"].is_number_integer())
       scores[{j.value("id", ""), j.value("sample", 0)}] = j["collaboration_score"].get<int>();
     const int64_t b = j.value("budget", int64_t{0});
@@ -176,6 +181,14 @@ std::string summary_markdown(const std::vector<SeriesSummary>& series) {
           st.mean_serial_steps, st.mean_tokens);
     }
   std::string notes;
+  for (const SeriesSummary& s : series) {
+    size_t n = 0;
+    for (const auto& [b, k] : s.not_started) n = std::max(n, k);
+    if (n > 0)
+      notes += fmt::format(
+          "\n{}: {} runs could not start (see \"error\" in results.jsonl); they are not scored\n",
+          s.label, n);
+  }
   for (const SeriesSummary& s : series)
     if (s.judged > 0)
       notes += fmt::format("\n{}: collaboration score {:.2f} (1..6, judged runs: {})\n", s.label,

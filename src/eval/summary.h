@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ struct SeriesSummary {
   /// carry its score; counted once per (problem, sample)): mean, and how many runs.
   double collaboration_score = 0;
   size_t judged = 0;
+  /// Per budget: runs that could not start (result lines with "started": false, e.g. a prompt
+  /// beyond the context). They are not scored: accuracy counts only runs that started.
+  std::map<int64_t, size_t> not_started;
 };
 
 /// Statistics of one result folder's lines.

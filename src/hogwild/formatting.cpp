@@ -542,4 +542,12 @@ std::string default_formatting_name(std::string_view chat_template, AnswerKind k
   return detect_formatting_family(chat_template) + (kind == AnswerKind::boxed ? "-math" : "-code");
 }
 
+std::string model_formatting_ref(const std::filesystem::path& model_dir,
+                                 std::string_view chat_template, AnswerKind kind) {
+  std::error_code ec;
+  const std::filesystem::path own = model_dir / kModelFormattingFile;
+  if (!model_dir.empty() && std::filesystem::is_regular_file(own, ec)) return own.string();
+  return default_formatting_name(chat_template, kind);
+}
+
 }  // namespace hogwild

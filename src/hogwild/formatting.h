@@ -233,4 +233,14 @@ std::string detect_formatting_family(std::string_view chat_template);
 /// "{family}-{variant}" for family from detect_formatting_family and variant "math" / "code".
 std::string default_formatting_name(std::string_view chat_template, AnswerKind kind);
 
+/// The file a model directory ships its own formatting in (the one it was trained with).
+inline constexpr const char* kModelFormattingFile = "hogwild_format.json";
+
+/// The formatting a command uses when --format is not given: the model directory's
+/// hogwild_format.json when it has one, else default_formatting_name(chat_template, kind). The
+/// result is a name or a path for resolve_formatting. Every command (run, eval, serve, collab)
+/// takes its default from here.
+std::string model_formatting_ref(const std::filesystem::path& model_dir,
+                                 std::string_view chat_template, AnswerKind kind);
+
 }  // namespace hogwild

@@ -10,6 +10,7 @@
 #include "hogwild/answer.h"
 #include "hogwild/batch.h"
 #include "hogwild/kv_budget.h"
+#include "hogwild/request_check.h"
 #include "hogwild/steps.h"
 #include "sampling/stop_policy.h"
 
@@ -18,21 +19,11 @@ namespace hogwild {
 Session::Session(Backend& backend, const TextCodec& codec, const Formatting& formatting,
                  SessionOptions options, TokenPicker& picker)
     : be_(backend), codec_(codec), fmt_(formatting), opt_(std::move(options)), picker_(picker) {
-  if (opt_.layout == Layout::independent) {  // the workers write under worker 0's name
-    if (opt_.n_workers < 1 || opt_.n_workers > kMaxIndependentWorkers)
-      fail("the independent layout runs 1..{} workers, got {}", kMaxIndependentWorkers,
-           opt_.n_workers);
-    fmt_.check_workers(1);
-  } else {
-    if (opt_.skeleton)
-      fail("Skeleton-of-Thought runs on the independent layout (got layout {})",
-           layout_name(opt_.layout));
-    fmt_.check_workers(opt_.n_workers);
-  }
-  if (opt_.budget < 0)
-    fail("budget must be >= 0 serial steps (0 = unlimited), got {}", opt_.budget);
-  for (int64_t s : opt_.snapshots)
-    if (s <= 0) fail("snapshot budgets must be positive serial-step counts, got {}", s);
+  // Ranges and the workers' rule: hogwild/request_check.h. The view is checked against the
+  // model's context by the request builders, which know the user's words for it.
+  check_session_options(opt_, fmt_, 0);
+  // Independent workers write under worker 0's name.
+  fmt_.check_workers(opt_.layout == Layout::independent ? 1 : opt_.n_workers);
   std::sort(opt_.snapshots.begin(), opt_.snapshots.end());
   opt_.snapshots.erase(std::unique(opt_.snapshots.begin(), opt_.snapshots.end()),
                        opt_.snapshots.end());

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/request_fields.h"
 
 namespace hogwild {
 namespace {
@@ -123,16 +124,15 @@ std::string SamplingParams::describe() const {
   return s;
 }
 
-Sampler::Sampler(SamplingParams p) : p_(std::move(p)), rng_(p_.seed) {
-  if (p_.top_k < 0) fail("top_k must be >= 0 (0 = off), got {}", p_.top_k);
-  if (!(p_.top_p > 0 && p_.top_p <= 1)) fail("top_p must be in (0, 1], got {}", p_.top_p);
-  if (!(p_.min_p >= 0 && p_.min_p <= 1)) fail("min_p must be in [0, 1], got {}", p_.min_p);
-  if (!(p_.repetition_penalty > 0) || std::isinf(p_.repetition_penalty))
-    fail("repetition_penalty must be a finite number > 0 (1 = off), got {}", p_.repetition_penalty);
-  // 0 means greedy (llama.cpp convention); negative, NaN or infinite values are mistakes.
-  if (!(p_.temperature >= 0) || std::isinf(p_.temperature))
-    fail("temperature must be a finite number >= 0 (0 = greedy), got {}", p_.temperature);
+void check_sampling(const SamplingParams& p) {
+  check_real_field(RequestField::temperature, p.temperature);
+  check_field(RequestField::top_k, p.top_k);
+  check_real_field(RequestField::top_p, p.top_p);
+  check_real_field(RequestField::min_p, p.min_p);
+  check_real_field(RequestField::repetition_penalty, p.repetition_penalty);
 }
+
+Sampler::Sampler(SamplingParams p) : p_(std::move(p)), rng_(p_.seed) { check_sampling(p_); }
 
 void Sampler::process(std::vector<float>& l, std::span<const int32_t> context) const {
   for (int32_t id : p_.banned_tokens)

@@ -47,6 +47,10 @@ struct SamplingParams {
   std::string describe() const;
 };
 
+/// Checks temperature, top_k, top_p, min_p and repetition_penalty against the table of ranges
+/// (core/request_fields.h). Throws RequestError naming the first field out of range.
+void check_sampling(const SamplingParams& p);
+
 class Sampler {
  public:
   explicit Sampler(SamplingParams p);

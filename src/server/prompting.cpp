@@ -6,6 +6,7 @@
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "hogwild/prompt.h"
+#include "hogwild/request_check.h"
 #include "server/api_error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -113,7 +114,7 @@ void check_hogwild_context(size_t prompt_tokens, int64_t layout_tokens, const Se
 std::vector<GenerationRequest> build_generation(const CompletionRequest& r, const ServedModel& m,
                                                 uint64_t* seed_used) {
   uint64_t seed = 0;
-  if (r.seed) {
+  if (r.seed && *r.seed >= 0) {  // -1 = a random seed, as on the CLI (core/request_fields.h)
     seed = static_cast<uint64_t>(*r.seed);
   } else {
     std::random_device rd;
@@ -142,15 +143,16 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
     g.options.max_tokens_per_worker = r.max_tokens.value_or(room);
   } else {
     const HogwildParams& h = *r.hogwild;
-    g.formatting = resolve_formatting(h.format.empty() ? m.default_format : h.format);
+    g.formatting = h.format.empty() ? m.default_formatting : resolve_formatting(h.format);
     if (auto it = r.template_kwargs.find("enable_thinking"); it != r.template_kwargs.end()) {
       g.formatting.chat.has_enable_thinking = true;
       g.formatting.chat.enable_thinking = it->get<bool>();
     }
-    if (h.workers > static_cast<int>(g.formatting.worker_names.size()))
-      throw bad_request(fmt::format("'hogwild.workers' is {}; the formatting '{}' names {} workers",
-                                    h.workers, g.formatting.name, g.formatting.worker_names.size()),
-                        "hogwild.workers");
+    try {  // the rule of hogwild/request_check.h, in its words
+      check_workers(h.workers, h.layout, false, g.formatting);
+    } catch (const RequestError& e) {
+      throw bad_request(e.what(), "hogwild.workers");
+    }
     const std::string problem = problem_text(r);
     if (problem.find_first_not_of(" \t\r\n") == std::string::npos)
       throw bad_request("the problem is empty; give it as the user message (or the prompt)",

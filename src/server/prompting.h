@@ -31,9 +31,10 @@ struct ServedModel {
   GenerationConfig generation;                        // sampling defaults
   std::vector<int32_t> stop_ids;  // end-of-sequence ids (engine/model.h Model::stop_ids)
   ModelConfig config;
-  std::string default_format;  // formatting of hogwild requests without "format"
-  int64_t max_context = 0;     // tokens a view may hold (<= max_position_embeddings)
-  std::string device;          // "cpu" / "cuda"
+  std::string default_format;  // its name or file (model_formatting_ref unless --format), for logs
+  Formatting default_formatting;  // of hogwild requests without "format", resolved at load
+  int64_t max_context = 0;        // tokens a view may hold (<= max_position_embeddings)
+  std::string device;             // "cpu" / "cuda"
 };
 
 /// The sessions of one request (n choices; choice i samples with base seed + 8 i, so choices never

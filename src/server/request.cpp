@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/request_fields.h"
 #include "hogwild/formatting.h"
 #include "server/api_error.h"
 
@@ -179,22 +180,19 @@ std::optional<std::string> get_string(const json& obj, const char* key, const st
   return v->get<std::string>();
 }
 
-void check_range(const std::optional<double>& v, double lo, double hi, bool lo_open,
-                 const char* name) {
-  if (!v) return;
-  // The engine samples in 32-bit floats: the value must be in range once rounded to one too
-  // (top_p 1e-300 is 0 there, which the engine refuses).
-  const float f = static_cast<float>(*v);
-  auto in = [&](double x) { return std::isfinite(x) && (lo_open ? x > lo : x >= lo) && x <= hi; };
-  if (!in(*v))
-    throw bad_request(
-        fmt::format("'{}' is {}; it must be in {}{}, {}]", name, *v, lo_open ? "(" : "[", lo, hi),
-        name);
-  if (!in(f))
-    throw bad_request(fmt::format("'{}' is {}, which is {} as the engine's 32-bit float; it must "
-                                  "be in {}{}, {}]",
-                                  name, *v, f, lo_open ? "(" : "[", lo, hi),
-                      name);
+// A field checked against the table of ranges (core/request_fields.h): its sentence, with the
+// request's JSON path as the error's param.
+template <typename Check>
+void in_table(const std::string& param, Check&& check) {
+  try {
+    check();
+  } catch (const RequestError& e) {
+    throw bad_request(e.what(), param);
+  }
+}
+
+void check_real(const std::optional<double>& v, RequestField f, const char* name) {
+  if (v) in_table(name, [&] { check_real_field(f, *v); });
 }
 
 // Fields whose non-default values the engine cannot honour.
@@ -305,13 +303,7 @@ std::vector<std::string> parse_stop(const json& j, const RequestLimits& lim) {
   if (out.size() > lim.max_stop)
     throw bad_request(
         fmt::format("'stop' has {} strings; give at most {}", out.size(), lim.max_stop), "stop");
-  for (auto& x : out) {
-    if (x.empty()) throw bad_request("'stop' strings must not be empty", "stop");
-    if (x.size() > lim.max_stop_bytes)
-      throw bad_request(fmt::format("a 'stop' string has {} bytes; give at most {}", x.size(),
-                                    lim.max_stop_bytes),
-                        "stop");
-  }
+  for (auto& x : out) in_table("stop", [&] { check_stop_string(x); });
   return out;
 }
 
@@ -327,10 +319,11 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
                         "hogwild." + k);
   HogwildParams p;
   if (auto w = get_int(h, "workers", "hogwild.workers")) {
-    if (*w < 1 || *w > lim.max_workers)
-      throw bad_request(
-          fmt::format("'hogwild.workers' is {}; it must be in 1..{}", *w, lim.max_workers),
-          "hogwild.workers");
+    in_table("hogwild.workers", [&] { check_field(RequestField::workers, *w); });
+    if (*w > lim.max_workers)
+      throw bad_request(fmt::format("workers is {}; this server runs at most {} workers a request",
+                                    *w, lim.max_workers),
+                        "hogwild.workers");
     p.workers = static_cast<int>(*w);
   }
   if (auto l = get_string(h, "layout", "hogwild.layout")) {
@@ -342,19 +335,11 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
     p.layout = parse_layout(*l);
   }
   if (auto b = get_int(h, "budget", "hogwild.budget")) {
-    if (*b < 0 || *b > 1000000)
-      throw bad_request(fmt::format("'hogwild.budget' is {}; it must be in 0..1000000 serial steps "
-                                    "(0 = until an answer)",
-                                    *b),
-                        "hogwild.budget");
+    in_table("hogwild.budget", [&] { check_field(RequestField::budget, *b); });
     p.budget = *b;
   }
   if (auto c = get_int(h, "collab_every", "hogwild.collab_every")) {
-    if (*c < 0 || *c > 1000000)
-      throw bad_request(fmt::format("'hogwild.collab_every' is {}; it must be in 0..1000000 "
-                                    "generated tokens (0 = no collaboration check)",
-                                    *c),
-                        "hogwild.collab_every");
+    in_table("hogwild.collab_every", [&] { check_field(RequestField::collab_every, *c); });
     p.collab_every = *c;
   }
   if (auto f = get_string(h, "format", "hogwild.format")) {
@@ -398,26 +383,30 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
     throw bad_request("give max_completion_tokens or max_tokens, not both with different values",
                       "max_tokens");
   r.max_tokens = mct ? mct : mt;
-  if (r.max_tokens && (*r.max_tokens < 1 || *r.max_tokens > lim.max_tokens_cap))
-    throw bad_request(
-        fmt::format("'{}' is {}; it must be in 1..{}", mct ? "max_completion_tokens" : "max_tokens",
-                    *r.max_tokens, lim.max_tokens_cap),
-        mct ? "max_completion_tokens" : "max_tokens");
+  const char* mt_name = mct ? "max_completion_tokens" : "max_tokens";
+  if (r.max_tokens) {
+    in_table(mt_name, [&] { check_field(RequestField::max_tokens, *r.max_tokens); });
+    // The API's own bounds: leaving the field out means no limit (0 is OpenAI's error).
+    if (*r.max_tokens < 1 || *r.max_tokens > lim.max_tokens_cap)
+      throw bad_request(fmt::format("{} is {}; this server takes 1..{} tokens (leave it out for no "
+                                    "limit)",
+                                    mt_name, *r.max_tokens, lim.max_tokens_cap),
+                        mt_name);
+  }
 
   r.temperature = get_number(j, "temperature", "temperature");
-  check_range(r.temperature, 0.0, 2.0, false, "temperature");
+  check_real(r.temperature, RequestField::temperature, "temperature");
   r.top_p = get_number(j, "top_p", "top_p");
-  check_range(r.top_p, 0.0, 1.0, true, "top_p");
+  check_real(r.top_p, RequestField::top_p, "top_p");
   r.min_p = get_number(j, "min_p", "min_p");
-  check_range(r.min_p, 0.0, 1.0, false, "min_p");
+  check_real(r.min_p, RequestField::min_p, "min_p");
   r.repetition_penalty = get_number(j, "repetition_penalty", "repetition_penalty");
-  check_range(r.repetition_penalty, 0.0, 10.0, true, "repetition_penalty");
+  check_real(r.repetition_penalty, RequestField::repetition_penalty, "repetition_penalty");
   r.top_k = get_int(j, "top_k", "top_k");
-  if (r.top_k && *r.top_k < -1)
-    throw bad_request(fmt::format("'top_k' is {}; it must be >= 0 (0 or -1 = off)", *r.top_k),
-                      "top_k");
-  if (r.top_k && *r.top_k == -1) r.top_k = 0;
+  if (r.top_k && *r.top_k == -1) r.top_k = 0;  // OpenAI-style clients send -1 for off
+  if (r.top_k) in_table("top_k", [&] { check_field(RequestField::top_k, *r.top_k); });
   r.seed = get_int(j, "seed", "seed");
+  if (r.seed) in_table("seed", [&] { check_field(RequestField::seed, *r.seed); });
   r.stop = parse_stop(j, lim);
   r.stream = get_bool(j, "stream", "stream").value_or(false);
   if (const json* so = field(j, "stream_options")) {

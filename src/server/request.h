@@ -20,7 +20,7 @@ enum class Endpoint { chat, completion };
 
 /// The `hogwild` object of a request: a collaborative session instead of a plain completion.
 struct HogwildParams {
-  int workers = 2;  // 1..kMaxWorkers (and the formatting's worker names)
+  int workers = 2;  // 1..RequestLimits::max_workers (and the formatting's worker names)
   Layout layout = Layout::combined;
   int64_t budget = 0;         // serial steps after the prefill; 0 = until an answer
   int64_t collab_every = -1;  // generated tokens between collaboration checks; -1 = formatting
@@ -54,10 +54,11 @@ struct CompletionRequest {
 /// Limits a request is checked against.
 struct RequestLimits {
   int max_n = 8;                     // choices per request
-  int max_workers = 8;               // hogwild.workers
+  int max_workers = 8;               // hogwild.workers (within the table's range)
   size_t max_stop = 8;               // stop strings
-  size_t max_stop_bytes = 256;       // bytes of one stop string
   int64_t max_tokens_cap = 1 << 20;  // largest max_tokens accepted before the context check
+  // Value ranges (budget, seed, temperature, stop bytes, ...) are the table's:
+  // core/request_fields.h.
 };
 
 inline constexpr int kMaxWorkers = 8;

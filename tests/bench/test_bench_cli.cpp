@@ -131,6 +131,12 @@ TEST(BenchCli, BadInputExitsOneWithMessage) {
     EXPECT_EQ(r.code, 1) << c.args << "\n" << r.out;
     EXPECT_TRUE(contains(r.out, "error: " + c.message)) << c.args << "\n" << r.out;
   }
+  // A --json-file that cannot be written fails before the sweep runs: no table, no results lost
+  // after minutes of work.
+  const CliResult j = run("bench --device cpu -p tiny -w 1 -c 8 -r 1 --json-file /proc/x");
+  EXPECT_EQ(j.code, 1) << j.out;
+  EXPECT_TRUE(contains(j.out, "error: --json-file: cannot create '/proc/x.tmp'")) << j.out;
+  EXPECT_FALSE(contains(j.out, "tok/s")) << "the sweep ran first:\n" << j.out;
   const CliResult d = run("bench --device gpu");
   EXPECT_NE(d.code, 0) << d.out;
   EXPECT_TRUE(contains(d.out, "--device: gpu not in {auto,cuda,cpu}")) << d.out;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -76,6 +77,34 @@ class EvalCollab : public ::testing::Test {
   static inline fs::path root_;
   static inline std::vector<json> problems_;
 };
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// The model's own hogwild_format.json is run's default: without --format the formatting is the
+// file's (before, run took the generic one from the chat template and the model failed).
+TEST(RunCollabModel, UsesTheModelsOwnFormatting) {
+  if (!fs::exists(kBin)) GTEST_SKIP() << "hogwild not built";
+  const std::string out = ::testing::TempDir() + "/hogwild_collab_fmt_" + std::to_string(getpid());
+  ASSERT_EQ(
+      std::system((kBin + " run -m " + kModel + " --print-format >" + out + ".default").c_str()),
+      0);
+  ASSERT_EQ(std::system((kBin + " run --print-format --format " + kModel +
+                         "/hogwild_format.json >" + out + ".file")
+                            .c_str()),
+            0);
+  const json own = json::parse(slurp(out + ".default")), file = json::parse(slurp(out + ".file"));
+  EXPECT_EQ(own, file);
+  EXPECT_EQ(own["name"], file["name"]);
+  // And a run without --format works on it, with its worker names.
+  const std::string j = out + ".json";
+  ASSERT_EQ(sh(kBin + " run -m " + kModel + " -w 2 --budget 3 --greedy --json " + j +
+               " 'Alice has 3 apples and Bob has 4 apples. How many apples do they have?'"),
+            0);
+  EXPECT_EQ(json::parse(slurp(j))["formatting"]["worker_names"], file["worker_names"]);
+}
 
 TEST_F(EvalCollab, OneWorkerSolvesHeldOutPacksAndSelfConsistencyReproducesIt) {
   ASSERT_EQ(problems_.size(), 3u);

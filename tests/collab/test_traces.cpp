@@ -150,6 +150,18 @@ TEST(CollabTraces, OutOfRangeOptionsAreRefused) {
     opt.threads = threads;
     EXPECT_NE(message(opt).find("--threads must be 1..512"), std::string::npos) << threads;
   }
+  opt.threads = 1;
+  opt.sessions = -2;
+  EXPECT_NE(message(opt).find("--sessions must be >= 0 scripted sessions, got -2"),
+            std::string::npos);
+  opt.sessions = 1;
+  opt.mix.careless = 2;
+  EXPECT_NE(message(opt).find("--careless must be a probability in [0, 1], got 2"),
+            std::string::npos);
+  opt.mix.careless = 0.25;
+  opt.mix.single = -0.5;
+  EXPECT_NE(message(opt).find("--single must be a probability in [0, 1], got -0.5"),
+            std::string::npos);
 }
 
 TEST(CollabTraces, SegmentsEndTheViewAndCarelessDigitsAreNotTrained) {

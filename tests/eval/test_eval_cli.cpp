@@ -404,8 +404,9 @@ TEST_F(EvalCli, BadInputStopsWithItsMessage) {
   } cases[] = {
       {"--budgets 512,256" + out, "--budgets must increase: 256 comes after 512"},
       {"--budgets 0" + out, "--budgets: '0' is not a positive serial-step count"},
-      {"--method sot -w 65" + out, "Skeleton-of-Thought expands 1..64 points"},
-      {"--method self-consistency -w 65" + out, "self-consistency votes over 1..64 samples"},
+      {"--method sot -w 65" + out, "workers is 65; it must be in 1..64 workers"},
+      {"--method self-consistency -w 65" + out, "workers is 65; it must be in 1..64 workers"},
+      {"--collab-every -2" + out, "collab_every is -2; it must be in -1..1000000"},
       {"--method self-consistency --layout interleaved" + out,
        "--method self-consistency runs on the independent layout"},
       {"--layout independent" + out, "--layout independent is --method self-consistency"},
@@ -418,7 +419,7 @@ TEST_F(EvalCli, BadInputStopsWithItsMessage) {
       {"--method single -w 2" + out, "--method single runs one worker"},
       {"--budgets 4", "--out DIR is required"},
       {"--compat reference" + out, "--compat 'reference': use none or paper"},
-      {"-w 9" + out, "formatting 'qwen3-math' has 8 worker names: use 1..8 workers"},
+      {"-w 9" + out, "workers is 9; the formatting 'qwen3-math' names 8 workers: give 1..8"},
       {"--layout diagonal" + out, "unknown layout 'diagonal'"},
   };
   for (const auto& c : cases) {
@@ -438,6 +439,118 @@ TEST_F(EvalCli, BadInputStopsWithItsMessage) {
             std::string::npos)
       << slurp(root_ / "e.txt");
   EXPECT_FALSE(fs::exists(root_ / "bad" / "results.jsonl"));
+  // --out naming a file says so.
+  std::ofstream(root_ / "a_file") << "x";
+  std::string err;
+  EXPECT_NE(eval("--budgets 4 --out " + (root_ / "a_file").string(), &err), 0);
+  EXPECT_NE(err.find("is a file, not a folder"), std::string::npos) << err;
+}
+
+// A result folder written by hand: config.json and results.jsonl lines (docs/EVAL.md).
+void write_folder(const fs::path& dir, const std::string& config, const std::string& lines) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << config;
+  std::ofstream(dir / "results.jsonl") << lines;
+}
+
+const std::string kConfig =
+    R"({"method":"hogwild","workers":2,"layout":"combined","budgets":[8],"samples":1,)"
+    R"("dataset":"tiny","compat":"none"})";
+
+std::string line(const std::string& id, const std::string& correct, bool started = true) {
+  return R"({"id":")" + id + R"(","sample":0,"budget":8,"correct":)" + correct +
+         (started ? "" : R"(,"started":false,"parse_status":"not_started")") + "}\n";
+}
+
+TEST_F(EvalCli, ReportRefusesWhatIsNotAResultFolder) {
+  const std::string rep = kBin + " eval report ";
+  const std::string e = " >/dev/null 2>" + (root_ / "e.txt").string();
+  // Not an eval configuration, and lines that are not result lines: a message, exit 1.
+  write_folder(root_ / "garbage", R"({"garbage": 1})", "garbage\n");
+  EXPECT_EQ(sh(rep + (root_ / "garbage").string() + e), 1);
+  EXPECT_NE(slurp(root_ / "e.txt").find("config.json: no string \"method\"; it is not the config"),
+            std::string::npos)
+      << slurp(root_ / "e.txt");
+  write_folder(root_ / "garbage2", "[1, 2", "");
+  EXPECT_EQ(sh(rep + (root_ / "garbage2").string() + e), 1);
+  EXPECT_NE(slurp(root_ / "e.txt").find("config.json: not valid JSON (parse error at line 1"),
+            std::string::npos)
+      << slurp(root_ / "e.txt");
+  EXPECT_EQ(slurp(root_ / "e.txt").find("json.exception"), std::string::npos)
+      << slurp(root_ / "e.txt");
+  write_folder(root_ / "garbage3", kConfig, "garbage\n");
+  EXPECT_EQ(sh(rep + (root_ / "garbage3").string() + e), 1);
+  EXPECT_NE(slurp(root_ / "e.txt").find("results.jsonl:1: not a result line"), std::string::npos)
+      << slurp(root_ / "e.txt");
+}
+
+TEST_F(EvalCli, ReportNamesACorruptLineInTheMiddle) {
+  const fs::path dir = root_ / "corrupt";
+  write_folder(dir, kConfig, line("p1", "true") + "{\"id\": \"p2\", \"sam\n" + line("p3", "false"));
+  const std::string e = (root_ / "e.txt").string();
+  EXPECT_EQ(sh(kBin + " eval report " + dir.string() + " >/dev/null 2>" + e), 1);
+  EXPECT_NE(slurp(e).find((dir / "results.jsonl").string() + ":2: not valid JSON"),
+            std::string::npos)
+      << slurp(e);
+}
+
+// A run that could not start is reported, not scored: accuracy counts the runs that started.
+TEST_F(EvalCli, ReportDoesNotScoreRunsThatDidNotStart) {
+  const fs::path dir = root_ / "not_started";
+  write_folder(dir, kConfig, line("p1", "true") + line("p2", "false") + line("p3", "null", false));
+  ASSERT_EQ(sh(kBin + " eval report " + dir.string() + " >" + (root_ / "o.txt").string() + " 2>&1"),
+            0)
+      << slurp(root_ / "o.txt");
+  const json summary = json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(summary["series"][0]["budgets"][0]["problems"], 2);
+  EXPECT_DOUBLE_EQ(summary["series"][0]["budgets"][0]["accuracy"].get<double>(), 0.5);
+  EXPECT_NE(slurp(root_ / "o.txt").find("1 runs could not start"), std::string::npos)
+      << slurp(root_ / "o.txt");
+}
+
+// A prompt beyond the context: the eval reports the runs as not started (never a wrong answer).
+TEST_F(EvalCli, PromptBeyondTheContextIsNotStarted) {
+  const fs::path out = root_ / "too_long";
+  std::string err;
+  ASSERT_EQ(eval("-w 2 --budgets 4 --max-context 40 --limit 2 --out " + out.string(), &err), 0)
+      << err;
+  const auto lines = results(out);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const json& j : lines) {
+    EXPECT_EQ(j["started"], false) << j.dump();
+    EXPECT_TRUE(j["correct"].is_null()) << j.dump();
+    EXPECT_EQ(j["parse_status"], "not_started");
+    EXPECT_FALSE(j["error"].get<std::string>().empty());
+  }
+  EXPECT_NE(slurp(root_ / "stdout.txt").find("2 runs could not start"), std::string::npos)
+      << slurp(root_ / "stdout.txt");
+}
+
+// Writing the report to a full disk fails (exit 1), never exits 0 with a lost file.
+TEST_F(EvalCli, ReportWriteErrorsAreNotSilent) {
+  const fs::path dir = root_ / "full";
+  write_folder(dir, kConfig, line("p1", "true"));
+  fs::create_symlink("/dev/full", dir / "summary.md");
+  const std::string e = (root_ / "e.txt").string();
+  EXPECT_EQ(sh(kBin + " eval report " + dir.string() + " >/dev/null 2>" + e), 1);
+  EXPECT_NE(slurp(e).find("summary.md"), std::string::npos) << slurp(e);
+  EXPECT_NE(slurp(e).find("No space left on device"), std::string::npos) << slurp(e);
+}
+
+// Two evals into one folder: the second is refused while the first holds the folder's lock
+// (without it, every line would be written twice).
+TEST_F(EvalCli, SecondEvalIntoTheSameFolderIsRefused) {
+  const fs::path out = root_ / "locked";
+  fs::create_directories(out);
+  // flock(1) holds the folder's lock, as a running eval does, while the second eval starts.
+  const int rc = sh("flock -x " + out.string() + " " + kBin + " eval -m " +
+                    (root_ / "model").string() + " --dataset " + (root_ / "tiny.jsonl").string() +
+                    " --question-field q --answer-field a --budgets 4 --out " + out.string() +
+                    " 2>" + (root_ / "e.txt").string());
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(slurp(root_ / "e.txt").find("is in use by another hogwild eval"), std::string::npos)
+      << slurp(root_ / "e.txt");
+  EXPECT_FALSE(fs::exists(out / "results.jsonl"));
 }
 
 }  // namespace

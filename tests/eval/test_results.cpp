@@ -79,6 +79,61 @@ TEST_F(ResultDir, ForeignFolderIsRefused) {
   EXPECT_THROW(ResultStore(dir_, config_, 2), Error);
 }
 
+// A bad line before good ones is corruption, not a torn tail: refused with the file and line
+// (before, it was dropped and the file rewritten without it: one problem fewer, silently).
+TEST_F(ResultDir, CorruptLineInTheMiddleIsNamed) {
+  {
+    ResultStore s(dir_, config_, 2);
+    s.append("p1", 0, lines_of("p1", 0, {4, 8}), json{{"t", 1}});
+  }
+  {
+    std::ofstream f(dir_ / "results.jsonl", std::ios::app);
+    f << "{\"id\": \"p2\", \"sam\n";
+    for (const json& j : lines_of("p3", 0, {4, 8})) f << j.dump() << "\n";
+  }
+  const std::string want = (dir_ / "results.jsonl").string() + ":3: not valid JSON";
+  try {
+    ResultStore s(dir_, config_, 2);
+    FAIL() << "a corrupt results.jsonl was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+  }
+  try {
+    read_results(dir_);
+    FAIL() << "a corrupt results.jsonl was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+  }
+}
+
+// One eval per folder: a second store on it is refused while the first holds its lock, and
+// accepted once the first is gone.
+TEST_F(ResultDir, SecondStoreOnTheFolderIsRefused) {
+  {
+    ResultStore first(dir_, config_, 2);
+    try {
+      ResultStore second(dir_, config_, 2);
+      FAIL() << "two stores on one folder";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is in use by another hogwild eval"), std::string::npos)
+          << e.what();
+    }
+  }
+  ResultStore again(dir_, config_, 2);
+  EXPECT_EQ(again.lines().size(), 0u);
+}
+
+TEST_F(ResultDir, FileIsNotAFolder) {
+  std::ofstream(dir_) << "x";
+  try {
+    ResultStore s(dir_, config_, 2);
+    FAIL() << "a file was taken for a folder";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a file, not a folder"), std::string::npos) << e.what();
+  }
+  fs::remove(dir_);
+}
+
 TEST(TranscriptName, SafeAndDistinct) {
   EXPECT_EQ(transcript_name("test/algebra/1.json", 0).substr(0, 20), "test_algebra_1.json-");
   EXPECT_NE(transcript_name("a/b", 0), transcript_name("a_b", 0));

@@ -222,9 +222,48 @@ TEST_F(RunEndToEnd, TranscriptDescribesTheRun) {
   fs::remove(j);
 }
 
-// One worker with the formatting that inserts nothing, greedy, is plain generation (DESIGN.md §2):
-// the logits dump of the run equals `generate --dump-logits` on the same ids, row for row, and
-// each sampled token is its row's argmax.
+// The independent layout runs 1..64 workers whatever the formatting's names (its workers all
+// write under the first name), as eval's self-consistency does; run refused -w 16 before.
+TEST_F(RunEndToEnd, IndependentLayoutTakesSixteenWorkers) {
+  const std::string j = tmp("independent.json");
+  const Cli c = run("run " + m() + "--layout independent -w 16 --budget 2 --greedy --json " + j +
+                    " \"What is 2+2?\"");
+  ASSERT_EQ(c.rc, 0) << c.err;
+  const json doc = json::parse(slurp(j));
+  EXPECT_EQ(doc["options"]["workers"], 16);
+  EXPECT_EQ(doc["options"]["layout"], "independent");
+  fs::remove(j);
+}
+
+// A model directory's own hogwild_format.json is the default formatting (--format overrides it).
+TEST_F(RunEndToEnd, ModelsOwnFormattingIsTheDefault) {
+  const std::string dir = tmp("model_with_format");
+  fs::remove_all(dir);
+  fs::copy(model(), dir, fs::copy_options::recursive);
+  std::ofstream(dir + "/hogwild_format.json")
+      << R"({"base": "qwen3-math", "worker_names": ["Ann", "Ben", "Cy"]})";
+  const std::string j = tmp("own_format.json");
+  const Cli c = run("run --device cpu -m " + dir + " -w 3 --budget 1 --greedy --json " + j +
+                    " \"What is 2+2?\"");
+  ASSERT_EQ(c.rc, 0) << c.err;
+  EXPECT_EQ(json::parse(slurp(j))["formatting"]["worker_names"], (json{"Ann", "Ben", "Cy"}));
+  // -w 4 is beyond the model's formatting (3 names), not qwen3-math's 8.
+  const Cli four = run("run --device cpu -m " + dir + " -w 4 x");
+  EXPECT_EQ(four.rc, 1);
+  EXPECT_NE(four.err.find("workers is 4; the formatting"), std::string::npos) << four.err;
+  const Cli named = run("run --device cpu -m " + dir +
+                        " --format qwen3-math -w 3 --budget 1 "
+                        "--greedy --json " +
+                        j + " \"What is 2+2?\"");
+  ASSERT_EQ(named.rc, 0) << named.err;
+  EXPECT_EQ(json::parse(slurp(j))["formatting"]["worker_names"][0], "Alice");
+  fs::remove(j);
+  fs::remove_all(dir);
+}
+
+// One worker with the formatting that inserts nothing, greedy, is plain generation
+// (docs/ARCHITECTURE.md §2): the logits dump of the run equals `generate --dump-logits` on the same
+// ids, row for row, and each sampled token is its row's argmax.
 TEST_F(RunEndToEnd, LogitsDumpEqualsPlainGeneration) {
   const std::string j = tmp("lg.json"), run_npy = tmp("run.npy"), gen_npy = tmp("gen.npy");
   const Cli c = run("run " + m() + "-w 1 --format plain --budget 8 --greedy --json " + j +
@@ -328,7 +367,8 @@ TEST_F(RunEndToEnd, GeneratePromptsFromStdinAndChatMode) {
   EXPECT_EQ(json::parse(f.out)["prompt_ids"], json::parse(t.out));
   const Cli e = run("generate " + m() + "-p hi --stop ''");
   EXPECT_EQ(e.rc, 1);
-  EXPECT_NE(e.err.find("--stop '': an empty stop string"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("a stop string is empty; it would stop at once"), std::string::npos)
+      << e.err;
   // Chat mode: the prompt is the template's rendering of [system, user], encoded as is.
   const Cli c = run("generate " + m() + "--system 'Be brief.' -p hi -n 2 --greedy --json");
   ASSERT_EQ(c.rc, 0) << c.err;

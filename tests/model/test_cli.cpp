@@ -117,6 +117,19 @@ TEST(ModelCli, BadInputExitsOneWithMessage) {
     EXPECT_EQ(r.code, 1) << c.args << "\n" << r.out;
     EXPECT_TRUE(contains(r.out, c.message)) << c.args << "\n" << r.out;
   }
+  // A seed of -1 wrapped to 2^64 - 1 (a model of that seed was made); a reproducible model or
+  // problem pack has no random seed. (A flag's value refused while parsing exits with CLI11's
+  // status.)
+  for (const std::string& args :
+       {"make-model --arch llama --preset tiny --seed -1 --out " + d.str() + "/neg",
+        std::string("collab problems --count 1 --seed -1")}) {
+    CliResult r = run(args);
+    EXPECT_NE(r.code, 0) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "--seed: seed is -1; it must be in 0..9223372036854775807"))
+        << args << "\n"
+        << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(d.str() + "/neg"));
   // A corrupt weight file.
   ASSERT_EQ(run("make-model --arch llama --preset tiny --seed 1 -q --out " + d.str()).code, 0);
   // A non-empty --out is refused unless --force (make-model overwrote a model silently).

@@ -469,7 +469,7 @@ test('hogwild serve stops on bad arguments with a message, before loading anythi
     [['-m', '/nonexistent/model'], "model directory '/nonexistent/model' does not exist"],
     [['-m', testModel(), '--port', '70000'], '--port 70000: give 0..65535'],
     [['-m', testModel(), '--api-key-file', '/nonexistent/key'], "--api-key-file: cannot read '/nonexistent/key'"],
-    [['-m', testModel(), '--format', 'no-such'], "unknown built-in formatting 'no-such'"],
+    [['-m', testModel(), '--format', 'no-such'], "cannot read formatting file 'no-such'"],
     [['-m', testModel(), '--max-sessions', '0'], '--max-sessions must be 1..4096, got 0'],
     // Counts that would start a thread or hold a queue slot each are bounded.
     [['-m', testModel(), '--max-sessions', '100000'], '--max-sessions must be 1..4096, got 100000'],
@@ -482,5 +482,30 @@ test('hogwild serve stops on bad arguments with a message, before loading anythi
     const r = spawnSync(HOGWILD, ['serve', ...args], { encoding: 'utf8', timeout: 30000 });
     assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
     assert.ok(r.stderr.includes(message), `${args.join(' ')}: ${r.stderr}`);
+  }
+});
+
+// A formatting file: `serve --format FILE` takes it (only built-in names were accepted), and a model
+// directory's own hogwild_format.json is the default without --format, as for run and eval.
+test('hogwild serve takes a formatting file, and a model directory\'s hogwild_format.json by default', async () => {
+  mkdirSync(WORK, { recursive: true });
+  const own = JSON.stringify({ base: 'qwen3-math', worker_names: ['Ann', 'Ben', 'Cy'] });
+  const file = join(WORK, 'own_format.json');
+  await writeFile(file, own);
+  const dir = join(WORK, 'model-with-format');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  for (const f of readdirSync(testModel())) symlinkSync(join(testModel(), f), join(dir, f));
+  await writeFile(join(dir, 'hogwild_format.json'), own);
+  const body = { messages: problem, seed: 1, hogwild: { workers: 3, budget: 4 } };
+  for (const [args, model] of [[['--format', file], null], [[], dir]]) {
+    const s = await startServer(args, { model });
+    try {
+      const r = await post(`${s.url}/v1/chat/completions`, body);
+      assert.equal(r.status, 200, JSON.stringify(r.json));
+      assert.deepEqual(r.json.hogwild.choices[0].workers.map((w) => w.name), ['Ann', 'Ben', 'Cy']);
+    } finally {
+      await s.stop();
+    }
   }
 });

@@ -104,9 +104,12 @@ TEST(RequestValidation, EveryMistakeIsA4xxNamingTheField) {
       {R"({"prompt":5})", P, 400, "prompt", ""},
       {"{" + msgs + R"(,"max_tokens":"10"})", C, 400, "max_tokens", ""},
       {"{" + msgs + R"(,"max_tokens":0})", C, 400, "max_tokens", ""},
+      {"{" + msgs + R"(,"max_tokens":-1})", C, 400, "max_tokens", ""},
       {"{" + msgs + R"(,"max_tokens":1.5})", C, 400, "max_tokens", ""},
       {"{" + msgs + R"(,"max_completion_tokens":-3})", C, 400, "max_completion_tokens", ""},
       {"{" + msgs + R"(,"temperature":2.5})", C, 400, "temperature", ""},
+      {"{" + msgs + R"(,"seed":-5})", C, 400, "seed", ""},
+      {"{" + msgs + R"(,"stop":[""]})", C, 400, "stop", ""},
       {"{" + msgs + R"(,"temperature":"hot"})", C, 400, "temperature", ""},
       {"{" + msgs + R"(,"top_p":0})", C, 400, "top_p", ""},
       {"{" + msgs + R"(,"top_p":1.01})", C, 400, "top_p", ""},
@@ -125,6 +128,7 @@ TEST(RequestValidation, EveryMistakeIsA4xxNamingTheField) {
       {"{" + msgs + R"(,"hogwild":{"workers":9}})", C, 400, "hogwild.workers", ""},
       {"{" + msgs + R"(,"hogwild":{"layout":"diagonal"}})", C, 400, "hogwild.layout", ""},
       {"{" + msgs + R"(,"hogwild":{"budget":-1}})", C, 400, "hogwild.budget", ""},
+      {"{" + msgs + R"(,"hogwild":{"collab_every":-2}})", C, 400, "hogwild.collab_every", ""},
       {"{" + msgs + R"(,"hogwild":{"format":"/etc/passwd"}})", C, 400, "hogwild.format", ""},
       {"{" + msgs + R"(,"hogwild":{"wrokers":2}})", C, 400, "hogwild.wrokers", ""},
       {"{" + msgs + R"(,"tools":[{"type":"function"}]})", C, 400, "tools", "unsupported_parameter"},
@@ -204,12 +208,41 @@ TEST(RequestValidation, NumbersOutOfRangeAre400sNamingTheField) {
   EXPECT_EQ(*r.seed, 9007199254740993);
 }
 
+// The server maps its JSON fields onto the table of ranges (core/request_fields.h): an HTTP 400
+// carries the very sentence the CLI prints for the same mistake (tests/hogwild/test_run_cli.cpp).
+TEST(RequestValidation, SpeaksTheTablesSentence) {
+  const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
+  const struct {
+    std::string body, param, message;
+  } cases[] = {
+      {R"(,"hogwild":{"budget":-1})", "hogwild.budget",
+       "budget is -1; it must be in 0..1000000 serial steps (0 = until an answer)"},
+      {R"(,"seed":-5)", "seed",
+       "seed is -5; it must be in -1..9223372036854775807 (-1 = a random seed)"},
+      {R"(,"top_p":0)", "top_p", "top_p is 0; it must be in (0, 1] (1 = off)"},
+      {R"(,"hogwild":{"collab_every":-2})", "hogwild.collab_every",
+       "collab_every is -2; it must be in -1..1000000 generated tokens (0 = no collaboration "
+       "check, -1 = the formatting's)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.body);
+    try {
+      parse_completion_request("{" + msgs + c.body + "}", Endpoint::chat, "tiny");
+      ADD_FAILURE() << "accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400);
+      EXPECT_EQ(e.param, c.param);
+      EXPECT_EQ(std::string(e.what()), c.message);
+    }
+  }
+}
+
 TEST(RequestValidation, ReadsTheFieldsClientsSend) {
   const CompletionRequest r = parse_completion_request(
       R"({"model":"tiny","messages":[{"role":"developer","content":"be brief"},
           {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
           "max_completion_tokens":7,"temperature":0,"top_p":0.9,"top_k":-1,"min_p":0.05,
-          "seed":-5,"stop":"##","stream":true,"stream_options":{"include_usage":true},"n":2,
+          "seed":-1,"stop":"##","stream":true,"stream_options":{"include_usage":true},"n":2,
           "chat_template_kwargs":{"enable_thinking":false},"user":"ignored",
           "hogwild":{"workers":4,"layout":"interleaved","budget":64,"collab_every":0}})",
       Endpoint::chat, "tiny");
@@ -219,7 +252,7 @@ TEST(RequestValidation, ReadsTheFieldsClientsSend) {
   EXPECT_EQ(r.max_tokens, 7);
   EXPECT_EQ(r.temperature, 0.0);
   EXPECT_EQ(r.top_k, 0);
-  EXPECT_EQ(r.seed, -5);
+  EXPECT_EQ(r.seed, -1);  // a random seed, as --seed -1 on the CLI
   EXPECT_EQ(r.stop, std::vector<std::string>{"##"});
   EXPECT_TRUE(r.stream && r.include_usage);
   EXPECT_EQ(r.n, 2);
