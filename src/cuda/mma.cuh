@@ -18,6 +18,16 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
   return v;
 }
 
+/// ld_stream, volatile: each load stays behind its bounds check (the MoE expert kernels, whose
+/// loads the compiler otherwise hoisted above the check: cuda_moe_test read out of bounds).
+__device__ __forceinline__ uint4 ld_stream_ordered(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
 /// c += A B for one m16n8k16 tile: A (16 x 16 bf16) in a0..a3, B (16 x 8 bf16) in b0, b1, c fp32
 /// in the mma.sync fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16").
 __device__ __forceinline__ void mma_bf16(float c[4], uint32_t a0, uint32_t a1, uint32_t a2,

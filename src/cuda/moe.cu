@@ -164,38 +164,6 @@ struct MoeArgs {
 
 constexpr int kDense = int(WeightFormat::dense);
 
-// mma.cuh's ld_stream, volatile, so that each load stays behind its bounds check: with the
-// non-volatile load this kernel read out of bounds (cuda_moe_test: an illegal address).
-__device__ __forceinline__ uint4 ld_stream_ordered(const bf16* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// qdev::load_block with ld_stream_ordered's volatile loads (for the same reason).
-template <int F>
-__device__ __forceinline__ void load_qblock(const uint32_t* w_lo, const uint32_t* w_hi, int b,
-                                            int t, qdev::WBlock<F>& wb) {
-  auto ld = [](const uint32_t* p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-  };
-  if constexpr (F == int(WeightFormat::int4)) {
-    wb.lo = ld(w_lo + b * 16 + 4 * t);
-    wb.hi = ld(w_hi + b * 16 + 4 * t);
-  } else {
-    wb.lo[0] = ld(w_lo + b * 32 + 8 * t);
-    wb.lo[1] = ld(w_lo + b * 32 + 8 * t + 4);
-    wb.hi[0] = ld(w_hi + b * 32 + 8 * t);
-    wb.hi[1] = ld(w_hi + b * 32 + 8 * t + 4);
-  }
-}
-
 struct WStep {
   uint4 lo[4], hi[4];
 };
@@ -289,9 +257,9 @@ __global__ void __launch_bounds__(kWarps * 32) moe_mma_kernel(MoeArgs a) {
     } else {
       qdev::WBlock<F> w0, w1;
       int b = warp;
-      if (b < n_steps) load_qblock<F>(qw_lo, qw_hi, b, t, w0);
+      if (b < n_steps) qdev::load_block<F, true>(qw_lo, qw_hi, b, t, w0);
       for (; b < n_steps; b += kWarps) {
-        if (b + kWarps < n_steps) load_qblock<F>(qw_lo, qw_hi, b + kWarps, t, w1);
+        if (b + kWarps < n_steps) qdev::load_block<F, true>(qw_lo, qw_hi, b + kWarps, t, w1);
         float cb[NT][4];  // PB: the block's products before the scale
 #pragma unroll
         for (int j = 0; j < NT; ++j)

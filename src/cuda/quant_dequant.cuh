@@ -63,18 +63,25 @@ struct WBlock<int(WeightFormat::fp8)> {
   uint4 lo[2], hi[2];
 };
 
-/// Block b of rows w_lo, w_hi (the rows' first words) into wb; t = lane % 4.
-template <int F>
+/// Block b of rows w_lo, w_hi (the rows' first words) into wb; t = lane % 4. Ordered: volatile
+/// loads (mma.cuh ld_stream_ordered).
+template <int F, bool Ordered = false>
 __device__ __forceinline__ void load_block(const uint32_t* w_lo, const uint32_t* w_hi, int b, int t,
                                            WBlock<F>& wb) {
+  auto ld = [](const uint32_t* p) {
+    if constexpr (Ordered)
+      return ld_stream_ordered(p);
+    else
+      return ld_stream(p);
+  };
   if constexpr (F == int(WeightFormat::int4)) {
-    wb.lo = ld_stream(w_lo + b * 16 + 4 * t);
-    wb.hi = ld_stream(w_hi + b * 16 + 4 * t);
+    wb.lo = ld(w_lo + b * 16 + 4 * t);
+    wb.hi = ld(w_hi + b * 16 + 4 * t);
   } else {
-    wb.lo[0] = ld_stream(w_lo + b * 32 + 8 * t);
-    wb.lo[1] = ld_stream(w_lo + b * 32 + 8 * t + 4);
-    wb.hi[0] = ld_stream(w_hi + b * 32 + 8 * t);
-    wb.hi[1] = ld_stream(w_hi + b * 32 + 8 * t + 4);
+    wb.lo[0] = ld(w_lo + b * 32 + 8 * t);
+    wb.lo[1] = ld(w_lo + b * 32 + 8 * t + 4);
+    wb.hi[0] = ld(w_hi + b * 32 + 8 * t);
+    wb.hi[1] = ld(w_hi + b * 32 + 8 * t + 4);
   }
 }
 
