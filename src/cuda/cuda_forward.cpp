@@ -304,7 +304,10 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
         skinny_residual(attn_, L.o_proj, T, nh * hd, H, residual_out(L.post_attention_layernorm),
                         h_, stream_);
       if (L.moe) {
-        moe_block(L, l, T, norm_in(), residual_out(next_norm));
+        // two statements: the consumer's slot is read before the next producer takes its own
+        // (the order in which a call's arguments are evaluated is unspecified)
+        const SkinnyNormIn norm = norm_in();
+        moe_block(L, l, T, norm, residual_out(next_norm));
         continue;
       }
       // mlp block: gate/up with SwiGLU, down (each with its norm half fused)

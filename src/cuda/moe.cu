@@ -83,8 +83,8 @@ __global__ void __launch_bounds__(kRouteThreads)
     for (int d = 16; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
     const float inv = 1.0f / sum;
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i)
-      if (p[i] >= 0.0f) p[i] *= inv;
+    for (int i = 0; i < kPerLane; ++i)  // a NaN probability (from NaN logits) counts as 0, so
+      if (lane + 32 * i < E) p[i] = p[i] * inv >= 0.0f ? p[i] * inv : 0.0f;  // k stay in range
     // top-k by repeated arg-max (value descending, then index ascending); taken entries -> -1
     int sel_e = 0;
     float sel_w = 0.0f, wsum = 0.0f;

@@ -177,7 +177,9 @@ INSTANTIATE_TEST_SUITE_P(CudaBackend, PerCase, ::testing::ValuesIn(cases()),
 TEST(CudaBackend, MoeLogitsMatchCpuBackendThroughHogwildSteps) {
   HOGWILD_REQUIRE_GPU();
   for (const char* preset : {"tiny", "tiny-dense-layers", "tiny-no-norm"}) {
-    ModelWeights w = make_model_weights(find_preset(Arch::qwen3_moe, preset), 5);
+    auto p = find_preset(Arch::qwen3_moe, preset);
+    p.config.head_dim = 64;  // the tiny presets' 32, widened to a head_dim the attention supports
+    ModelWeights w = make_model_weights(p, 5);
     round_weights_bf16(w);
     for (bool graphs : {true, false}) {
       cpu::CpuBackend cpu(w);
@@ -212,7 +214,12 @@ TEST(CudaBackend, QuantizedCheckpointLogitsMatchCpuBackendThroughHogwildSteps) {
     bool desc_act, sym;
   };
   for (const QCase q : {QCase{Arch::qwen3, QuantMethod::awq, 0, false, true},
-                        QCase{Arch::qwen3, QuantMethod::gptq, 32, true, false},
+                        QCase{Arch::qwen3, QuantMethod::awq, 64, false, true},
+                        QCase{Arch::qwen3, QuantMethod::gptq, 32, false, false},
+                        // act-order: Phi-3's fused qkv_proj / gate_up_proj carry one g_idx each,
+                        // as GPTQ writes them (the CUDA backend refuses separate q/k/v tensors
+                        // with different permutations)
+                        QCase{Arch::phi3, QuantMethod::gptq, 32, true, false},
                         QCase{Arch::qwen3, QuantMethod::fp8, 0, false, true},
                         QCase{Arch::phi3, QuantMethod::awq, 64, false, true},
                         QCase{Arch::qwen3_moe, QuantMethod::awq, 0, false, true},
@@ -222,10 +229,12 @@ TEST(CudaBackend, QuantizedCheckpointLogitsMatchCpuBackendThroughHogwildSteps) {
     c.head_dim = 64, c.hidden_size = 128, c.intermediate_size = 256;
     if (q.arch == Arch::qwen3_moe) c.moe_intermediate_size = 64;
     const std::string name = std::string(arch_short_name(q.arch)) + " " +
-                             quant_method_name(q.method) + (q.desc_act ? " act-order" : "");
+                             quant_method_name(q.method) + (q.desc_act ? " act-order" : "") +
+                             (q.group_size ? " g" + std::to_string(q.group_size) : "");
     const fs::path dir = fs::temp_directory_path() /
                          ("hogwild_cuda_quant_" + std::to_string(getpid()) + "_" +
-                          std::to_string(int(q.arch)) + "_" + std::to_string(int(q.method)));
+                          std::to_string(int(q.arch)) + "_" + std::to_string(int(q.method)) + "_g" +
+                          std::to_string(q.group_size) + (q.desc_act ? "_act" : ""));
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir / "shape.json") << model_config_to_json(c).dump();

@@ -304,6 +304,10 @@ TEST(CudaMoe, QuantizedExpertsMatchTheirDequantizedDefinition) {
     check_quantized(Shape{T, 256, 128, 16, 4, true}, WeightFormat::int4, 128, seed++);
     check_quantized(Shape{T, 256, 128, 16, 4, true}, WeightFormat::int4, 32, seed++);
     check_quantized(Shape{T, 256, 256, 16, 4, false}, WeightFormat::fp8, 128, seed++);
+    // a down projection narrower than one 128-k block (in = I = 64, padded with zero weights)
+    check_quantized(Shape{T, 128, 64, 8, 2, true}, WeightFormat::int4, 64, seed++);
+    check_quantized(Shape{T, 128, 64, 8, 2, true}, WeightFormat::int4, 32, seed++);
+    check_quantized(Shape{T, 128, 64, 8, 2, true}, WeightFormat::fp8, 128, seed++);
   }
 }
 
@@ -360,7 +364,9 @@ TEST(CudaMoe, FusedNormAroundTheBlockMatchesNormThenBlockThenAdd) {
     HOGWILD_CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<float> delta = dx.download(), want_delta = out_b;
     for (int64_t i = 0; i < T * s.H; ++i) delta[i] -= x_res[i];
-    EXPECT_LT(rel_error(delta, want_delta), 4e-3) << "the block's output added to the residual";
+    // The reference rounds the normalised input to bf16 before the block; the fused path rounds
+    // x_res * w and scales the fp32 products: two bf16 roundings apart, 2 * 2^-8.
+    EXPECT_LT(rel_error(delta, want_delta), 8e-3) << "the block's output added to the residual";
     EXPECT_LT(rel_error(to_f32(xw_out.download()), want_xw), 4e-3) << "next norm input";
     const std::vector<float> got_ss = ss2.download();
     for (int64_t t = 0; t < T; ++t)
