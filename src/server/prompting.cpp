@@ -112,7 +112,7 @@ void check_hogwild_context(size_t prompt_tokens, int64_t layout_tokens, const Se
 }  // namespace
 
 std::vector<GenerationRequest> build_generation(const CompletionRequest& r, const ServedModel& m,
-                                                uint64_t* seed_used) {
+                                                uint64_t* seed_used, std::string* chat_prompt) {
   uint64_t seed = 0;
   if (r.seed && *r.seed >= 0) {  // -1 = a random seed, as on the CLI (core/request_fields.h)
     seed = static_cast<uint64_t>(*r.seed);
@@ -133,8 +133,13 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
     g.formatting.finisher.max_tokens = 1;  // its answer is not used; keep the closing pass short
     g.options.n_workers = 1;
     g.options.stop_on_answer = false;
-    g.prompt = r.endpoint == Endpoint::chat ? m.tokenizer->encode(render_chat(r, m), false)
-                                            : m.tokenizer->encode(r.prompt, true);
+    if (r.endpoint == Endpoint::chat) {
+      const std::string text = render_chat(r, m);
+      g.prompt = m.tokenizer->encode(text, false);
+      if (chat_prompt) *chat_prompt = text;
+    } else {
+      g.prompt = m.tokenizer->encode(r.prompt, true);
+    }
     if (g.prompt.empty())
       throw bad_request("the prompt is empty; give some text",
                         r.endpoint == Endpoint::chat ? "messages" : "prompt");

@@ -437,6 +437,12 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
       throw bad_request("'chat_template_kwargs.enable_thinking' must be a boolean",
                         "chat_template_kwargs.enable_thinking");
   }
+  if (auto inc = get_bool(j, "include_reasoning", "include_reasoning")) {
+    if (endpoint != Endpoint::chat)
+      throw bad_request("'include_reasoning' applies to /v1/chat/completions only",
+                        "include_reasoning");
+    r.include_reasoning = *inc;
+  }
   if (const json* h = field(j, "hogwild")) r.hogwild = parse_hogwild(*h, lim);
   return r;
 }

@@ -49,6 +49,9 @@ struct CompletionRequest {
   nlohmann::ordered_json template_kwargs =
       nlohmann::ordered_json::object();  // chat_template_kwargs
   std::optional<HogwildParams> hogwild;
+  // Chat: the thinking in `reasoning_content`, apart from the content (docs/SERVER.md "Reasoning
+  // output"); false: the whole text in `content`, as without a reasoning parser.
+  bool include_reasoning = true;
 };
 
 /// Limits a request is checked against.

@@ -12,7 +12,61 @@ std::string sse_data(const json& j) {
 
 ResponseBuilder::ResponseBuilder(ResponseMeta meta) : meta_(std::move(meta)) {
   choices_.resize(meta_.n);
-  for (auto& c : choices_) c.workers.resize(meta_.worker_names.size());
+  for (auto& c : choices_) {
+    c.workers.resize(meta_.worker_names.size());
+    if (meta_.endpoint == Endpoint::chat && !meta_.hogwild &&
+        meta_.reasoning_parser != ReasoningParser::none)
+      c.splitter.emplace(meta_.reasoning_parser, meta_.think_start);
+  }
+}
+
+bool ResponseBuilder::reasoning_output(const Choice& c) const {
+  return c.splitter ||
+         (meta_.endpoint == Endpoint::chat && meta_.hogwild && meta_.hogwild_reasoning);
+}
+
+std::string ResponseBuilder::split_chunk(int index, const ReasoningSplitter::Delta& d) const {
+  const bool reasoning = meta_.include_reasoning && !d.reasoning.empty();
+  if (!reasoning && d.content.empty()) return "";
+  json delta = json::object();
+  if (reasoning) delta["reasoning_content"] = d.reasoning;
+  if (!d.content.empty()) delta["content"] = d.content;
+  return sse_data(chunk(json::array(
+      {{{"index", index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}}})));
+}
+
+std::string ResponseBuilder::add_content(int index, const std::string& text) {
+  Choice& c = choices_[index];
+  if (c.splitter) {
+    const ReasoningSplitter::Delta d = c.splitter->push(text);
+    c.reasoning += d.reasoning;
+    c.content += d.content;
+    return split_chunk(index, d);
+  }
+  std::string out = reasoning_output(c) ? tell_unfinished_steps(index) : "";
+  c.content += text;
+  return out + sse_data(chunk(json::array({content_choice(index, text, "")})));
+}
+
+std::string ResponseBuilder::tell_unfinished_steps(int index) {
+  Choice& c = choices_[index];
+  if (c.steps_told) return "";
+  c.steps_told = true;
+  std::string text;
+  for (const auto& steps : c.workers)
+    for (const Step& s : steps)
+      if (!s.finished && s.text.size() > s.opening) text += (text.empty() ? "" : "\n\n") + s.text;
+  c.reasoning += text;
+  return split_chunk(index, {text, ""});
+}
+
+json ResponseBuilder::message(const Choice& c) const {
+  json m = {{"role", "assistant"}, {"content", c.content}};
+  if (!reasoning_output(c)) return m;
+  const bool thought = !c.splitter || c.splitter->has_reasoning();
+  m["reasoning_content"] = thought && meta_.include_reasoning ? json(c.reasoning) : json(nullptr);
+  if (thought && c.content.empty()) m["content"] = nullptr;  // it ended inside the thinking
+  return m;
 }
 
 json ResponseBuilder::chunk(json choices) const {
@@ -100,7 +154,8 @@ std::string ResponseBuilder::add(const Event& e) {
     case K::started:
       return "";
     case K::step_start: {
-      if (auto* ws = worker(e.worker)) ws->push_back({e.step, e.text, false, e.collab_check, {}});
+      if (auto* ws = worker(e.worker))
+        ws->push_back({e.step, e.text, e.text.size(), false, e.collab_check, {}});
       return sse_data(hogwild_chunk(e.choice, {{"event", "step_start"},
                                                {"worker", e.worker},
                                                {"name", name(e.worker)},
@@ -110,7 +165,7 @@ std::string ResponseBuilder::add(const Event& e) {
     }
     case K::token: {
       if (auto* ws = worker(e.worker)) {
-        if (ws->empty() || ws->back().finished) ws->push_back({e.step, "", false, false, {}});
+        if (ws->empty() || ws->back().finished) ws->push_back({e.step, "", 0, false, false, {}});
         ws->back().text += e.text;
       }
       return sse_data(hogwild_chunk(e.choice, {{"event", "token"},
@@ -122,7 +177,7 @@ std::string ResponseBuilder::add(const Event& e) {
     }
     case K::step_end: {
       if (auto* ws = worker(e.worker)) {
-        if (ws->empty() || ws->back().finished) ws->push_back({e.step, "", false, false, {}});
+        if (ws->empty() || ws->back().finished) ws->push_back({e.step, "", 0, false, false, {}});
         ws->back().text = e.text;  // the whole step as the session saw it
         ws->back().finished = true;
         ws->back().answer = e.answer;
@@ -133,7 +188,12 @@ std::string ResponseBuilder::add(const Event& e) {
                  {"step", e.step},
                  {"text", e.text}};
       if (e.answer) ev["answer"] = *e.answer;
-      return sse_data(hogwild_chunk(e.choice, ev));
+      std::string out = sse_data(hogwild_chunk(e.choice, ev));
+      if (reasoning_output(c)) {  // the finished step joins the shared history: reasoning
+        c.reasoning += e.text;
+        out += split_chunk(e.choice, {e.text, ""});
+      }
+      return out;
     }
     case K::note: {
       json n = {{"author", e.author}, {"text", e.text}, {"serial_step", e.serial_step}};
@@ -142,8 +202,7 @@ std::string ResponseBuilder::add(const Event& e) {
       return sse_data(hogwild_chunk(e.choice, n));
     }
     case K::content:
-      c.content += e.text;
-      return sse_data(chunk(json::array({content_choice(e.choice, e.text, "")})));
+      return add_content(e.choice, e.text);
     case K::done: {
       if (e.error) {
         if (error_.empty()) error_ = *e.error;
@@ -161,6 +220,14 @@ std::string ResponseBuilder::add(const Event& e) {
           std::accumulate(e.tokens_per_worker.begin(), e.tokens_per_worker.end(), int64_t{0});
       c.stats = stats_json(e);
       std::string out;
+      if (c.splitter) {
+        const ReasoningSplitter::Delta d = c.splitter->flush();
+        c.reasoning += d.reasoning;
+        c.content += d.content;
+        out += split_chunk(e.choice, d);
+      } else if (reasoning_output(c)) {
+        out += tell_unfinished_steps(e.choice);
+      }
       if (meta_.hogwild)
         out += sse_data(hogwild_chunk(e.choice, {{"event", "stats"},
                                                  {"stop_reason", e.stop_reason},
@@ -195,10 +262,8 @@ json ResponseBuilder::response() const {
     const Choice& c = choices_[i];
     json fr = c.finish_reason.empty() ? json(nullptr) : json(c.finish_reason);
     if (meta_.endpoint == Endpoint::chat)
-      choices.push_back({{"index", i},
-                         {"message", {{"role", "assistant"}, {"content", c.content}}},
-                         {"logprobs", nullptr},
-                         {"finish_reason", fr}});
+      choices.push_back(
+          {{"index", i}, {"message", message(c)}, {"logprobs", nullptr}, {"finish_reason", fr}});
     else
       choices.push_back(
           {{"index", i}, {"text", c.content}, {"logprobs", nullptr}, {"finish_reason", fr}});
