@@ -393,6 +393,7 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
                                            ? gens[0].options.collab_every
                                            : gens[0].formatting.collab_check.every},
                       {"format", gens[0].formatting.name}};
+    if (cr.hogwild && cr.hogwild->skeleton) meta.options["skeleton"] = true;
     Job job;
     job.id = meta.id;
     job.hogwild = meta.hogwild;

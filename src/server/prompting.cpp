@@ -72,7 +72,8 @@ void check_context(size_t prompt_tokens, int64_t completion, const ServedModel& 
 // combined and contiguous layouts the headers and separators around the other workers' steps.
 // Session::plan_decode refuses a first step whose longest view exceeds the context; this is that
 // view's length, computed before anything runs.
-int64_t first_step_tokens(const Formatting& f, Layout layout, int n, const Tokenizer& tok) {
+int64_t first_step_tokens(const Formatting& f, Layout layout, int n, bool skeleton,
+                          const Tokenizer& tok) {
   auto count = [&tok](const std::string& text) {
     return text.empty() ? int64_t{0} : static_cast<int64_t>(tok.encode(text, false).size());
   };
@@ -90,6 +91,7 @@ int64_t first_step_tokens(const Formatting& f, Layout layout, int n, const Token
     }
     longest = std::max(longest, len);
   }
+  if (skeleton) longest = std::max(longest, opening[0] + count(f.sot.outline_prefix));
   return longest;
 }
 
@@ -154,7 +156,7 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
       g.formatting.chat.enable_thinking = it->get<bool>();
     }
     try {  // the rule of hogwild/request_check.h, in its words
-      check_workers(h.workers, h.layout, false, g.formatting);
+      check_workers(h.workers, h.layout, h.skeleton, g.formatting);
     } catch (const RequestError& e) {
       throw bad_request(e.what(), "hogwild.workers");
     }
@@ -164,15 +166,21 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
                         r.endpoint == Endpoint::chat ? "messages" : "prompt");
     std::string text;
     try {
-      text = build_prompt(g.formatting, m.chat_template, problem, h.workers);
+      // Independent workers (self-consistency, Skeleton-of-Thought) get the one-worker prompt,
+      // Skeleton-of-Thought its outline rules, as make_request (engine/request.h) builds them.
+      const bool independent = h.layout == Layout::independent;
+      text = build_prompt(g.formatting, m.chat_template, problem, independent ? 1 : h.workers,
+                          h.skeleton ? h.workers : 0);
     } catch (const Error& e) {
       throw bad_request(e.what(), "hogwild.format", "formatting_error");
     }
     g.prompt = m.tokenizer->encode(text, !g.formatting.chat.use_template);
-    check_hogwild_context(g.prompt.size(),
-                          first_step_tokens(g.formatting, h.layout, h.workers, *m.tokenizer), m, r);
+    check_hogwild_context(
+        g.prompt.size(),
+        first_step_tokens(g.formatting, h.layout, h.workers, h.skeleton, *m.tokenizer), m, r);
     g.options.n_workers = h.workers;
     g.options.layout = h.layout;
+    g.options.skeleton = h.skeleton;
     g.options.budget = h.budget;
     g.options.collab_every = h.collab_every;
     g.options.max_tokens_per_worker = r.max_tokens.value_or(0);

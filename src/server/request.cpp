@@ -310,11 +310,12 @@ std::vector<std::string> parse_stop(const json& j, const RequestLimits& lim) {
 HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
   if (!h.is_object())
     throw bad_request(fmt::format("'hogwild' must be an object, got {}", type_of(h)), "hogwild");
-  static const char* kKeys[] = {"workers", "layout", "budget", "collab_every", "format"};
+  static const char* kKeys[] = {"workers",      "layout", "budget",
+                                "collab_every", "format", "skeleton"};
   for (auto& [k, v] : h.items())
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
       throw bad_request(fmt::format("'hogwild.{}' is not a known key; use workers, layout, budget, "
-                                    "collab_every or format",
+                                    "collab_every, format or skeleton",
                                     k),
                         "hogwild." + k);
   HogwildParams p;
@@ -327,9 +328,9 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
     p.workers = static_cast<int>(*w);
   }
   if (auto l = get_string(h, "layout", "hogwild.layout")) {
-    if (*l != "combined" && *l != "interleaved" && *l != "contiguous")
-      throw bad_request(fmt::format("'hogwild.layout' is '{}'; use combined, interleaved or "
-                                    "contiguous",
+    if (*l != "combined" && *l != "interleaved" && *l != "contiguous" && *l != "independent")
+      throw bad_request(fmt::format("'hogwild.layout' is '{}'; use combined, interleaved, "
+                                    "contiguous or independent",
                                     *l),
                         "hogwild.layout");
     p.layout = parse_layout(*l);
@@ -350,6 +351,14 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
           "hogwild.format");
     p.format = *f;
   }
+  // Skeleton-of-Thought runs on the independent layout (hogwild/session.h).
+  p.skeleton = get_bool(h, "skeleton", "hogwild.skeleton").value_or(false);
+  if (p.skeleton && h.contains("layout") && p.layout != Layout::independent)
+    throw bad_request(fmt::format("'hogwild.skeleton' runs on the independent layout, not '{}'; "
+                                  "leave 'hogwild.layout' out",
+                                  layout_name(p.layout)),
+                      "hogwild.layout");
+  if (p.skeleton) p.layout = Layout::independent;
   return p;
 }
 

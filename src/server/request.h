@@ -25,6 +25,10 @@ struct HogwildParams {
   int64_t budget = 0;         // serial steps after the prefill; 0 = until an answer
   int64_t collab_every = -1;  // generated tokens between collaboration checks; -1 = formatting
   std::string format;         // built-in formatting name; "" = the model family's math one
+  // Skeleton-of-Thought (independent layout): an outline, then workers expand its points
+  // (workers = the most points). Layout independent alone: self-consistency (the workers are
+  // independent samples, the answer their vote).
+  bool skeleton = false;
 };
 
 /// One chat message with its text content (parts of type "text" joined).

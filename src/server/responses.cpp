@@ -20,6 +20,21 @@ ResponseBuilder::ResponseBuilder(ResponseMeta meta) : meta_(std::move(meta)) {
   }
 }
 
+namespace {
+// An option of a hogwild request (null when absent).
+json option(const json& options, const char* key) {
+  return options.is_object() && options.contains(key) ? options[key] : json();
+}
+}  // namespace
+
+bool ResponseBuilder::skeleton() const {
+  return meta_.hogwild && option(meta_.options, "skeleton") == true;
+}
+
+bool ResponseBuilder::samples() const {
+  return meta_.hogwild && option(meta_.options, "layout") == "independent" && !skeleton();
+}
+
 bool ResponseBuilder::reasoning_output(const Choice& c) const {
   return c.splitter ||
          (meta_.endpoint == Endpoint::chat && meta_.hogwild && meta_.hogwild_reasoning);
@@ -52,10 +67,15 @@ std::string ResponseBuilder::tell_unfinished_steps(int index) {
   Choice& c = choices_[index];
   if (c.steps_told) return "";
   c.steps_told = true;
+  // Independent samples: each worker's whole text, in worker order; else the unfinished steps.
+  // Texts apart by a blank line (a finished step ends with its separator already).
   std::string text;
   for (const auto& steps : c.workers)
-    for (const Step& s : steps)
-      if (!s.finished && s.text.size() > s.opening) text += (text.empty() ? "" : "\n\n") + s.text;
+    for (const Step& s : steps) {
+      if ((s.finished && !samples()) || s.text.size() <= s.opening) continue;
+      if (!text.empty() && !text.ends_with("\n\n")) text += "\n\n";
+      text += s.text;
+    }
   c.reasoning += text;
   return split_chunk(index, {text, ""});
 }
@@ -189,7 +209,8 @@ std::string ResponseBuilder::add(const Event& e) {
                  {"text", e.text}};
       if (e.answer) ev["answer"] = *e.answer;
       std::string out = sse_data(hogwild_chunk(e.choice, ev));
-      if (reasoning_output(c)) {  // the finished step joins the shared history: reasoning
+      // The finished step joins the shared history: reasoning (independent samples: at the end).
+      if (reasoning_output(c) && !samples()) {
         c.reasoning += e.text;
         out += split_chunk(e.choice, {e.text, ""});
       }
@@ -203,41 +224,54 @@ std::string ResponseBuilder::add(const Event& e) {
     }
     case K::content:
       return add_content(e.choice, e.text);
-    case K::done: {
-      if (e.error) {
-        if (error_.empty()) error_ = *e.error;
-        c.finish_reason = "error";
-        return sse_data({{"error",
-                          {{"message", "the session failed: " + *e.error},
-                           {"type", "server_error"},
-                           {"param", nullptr},
-                           {"code", "session_failed"}}}});
-      }
-      c.finish_reason = e.finish_reason;
-      c.stop_reason = e.stop_reason;
-      c.prompt_tokens = e.prompt_tokens;
-      c.completion_tokens =
-          std::accumulate(e.tokens_per_worker.begin(), e.tokens_per_worker.end(), int64_t{0});
-      c.stats = stats_json(e);
-      std::string out;
-      if (c.splitter) {
-        const ReasoningSplitter::Delta d = c.splitter->flush();
-        c.reasoning += d.reasoning;
-        c.content += d.content;
-        out += split_chunk(e.choice, d);
-      } else if (reasoning_output(c)) {
-        out += tell_unfinished_steps(e.choice);
-      }
-      if (meta_.hogwild)
-        out += sse_data(hogwild_chunk(e.choice, {{"event", "stats"},
-                                                 {"stop_reason", e.stop_reason},
-                                                 {"answer", c.content},
-                                                 {"stats", c.stats}}));
-      out += sse_data(chunk(json::array({content_choice(e.choice, "", e.finish_reason)})));
-      return out;
-    }
+    case K::done:
+      return finish(e);
   }
   return "";
+}
+
+std::string ResponseBuilder::finish(const Event& e) {
+  Choice& c = choices_[e.choice];
+  if (e.error) {
+    if (error_.empty()) error_ = *e.error;
+    c.finish_reason = "error";
+    return sse_data({{"error",
+                      {{"message", "the session failed: " + *e.error},
+                       {"type", "server_error"},
+                       {"param", nullptr},
+                       {"code", "session_failed"}}}});
+  }
+  c.finish_reason = e.finish_reason;
+  c.stop_reason = e.stop_reason;
+  c.prompt_tokens = e.prompt_tokens;
+  c.completion_tokens =
+      std::accumulate(e.tokens_per_worker.begin(), e.tokens_per_worker.end(), int64_t{0});
+  c.stats = stats_json(e);
+  if (samples()) {
+    json votes = json::array();
+    for (const auto& a : e.worker_answers) votes.push_back(a ? json(*a) : json(nullptr));
+    c.method["worker_answers"] = votes;
+  }
+  if (skeleton()) c.method["outline"] = e.outline;
+  std::string out;
+  if (c.splitter) {
+    const ReasoningSplitter::Delta d = c.splitter->flush();
+    c.reasoning += d.reasoning;
+    c.content += d.content;
+    out += split_chunk(e.choice, d);
+  } else if (reasoning_output(c)) {
+    out += tell_unfinished_steps(e.choice);
+  }
+  if (meta_.hogwild) {
+    json ev = {{"event", "stats"},
+               {"stop_reason", e.stop_reason},
+               {"answer", c.content},
+               {"stats", c.stats}};
+    ev.update(c.method);
+    out += sse_data(hogwild_chunk(e.choice, ev));
+  }
+  out += sse_data(chunk(json::array({content_choice(e.choice, "", e.finish_reason)})));
+  return out;
 }
 
 json ResponseBuilder::usage() const {
@@ -290,11 +324,13 @@ json ResponseBuilder::response() const {
         }
         workers.push_back({{"worker", w}, {"name", meta_.worker_names[w]}, {"steps", steps}});
       }
-      hc.push_back({{"workers", workers},
-                    {"notes", c.notes},
-                    {"stop_reason", c.stop_reason},
-                    {"answer", c.content},
-                    {"stats", c.stats}});
+      json one = {{"workers", workers},
+                  {"notes", c.notes},
+                  {"stop_reason", c.stop_reason},
+                  {"answer", c.content},
+                  {"stats", c.stats}};
+      one.update(c.method);
+      hc.push_back(std::move(one));
     }
     j["hogwild"] = {{"session_id", meta_.id},
                     {"seed", meta_.seed},

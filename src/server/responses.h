@@ -76,6 +76,7 @@ class ResponseBuilder {
     std::vector<std::vector<Step>> workers;  // (n_workers) steps in order
     nlohmann::json notes = nlohmann::json::array();
     nlohmann::json stats;
+    nlohmann::json method = nlohmann::json::object();  // worker_answers / outline, when given
     std::optional<std::string> answer;
     int64_t prompt_tokens = 0, completion_tokens = 0;
   };
@@ -88,10 +89,15 @@ class ResponseBuilder {
   std::string split_chunk(int index, const ReasoningSplitter::Delta& d) const;
   // Streamed content of a choice (split when it has a splitter); "" when nothing is sent.
   std::string add_content(int index, const std::string& text);
-  // Hogwild reasoning: every worker's unfinished step joins the reasoning (once, before the
-  // answer); returns its chunk.
+  // Hogwild reasoning: every worker's unfinished step (independent samples: every step, worker by
+  // worker) joins the reasoning (once, before the answer); returns its chunk.
   std::string tell_unfinished_steps(int index);
   bool reasoning_output(const Choice& c) const;
+  // The `done` event of a choice: the rest of its text, the stats, its final chunk.
+  std::string finish(const Event& e);
+  // Hogwild on the independent layout without Skeleton-of-Thought: the workers are samples.
+  bool samples() const;
+  bool skeleton() const;  // hogwild Skeleton-of-Thought
   nlohmann::json message(const Choice& c) const;
   static nlohmann::json stats_json(const Event& done);
 
