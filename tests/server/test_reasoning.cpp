@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "server/api_error.h"
 #include "server/reasoning.h"
+#include "server/request.h"
 #include "server/responses.h"
 
 namespace hogwild::server {
@@ -319,6 +321,39 @@ TEST(ReasoningResponse, HogwildWithoutAnAnswerHasNullContent) {
   const json msg = b.response()["choices"][0]["message"];
   EXPECT_EQ(msg["reasoning_content"], "**Alice [1]:** Let");
   EXPECT_TRUE(msg["content"].is_null());
+}
+
+// ---- request fields -----------------------------------------------------------------------------
+
+TEST(ReasoningRequest, IncludeReasoningAndTheMethodsFields) {
+  const std::string chat = R"({"messages":[{"role":"user","content":"a"}],)";
+  EXPECT_TRUE(parse_completion_request(chat + "\"n\":1}", Endpoint::chat, "m").include_reasoning);
+  EXPECT_FALSE(parse_completion_request(chat + "\"include_reasoning\":false}", Endpoint::chat, "m")
+                   .include_reasoning);
+  auto param = [](const std::string& body, Endpoint ep) {
+    try {
+      parse_completion_request(body, ep, "m");
+    } catch (const ApiError& e) {
+      return e.status == 400 ? e.param : "status " + std::to_string(e.status);
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(param(chat + "\"include_reasoning\":1}", Endpoint::chat), "include_reasoning");
+  EXPECT_EQ(param(R"({"prompt":"a","include_reasoning":true})", Endpoint::completion),
+            "include_reasoning");
+  // Self-consistency and Skeleton-of-Thought.
+  CompletionRequest r = parse_completion_request(
+      chat + R"("hogwild":{"workers":5,"layout":"independent"}})", Endpoint::chat, "m");
+  EXPECT_EQ(r.hogwild->layout, Layout::independent);
+  EXPECT_FALSE(r.hogwild->skeleton);
+  r = parse_completion_request(chat + R"("hogwild":{"workers":3,"skeleton":true}})", Endpoint::chat,
+                               "m");
+  EXPECT_EQ(r.hogwild->layout, Layout::independent);
+  EXPECT_TRUE(r.hogwild->skeleton);
+  EXPECT_EQ(param(chat + R"("hogwild":{"skeleton":true,"layout":"contiguous"}})", Endpoint::chat),
+            "hogwild.layout");
+  EXPECT_EQ(param(chat + R"("hogwild":{"skeleton":1}})", Endpoint::chat), "hogwild.skeleton");
+  EXPECT_EQ(param(chat + R"("hogwild":{"method":"sot"}})", Endpoint::chat), "hogwild.method");
 }
 
 }  // namespace
