@@ -78,7 +78,9 @@ int64_t first_step_tokens(const Formatting& f, Layout layout, int n, bool skelet
     return text.empty() ? int64_t{0} : static_cast<int64_t>(tok.encode(text, false).size());
   };
   std::vector<int64_t> opening(n);
-  for (int w = 0; w < n; ++w) opening[w] = count(f.step_start(w, 1, false));
+  // Independent workers (samples, Skeleton-of-Thought) write under the first name.
+  for (int w = 0; w < n; ++w)
+    opening[w] = count(f.step_start(layout == Layout::independent ? 0 : w, 1, false));
   const bool others = n > 1 && (layout == Layout::combined || layout == Layout::contiguous);
   int64_t longest = 0;
   for (int w = 0; w < n; ++w) {
@@ -185,16 +187,22 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
     g.options.collab_every = h.collab_every;
     g.options.max_tokens_per_worker = r.max_tokens.value_or(0);
   }
+  // Choice i draws with seed + stride * i, worker w with that + w: no two workers of a request
+  // share a seed.
+  const uint64_t stride = static_cast<uint64_t>(std::max(8, g.options.n_workers));
   std::vector<GenerationRequest> out;
   for (int i = 0; i < r.n; ++i) {
     out.push_back(g);
-    out.back().sampling.seed = seed + 8 * static_cast<uint64_t>(i);
+    out.back().sampling.seed = seed + stride * static_cast<uint64_t>(i);
   }
   return out;
 }
 
 std::vector<std::string> worker_names(const GenerationRequest& g) {
   if (g.formatting.name == "plain") return {"assistant"};
+  // Independent workers write under the first name (there may be more of them than names).
+  if (g.options.layout == Layout::independent)
+    return std::vector<std::string>(g.options.n_workers, g.formatting.worker_names.at(0));
   return {g.formatting.worker_names.begin(),
           g.formatting.worker_names.begin() + g.options.n_workers};
 }

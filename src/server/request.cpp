@@ -319,14 +319,8 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
                                     k),
                         "hogwild." + k);
   HogwildParams p;
-  if (auto w = get_int(h, "workers", "hogwild.workers")) {
-    in_table("hogwild.workers", [&] { check_field(RequestField::workers, *w); });
-    if (*w > lim.max_workers)
-      throw bad_request(fmt::format("workers is {}; this server runs at most {} workers a request",
-                                    *w, lim.max_workers),
-                        "hogwild.workers");
-    p.workers = static_cast<int>(*w);
-  }
+  const std::optional<int64_t> w = get_int(h, "workers", "hogwild.workers");
+  if (w) in_table("hogwild.workers", [&] { check_field(RequestField::workers, *w); });
   if (auto l = get_string(h, "layout", "hogwild.layout")) {
     if (*l != "combined" && *l != "interleaved" && *l != "contiguous" && *l != "independent")
       throw bad_request(fmt::format("'hogwild.layout' is '{}'; use combined, interleaved, "
@@ -359,6 +353,17 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
                                   layout_name(p.layout)),
                       "hogwild.layout");
   if (p.skeleton) p.layout = Layout::independent;
+  // Independent samples and outline points go further than workers sharing a cache.
+  const bool independent = p.layout == Layout::independent;
+  const int most = independent ? lim.max_samples : lim.max_workers;
+  if (w && *w > most)
+    throw bad_request(
+        fmt::format("workers is {}; this server runs at most {} {} a request", *w, most,
+                    p.skeleton    ? "outline points"
+                    : independent ? "independent samples"
+                                  : "workers"),
+        "hogwild.workers");
+  if (w) p.workers = static_cast<int>(*w);
   return p;
 }
 

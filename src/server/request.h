@@ -20,7 +20,8 @@ enum class Endpoint { chat, completion };
 
 /// The `hogwild` object of a request: a collaborative session instead of a plain completion.
 struct HogwildParams {
-  int workers = 2;  // 1..RequestLimits::max_workers (and the formatting's worker names)
+  int workers = 2;  // 1..RequestLimits::max_workers (and the formatting's worker names);
+                    // independent layout: 1..RequestLimits::max_samples
   Layout layout = Layout::combined;
   int64_t budget = 0;         // serial steps after the prefill; 0 = until an answer
   int64_t collab_every = -1;  // generated tokens between collaboration checks; -1 = formatting
@@ -60,9 +61,10 @@ struct CompletionRequest {
 
 /// Limits a request is checked against.
 struct RequestLimits {
-  int max_n = 8;                     // choices per request
-  int max_workers = 8;               // hogwild.workers (within the table's range)
-  size_t max_stop = 8;               // stop strings
+  int max_n = 8;         // choices per request
+  int max_workers = 8;   // hogwild.workers (within the table's range)
+  int max_samples = 64;  // hogwild.workers on the independent layout (samples, outline points)
+  size_t max_stop = 8;   // stop strings
   int64_t max_tokens_cap = 1 << 20;  // largest max_tokens accepted before the context check
   // Value ranges (budget, seed, temperature, stop bytes, ...) are the table's:
   // core/request_fields.h.

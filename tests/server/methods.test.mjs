@@ -62,6 +62,20 @@ test('self-consistency: independent samples, the answer their vote, streamed or 
   assert.equal(content, ch.answer);
 });
 
+test('self-consistency beyond 8 samples: 12 workers under the first name, no seed shared across choices', async () => {
+  const args = { model: '', messages, seed: 9, temperature: 1.0, n: 2, hogwild: { workers: 12, layout: 'independent', budget: 8 } };
+  const full = await client.chat.completions.create(args);
+  assert.equal(full.choices.length, 2);
+  for (const ch of full.hogwild.choices) {
+    assert.equal(ch.workers.length, 12);
+    assert.ok(ch.workers.every((w) => w.name === 'Alice'));
+    assert.equal(ch.worker_answers.length, 12);
+  }
+  // Choice 1 draws with seed + 12: as a request of that seed alone.
+  const one = await client.chat.completions.create({ ...args, n: 1, seed: 9 + 12 });
+  assert.deepEqual(one.hogwild.choices[0].workers, full.hogwild.choices[1].workers);
+});
+
 test('Skeleton-of-Thought: an outline, then its points expanded; same seed same run', async () => {
   const args = { model: '', messages, seed: 2, temperature: 1.0, hogwild: { workers: 3, skeleton: true, budget: 80 } };
   const full = await client.chat.completions.create(args);
@@ -91,7 +105,9 @@ test('method mistakes are 400s naming the field', async () => {
   const cases = [
     [{ skeleton: true, layout: 'combined' }, 'hogwild.layout'],
     [{ skeleton: 'yes' }, 'hogwild.skeleton'],
-    [{ layout: 'independent', workers: 9 }, 'hogwild.workers'],
+    [{ layout: 'independent', workers: 65 }, 'hogwild.workers'],
+    [{ skeleton: true, workers: 65 }, 'hogwild.workers'],
+    [{ layout: 'combined', workers: 9 }, 'hogwild.workers'],
     [{ layout: 'self-consistency' }, 'hogwild.layout'],
   ];
   for (const [hogwild, param] of cases) {
