@@ -113,6 +113,47 @@ void check_hogwild_context(size_t prompt_tokens, int64_t layout_tokens, const Se
       where, "context_length_exceeded");
 }
 
+// A hogwild request: the formatting's collaboration prompt around the problem (the one-worker
+// prompt for independent workers, the outline rules for Skeleton-of-Thought), its context
+// check and the session options.
+void fill_hogwild(GenerationRequest& g, const CompletionRequest& r, const ServedModel& m) {
+  const HogwildParams& h = *r.hogwild;
+  g.formatting = h.format.empty() ? m.default_formatting : resolve_formatting(h.format);
+  if (auto it = r.template_kwargs.find("enable_thinking"); it != r.template_kwargs.end()) {
+    g.formatting.chat.has_enable_thinking = true;
+    g.formatting.chat.enable_thinking = it->get<bool>();
+  }
+  try {  // the rule of hogwild/request_check.h, in its words
+    check_workers(h.workers, h.layout, h.skeleton, g.formatting);
+  } catch (const RequestError& e) {
+    throw bad_request(e.what(), "hogwild.workers");
+  }
+  const std::string problem = problem_text(r);
+  if (problem.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw bad_request("the problem is empty; give it as the user message (or the prompt)",
+                      r.endpoint == Endpoint::chat ? "messages" : "prompt");
+  std::string text;
+  try {
+    // Independent workers (self-consistency, Skeleton-of-Thought) get the one-worker prompt,
+    // Skeleton-of-Thought its outline rules, as make_request (engine/request.h) builds them.
+    const bool independent = h.layout == Layout::independent;
+    text = build_prompt(g.formatting, m.chat_template, problem, independent ? 1 : h.workers,
+                        h.skeleton ? h.workers : 0);
+  } catch (const Error& e) {
+    throw bad_request(e.what(), "hogwild.format", "formatting_error");
+  }
+  g.prompt = m.tokenizer->encode(text, !g.formatting.chat.use_template);
+  check_hogwild_context(
+      g.prompt.size(),
+      first_step_tokens(g.formatting, h.layout, h.workers, h.skeleton, *m.tokenizer), m, r);
+  g.options.n_workers = h.workers;
+  g.options.layout = h.layout;
+  g.options.skeleton = h.skeleton;
+  g.options.budget = h.budget;
+  g.options.collab_every = h.collab_every;
+  g.options.max_tokens_per_worker = r.max_tokens.value_or(0);
+}
+
 }  // namespace
 
 std::vector<GenerationRequest> build_generation(const CompletionRequest& r, const ServedModel& m,
@@ -151,41 +192,7 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
     check_context(g.prompt.size(), r.max_tokens.value_or(1), m, r);
     g.options.max_tokens_per_worker = r.max_tokens.value_or(room);
   } else {
-    const HogwildParams& h = *r.hogwild;
-    g.formatting = h.format.empty() ? m.default_formatting : resolve_formatting(h.format);
-    if (auto it = r.template_kwargs.find("enable_thinking"); it != r.template_kwargs.end()) {
-      g.formatting.chat.has_enable_thinking = true;
-      g.formatting.chat.enable_thinking = it->get<bool>();
-    }
-    try {  // the rule of hogwild/request_check.h, in its words
-      check_workers(h.workers, h.layout, h.skeleton, g.formatting);
-    } catch (const RequestError& e) {
-      throw bad_request(e.what(), "hogwild.workers");
-    }
-    const std::string problem = problem_text(r);
-    if (problem.find_first_not_of(" \t\r\n") == std::string::npos)
-      throw bad_request("the problem is empty; give it as the user message (or the prompt)",
-                        r.endpoint == Endpoint::chat ? "messages" : "prompt");
-    std::string text;
-    try {
-      // Independent workers (self-consistency, Skeleton-of-Thought) get the one-worker prompt,
-      // Skeleton-of-Thought its outline rules, as make_request (engine/request.h) builds them.
-      const bool independent = h.layout == Layout::independent;
-      text = build_prompt(g.formatting, m.chat_template, problem, independent ? 1 : h.workers,
-                          h.skeleton ? h.workers : 0);
-    } catch (const Error& e) {
-      throw bad_request(e.what(), "hogwild.format", "formatting_error");
-    }
-    g.prompt = m.tokenizer->encode(text, !g.formatting.chat.use_template);
-    check_hogwild_context(
-        g.prompt.size(),
-        first_step_tokens(g.formatting, h.layout, h.workers, h.skeleton, *m.tokenizer), m, r);
-    g.options.n_workers = h.workers;
-    g.options.layout = h.layout;
-    g.options.skeleton = h.skeleton;
-    g.options.budget = h.budget;
-    g.options.collab_every = h.collab_every;
-    g.options.max_tokens_per_worker = r.max_tokens.value_or(0);
+    fill_hogwild(g, r, m);
   }
   // Choice i draws with seed + stride * i, worker w with that + w: no two workers of a request
   // share a seed.
