@@ -91,10 +91,14 @@ Sample one_request(httplib::Client& cli, const Args& a, int seed) {
       if (j.is_discarded()) continue;
       if (j.contains("usage") && j["usage"].is_object())
         s.tokens = j["usage"].value("completion_tokens", int64_t{0});
+      // A plain request's text comes as content, or as reasoning_content inside the thinking.
+      auto text = [&j](const char* field) {
+        const json& d = j["choices"][0]["delta"];
+        return d.contains(field) && d[field].is_string() && !d[field].get<std::string>().empty();
+      };
       const bool token = (j.contains("hogwild") && j["hogwild"].value("event", "") == "token") ||
                          (a.workers == 0 && !j["choices"].empty() &&
-                          j["choices"][0]["delta"].contains("content") &&
-                          !j["choices"][0]["delta"]["content"].get<std::string>().empty());
+                          (text("content") || text("reasoning_content")));
       if (!token) continue;
       const auto now = Clock::now();
       if (first)

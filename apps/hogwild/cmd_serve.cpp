@@ -4,7 +4,8 @@
 //   hogwild serve -m DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY | --api-key-file F]
 //       [--max-queue N] [--max-sessions N] [--kv-tokens N] [--device auto|cuda|cpu]
 //       [--served-model-name NAME] [--max-context N] [--max-body-bytes N] [--threads N]
-//       [--max-connections N] [--drain-timeout S] [--format NAME|FILE] [--quiet]
+//       [--max-connections N] [--drain-timeout S] [--format NAME|FILE]
+//       [--reasoning-parser auto|qwen3|deepseek_r1|none] [--quiet]
 //
 // The server listens at once; /health answers 503 while the model loads (progress on stderr) and
 // 200 when it is ready. SIGTERM / Ctrl-C drain: no new requests (503), running ones finish (or
@@ -27,6 +28,7 @@
 #include "engine/model.h"
 #include "hogwild/formatting.h"
 #include "server/http_server.h"
+#include "server/reasoning.h"
 #include "server/scheduler.h"
 #include "server/server_engine.h"
 
@@ -45,6 +47,7 @@ constexpr int64_t kMaxConnections = 1000000;
 
 struct ServeArgs {
   std::string model_dir, host = "127.0.0.1", api_key, api_key_file, model_name, format;
+  std::string reasoning_parser = "auto";
   int port = 8080;
   int64_t max_queue = 128, max_sessions = 16, max_context = 0, threads = 0;
   int64_t max_body_bytes = 4 << 20, drain_timeout = 30, max_connections = 0;
@@ -110,6 +113,11 @@ void load(const ServeArgs& a, Loaded& L, HttpServer& http) {
                                  model.chat_template() ? model.chat_template()->source() : "",
                                  AnswerKind::boxed);
   m.default_formatting = resolve_formatting(m.default_format);
+  m.reasoning = a.reasoning_parser != "none";
+  m.reasoning_parser = a.reasoning_parser == "auto"
+                           ? server::default_reasoning_parser(
+                                 model.chat_template() ? model.chat_template()->source() : "")
+                           : server::parse_reasoning_parser(a.reasoning_parser);
   m.device = model.device();
   EngineOptions eo;
   eo.max_sessions = a.max_sessions;
@@ -124,13 +132,14 @@ void load(const ServeArgs& a, Loaded& L, HttpServer& http) {
   http.set_ready(&L.served, L.scheduler.get());
   std::fprintf(stderr,
                "serve: ready in %.1f s: model '%s' on %s, context %lld tokens, KV pool %s, hogwild "
-               "formatting %s\n",
+               "formatting %s, reasoning parser %s\n",
                seconds_since(t0), m.id.c_str(), m.device.c_str(),
                static_cast<long long>(m.max_context),
                model.backend().kv_capacity_tokens() > 0
                    ? fmt::format("{} tokens", model.backend().kv_capacity_tokens()).c_str()
                    : "host memory",
-               m.default_format.c_str());
+               m.default_format.c_str(),
+               std::string(server::reasoning_parser_name(m.reasoning_parser)).c_str());
 }
 
 void serve(ServeArgs a) {
@@ -154,6 +163,11 @@ void serve(ServeArgs a) {
     fail("--max-connections must be 0..{} (0 = from the open-file limit), got {}", kMaxConnections,
          a.max_connections);
   if (!a.format.empty()) resolve_formatting(a.format);  // a name or a file; throws saying why
+  if (a.reasoning_parser != "auto") try {
+      server::parse_reasoning_parser(a.reasoning_parser);
+    } catch (const Error& e) {
+      fail("--reasoning-parser: {} (or auto: from the model's chat template)", e.what());
+    }
   if (!a.api_key_file.empty()) a.api_key = read_key_file(a.api_key_file);
 
   server::ServerOptions o;
@@ -266,6 +280,10 @@ void register_serve(CLI::App& app) {
   c->add_option("--format", a->format,
                 "formatting of hogwild requests: built-in name or JSON file (default: the model's "
                 "hogwild_format.json, else the model family's math one)");
+  c->add_option("--reasoning-parser", a->reasoning_parser,
+                "chat completions: the thinking (<think>...</think>; hogwild: the workers' steps) "
+                "in reasoning_content, apart from the content: auto (default: from the chat "
+                "template), qwen3, deepseek_r1, or none (everything in content)");
   c->add_flag("--quiet", a->quiet, "no request log lines");
   add_device_flags(c, a->device);
   c->callback([a] { serve(*a); });

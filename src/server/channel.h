@@ -46,6 +46,10 @@ struct Event {
   std::vector<int64_t> tokens_per_worker;
   int64_t serial_steps = 0;
   double prefill_seconds = 0, decode_seconds = 0, finisher_seconds = 0;
+  // Independent layout (self-consistency): each worker's answer, in worker order (the content is
+  // their vote). Skeleton-of-Thought: the outline's points.
+  std::vector<std::optional<std::string>> worker_answers;
+  std::vector<std::string> outline;
 };
 
 class Channel {

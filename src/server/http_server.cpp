@@ -363,8 +363,9 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
     const CompletionRequest cr = parse_completion_request(req.body, ep, model_->id, opt_.limits);
     uint64_t seed = 0;
     std::vector<GenerationRequest> gens;
+    std::string chat_prompt;
     try {
-      gens = build_generation(cr, *model_, &seed);
+      gens = build_generation(cr, *model_, &seed, &chat_prompt);
     } catch (const Error& e) {  // tokenizer / formatting refusing this input
       throw bad_request(e.what());
     }
@@ -378,6 +379,12 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
     meta.include_usage = cr.include_usage;
     meta.worker_names = worker_names(gens[0]);
     meta.seed = seed;
+    if (ep == Endpoint::chat && model_->reasoning) {
+      meta.reasoning_parser = model_->reasoning_parser;
+      meta.think_start = think_start(chat_prompt);
+      meta.hogwild_reasoning = true;
+      meta.include_reasoning = cr.include_reasoning;
+    }
     if (cr.hogwild)
       meta.options = {{"workers", cr.hogwild->workers},
                       {"layout", layout_name(cr.hogwild->layout)},
@@ -386,6 +393,7 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
                                            ? gens[0].options.collab_every
                                            : gens[0].formatting.collab_check.every},
                       {"format", gens[0].formatting.name}};
+    if (cr.hogwild && cr.hogwild->skeleton) meta.options["skeleton"] = true;
     Job job;
     job.id = meta.id;
     job.hogwild = meta.hogwild;

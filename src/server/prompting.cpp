@@ -72,12 +72,15 @@ void check_context(size_t prompt_tokens, int64_t completion, const ServedModel& 
 // combined and contiguous layouts the headers and separators around the other workers' steps.
 // Session::plan_decode refuses a first step whose longest view exceeds the context; this is that
 // view's length, computed before anything runs.
-int64_t first_step_tokens(const Formatting& f, Layout layout, int n, const Tokenizer& tok) {
+int64_t first_step_tokens(const Formatting& f, Layout layout, int n, bool skeleton,
+                          const Tokenizer& tok) {
   auto count = [&tok](const std::string& text) {
     return text.empty() ? int64_t{0} : static_cast<int64_t>(tok.encode(text, false).size());
   };
   std::vector<int64_t> opening(n);
-  for (int w = 0; w < n; ++w) opening[w] = count(f.step_start(w, 1, false));
+  // Independent workers (samples, Skeleton-of-Thought) write under the first name.
+  for (int w = 0; w < n; ++w)
+    opening[w] = count(f.step_start(layout == Layout::independent ? 0 : w, 1, false));
   const bool others = n > 1 && (layout == Layout::combined || layout == Layout::contiguous);
   int64_t longest = 0;
   for (int w = 0; w < n; ++w) {
@@ -90,6 +93,7 @@ int64_t first_step_tokens(const Formatting& f, Layout layout, int n, const Token
     }
     longest = std::max(longest, len);
   }
+  if (skeleton) longest = std::max(longest, opening[0] + count(f.sot.outline_prefix));
   return longest;
 }
 
@@ -109,10 +113,51 @@ void check_hogwild_context(size_t prompt_tokens, int64_t layout_tokens, const Se
       where, "context_length_exceeded");
 }
 
+// A hogwild request: the formatting's collaboration prompt around the problem (the one-worker
+// prompt for independent workers, the outline rules for Skeleton-of-Thought), its context
+// check and the session options.
+void fill_hogwild(GenerationRequest& g, const CompletionRequest& r, const ServedModel& m) {
+  const HogwildParams& h = *r.hogwild;
+  g.formatting = h.format.empty() ? m.default_formatting : resolve_formatting(h.format);
+  if (auto it = r.template_kwargs.find("enable_thinking"); it != r.template_kwargs.end()) {
+    g.formatting.chat.has_enable_thinking = true;
+    g.formatting.chat.enable_thinking = it->get<bool>();
+  }
+  try {  // the rule of hogwild/request_check.h, in its words
+    check_workers(h.workers, h.layout, h.skeleton, g.formatting);
+  } catch (const RequestError& e) {
+    throw bad_request(e.what(), "hogwild.workers");
+  }
+  const std::string problem = problem_text(r);
+  if (problem.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw bad_request("the problem is empty; give it as the user message (or the prompt)",
+                      r.endpoint == Endpoint::chat ? "messages" : "prompt");
+  std::string text;
+  try {
+    // Independent workers (self-consistency, Skeleton-of-Thought) get the one-worker prompt,
+    // Skeleton-of-Thought its outline rules, as make_request (engine/request.h) builds them.
+    const bool independent = h.layout == Layout::independent;
+    text = build_prompt(g.formatting, m.chat_template, problem, independent ? 1 : h.workers,
+                        h.skeleton ? h.workers : 0);
+  } catch (const Error& e) {
+    throw bad_request(e.what(), "hogwild.format", "formatting_error");
+  }
+  g.prompt = m.tokenizer->encode(text, !g.formatting.chat.use_template);
+  check_hogwild_context(
+      g.prompt.size(),
+      first_step_tokens(g.formatting, h.layout, h.workers, h.skeleton, *m.tokenizer), m, r);
+  g.options.n_workers = h.workers;
+  g.options.layout = h.layout;
+  g.options.skeleton = h.skeleton;
+  g.options.budget = h.budget;
+  g.options.collab_every = h.collab_every;
+  g.options.max_tokens_per_worker = r.max_tokens.value_or(0);
+}
+
 }  // namespace
 
 std::vector<GenerationRequest> build_generation(const CompletionRequest& r, const ServedModel& m,
-                                                uint64_t* seed_used) {
+                                                uint64_t* seed_used, std::string* chat_prompt) {
   uint64_t seed = 0;
   if (r.seed && *r.seed >= 0) {  // -1 = a random seed, as on the CLI (core/request_fields.h)
     seed = static_cast<uint64_t>(*r.seed);
@@ -133,8 +178,13 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
     g.formatting.finisher.max_tokens = 1;  // its answer is not used; keep the closing pass short
     g.options.n_workers = 1;
     g.options.stop_on_answer = false;
-    g.prompt = r.endpoint == Endpoint::chat ? m.tokenizer->encode(render_chat(r, m), false)
-                                            : m.tokenizer->encode(r.prompt, true);
+    if (r.endpoint == Endpoint::chat) {
+      const std::string text = render_chat(r, m);
+      g.prompt = m.tokenizer->encode(text, false);
+      if (chat_prompt) *chat_prompt = text;
+    } else {
+      g.prompt = m.tokenizer->encode(r.prompt, true);
+    }
     if (g.prompt.empty())
       throw bad_request("the prompt is empty; give some text",
                         r.endpoint == Endpoint::chat ? "messages" : "prompt");
@@ -142,46 +192,24 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
     check_context(g.prompt.size(), r.max_tokens.value_or(1), m, r);
     g.options.max_tokens_per_worker = r.max_tokens.value_or(room);
   } else {
-    const HogwildParams& h = *r.hogwild;
-    g.formatting = h.format.empty() ? m.default_formatting : resolve_formatting(h.format);
-    if (auto it = r.template_kwargs.find("enable_thinking"); it != r.template_kwargs.end()) {
-      g.formatting.chat.has_enable_thinking = true;
-      g.formatting.chat.enable_thinking = it->get<bool>();
-    }
-    try {  // the rule of hogwild/request_check.h, in its words
-      check_workers(h.workers, h.layout, false, g.formatting);
-    } catch (const RequestError& e) {
-      throw bad_request(e.what(), "hogwild.workers");
-    }
-    const std::string problem = problem_text(r);
-    if (problem.find_first_not_of(" \t\r\n") == std::string::npos)
-      throw bad_request("the problem is empty; give it as the user message (or the prompt)",
-                        r.endpoint == Endpoint::chat ? "messages" : "prompt");
-    std::string text;
-    try {
-      text = build_prompt(g.formatting, m.chat_template, problem, h.workers);
-    } catch (const Error& e) {
-      throw bad_request(e.what(), "hogwild.format", "formatting_error");
-    }
-    g.prompt = m.tokenizer->encode(text, !g.formatting.chat.use_template);
-    check_hogwild_context(g.prompt.size(),
-                          first_step_tokens(g.formatting, h.layout, h.workers, *m.tokenizer), m, r);
-    g.options.n_workers = h.workers;
-    g.options.layout = h.layout;
-    g.options.budget = h.budget;
-    g.options.collab_every = h.collab_every;
-    g.options.max_tokens_per_worker = r.max_tokens.value_or(0);
+    fill_hogwild(g, r, m);
   }
+  // Choice i draws with seed + stride * i, worker w with that + w: no two workers of a request
+  // share a seed.
+  const uint64_t stride = static_cast<uint64_t>(std::max(8, g.options.n_workers));
   std::vector<GenerationRequest> out;
   for (int i = 0; i < r.n; ++i) {
     out.push_back(g);
-    out.back().sampling.seed = seed + 8 * static_cast<uint64_t>(i);
+    out.back().sampling.seed = seed + stride * static_cast<uint64_t>(i);
   }
   return out;
 }
 
 std::vector<std::string> worker_names(const GenerationRequest& g) {
   if (g.formatting.name == "plain") return {"assistant"};
+  // Independent workers write under the first name (there may be more of them than names).
+  if (g.options.layout == Layout::independent)
+    return std::vector<std::string>(g.options.n_workers, g.formatting.worker_names.at(0));
   return {g.formatting.worker_names.begin(),
           g.formatting.worker_names.begin() + g.options.n_workers};
 }

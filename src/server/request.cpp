@@ -310,26 +310,21 @@ std::vector<std::string> parse_stop(const json& j, const RequestLimits& lim) {
 HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
   if (!h.is_object())
     throw bad_request(fmt::format("'hogwild' must be an object, got {}", type_of(h)), "hogwild");
-  static const char* kKeys[] = {"workers", "layout", "budget", "collab_every", "format"};
+  static const char* kKeys[] = {"workers",      "layout", "budget",
+                                "collab_every", "format", "skeleton"};
   for (auto& [k, v] : h.items())
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
       throw bad_request(fmt::format("'hogwild.{}' is not a known key; use workers, layout, budget, "
-                                    "collab_every or format",
+                                    "collab_every, format or skeleton",
                                     k),
                         "hogwild." + k);
   HogwildParams p;
-  if (auto w = get_int(h, "workers", "hogwild.workers")) {
-    in_table("hogwild.workers", [&] { check_field(RequestField::workers, *w); });
-    if (*w > lim.max_workers)
-      throw bad_request(fmt::format("workers is {}; this server runs at most {} workers a request",
-                                    *w, lim.max_workers),
-                        "hogwild.workers");
-    p.workers = static_cast<int>(*w);
-  }
+  const std::optional<int64_t> w = get_int(h, "workers", "hogwild.workers");
+  if (w) in_table("hogwild.workers", [&] { check_field(RequestField::workers, *w); });
   if (auto l = get_string(h, "layout", "hogwild.layout")) {
-    if (*l != "combined" && *l != "interleaved" && *l != "contiguous")
-      throw bad_request(fmt::format("'hogwild.layout' is '{}'; use combined, interleaved or "
-                                    "contiguous",
+    if (*l != "combined" && *l != "interleaved" && *l != "contiguous" && *l != "independent")
+      throw bad_request(fmt::format("'hogwild.layout' is '{}'; use combined, interleaved, "
+                                    "contiguous or independent",
                                     *l),
                         "hogwild.layout");
     p.layout = parse_layout(*l);
@@ -350,6 +345,25 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
           "hogwild.format");
     p.format = *f;
   }
+  // Skeleton-of-Thought runs on the independent layout (hogwild/session.h).
+  p.skeleton = get_bool(h, "skeleton", "hogwild.skeleton").value_or(false);
+  if (p.skeleton && h.contains("layout") && p.layout != Layout::independent)
+    throw bad_request(fmt::format("'hogwild.skeleton' runs on the independent layout, not '{}'; "
+                                  "leave 'hogwild.layout' out",
+                                  layout_name(p.layout)),
+                      "hogwild.layout");
+  if (p.skeleton) p.layout = Layout::independent;
+  // Independent samples and outline points go further than workers sharing a cache.
+  const bool independent = p.layout == Layout::independent;
+  const int most = independent ? lim.max_samples : lim.max_workers;
+  if (w && *w > most)
+    throw bad_request(
+        fmt::format("workers is {}; this server runs at most {} {} a request", *w, most,
+                    p.skeleton    ? "outline points"
+                    : independent ? "independent samples"
+                                  : "workers"),
+        "hogwild.workers");
+  if (w) p.workers = static_cast<int>(*w);
   return p;
 }
 
@@ -436,6 +450,12 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
         !r.template_kwargs["enable_thinking"].is_boolean())
       throw bad_request("'chat_template_kwargs.enable_thinking' must be a boolean",
                         "chat_template_kwargs.enable_thinking");
+  }
+  if (auto inc = get_bool(j, "include_reasoning", "include_reasoning")) {
+    if (endpoint != Endpoint::chat)
+      throw bad_request("'include_reasoning' applies to /v1/chat/completions only",
+                        "include_reasoning");
+    r.include_reasoning = *inc;
   }
   if (const json* h = field(j, "hogwild")) r.hogwild = parse_hogwild(*h, lim);
   return r;

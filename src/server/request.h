@@ -20,11 +20,16 @@ enum class Endpoint { chat, completion };
 
 /// The `hogwild` object of a request: a collaborative session instead of a plain completion.
 struct HogwildParams {
-  int workers = 2;  // 1..RequestLimits::max_workers (and the formatting's worker names)
+  int workers = 2;  // 1..RequestLimits::max_workers (and the formatting's worker names);
+                    // independent layout: 1..RequestLimits::max_samples
   Layout layout = Layout::combined;
   int64_t budget = 0;         // serial steps after the prefill; 0 = until an answer
   int64_t collab_every = -1;  // generated tokens between collaboration checks; -1 = formatting
   std::string format;         // built-in formatting name; "" = the model family's math one
+  // Skeleton-of-Thought (independent layout): an outline, then workers expand its points
+  // (workers = the most points). Layout independent alone: self-consistency (the workers are
+  // independent samples, the answer their vote).
+  bool skeleton = false;
 };
 
 /// One chat message with its text content (parts of type "text" joined).
@@ -49,13 +54,17 @@ struct CompletionRequest {
   nlohmann::ordered_json template_kwargs =
       nlohmann::ordered_json::object();  // chat_template_kwargs
   std::optional<HogwildParams> hogwild;
+  // Chat: the thinking in `reasoning_content`, apart from the content (docs/SERVER.md "Reasoning
+  // output"); false: the whole text in `content`, as without a reasoning parser.
+  bool include_reasoning = true;
 };
 
 /// Limits a request is checked against.
 struct RequestLimits {
-  int max_n = 8;                     // choices per request
-  int max_workers = 8;               // hogwild.workers (within the table's range)
-  size_t max_stop = 8;               // stop strings
+  int max_n = 8;         // choices per request
+  int max_workers = 8;   // hogwild.workers (within the table's range)
+  int max_samples = 64;  // hogwild.workers on the independent layout (samples, outline points)
+  size_t max_stop = 8;   // stop strings
   int64_t max_tokens_cap = 1 << 20;  // largest max_tokens accepted before the context check
   // Value ranges (budget, seed, temperature, stop bytes, ...) are the table's:
   // core/request_fields.h.

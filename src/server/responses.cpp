@@ -12,7 +12,81 @@ std::string sse_data(const json& j) {
 
 ResponseBuilder::ResponseBuilder(ResponseMeta meta) : meta_(std::move(meta)) {
   choices_.resize(meta_.n);
-  for (auto& c : choices_) c.workers.resize(meta_.worker_names.size());
+  for (auto& c : choices_) {
+    c.workers.resize(meta_.worker_names.size());
+    if (meta_.endpoint == Endpoint::chat && !meta_.hogwild &&
+        meta_.reasoning_parser != ReasoningParser::none)
+      c.splitter.emplace(meta_.reasoning_parser, meta_.think_start);
+  }
+}
+
+namespace {
+// An option of a hogwild request (null when absent).
+json option(const json& options, const char* key) {
+  return options.is_object() && options.contains(key) ? options[key] : json();
+}
+}  // namespace
+
+bool ResponseBuilder::skeleton() const {
+  return meta_.hogwild && option(meta_.options, "skeleton") == true;
+}
+
+bool ResponseBuilder::samples() const {
+  return meta_.hogwild && option(meta_.options, "layout") == "independent" && !skeleton();
+}
+
+bool ResponseBuilder::reasoning_output(const Choice& c) const {
+  return c.splitter ||
+         (meta_.endpoint == Endpoint::chat && meta_.hogwild && meta_.hogwild_reasoning);
+}
+
+std::string ResponseBuilder::split_chunk(int index, const ReasoningSplitter::Delta& d) const {
+  const bool reasoning = meta_.include_reasoning && !d.reasoning.empty();
+  if (!reasoning && d.content.empty()) return "";
+  json delta = json::object();
+  if (reasoning) delta["reasoning_content"] = d.reasoning;
+  if (!d.content.empty()) delta["content"] = d.content;
+  return sse_data(chunk(json::array(
+      {{{"index", index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}}})));
+}
+
+std::string ResponseBuilder::add_content(int index, const std::string& text) {
+  Choice& c = choices_[index];
+  if (c.splitter) {
+    const ReasoningSplitter::Delta d = c.splitter->push(text);
+    c.reasoning += d.reasoning;
+    c.content += d.content;
+    return split_chunk(index, d);
+  }
+  std::string out = reasoning_output(c) ? tell_unfinished_steps(index) : "";
+  c.content += text;
+  return out + sse_data(chunk(json::array({content_choice(index, text, "")})));
+}
+
+std::string ResponseBuilder::tell_unfinished_steps(int index) {
+  Choice& c = choices_[index];
+  if (c.steps_told) return "";
+  c.steps_told = true;
+  // Independent samples: each worker's whole text, in worker order; else the unfinished steps.
+  // Texts apart by a blank line (a finished step ends with its separator already).
+  std::string text;
+  for (const auto& steps : c.workers)
+    for (const Step& s : steps) {
+      if ((s.finished && !samples()) || s.text.size() <= s.opening) continue;
+      if (!text.empty() && !text.ends_with("\n\n")) text += "\n\n";
+      text += s.text;
+    }
+  c.reasoning += text;
+  return split_chunk(index, {text, ""});
+}
+
+json ResponseBuilder::message(const Choice& c) const {
+  json m = {{"role", "assistant"}, {"content", c.content}};
+  if (!reasoning_output(c)) return m;
+  const bool thought = !c.splitter || c.splitter->has_reasoning();
+  m["reasoning_content"] = thought && meta_.include_reasoning ? json(c.reasoning) : json(nullptr);
+  if (thought && c.content.empty()) m["content"] = nullptr;  // it ended inside the thinking
+  return m;
 }
 
 json ResponseBuilder::chunk(json choices) const {
@@ -100,7 +174,8 @@ std::string ResponseBuilder::add(const Event& e) {
     case K::started:
       return "";
     case K::step_start: {
-      if (auto* ws = worker(e.worker)) ws->push_back({e.step, e.text, false, e.collab_check, {}});
+      if (auto* ws = worker(e.worker))
+        ws->push_back({e.step, e.text, e.text.size(), false, e.collab_check, {}});
       return sse_data(hogwild_chunk(e.choice, {{"event", "step_start"},
                                                {"worker", e.worker},
                                                {"name", name(e.worker)},
@@ -110,7 +185,7 @@ std::string ResponseBuilder::add(const Event& e) {
     }
     case K::token: {
       if (auto* ws = worker(e.worker)) {
-        if (ws->empty() || ws->back().finished) ws->push_back({e.step, "", false, false, {}});
+        if (ws->empty() || ws->back().finished) ws->push_back({e.step, "", 0, false, false, {}});
         ws->back().text += e.text;
       }
       return sse_data(hogwild_chunk(e.choice, {{"event", "token"},
@@ -122,7 +197,7 @@ std::string ResponseBuilder::add(const Event& e) {
     }
     case K::step_end: {
       if (auto* ws = worker(e.worker)) {
-        if (ws->empty() || ws->back().finished) ws->push_back({e.step, "", false, false, {}});
+        if (ws->empty() || ws->back().finished) ws->push_back({e.step, "", 0, false, false, {}});
         ws->back().text = e.text;  // the whole step as the session saw it
         ws->back().finished = true;
         ws->back().answer = e.answer;
@@ -133,7 +208,13 @@ std::string ResponseBuilder::add(const Event& e) {
                  {"step", e.step},
                  {"text", e.text}};
       if (e.answer) ev["answer"] = *e.answer;
-      return sse_data(hogwild_chunk(e.choice, ev));
+      std::string out = sse_data(hogwild_chunk(e.choice, ev));
+      // The finished step joins the shared history: reasoning (independent samples: at the end).
+      if (reasoning_output(c) && !samples()) {
+        c.reasoning += e.text;
+        out += split_chunk(e.choice, {e.text, ""});
+      }
+      return out;
     }
     case K::note: {
       json n = {{"author", e.author}, {"text", e.text}, {"serial_step", e.serial_step}};
@@ -142,35 +223,55 @@ std::string ResponseBuilder::add(const Event& e) {
       return sse_data(hogwild_chunk(e.choice, n));
     }
     case K::content:
-      c.content += e.text;
-      return sse_data(chunk(json::array({content_choice(e.choice, e.text, "")})));
-    case K::done: {
-      if (e.error) {
-        if (error_.empty()) error_ = *e.error;
-        c.finish_reason = "error";
-        return sse_data({{"error",
-                          {{"message", "the session failed: " + *e.error},
-                           {"type", "server_error"},
-                           {"param", nullptr},
-                           {"code", "session_failed"}}}});
-      }
-      c.finish_reason = e.finish_reason;
-      c.stop_reason = e.stop_reason;
-      c.prompt_tokens = e.prompt_tokens;
-      c.completion_tokens =
-          std::accumulate(e.tokens_per_worker.begin(), e.tokens_per_worker.end(), int64_t{0});
-      c.stats = stats_json(e);
-      std::string out;
-      if (meta_.hogwild)
-        out += sse_data(hogwild_chunk(e.choice, {{"event", "stats"},
-                                                 {"stop_reason", e.stop_reason},
-                                                 {"answer", c.content},
-                                                 {"stats", c.stats}}));
-      out += sse_data(chunk(json::array({content_choice(e.choice, "", e.finish_reason)})));
-      return out;
-    }
+      return add_content(e.choice, e.text);
+    case K::done:
+      return finish(e);
   }
   return "";
+}
+
+std::string ResponseBuilder::finish(const Event& e) {
+  Choice& c = choices_[e.choice];
+  if (e.error) {
+    if (error_.empty()) error_ = *e.error;
+    c.finish_reason = "error";
+    return sse_data({{"error",
+                      {{"message", "the session failed: " + *e.error},
+                       {"type", "server_error"},
+                       {"param", nullptr},
+                       {"code", "session_failed"}}}});
+  }
+  c.finish_reason = e.finish_reason;
+  c.stop_reason = e.stop_reason;
+  c.prompt_tokens = e.prompt_tokens;
+  c.completion_tokens =
+      std::accumulate(e.tokens_per_worker.begin(), e.tokens_per_worker.end(), int64_t{0});
+  c.stats = stats_json(e);
+  if (samples()) {
+    json votes = json::array();
+    for (const auto& a : e.worker_answers) votes.push_back(a ? json(*a) : json(nullptr));
+    c.method["worker_answers"] = votes;
+  }
+  if (skeleton()) c.method["outline"] = e.outline;
+  std::string out;
+  if (c.splitter) {
+    const ReasoningSplitter::Delta d = c.splitter->flush();
+    c.reasoning += d.reasoning;
+    c.content += d.content;
+    out += split_chunk(e.choice, d);
+  } else if (reasoning_output(c)) {
+    out += tell_unfinished_steps(e.choice);
+  }
+  if (meta_.hogwild) {
+    json ev = {{"event", "stats"},
+               {"stop_reason", e.stop_reason},
+               {"answer", c.content},
+               {"stats", c.stats}};
+    ev.update(c.method);
+    out += sse_data(hogwild_chunk(e.choice, ev));
+  }
+  out += sse_data(chunk(json::array({content_choice(e.choice, "", e.finish_reason)})));
+  return out;
 }
 
 json ResponseBuilder::usage() const {
@@ -195,10 +296,8 @@ json ResponseBuilder::response() const {
     const Choice& c = choices_[i];
     json fr = c.finish_reason.empty() ? json(nullptr) : json(c.finish_reason);
     if (meta_.endpoint == Endpoint::chat)
-      choices.push_back({{"index", i},
-                         {"message", {{"role", "assistant"}, {"content", c.content}}},
-                         {"logprobs", nullptr},
-                         {"finish_reason", fr}});
+      choices.push_back(
+          {{"index", i}, {"message", message(c)}, {"logprobs", nullptr}, {"finish_reason", fr}});
     else
       choices.push_back(
           {{"index", i}, {"text", c.content}, {"logprobs", nullptr}, {"finish_reason", fr}});
@@ -225,11 +324,13 @@ json ResponseBuilder::response() const {
         }
         workers.push_back({{"worker", w}, {"name", meta_.worker_names[w]}, {"steps", steps}});
       }
-      hc.push_back({{"workers", workers},
-                    {"notes", c.notes},
-                    {"stop_reason", c.stop_reason},
-                    {"answer", c.content},
-                    {"stats", c.stats}});
+      json one = {{"workers", workers},
+                  {"notes", c.notes},
+                  {"stop_reason", c.stop_reason},
+                  {"answer", c.content},
+                  {"stats", c.stats}};
+      one.update(c.method);
+      hc.push_back(std::move(one));
     }
     j["hogwild"] = {{"session_id", meta_.id},
                     {"seed", meta_.seed},

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "server/channel.h"
+#include "server/reasoning.h"
 #include "server/request.h"
 
 namespace hogwild::server {
@@ -30,6 +31,13 @@ struct ResponseMeta {
   std::vector<std::string> worker_names;
   uint64_t seed = 0;
   nlohmann::json options;  // hogwild: workers, layout, budget, collab_every, format
+  // Reasoning output (chat only; docs/SERVER.md "Reasoning output"). Plain requests: the text is
+  // split by `reasoning_parser` from `think_start` on. Hogwild requests with `hogwild_reasoning`:
+  // the workers' steps are the reasoning, the answer the content.
+  ReasoningParser reasoning_parser = ReasoningParser::none;
+  ThinkStart think_start = ThinkStart::parser;
+  bool hogwild_reasoning = false;
+  bool include_reasoning = true;  // false: the reasoning is split off and dropped
 };
 
 /// "data: <json>\n\n" (invalid UTF-8 replaced).
@@ -55,15 +63,20 @@ class ResponseBuilder {
   struct Step {
     int step = 0;
     std::string text;
+    size_t opening = 0;  // bytes of the step's opening (prefix, check question) in text
     bool finished = false, collab_check = false;
     std::optional<std::string> answer;
   };
   struct Choice {
     std::string content;
+    std::string reasoning;  // reasoning output: the thinking (plain) or the workers' steps
+    std::optional<ReasoningSplitter> splitter;  // plain chat with a reasoning parser
+    bool steps_told = false;                    // hogwild reasoning: the unfinished steps were sent
     std::string finish_reason, stop_reason;
     std::vector<std::vector<Step>> workers;  // (n_workers) steps in order
     nlohmann::json notes = nlohmann::json::array();
     nlohmann::json stats;
+    nlohmann::json method = nlohmann::json::object();  // worker_answers / outline, when given
     std::optional<std::string> answer;
     int64_t prompt_tokens = 0, completion_tokens = 0;
   };
@@ -72,6 +85,20 @@ class ResponseBuilder {
   nlohmann::json hogwild_chunk(int choice, nlohmann::json ev) const;
   nlohmann::json content_choice(int index, const std::string& text,
                                 const std::string& finish_reason) const;
+  // Reasoning output: a chunk of reasoning and / or content deltas ("" when both are empty).
+  std::string split_chunk(int index, const ReasoningSplitter::Delta& d) const;
+  // Streamed content of a choice (split when it has a splitter); "" when nothing is sent.
+  std::string add_content(int index, const std::string& text);
+  // Hogwild reasoning: every worker's unfinished step (independent samples: every step, worker by
+  // worker) joins the reasoning (once, before the answer); returns its chunk.
+  std::string tell_unfinished_steps(int index);
+  bool reasoning_output(const Choice& c) const;
+  // The `done` event of a choice: the rest of its text, the stats, its final chunk.
+  std::string finish(const Event& e);
+  // Hogwild on the independent layout without Skeleton-of-Thought: the workers are samples.
+  bool samples() const;
+  bool skeleton() const;  // hogwild Skeleton-of-Thought
+  nlohmann::json message(const Choice& c) const;
   static nlohmann::json stats_json(const Event& done);
 
   ResponseMeta meta_;

@@ -196,6 +196,9 @@ class Scheduler::ChoiceObserver : public SessionObserver {
     d.prefill_seconds = res->prefill_seconds;
     d.decode_seconds = res->decode_seconds;
     d.finisher_seconds = res->finisher_seconds;
+    for (const WorkerResult& w : res->workers)
+      d.worker_answers.push_back(w.answer ? std::optional(decode_all(*w.answer)) : std::nullopt);
+    for (const std::string& p : res->outline_points) d.outline.push_back(decode_all(p));
     push(std::move(d));
   }
 

@@ -477,6 +477,7 @@ test('hogwild serve stops on bad arguments with a message, before loading anythi
     [['-m', testModel(), '--threads', '100000'], '--threads must be 0..4096'],
     [['-m', testModel(), '--threads', '-1'], '--threads must be 0..4096'],
     [['-m', testModel(), '--max-connections', '-1'], '--max-connections must be 0..1000000'],
+    [['-m', testModel(), '--reasoning-parser', 'deepseek-r1'], "--reasoning-parser: unknown reasoning parser 'deepseek-r1'; use qwen3, deepseek_r1 or none"],
   ];
   for (const [args, message] of cases) {
     const r = spawnSync(HOGWILD, ['serve', ...args], { encoding: 'utf8', timeout: 30000 });
