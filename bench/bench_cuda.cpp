@@ -1,15 +1,15 @@
-// bench_cuda: the `hogwild bench` sweep (src/bench/cuda_bench.h) as a standalone program, so the GPU
-// benchmark builds with only the CUDA backend's libraries. Prints the table, writes JSON.
+// bench_cuda: the `hogwild bench` sweep (src/bench/cuda_bench.h) as a standalone program, so the
+// GPU benchmark builds with only the CUDA backend's libraries. Prints the table, writes JSON.
 //   bench_cuda [-p PRESET...] [-m DIR...] [-w W...] [-c CTX...] [-r N] [--json FILE] [--no-skinny]
 //   [--no-pdl] [--no-cluster-split] [--gemm [--gemm-algos]]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 
+#include "bench/cuda_bench.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/json_text.h"
-#include "bench/cuda_bench.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Decode throughput of W hogwild workers over a shared context (CUDA backend)"};
@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   return 1;
 #else
   try {
-    const nlohmann::json j = gemm ? hogwild::bench::run_gemm_bench(o) : hogwild::bench::run_cuda_bench(o);
+    const nlohmann::json j =
+        gemm ? hogwild::bench::run_gemm_bench(o) : hogwild::bench::run_cuda_bench(o);
     std::printf("%s",
                 (gemm ? hogwild::bench::gemm_table(j) : hogwild::bench::bench_table(j)).c_str());
     hogwild::OutputFile f(json_file, "--json");

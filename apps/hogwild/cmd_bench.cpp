@@ -4,20 +4,6 @@
 // this binary has the CUDA backend and a GPU is usable. --hf-baseline (CUDA only) also runs HF
 // transformers on the same presets and shapes (tools/hf_baseline.py: W independent sequences, each
 // with its own copy of the context's KV) after hogwild's runs, and adds its tok/s to every row.
-#include <memory>
-
-#include "apps/hogwild/backend_flags.h"
-#include "apps/hogwild/commands.h"
-#include "bench/cpu_bench.h"
-#include "bench/cuda_bench.h"
-#include "bench/decode_bench.h"
-#include "core/error.h"
-#include "core/io.h"
-#include "core/json_text.h"
-#include "engine/model.h"
-#include "model/make_model.h"
-
-
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -30,6 +16,17 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "apps/hogwild/backend_flags.h"
+#include "apps/hogwild/commands.h"
+#include "bench/cpu_bench.h"
+#include "bench/cuda_bench.h"
+#include "bench/decode_bench.h"
+#include "core/error.h"
+#include "core/io.h"
+#include "core/json_text.h"
+#include "engine/model.h"
+#include "model/make_model.h"
 
 namespace hogwild::cli {
 
