@@ -1,20 +1,20 @@
-// bench_cuda: the `hogwild bench` sweep (src/cuda/bench.h) as a standalone program, so the GPU
-// benchmark builds with only the CUDA backend's libraries. Prints the table, writes JSON.
+// bench_cuda: the `hogwild bench` sweep (src/bench/cuda_bench.h) as a standalone program, so the
+// GPU benchmark builds with only the CUDA backend's libraries. Prints the table, writes JSON.
 //   bench_cuda [-p PRESET...] [-m DIR...] [-w W...] [-c CTX...] [-r N] [--json FILE] [--no-skinny]
 //   [--no-pdl] [--no-cluster-split] [--gemm [--gemm-algos]]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 
+#include "bench/cuda_bench.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/json_text.h"
-#include "cuda/bench.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Decode throughput of W hogwild workers over a shared context (CUDA backend)"};
   app.option_defaults()->always_capture_default();
-  hogwild::cuda::BenchOptions o;
+  hogwild::bench::CudaBenchOptions o;
   std::vector<std::string> presets, dirs;
   std::string json_file = "bench_cuda.json";
   bool no_skinny = false, no_pdl = false, no_cluster = false, gemm = false;
@@ -64,9 +64,10 @@ int main(int argc, char** argv) {
   return 1;
 #else
   try {
-    const nlohmann::json j = gemm ? hogwild::cuda::run_gemm_bench(o) : hogwild::cuda::run_bench(o);
+    const nlohmann::json j =
+        gemm ? hogwild::bench::run_gemm_bench(o) : hogwild::bench::run_cuda_bench(o);
     std::printf("%s",
-                (gemm ? hogwild::cuda::gemm_table(j) : hogwild::bench::bench_table(j)).c_str());
+                (gemm ? hogwild::bench::gemm_table(j) : hogwild::bench::bench_table(j)).c_str());
     hogwild::OutputFile f(json_file, "--json");
     f.write(hogwild::dump_json(j, 2) + "\n");
     f.close();

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gpt-fast-style PyTorch decoder baseline for `hogwild bench` (docs/CUDA.md records its figures).
+"""gpt-fast-style PyTorch decoder baseline for `hogwild bench` (docs/PERFLOG.md records its figures).
 
 The fast plain-PyTorch way to decode many independent sequences, on the bench presets' shapes: a
 decoder written in torch (no transformers), a static bf16 KV cache (batch, kv_heads, max_len,
@@ -20,9 +20,9 @@ saves it after every configuration.
 fp32 softmax (K, V read once); sdpa-gqa = scaled_dot_product_attention(enable_gqa=True)
 (sdpa-repeat where that keyword is missing); sdpa-repeat = K/V heads repeated to the query heads (as
 gpt-fast does; the repeat copies the cache every step: 27 ms against 8.6 for matmul at 16 x 4096
-on an H200, docs/CUDA.md).
+on an H200, docs/PERFLOG.md 65cef49).
 
-Run on the GPU machine:  python3 tools/gptfast_baseline.py --json out/gptfast.json
+Run with a CUDA GPU and torch:  python3 tools/gptfast_baseline.py --json out/gptfast.json
 """
 import argparse
 import gc

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""HF transformers baseline for `hogwild bench` (docs/CUDA.md).
+"""HF transformers baseline for `hogwild bench` (figures in docs/PERFLOG.md).
 
 W independent sequences that share the same context, decoded together as one batch by
 transformers (bf16, SDPA attention, greedy next token on the GPU) - what a user of HF gets without
@@ -7,7 +7,7 @@ a shared cache: each sequence holds and reads its own copy of the context's KV.
 Models are the bench presets with random bf16 weights made on the GPU (no downloads); the context
 KV cache is random too (no prefill), as in `hogwild bench`. Prints a table; --json FILE saves it.
 
-Run on the GPU machine:  python3 tools/hf_baseline.py --json out/hf.json
+Run with a CUDA GPU, torch and transformers:  python3 tools/hf_baseline.py --json out/hf.json
 """
 import argparse
 import json

@@ -1,25 +1,9 @@
 // `hogwild bench`: decode throughput of S sessions x W workers over a shared context each, like
 // llama-bench (the sweep and table: src/bench/decode_bench.h). --device cuda: bf16 on the GPU
-// (src/cuda/bench.h); --device cpu: fp32 on the host (src/bench/cpu_bench.h); auto: cuda when
+// (src/bench/cuda_bench.h); --device cpu: fp32 on the host (src/bench/cpu_bench.h); auto: cuda when
 // this binary has the CUDA backend and a GPU is usable. --hf-baseline (CUDA only) also runs HF
 // transformers on the same presets and shapes (tools/hf_baseline.py: W independent sequences, each
 // with its own copy of the context's KV) after hogwild's runs, and adds its tok/s to every row.
-#include <memory>
-
-#include "apps/hogwild/backend_flags.h"
-#include "apps/hogwild/commands.h"
-#include "bench/cpu_bench.h"
-#include "bench/decode_bench.h"
-#include "core/error.h"
-#include "core/io.h"
-#include "core/json_text.h"
-#include "engine/model.h"
-#include "model/make_model.h"
-
-#ifdef HOGWILD_HAVE_CUDA
-#include "cuda/bench.h"
-#endif
-
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -32,6 +16,17 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "apps/hogwild/backend_flags.h"
+#include "apps/hogwild/commands.h"
+#include "bench/cpu_bench.h"
+#include "bench/cuda_bench.h"
+#include "bench/decode_bench.h"
+#include "core/error.h"
+#include "core/io.h"
+#include "core/json_text.h"
+#include "engine/model.h"
+#include "model/make_model.h"
 
 namespace hogwild::cli {
 
@@ -233,7 +228,7 @@ void register_bench(CLI::App& app) {
       j = bench::run_cpu_bench(o);
     } else {
 #ifdef HOGWILD_HAVE_CUDA
-      cuda::BenchOptions o;
+      bench::CudaBenchOptions o;
       if (!a->presets.empty() || !a->dirs.empty()) o.presets = a->presets;
       o.model_dirs = a->dirs;
       apply(o);
@@ -241,7 +236,7 @@ void register_bench(CLI::App& app) {
       o.quant = a->quant;
       o.group_size = a->group_size;
       o.desc_act = a->desc_act;
-      j = cuda::run_bench(o);
+      j = bench::run_cuda_bench(o);
       if (!a->hf_script.empty()) {
         if (o.presets.empty()) fail("--hf-baseline needs presets (-p); HF runs the preset shapes");
         add_hf_baseline(j, a->hf_script, o.presets, o.workers, o.contexts);

@@ -1,6 +1,6 @@
 // `hogwild bench`, the part that is the same on every backend: the sweep over (sessions, context,
 // workers), the views, the timing, the JSON rows and the table. The backends supply a
-// DecodeBenchModel (cuda/bench.h: bf16 on the GPU; bench/cpu_bench.h: fp32 on the host).
+// DecodeBenchModel (cuda_bench.h: bf16 on the GPU; cpu_bench.h: fp32 on the host).
 //
 // One point (S sessions, C context tokens, W workers): S independent problems, each with its own
 // shared context block of C tokens and W workers whose current steps already hold step_tokens

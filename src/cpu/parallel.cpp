@@ -26,7 +26,7 @@ void cpu_relax() {
 // Job tickets: generation in the high 24 bits, next item index in the low 40. A thread claims an
 // item with a compare-and-swap that also checks the generation, so a thread that wakes up late
 // can never take an item of a later job, and the caller waits only for items, never for a thread
-// the OS has not scheduled yet (on a machine shared with other work that wait was the cost).
+// the OS has not scheduled yet (when other programs use the cores, that wait was the cost).
 constexpr int kIndexBits = 40;
 constexpr uint64_t kIndexMask = (uint64_t{1} << kIndexBits) - 1;
 

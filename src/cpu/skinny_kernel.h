@@ -18,8 +18,8 @@
 //   select_nonneg(x, a, b) = lane-wise x >= 0 ? a : b,
 //   scale2(y, t) = y * 2^t for integer-valued t in [-126, 0] (exact: a power of two)
 //   prefetch(p)               hint that p is read soon, into L2 (prefetcht1: one core streamed
-//                             ~25 GB/s against ~19 with prefetcht0 or none on the 2-core
-//                             development machine, AMD EPYC, Zen 4)
+//                             ~25 GB/s against ~19 with prefetcht0 or none on an AMD EPYC
+//                             Zen 4 core)
 //
 // ORDER OF REDUCTION (what makes a row's result independent of the batch): the output y[r][o] of
 // token row r and output feature o is

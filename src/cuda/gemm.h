@@ -21,7 +21,7 @@ class Gemm {
   Gemm& operator=(const Gemm&) = delete;
 
   /// Route products of at most kSkinnyMaxRows (8) rows to the skinny tensor-core kernel
-  /// (skinny_gemm.h) instead of cuBLAS (measurements in docs/CUDA.md).
+  /// (skinny_gemm.h) instead of cuBLAS (measurements in docs/PERFLOG.md).
   void set_skinny(bool on) { skinny_ = on; }
   /// True when products of n_rows rows and in_features `in` go to the skinny kernels.
   bool use_skinny(int64_t n_rows, int64_t in) const;

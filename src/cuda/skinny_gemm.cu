@@ -137,7 +137,7 @@ __device__ __forceinline__ void finish_tile(const SkinnyArgs& a, float (&c)[4], 
     // The tile's splits are one cluster: each sends its sums to split 0's shared memory
     // (distributed shared memory) and arrives at the cluster barrier; split 0 waits, then adds
     // them in split order. No global round trip, fence or counter (those cost ~0.1 ms per
-    // Qwen3-8B step at 1 row, docs/CUDA.md).
+    // Qwen3-8B step at 1 row, docs/PERFLOG.md c785e9f).
     __shared__ float4 xsplit[kMaxSplits][32];
     if (warp == 0) {
 #pragma unroll

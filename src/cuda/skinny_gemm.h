@@ -2,7 +2,7 @@
 // in_features) bf16 row-major once with 16-byte streaming loads, x (n_rows, in_features) bf16 from
 // L1/L2, on the tensor cores (mma.sync m16n8k16, W as the 16-row side, the token rows as the 8-wide
 // side, fp32 accumulation). At 1..8 rows a projection is a pure stream over W; cuBLAS picks tilings
-// meant for larger batches, this kernel stays at the memory roofline (docs/CUDA.md measurements).
+// meant for larger batches, this kernel stays at the memory roofline (docs/PERFLOG.md 8b9696c).
 // Launched with programmatic dependent launch (pdl.cuh): a CTA starts loading its weights before
 // the previous kernel has finished. Larger batches go to cuBLAS (gemm.h).
 // CPU twins: hogwild::cpu::matmul, hogwild::cpu::swiglu (src/cpu/ops.h).

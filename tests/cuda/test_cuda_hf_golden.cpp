@@ -61,8 +61,8 @@ namespace {
 constexpr double kNoWorseThanHf = 1.0;
 
 fs::path golden_dir() {
-  // The device machine runs the tests in a copy of the working tree: prefer the path relative to
-  // the working directory, then the source tree the binary was configured in.
+  // The tests may run in a copy of the working tree on another host than the build: prefer the
+  // path relative to the working directory, then the source tree the binary was configured in.
   const fs::path rel = "tests/data/hf_golden_bf16";
   if (fs::is_directory(rel)) return rel;
   return fs::path(HOGWILD_SOURCE_DIR) / rel;

@@ -1,5 +1,5 @@
-// `hogwild bench` sweep (bench.h).
-#include "cuda/bench.h"
+// `hogwild bench --device cuda` (cuda_bench.h).
+#include "bench/cuda_bench.h"
 
 #include <cublasLt.h>
 #include <fmt/format.h>
@@ -19,7 +19,10 @@
 #include "model/make_model.h"
 #include "model/weights.h"
 
-namespace hogwild::cuda {
+namespace hogwild::bench {
+
+// The benchmark drives the backend and its kernels directly.
+using namespace hogwild::cuda;
 
 namespace {
 
@@ -29,8 +32,8 @@ double median(std::vector<double> v) {
 }
 
 void add_model(nlohmann::json& out, CudaBackend& be, const std::string& name,
-               const BenchOptions& opt, double bw) {
-  bench::DecodeBenchModel m = bench::decode_bench_model(be, name);
+               const CudaBenchOptions& opt, double bw) {
+  DecodeBenchModel m = decode_bench_model(be, name);
   m.step = [&be](const ForwardBatch& b) { be.forward_device(b); };  // synchronizes
   m.require_kv_tokens = [&be](int64_t tokens) { be.require_kv_tokens(tokens); };
   if (be.expert_bytes() > 0)
@@ -129,8 +132,8 @@ double measure_copy_bandwidth() {
   return 2.0 * bytes / (median(t) * 1e-3);
 }
 
-nlohmann::json run_bench(const BenchOptions& opt) {
-  bench::check_decode_bench_options(opt);
+nlohmann::json run_cuda_bench(const CudaBenchOptions& opt) {
+  check_decode_bench_options(opt);
   if (!cuda_device_available()) fail("hogwild bench needs a CUDA GPU and none is usable");
   cudaDeviceProp prop{};
   HOGWILD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -197,7 +200,7 @@ QuantConfig bench_quant_config(const std::string& quant, int64_t group_size, boo
   return q;
 }
 
-nlohmann::json run_gemm_bench(const BenchOptions& opt) {
+nlohmann::json run_gemm_bench(const CudaBenchOptions& opt) {
   if (!cuda_device_available()) fail("bench: needs a CUDA GPU and none is usable");
   set_programmatic_launch(opt.programmatic_launch);
   set_skinny_cluster_split(opt.cluster_split);
@@ -365,4 +368,4 @@ std::string gemm_table(const nlohmann::json& j) {
   return s;
 }
 
-}  // namespace hogwild::cuda
+}  // namespace hogwild::bench
