@@ -26,7 +26,8 @@ test: build
 
 # The CPU tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, no CUDA): the
 # libraries and these test programs only (the CLI tests, which start the binary, and the slow
-# golden and end-to-end suites stay in `make test`; so do the server tests, which start it too).
+# golden and end-to-end suites stay in `make test`; so do the server tests, which start it too and
+# carry the ctest label starts_binary).
 # Run by .ci/run after `make test`.
 ASAN_BUILD ?= build-asan
 ASAN_TESTS ?= test_core test_stop_policy test_sampler test_generate test_model_config \
@@ -40,7 +41,7 @@ test-asan: deps
 	  -DHOGWILD_SANITIZE=ON -DHOGWILD_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target $(ASAN_TESTS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E '_NOT_BUILT|^server_api$$|^server_browser$$|^server_limits$$'
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -E '_NOT_BUILT' -LE starts_binary
 
 fuzz: deps
 	scripts/fuzz.sh
