@@ -15,6 +15,7 @@
 // one tile skips the tile loop and the merge (one_tile_unit): the rows' maxima and P go through
 // shared memory instead, and each warp writes a quarter of the dims.
 #include "cuda/attention.h"
+#include "cuda/mma.cuh"
 #include "cuda/pdl.cuh"
 
 namespace hogwild::cuda {
@@ -47,16 +48,6 @@ struct Smem {
   int32_t row[kRows];  // query token of each row, -1 for padding
 };
 
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  const int n = valid ? 16 : 0;  // 0 bytes read -> zero fill
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(n));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const bf16* p) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));

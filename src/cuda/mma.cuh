@@ -1,5 +1,6 @@
-// Device helpers shared by the tensor-core projection kernels (skinny_gemm.cu, quant_gemm.cu,
-// moe.cu): the streaming 16-byte weight load and mma.sync m16n8k16 bf16 x bf16 -> fp32.
+// Device helpers shared by the tensor-core kernels (skinny_gemm.cu, quant_gemm.cu, moe.cu,
+// attention.cu): the streaming 16-byte weight load, cp.async into shared memory and mma.sync
+// m16n8k16 bf16 x bf16 -> fp32.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -26,6 +27,26 @@ __device__ __forceinline__ uint4 ld_stream_ordered(const void* p) {
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
   return v;
+}
+
+/// Asynchronous 16-byte copy global -> shared (both 16-byte aligned), cached in L2 only; !valid
+/// reads nothing and zero-fills the 16 bytes.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  const int n = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(n));
+}
+/// Asynchronous 4-byte copy global -> shared (both 4-byte aligned).
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src));
+}
+/// Closes the group of this thread's cp.async copies issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+/// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
 /// c += A B for one m16n8k16 tile: A (16 x 16 bf16) in a0..a3, B (16 x 8 bf16) in b0, b1, c fp32
