@@ -48,7 +48,6 @@ struct Smem {
   int32_t row[kRows];  // query token of each row, -1 for padding
 };
 
-
 __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const bf16* p) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"

@@ -395,7 +395,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_mma_kernel(MoeArgs a) {
         for (int w = 1; w < kWarps; ++w)
 #pragma unroll
           for (int i = 0; i < 4; ++i) c[j][i] += red[w][j][lane][i];
-            // c[j][0..1]: W row lo, tokens 2t, 2t + 1 of n-tile j; c[j][2..3]: row hi
+        // c[j][0..1]: W row lo, tokens 2t, 2t + 1 of n-tile j; c[j][2..3]: row hi
         store_tile(a, c[j], p0 + 8 * j, n, off);
       }
     }

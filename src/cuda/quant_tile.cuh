@@ -16,13 +16,13 @@
 
 namespace hogwild::cuda::qtile {
 
-constexpr int kWarps = 4;      // per CTA
-constexpr int kStepK = 128;    // k per block
-constexpr int kMaxRows = 8;    // token rows (one mma n-tile)
+constexpr int kWarps = 4;    // per CTA
+constexpr int kStepK = 128;  // k per block
+constexpr int kMaxRows = 8;  // token rows (one mma n-tile)
 template <int F>
 inline constexpr int kStages = F == int(WeightFormat::int4) ? 8 : 4;  // blocks per warp in flight
 template <int F>
-inline constexpr int kRound = kStages<F> * kWarps;  // blocks per round
+inline constexpr int kRound = kStages<F>* kWarps;  // blocks per round
 
 /// Shared memory of one round: x as [rows][round k + 32] bf16 (the 64-byte pad puts rows g and
 /// g + 1 of a 16-byte load on different banks), then the 16 tile rows' scale words as
