@@ -309,6 +309,13 @@ TEST(CudaMoe, QuantizedExpertsMatchTheirDequantizedDefinition) {
     check_quantized(Shape{T, 128, 64, 8, 2, true}, WeightFormat::int4, 32, seed++);
     check_quantized(Shape{T, 128, 64, 8, 2, true}, WeightFormat::fp8, 128, seed++);
   }
+  // decode sizes (T <= 8) whose K spans several rounds of the quantized tile (quant_tile.cuh:
+  // 32 blocks of 128 k for int4, 16 for fp8): hidden 4224 = 33 blocks, intermediate 2176 = 17
+  for (int64_t T : {1, 5, 8}) {
+    check_quantized(Shape{T, 4224, 256, 2, 2, true}, WeightFormat::int4, 128, seed++);
+    check_quantized(Shape{T, 4224, 256, 2, 2, true}, WeightFormat::int4, 64, seed++);
+    check_quantized(Shape{T, 256, 2176, 2, 2, false}, WeightFormat::fp8, 128, seed++);
+  }
 }
 
 // The fused RMSNorm around the sparse block, as the forward chains it for 1-8 rows: the expert
