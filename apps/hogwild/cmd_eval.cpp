@@ -63,24 +63,11 @@ struct ReportArgs {
 };
 
 std::vector<int64_t> parse_budget_list(const std::string& s) {
-  std::vector<int64_t> v;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    size_t used = 0;
-    long long x = -1;
-    try {
-      x = std::stoll(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (part.empty() || used != part.size() || x <= 0)
-      fail("--budgets: '{}' is not a positive serial-step count; give e.g. 256,512,1024", part);
-    if (!v.empty() && x <= v.back())
-      fail("--budgets must increase: {} comes after {}; give e.g. 256,512,1024", x, v.back());
-    v.push_back(x);
-  }
-  if (v.empty()) fail("--budgets is empty; give e.g. 256,512,1024");
+  if (s.empty()) fail("--budgets is empty; give e.g. 256,512,1024");
+  const std::vector<int64_t> v = parse_step_list(s, "--budgets");
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] <= v[i - 1])
+      fail("--budgets must increase: {} comes after {}; give e.g. 256,512,1024", v[i], v[i - 1]);
   return v;
 }
 
@@ -181,6 +168,9 @@ void run_eval(EvalArgs a) {
   }
   if (a.model_dir.empty() || !fs::is_directory(a.model_dir, ec))
     fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
+  // Sampling against the table, as run checks it: a value out of range would otherwise reach
+  // every problem's request once the model has loaded, each written as a run that did not start.
+  check_sampling(sampling_params(a.sampling, load_generation_config(a.model_dir), seed));
 
   DatasetOptions dopt;
   dopt.name_or_path = a.dataset;

@@ -68,25 +68,6 @@ struct RunArgs {
   DeviceFlags device;
 };
 
-std::vector<int64_t> parse_budgets(const std::string& s) {
-  std::vector<int64_t> v;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    size_t used = 0;
-    long long x = -1;
-    try {
-      x = std::stoll(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (part.empty() || used != part.size() || x <= 0)
-      fail("--snapshots: '{}' is not a positive serial-step count; give e.g. 256,512", part);
-    v.push_back(x);
-  }
-  return v;
-}
-
 // The template for picking the formatting family (null when it has none or does not parse:
 // Model::load keeps the reason and make_request reports it when the formatting needs it).
 std::unique_ptr<chat::ChatTemplate> load_template(const std::string& dir) {
@@ -135,7 +116,8 @@ void run(RunArgs a) {
   check_field(RequestField::collab_every, a.collab_every);
   check_field(RequestField::max_tokens, a.n_predict);
   check_field(RequestField::max_context, a.max_context);
-  const std::vector<int64_t> snapshots = parse_budgets(a.snapshots);
+  const std::vector<int64_t> snapshots =
+      a.snapshots.empty() ? std::vector<int64_t>{} : parse_step_list(a.snapshots, "--snapshots");
   check_snapshots(snapshots, a.budget);
   check_sampling(sampling_params(a.sampling, load_generation_config(a.model_dir), 0));
   const ModelConfig config = load_model_config(a.model_dir);
