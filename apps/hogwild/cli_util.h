@@ -102,6 +102,8 @@ inline CLI::Validator in_range(RequestField f) {
         long long v = 0;
         try {
           v = std::stoll(s, &used);
+        } catch (const std::out_of_range&) {  // a whole number beyond 64 bits
+          return out_of_range_text(f, s);
         } catch (const std::exception&) {
           used = 0;
         }

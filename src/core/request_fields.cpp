@@ -34,12 +34,15 @@ constexpr FieldRange kRanges[] = {
 };
 
 [[noreturn]] void out_of_range(RequestField f, const std::string& value) {
-  const FieldRange& r = field_range(f);
-  throw RequestError(
-      f, fmt::format("{} is {}; it must be in {} {}", r.name, value, range_text(f), r.unit));
+  throw RequestError(f, out_of_range_text(f, value));
 }
 
 }  // namespace
+
+std::string out_of_range_text(RequestField f, std::string_view value) {
+  const FieldRange& r = field_range(f);
+  return fmt::format("{} is {}; it must be in {} {}", r.name, value, range_text(f), r.unit);
+}
 
 const FieldRange& field_range(RequestField f) {
   for (const FieldRange& r : kRanges)
