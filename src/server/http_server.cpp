@@ -269,8 +269,16 @@ void HttpServer::routes() {
                                "", "method_not_allowed"));
     };
   };
+  // OPTIONS on a known path: 204 with Allow (no CORS headers: other origins stay refused).
+  auto options = [](const char* allow) {
+    return [allow](const httplib::Request&, httplib::Response& res) {
+      res.status = 204;
+      res.set_header("Allow", allow);
+    };
+  };
   for (const char* path :
        {"/v1/chat/completions", "/v1/completions", R"(/v1/hogwild/sessions/([^/]+)/messages)"}) {
+    s.Options(path, options("POST"));
     s.Get(path, not_allowed("POST"));
     s.Put(path, not_allowed("POST"));
     s.Patch(path, not_allowed("POST"));
@@ -278,6 +286,7 @@ void HttpServer::routes() {
   }
   for (const char* path : {"/health", "/metrics", "/v1/models", R"(/v1/models/(.+))", "/",
                            "/index.html", R"(/assets/.+)"}) {
+    s.Options(path, options("GET, HEAD"));
     s.Post(path, not_allowed("GET, HEAD"));
     s.Put(path, not_allowed("GET, HEAD"));
     s.Patch(path, not_allowed("GET, HEAD"));
