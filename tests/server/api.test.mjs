@@ -510,3 +510,33 @@ test('hogwild serve takes a formatting file, and a model directory\'s hogwild_fo
     }
   }
 });
+
+test('without max_tokens a completion stops at generation_config.json\'s max_new_tokens', async () => {
+  const dir = join(WORK, 'model-with-max-new-tokens');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  for (const f of readdirSync(testModel())) if (f !== 'generation_config.json') symlinkSync(join(testModel(), f), join(dir, f));
+  const gen = JSON.parse(readFileSync(join(testModel(), 'generation_config.json'), 'utf8'));
+  await writeFile(join(dir, 'generation_config.json'), JSON.stringify({ ...gen, max_new_tokens: 7 }));
+  const s = await startServer([], { model: dir });
+  try {
+    let lengths = 0;
+    for (let seed = 1; seed <= 6; seed++) {
+      const r = await post(`${s.url}/v1/completions`, { prompt: 'Once upon a time', seed, temperature: 1.0 });
+      assert.equal(r.status, 200, r.text);
+      const c = r.json.usage.completion_tokens;
+      assert.ok(c >= 1 && c <= 7, `seed ${seed}: ${c} tokens`);
+      if (r.json.choices[0].finish_reason === 'length') {
+        assert.equal(c, 7);
+        lengths += 1;
+      }
+    }
+    assert.ok(lengths > 0, 'some run reached max_new_tokens');
+    // max_tokens still wins, above it too.
+    const more = await post(`${s.url}/v1/completions`, { prompt: 'Once upon a time', seed: 1, max_tokens: 12, temperature: 1.0 });
+    assert.equal(more.status, 200, more.text);
+    assert.ok(more.json.usage.completion_tokens > 7 || more.json.choices[0].finish_reason === 'stop', more.text);
+  } finally {
+    await s.stop();
+  }
+});
