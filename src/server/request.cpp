@@ -142,7 +142,10 @@ std::optional<int64_t> get_int(const json& obj, const char* key, const std::stri
   if (!v) return std::nullopt;
   if (v->is_number_unsigned()) {
     if (v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      throw bad_request(fmt::format("'{}' is too large", path), path);
+      throw bad_request(
+          fmt::format("'{}' is too large ({}); it must fit in a signed 64-bit integer", path,
+                      v->dump()),
+          path);
     return static_cast<int64_t>(v->get<uint64_t>());
   }
   // An integer beyond 64 bits (2^70) reaches us as a double: it is too large, not a fraction.

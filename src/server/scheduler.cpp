@@ -69,6 +69,7 @@ class Scheduler::ChoiceObserver : public SessionObserver {
         s_.stats_.queued -= 1;
         s_.stats_.running += 1;
         s_.stats_.queue_seconds.observe(seconds(r_.submitted, now));
+        s_.method_stats(r_.job).queue_seconds.observe(seconds(r_.submitted, now));
       }
     } else if (rec.serial_step > 0) {
       std::lock_guard<std::mutex> l(s_.m_);
@@ -91,14 +92,21 @@ class Scheduler::ChoiceObserver : public SessionObserver {
     {
       const auto now = Clock::now();
       std::lock_guard<std::mutex> l(s_.m_);
+      MethodStats& ms = s_.method_stats(r_.job);
       s_.stats_.generated_tokens += 1;
+      ms.generated_tokens += 1;
       if (!r_.any_token) {
         r_.any_token = true;
-        if (r_.job.received != Clock::time_point{})
+        if (r_.job.received != Clock::time_point{}) {
           s_.stats_.ttft_seconds.observe(seconds(r_.job.received, now));
+          ms.ttft_seconds.observe(seconds(r_.job.received, now));
+        }
       }
       if (t.serial_step != token_serial_) {  // the first token of this forward
-        if (token_serial_ >= 0) s_.stats_.itl_seconds.observe(seconds(token_time_, now));
+        if (token_serial_ >= 0) {
+          s_.stats_.itl_seconds.observe(seconds(token_time_, now));
+          ms.itl_seconds.observe(seconds(token_time_, now));
+        }
         token_serial_ = t.serial_step;
         token_time_ = now;
       }
@@ -231,6 +239,7 @@ class Scheduler::ChoiceObserver : public SessionObserver {
 Scheduler::Scheduler(std::function<std::unique_ptr<GenerationEngine>()> make_engine,
                      size_t max_requests)
     : max_requests_(max_requests) {
+  for (const char* m : kMethods) stats_.by_method[m];
   thread_ = std::thread([this, make = std::move(make_engine)]() mutable { loop(std::move(make)); });
 }
 
@@ -242,7 +251,10 @@ std::shared_ptr<Channel> Scheduler::submit(Job job) {
   r->submitted = Clock::now();
   {
     std::lock_guard<std::mutex> l(m_);
-    if (draining_ || stopping_ || admitted_ >= max_requests_) stats_.requests_rejected += 1;
+    if (draining_ || stopping_ || admitted_ >= max_requests_) {
+      stats_.requests_rejected += 1;
+      method_stats(r->job).rejected += 1;
+    }
     if (draining_ || stopping_)
       throw ApiError(503, "server_error", "the server is shutting down; retry on another server",
                      "", "shutting_down");
@@ -254,8 +266,10 @@ std::shared_ptr<Channel> Scheduler::submit(Job job) {
                      "", "queue_full");
     admitted_ += 1;
     stats_.queued += 1;
-    if (r->job.received != Clock::time_point{})
+    if (r->job.received != Clock::time_point{}) {
       stats_.prepare_seconds.observe(seconds(r->job.received, r->submitted));
+      method_stats(r->job).prepare_seconds.observe(seconds(r->job.received, r->submitted));
+    }
     Command c;
     c.kind = Command::Kind::submit;
     c.req = r;
@@ -400,6 +414,7 @@ void Scheduler::run_command(Command& c) {
       admitted_ -= 1;
       stats_.queued -= 1;
       stats_.requests_failed += 1;
+      method_stats(r.job).failed += 1;
       return;
     }
     requests_[r.job.id] = c.req;
@@ -482,6 +497,7 @@ void Scheduler::collect() {
       r->observers[choice]->finish(&res, nullptr);
       std::lock_guard<std::mutex> l(m_);
       stats_.prompt_tokens += res.prompt_tokens;
+      method_stats(r->job).prompt_tokens += res.prompt_tokens;
     } catch (const std::exception& e) {
       const std::string msg = e.what();
       r->failed = true;
@@ -499,12 +515,17 @@ void Scheduler::collect() {
         stats_.running -= 1;
       else
         stats_.queued -= 1;
-      if (r->failed)
+      MethodStats& ms = method_stats(r->job);
+      if (r->failed) {
         stats_.requests_failed += 1;
-      else if (r->cancelled)
+        ms.failed += 1;
+      } else if (r->cancelled) {
         stats_.requests_cancelled += 1;
-      else
+        ms.cancelled += 1;
+      } else {
         stats_.requests_finished += 1;
+        ms.finished += 1;
+      }
     }
     r->channel->close();
   }
