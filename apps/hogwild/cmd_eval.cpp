@@ -104,7 +104,7 @@ std::vector<json> result_lines(const RunSpec& spec, const Problem& p, ProblemKin
               {"tokens_per_worker", pt.tokens_per_worker},
               {"serial_steps", pt.serial_steps},
               {"answer_source", pt.source},
-              {"stop_reason", g.stop_reason},
+              {"stop_reason", stop_reason_name(g.stop_reason)},
               {"cut", pt.cut},
               {"wall_seconds", g.wall_seconds}};
     if (!g.started) {

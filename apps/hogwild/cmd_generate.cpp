@@ -210,8 +210,9 @@ void run_generate(GenerateArgs a) {
   }
   if (npy) npy->close();
   if (a.json) {
-    nlohmann::json j = {
-        {"prompt_ids", prompt}, {"generated_ids", r.generated}, {"stop_reason", r.stop_reason}};
+    nlohmann::json j = {{"prompt_ids", prompt},
+                        {"generated_ids", r.generated},
+                        {"stop_reason", stop_reason_name(r.stop_reason)}};
     if (tok) set_text(j, "text", text);
     j["seed"] = seed;
     std::printf("%s\n", dump_json(j).c_str());
@@ -227,7 +228,7 @@ void run_generate(GenerateArgs a) {
       "tok/s; stop: %s%s\n",
       static_cast<long long>(r.prompt_tokens), r.prefill_seconds,
       r.prompt_tokens / std::max(r.prefill_seconds, 1e-9), r.generated.size(), dec_tps,
-      r.stop_reason.c_str(),
+      std::string(stop_reason_name(r.stop_reason)).c_str(),
       npy ? fmt::format("; logits ({} x {}) -> {}", npy->rows(), cfg.vocab_size, a.dump_logits)
                 .c_str()
           : "");
