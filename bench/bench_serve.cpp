@@ -139,13 +139,15 @@ std::map<std::string, double> scrape(const Args& a) {
   return m;
 }
 
-// Mean of a /metrics histogram (or summary) over what was observed between two scrapes; 0 when
-// nothing was.
+// Mean of a /metrics histogram (or summary) over what was observed between two scrapes, all its
+// label sets (e.g. every method) together; 0 when nothing was.
 double mean_between(const std::map<std::string, double>& before,
                     const std::map<std::string, double>& after, const std::string& name) {
   auto get = [](const std::map<std::string, double>& m, const std::string& k) {
-    auto it = m.find(k);
-    return it == m.end() ? 0.0 : it->second;
+    double v = 0;
+    for (auto it = m.lower_bound(k); it != m.end() && it->first.rfind(k, 0) == 0; ++it)
+      if (it->first.size() == k.size() || it->first[k.size()] == '{') v += it->second;
+    return v;
   };
   const double n = get(after, name + "_count") - get(before, name + "_count");
   return n > 0 ? (get(after, name + "_sum") - get(before, name + "_sum")) / n : 0.0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/io.h"
@@ -100,6 +102,8 @@ inline CLI::Validator in_range(RequestField f) {
         long long v = 0;
         try {
           v = std::stoll(s, &used);
+        } catch (const std::out_of_range&) {  // a whole number beyond 64 bits
+          return out_of_range_text(f, s);
         } catch (const std::exception&) {
           used = 0;
         }
@@ -114,6 +118,32 @@ inline CLI::Validator in_range(RequestField f) {
         return std::string();
       },
       "");
+}
+
+/// The serial steps of a comma-separated list ("256,512"), for --snapshots (run) and --budgets
+/// (eval): throws hogwild::Error "FLAG: 'x' is not a whole number; ..." for a part that is no
+/// number, and the table's sentence (RequestField::snapshot) for one out of its range.
+inline std::vector<int64_t> parse_step_list(const std::string& text, const char* flag) {
+  std::vector<int64_t> steps;
+  size_t i = 0;
+  while (i <= text.size()) {
+    const size_t j = std::min(text.find(',', i), text.size());
+    const std::string part = text.substr(i, j - i);
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size())
+      fail("{}: '{}' is not a whole number; give serial steps in {}, e.g. 256,512", flag, part,
+           range_text(RequestField::snapshot));
+    check_field(RequestField::snapshot, v);
+    steps.push_back(v);
+    i = j + 1;
+  }
+  return steps;
 }
 
 /// --seed N (a whole number >= 0) or -1 = a random seed (llama.cpp's convention): adds the option

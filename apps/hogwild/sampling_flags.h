@@ -47,9 +47,17 @@ inline void add_sampling_flags(CLI::App* c, SamplingFlags& f, const char* seed_h
 }
 
 /// generation_config.json defaults, overridden by the flags given, with `seed` (resolve_seed of
-/// the flag). Sampler validates the ranges.
+/// the flag). Throws RequestError (the table's sentence, core/request_fields.h) for a flag out of
+/// its range, checked on the value given before it narrows to the engine's 32-bit float (where
+/// 2.0000000000000004 is 2), as the HTTP server checks its JSON numbers; Sampler checks the rest.
 inline SamplingParams sampling_params(const SamplingFlags& f, const GenerationConfig& g,
                                       uint64_t seed) {
+  if (f.temperature) check_real_field(RequestField::temperature, *f.temperature);
+  if (f.top_p) check_real_field(RequestField::top_p, *f.top_p);
+  if (f.min_p) check_real_field(RequestField::min_p, *f.min_p);
+  if (f.repetition_penalty)
+    check_real_field(RequestField::repetition_penalty, *f.repetition_penalty);
+  if (f.top_k) check_field(RequestField::top_k, *f.top_k);
   SamplingParams p = SamplingParams::from(g, seed);
   if (f.temperature || f.top_k || f.top_p || f.min_p) p.do_sample = true;
   if (f.temperature) p.temperature = static_cast<float>(*f.temperature);

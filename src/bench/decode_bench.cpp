@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/request_fields.h"
 #include "hogwild/kv_budget.h"
 #include "hogwild/layout.h"
 
@@ -120,8 +121,7 @@ void check_decode_bench_options(const DecodeBenchOptions& o) {
   if (o.workers.empty()) fail("-w: give at least one worker count");
   if (o.contexts.empty()) fail("-c: give at least one context length");
   if (o.sessions.empty()) fail("--sessions: give at least one session count");
-  for (int w : o.workers)
-    if (w < 1) fail("-w {}: worker counts must be >= 1", w);
+  for (int w : o.workers) check_field(RequestField::workers, w);  // a session's range, 1..64
   for (int64_t c : o.contexts)
     if (c < 0) fail("-c {}: context lengths must be >= 0 tokens", c);
   for (int n : o.sessions)

@@ -49,8 +49,9 @@ struct DecodeBenchOptions {
   bool session_layout = false;
 };
 
-/// Throws hogwild::Error naming the flag when a list is empty or holds a count < 1 (workers,
-/// sessions), a context < 0, or repeat < 1 / warmup < 0 / step_tokens < 0.
+/// Throws hogwild::Error naming the flag when a list is empty or holds a session count < 1, a
+/// context < 0, or repeat < 1 / warmup < 0 / step_tokens < 0; RequestError (the table's sentence,
+/// core/request_fields.h) for a worker count outside a session's 1..64.
 void check_decode_bench_options(const DecodeBenchOptions& opt);
 
 /// What the sweep needs of one model on one backend.

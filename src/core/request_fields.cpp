@@ -20,7 +20,7 @@ constexpr FieldRange kRanges[] = {
      "generated tokens (0 = no collaboration check, -1 = the formatting's)"},
     {RequestField::max_context, "max_context", 0, 2147483647, false, true,
      "tokens (0 = the model's context length)"},
-    {RequestField::max_tokens, "max_tokens", 0, 2147483647, false, true,
+    {RequestField::max_tokens, "max_tokens", 0, 1 << 20, false, true,
      "generated tokens per worker (0 = no limit)"},
     {RequestField::seed, "seed", -1, kInt64Max, false, true, "(-1 = a random seed)"},
     {RequestField::fixed_seed, "seed", 0, kInt64Max, false, true,
@@ -34,12 +34,15 @@ constexpr FieldRange kRanges[] = {
 };
 
 [[noreturn]] void out_of_range(RequestField f, const std::string& value) {
-  const FieldRange& r = field_range(f);
-  throw RequestError(
-      f, fmt::format("{} is {}; it must be in {} {}", r.name, value, range_text(f), r.unit));
+  throw RequestError(f, out_of_range_text(f, value));
 }
 
 }  // namespace
+
+std::string out_of_range_text(RequestField f, std::string_view value) {
+  const FieldRange& r = field_range(f);
+  return fmt::format("{} is {}; it must be in {} {}", r.name, value, range_text(f), r.unit);
+}
 
 const FieldRange& field_range(RequestField f) {
   for (const FieldRange& r : kRanges)
@@ -80,11 +83,12 @@ void check_real_field(RequestField f, double v) {
   auto in = [&](double x) {
     return std::isfinite(x) && (r.lo_open ? x > r.lo : x >= r.lo) && x <= r.hi;
   };
-  if (!in(v)) out_of_range(f, fmt::format("{:g}", v));
+  // The shortest text that reads back as `v`: 2.0000000000000004 is not printed as "2".
+  if (!in(v)) out_of_range(f, fmt::format("{}", v));
   // The engine samples in 32-bit floats: the value must be in range once rounded to one too.
   const float single = static_cast<float>(v);
   if (!in(single))
-    throw RequestError(f, fmt::format("{} is {:g}, which is {:g} as the engine's 32-bit float; it "
+    throw RequestError(f, fmt::format("{} is {}, which is {} as the engine's 32-bit float; it "
                                       "must be in {} {}",
                                       r.name, v, single, range_text(f), r.unit));
 }

@@ -66,6 +66,10 @@ class RequestError : public Error {
 /// integer field `f`.
 void check_field(RequestField f, int64_t v);
 
+/// The sentence of `value` (as written, e.g. a whole number beyond 64 bits) outside the range of
+/// `f`: "NAME is VALUE; it must be in LO..HI UNIT".
+std::string out_of_range_text(RequestField f, std::string_view value);
+
 /// Throws RequestError when `v` (a real field: temperature, top_p, ...) is outside its range, is
 /// not finite, or leaves it once rounded to the engine's 32-bit float (top_p 1e-300 is 0 there).
 void check_real_field(RequestField f, double v);

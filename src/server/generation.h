@@ -37,6 +37,8 @@ struct EngineGauges {
   int64_t tokens = 0;           // KV tokens held by them (Backend::kv_used_tokens)
   int64_t active_sessions = 0;  // sessions in the forwards
   int64_t queued_sessions = 0;  // sessions waiting for KV memory or a slot
+  int64_t kv_reserved = 0;      // KV tokens reserved by the active sessions (what they can fill)
+  int64_t kv_capacity = 0;      // KV tokens the engine may reserve (0 = no limit)
 };
 
 class GenerationEngine {

@@ -38,14 +38,21 @@ int64_t Histogram::cumulative(size_t i) const {
 }
 
 std::string Histogram::prometheus(const std::string& name, const std::string& help) const {
-  std::string out = fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  return fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name) +
+         prometheus_series(name, "");
+}
+
+std::string Histogram::prometheus_series(const std::string& name, const std::string& labels) const {
+  const std::string le = labels.empty() ? "" : labels + ",";
+  const std::string only = labels.empty() ? "" : "{" + labels + "}";
+  std::string out;
   int64_t n = 0;
   for (size_t i = 0; i < bounds_.size(); ++i) {
     n += counts_[i];
-    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, bounds_[i], n);
+    out += fmt::format("{}_bucket{{{}le=\"{}\"}} {}\n", name, le, bounds_[i], n);
   }
-  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, count_, name,
-                     sum_, name, count_);
+  out += fmt::format("{}_bucket{{{}le=\"+Inf\"}} {}\n{}_sum{} {}\n{}_count{} {}\n", name, le,
+                     count_, name, only, sum_, name, only, count_);
   return out;
 }
 

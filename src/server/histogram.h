@@ -30,6 +30,9 @@ class Histogram {
   /// The histogram as Prometheus text: HELP, TYPE, name_bucket{le="..."} lines (cumulative),
   /// name_sum and name_count.
   std::string prometheus(const std::string& name, const std::string& help) const;
+  /// Only the sample lines, each with `labels` (e.g. `method="plain"`) before `le`: one series
+  /// of a histogram family whose HELP and TYPE the caller writes.
+  std::string prometheus_series(const std::string& name, const std::string& labels) const;
 
  private:
   std::vector<double> bounds_;

@@ -269,8 +269,16 @@ void HttpServer::routes() {
                                "", "method_not_allowed"));
     };
   };
+  // OPTIONS on a known path: 204 with Allow (no CORS headers: other origins stay refused).
+  auto options = [](const char* allow) {
+    return [allow](const httplib::Request&, httplib::Response& res) {
+      res.status = 204;
+      res.set_header("Allow", allow);
+    };
+  };
   for (const char* path :
        {"/v1/chat/completions", "/v1/completions", R"(/v1/hogwild/sessions/([^/]+)/messages)"}) {
+    s.Options(path, options("POST"));
     s.Get(path, not_allowed("POST"));
     s.Put(path, not_allowed("POST"));
     s.Patch(path, not_allowed("POST"));
@@ -278,6 +286,7 @@ void HttpServer::routes() {
   }
   for (const char* path : {"/health", "/metrics", "/v1/models", R"(/v1/models/(.+))", "/",
                            "/index.html", R"(/assets/.+)"}) {
+    s.Options(path, options("GET, HEAD"));
     s.Post(path, not_allowed("GET, HEAD"));
     s.Put(path, not_allowed("GET, HEAD"));
     s.Patch(path, not_allowed("GET, HEAD"));
@@ -304,18 +313,53 @@ void HttpServer::metrics(httplib::Response& res) {
            static_cast<double>(st.running));
     metric("hogwild_requests_queued", "gauge", "Requests waiting for the engine.",
            static_cast<double>(st.queued));
-    out +=
-        "# HELP hogwild_requests_total Requests answered, by outcome.\n"
-        "# TYPE hogwild_requests_total counter\n";
-    out += fmt::format("hogwild_requests_total{{outcome=\"finished\"}} {}\n", st.requests_finished);
-    out +=
-        fmt::format("hogwild_requests_total{{outcome=\"cancelled\"}} {}\n", st.requests_cancelled);
-    out += fmt::format("hogwild_requests_total{{outcome=\"failed\"}} {}\n", st.requests_failed);
-    out += fmt::format("hogwild_requests_total{{outcome=\"rejected\"}} {}\n", st.requests_rejected);
-    metric("hogwild_prompt_tokens_total", "counter", "Prompt tokens of finished sessions.",
-           static_cast<double>(st.prompt_tokens));
-    metric("hogwild_generated_tokens_total", "counter", "Tokens sampled by all workers.",
-           static_cast<double>(st.generated_tokens));
+    // Per method (Job::method): requests by outcome, tokens, the stages' histograms.
+    auto by_method = [&out, &st](const char* name, const char* type, const char* help,
+                                 auto&& value) {
+      out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+      for (const auto& [method, ms] : st.by_method)
+        value(name, fmt::format("method=\"{}\"", method), ms);
+    };
+    by_method(
+        "hogwild_requests_total", "counter",
+        "Requests answered, by method and outcome (rejected: 429 at the queue's limit, 503 "
+        "while shutting down).",
+        [&out](const char* name, const std::string& labels, const MethodStats& ms) {
+          for (const auto& [outcome, n] : {std::pair<const char*, int64_t>{"finished", ms.finished},
+                                           {"cancelled", ms.cancelled},
+                                           {"failed", ms.failed},
+                                           {"rejected", ms.rejected}})
+            out += fmt::format("{}{{{},outcome=\"{}\"}} {}\n", name, labels, outcome, n);
+        });
+    by_method("hogwild_prompt_tokens_total", "counter",
+              "Prompt tokens prefilled, of sessions that ended, by method.",
+              [&out](const char* name, const std::string& labels, const MethodStats& ms) {
+                out += fmt::format("{}{{{}}} {}\n", name, labels, ms.prompt_tokens);
+              });
+    by_method("hogwild_generated_tokens_total", "counter",
+              "Tokens decoded (sampled by all workers), by method.",
+              [&out](const char* name, const std::string& labels, const MethodStats& ms) {
+                out += fmt::format("{}{{{}}} {}\n", name, labels, ms.generated_tokens);
+              });
+    auto hist = [&](const char* name, const char* help, Histogram MethodStats::*h) {
+      by_method(name, "histogram", help,
+                [&out, h](const char* n, const std::string& labels, const MethodStats& ms) {
+                  out += (ms.*h).prometheus_series(n, labels);
+                });
+    };
+    hist("hogwild_request_prepare_seconds",
+         "From a request read whole to its submission to the engine thread (waiting for an HTTP "
+         "thread, parsing, chat template, tokenization).",
+         &MethodStats::prepare_seconds);
+    hist("hogwild_request_queue_seconds",
+         "From a request's submission to the end of its first engine forward (admission, then "
+         "its first prompt chunk).",
+         &MethodStats::queue_seconds);
+    hist("hogwild_time_to_first_token_seconds",
+         "From a request read whole to its first sampled token.", &MethodStats::ttft_seconds);
+    hist("hogwild_inter_token_seconds",
+         "Between consecutive engine forwards that gave a session tokens.",
+         &MethodStats::itl_seconds);
     out += fmt::format(
         "# HELP hogwild_serial_step_seconds Wall time of a serial step (one forward of a "
         "session).\n# TYPE hogwild_serial_step_seconds summary\nhogwild_serial_step_seconds_sum "
@@ -327,23 +371,16 @@ void HttpServer::metrics(httplib::Response& res) {
            static_cast<double>(st.cache.tokens));
     metric("hogwild_kv_cache_blocks", "gauge", "Cache blocks held by live sessions.",
            static_cast<double>(st.cache.blocks));
+    metric("hogwild_kv_cache_reserved_tokens", "gauge",
+           "KV tokens reserved by running sessions (what each can fill; admission counts them).",
+           static_cast<double>(st.cache.kv_reserved));
+    metric("hogwild_kv_cache_capacity_tokens", "gauge",
+           "KV tokens the engine may reserve (0: no limit).",
+           static_cast<double>(st.cache.kv_capacity));
     metric("hogwild_sessions_active", "gauge", "Sessions in the engine's forwards.",
            static_cast<double>(st.cache.active_sessions));
     metric("hogwild_sessions_queued", "gauge", "Sessions waiting for KV memory or a slot.",
            static_cast<double>(st.cache.queued_sessions));
-    out += st.prepare_seconds.prometheus(
-        "hogwild_request_prepare_seconds",
-        "From a request read whole to its submission to the engine thread (waiting for an HTTP "
-        "thread, parsing, chat template, tokenization).");
-    out += st.queue_seconds.prometheus(
-        "hogwild_request_queue_seconds",
-        "From a request's submission to the end of its first engine forward (admission, "
-        "then its first prompt chunk).");
-    out += st.ttft_seconds.prometheus("hogwild_time_to_first_token_seconds",
-                                      "From a request read whole to its first sampled token.");
-    out += st.itl_seconds.prometheus(
-        "hogwild_inter_token_seconds",
-        "Between consecutive engine forwards that gave a session tokens.");
     out += st.forward_sessions.prometheus("hogwild_forward_sessions",
                                           "Sessions in one engine forward.");
     out += st.forward_prefills.prometheus("hogwild_forward_prefills",
@@ -397,6 +434,10 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
     Job job;
     job.id = meta.id;
     job.hogwild = meta.hogwild;
+    job.method = !cr.hogwild                                 ? "plain"
+                 : cr.hogwild->skeleton                      ? "skeleton_of_thought"
+                 : cr.hogwild->layout == Layout::independent ? "self_consistency"
+                                                             : "hogwild";
     job.choices = std::move(gens);
     job.stop = cr.stop;
     job.received = received;

@@ -190,7 +190,13 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
                         r.endpoint == Endpoint::chat ? "messages" : "prompt");
     const int64_t room = m.max_context - static_cast<int64_t>(g.prompt.size());
     check_context(g.prompt.size(), r.max_tokens.value_or(1), m, r);
-    g.options.max_tokens_per_worker = r.max_tokens.value_or(room);
+    // Without max_tokens: up to generation_config.json's max_new_tokens when the model sets one
+    // (as `hogwild generate`), else to the end of the context; the KV reservation follows
+    // (docs/SERVER.md "Engine thread").
+    int64_t cap = room;
+    if (m.generation.max_new_tokens && *m.generation.max_new_tokens > 0)
+      cap = std::min(room, *m.generation.max_new_tokens);
+    g.options.max_tokens_per_worker = r.max_tokens.value_or(cap);
   } else {
     fill_hogwild(g, r, m);
   }

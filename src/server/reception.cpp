@@ -65,11 +65,49 @@ const char* reason(int status) {
       return "Request Header Fields Too Large";
     case 501:
       return "Not Implemented";
+    case 505:
+      return "HTTP Version Not Supported";
     case 503:
       return "Service Unavailable";
     default:
       return "Error";
   }
+}
+
+// Text of the request for an error message: at most `max` bytes, bytes outside printable
+// ASCII as \xNN.
+std::string printable(const std::string& s, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < max; ++i) {
+    const auto ch = static_cast<unsigned char>(s[i]);
+    if (ch >= 0x20 && ch < 0x7f)
+      out += static_cast<char>(ch);
+    else
+      out += fmt::format("\\x{:02x}", ch);
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+// What is wrong with a request line ("" when nothing): "version" for an HTTP version other than
+// 1.0 and 1.1, else the reason in words.
+std::string request_line_problem(const std::string& rl) {
+  const size_t sp1 = rl.find(' ');
+  if (sp1 == std::string::npos || sp1 == 0) return "no method and target";
+  const size_t sp2 = rl.find(' ', sp1 + 1);
+  if (sp2 == std::string::npos) return "no HTTP version";
+  if (sp2 == sp1 + 1) return "no target";
+  if (rl.find(' ', sp2 + 1) != std::string::npos) return "more than three parts";
+  for (size_t i = 0; i < sp1; ++i)
+    if (!std::isalnum(static_cast<unsigned char>(rl[i])) && !std::strchr("!#$%&'*+-.^_`|~", rl[i]))
+      return "the method is not a token";
+  for (size_t i = sp1 + 1; i < sp2; ++i)
+    if (static_cast<unsigned char>(rl[i]) <= 0x20 || static_cast<unsigned char>(rl[i]) >= 0x7f)
+      return "the target holds a control or non-ASCII byte";
+  const std::string version = rl.substr(sp2 + 1);
+  if (version.rfind("HTTP/", 0) != 0) return "no HTTP version";
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") return "version";
+  return {};
 }
 
 bool numeric_addr(const sockaddr_storage& ss, std::string& addr, int& port) {
@@ -422,6 +460,30 @@ void Reception::loop() {
       c->method = rl.substr(0, std::min(sp1, size_t{32}));
       c->path = sp1 == std::string::npos ? std::string()
                                          : rl.substr(sp1 + 1, std::min(sp2 - sp1 - 1, size_t{512}));
+      // The request line is METHOD SP TARGET SP HTTP/1.x (RFC 9112 §3), and every header line
+      // a name and a colon: refused here, with the reason, rather than by the library's generic
+      // 400 on a connection it keeps open.
+      if (const std::string why = request_line_problem(rl); !why.empty()) {
+        answer(c, why == "version" ? 505 : 400,
+               why == "version"
+                   ? fmt::format("HTTP version '{}' is not supported; send HTTP/1.1 (or 1.0)",
+                                 printable(rl.substr(sp2 + 1), 32))
+                   : fmt::format("the request line '{}' is not 'METHOD /path HTTP/1.1' ({})",
+                                 printable(rl, 128), why),
+               "", true);
+        return -1;
+      }
+      for (size_t i = 1; i < lines.size(); ++i) {
+        const std::string& h = lines[i];
+        const size_t colon = h.find(':');
+        if (colon == std::string::npos || colon == 0 || h[0] == ' ' || h[0] == '\t' ||
+            h.find('\0') != std::string::npos) {
+          answer(c, 400,
+                 fmt::format("the header line '{}' is not 'Name: value'", printable(h, 128)), "",
+                 true);
+          return -1;
+        }
+      }
       std::string head = rl + "\r\n";
       std::vector<std::string> lengths;
       std::string coding;
@@ -552,6 +614,10 @@ void Reception::loop() {
             return -1;
           }
           break;
+        }
+        if (c->chunk == Conn::Chunk::size_line && nl - p > kMaxChunkLine) {
+          answer(c, 400, "a chunk size line of the request body is too long", "", true);
+          return -1;
         }
         std::string line = c->in.substr(p, nl - p);
         c->raw += nl + 1 - p;

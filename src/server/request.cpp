@@ -142,7 +142,10 @@ std::optional<int64_t> get_int(const json& obj, const char* key, const std::stri
   if (!v) return std::nullopt;
   if (v->is_number_unsigned()) {
     if (v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      throw bad_request(fmt::format("'{}' is too large", path), path);
+      throw bad_request(
+          fmt::format("'{}' is too large ({}); it must fit in a signed 64-bit integer", path,
+                      v->dump()),
+          path);
     return static_cast<int64_t>(v->get<uint64_t>());
   }
   // An integer beyond 64 bits (2^70) reaches us as a double: it is too large, not a fraction.
@@ -400,12 +403,12 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
   const char* mt_name = mct ? "max_completion_tokens" : "max_tokens";
   if (r.max_tokens) {
     in_table(mt_name, [&] { check_field(RequestField::max_tokens, *r.max_tokens); });
-    // The API's own bounds: leaving the field out means no limit (0 is OpenAI's error).
-    if (*r.max_tokens < 1 || *r.max_tokens > lim.max_tokens_cap)
-      throw bad_request(fmt::format("{} is {}; this server takes 1..{} tokens (leave it out for no "
-                                    "limit)",
-                                    mt_name, *r.max_tokens, lim.max_tokens_cap),
-                        mt_name);
+    // The API says "no limit" by leaving the field out: 0 is an error, as in OpenAI's.
+    if (*r.max_tokens == 0)
+      throw bad_request(
+          fmt::format("{} is 0; leave it out for no limit, or give 1..{} tokens", mt_name,
+                      static_cast<int64_t>(field_range(RequestField::max_tokens).hi)),
+          mt_name);
   }
 
   r.temperature = get_number(j, "temperature", "temperature");

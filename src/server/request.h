@@ -65,8 +65,7 @@ struct RequestLimits {
   int max_workers = 8;   // hogwild.workers (within the table's range)
   int max_samples = 64;  // hogwild.workers on the independent layout (samples, outline points)
   size_t max_stop = 8;   // stop strings
-  int64_t max_tokens_cap = 1 << 20;  // largest max_tokens accepted before the context check
-  // Value ranges (budget, seed, temperature, stop bytes, ...) are the table's:
+  // Value ranges (max_tokens, budget, seed, temperature, stop bytes, ...) are the table's:
   // core/request_fields.h.
 };
 

@@ -69,6 +69,7 @@ class Scheduler::ChoiceObserver : public SessionObserver {
         s_.stats_.queued -= 1;
         s_.stats_.running += 1;
         s_.stats_.queue_seconds.observe(seconds(r_.submitted, now));
+        s_.method_stats(r_.job).queue_seconds.observe(seconds(r_.submitted, now));
       }
     } else if (rec.serial_step > 0) {
       std::lock_guard<std::mutex> l(s_.m_);
@@ -91,14 +92,21 @@ class Scheduler::ChoiceObserver : public SessionObserver {
     {
       const auto now = Clock::now();
       std::lock_guard<std::mutex> l(s_.m_);
+      MethodStats& ms = s_.method_stats(r_.job);
       s_.stats_.generated_tokens += 1;
+      ms.generated_tokens += 1;
       if (!r_.any_token) {
         r_.any_token = true;
-        if (r_.job.received != Clock::time_point{})
+        if (r_.job.received != Clock::time_point{}) {
           s_.stats_.ttft_seconds.observe(seconds(r_.job.received, now));
+          ms.ttft_seconds.observe(seconds(r_.job.received, now));
+        }
       }
       if (t.serial_step != token_serial_) {  // the first token of this forward
-        if (token_serial_ >= 0) s_.stats_.itl_seconds.observe(seconds(token_time_, now));
+        if (token_serial_ >= 0) {
+          s_.stats_.itl_seconds.observe(seconds(token_time_, now));
+          ms.itl_seconds.observe(seconds(token_time_, now));
+        }
         token_serial_ = t.serial_step;
         token_time_ = now;
       }
@@ -172,19 +180,21 @@ class Scheduler::ChoiceObserver : public SessionObserver {
       content(stop_.push(dec_[0].flush()));
       content(stop_.flush());
     }
-    d.stop_reason = stopped_ ? "stop" : res->stop_reason;
+    d.stop_reason = stopped_ ? StopReason::stop : res->stop_reason;
     // A plain completion stops ("stop") on a stop string or an end-of-sequence token it drew;
     // anything else is its length (max_tokens or the context), as OpenAI and vLLM report. A
     // session whose one worker reached its cap on the token drawn at the end of the prefill
     // (max_tokens 1, or room for one token) reports "eos" although it drew none.
-    if (!r_.job.hogwild && !stopped_ && !eos_seen_ && res->stop_reason == "eos") {
+    if (!r_.job.hogwild && !stopped_ && !eos_seen_ && res->stop_reason == StopReason::eos) {
       const SessionOptions& o = r_.job.choices.at(choice_).options;
       const int64_t made = res->tokens_per_worker.empty() ? 0 : res->tokens_per_worker[0];
       d.stop_reason = o.max_tokens_per_worker > 0 && made >= o.max_tokens_per_worker
-                          ? "max_tokens"
-                          : "max_context";
+                          ? StopReason::max_tokens
+                          : StopReason::max_context;
     }
-    if ((res->stop_reason == "cancelled" || res->stop_reason == "interrupted") && !stopped_)
+    if ((res->stop_reason == StopReason::cancelled ||
+         res->stop_reason == StopReason::interrupted) &&
+        !stopped_)
       d.finish_reason = "cancelled";
     else if (r_.job.hogwild)
       d.finish_reason = res->answer ? "stop" : "length";
@@ -231,6 +241,7 @@ class Scheduler::ChoiceObserver : public SessionObserver {
 Scheduler::Scheduler(std::function<std::unique_ptr<GenerationEngine>()> make_engine,
                      size_t max_requests)
     : max_requests_(max_requests) {
+  for (const char* m : kMethods) stats_.by_method[m];
   thread_ = std::thread([this, make = std::move(make_engine)]() mutable { loop(std::move(make)); });
 }
 
@@ -242,7 +253,10 @@ std::shared_ptr<Channel> Scheduler::submit(Job job) {
   r->submitted = Clock::now();
   {
     std::lock_guard<std::mutex> l(m_);
-    if (draining_ || stopping_ || admitted_ >= max_requests_) stats_.requests_rejected += 1;
+    if (draining_ || stopping_ || admitted_ >= max_requests_) {
+      stats_.requests_rejected += 1;
+      method_stats(r->job).rejected += 1;
+    }
     if (draining_ || stopping_)
       throw ApiError(503, "server_error", "the server is shutting down; retry on another server",
                      "", "shutting_down");
@@ -254,8 +268,10 @@ std::shared_ptr<Channel> Scheduler::submit(Job job) {
                      "", "queue_full");
     admitted_ += 1;
     stats_.queued += 1;
-    if (r->job.received != Clock::time_point{})
+    if (r->job.received != Clock::time_point{}) {
       stats_.prepare_seconds.observe(seconds(r->job.received, r->submitted));
+      method_stats(r->job).prepare_seconds.observe(seconds(r->job.received, r->submitted));
+    }
     Command c;
     c.kind = Command::Kind::submit;
     c.req = r;
@@ -400,6 +416,7 @@ void Scheduler::run_command(Command& c) {
       admitted_ -= 1;
       stats_.queued -= 1;
       stats_.requests_failed += 1;
+      method_stats(r.job).failed += 1;
       return;
     }
     requests_[r.job.id] = c.req;
@@ -482,6 +499,7 @@ void Scheduler::collect() {
       r->observers[choice]->finish(&res, nullptr);
       std::lock_guard<std::mutex> l(m_);
       stats_.prompt_tokens += res.prompt_tokens;
+      method_stats(r->job).prompt_tokens += res.prompt_tokens;
     } catch (const std::exception& e) {
       const std::string msg = e.what();
       r->failed = true;
@@ -499,12 +517,17 @@ void Scheduler::collect() {
         stats_.running -= 1;
       else
         stats_.queued -= 1;
-      if (r->failed)
+      MethodStats& ms = method_stats(r->job);
+      if (r->failed) {
         stats_.requests_failed += 1;
-      else if (r->cancelled)
+        ms.failed += 1;
+      } else if (r->cancelled) {
         stats_.requests_cancelled += 1;
-      else
+        ms.cancelled += 1;
+      } else {
         stats_.requests_finished += 1;
+        ms.finished += 1;
+      }
     }
     r->channel->close();
   }

@@ -29,11 +29,29 @@ namespace hogwild::server {
 struct Job {
   std::string id;        // "chatcmpl-..." / "cmpl-...": the response id, also the steering id
   bool hogwild = false;  // content = the answer (else the text of the single worker)
+  // For /metrics: "plain", "hogwild", "self_consistency" (independent layout) or
+  // "skeleton_of_thought" (kMethods).
+  std::string method = "plain";
   std::vector<GenerationRequest> choices;
   std::vector<std::string> stop;  // stop strings (plain: on the text; hogwild: on the answer)
   // When the HTTP handler took the request, before parsing it (the epoch when unknown): the time
   // to first token and the preparation time (parse, chat template, tokenization) count from it.
   std::chrono::steady_clock::time_point received{};
+};
+
+/// The methods /metrics tells apart (Job::method).
+inline constexpr const char* kMethods[] = {"plain", "hogwild", "self_consistency",
+                                           "skeleton_of_thought"};
+
+/// The counters of one method's requests for /metrics (monotonic): outcomes as SchedulerStats
+/// counts them, tokens, and the request stages' histograms (seconds, as SchedulerStats's).
+struct MethodStats {
+  int64_t finished = 0, cancelled = 0, failed = 0, rejected = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  Histogram prepare_seconds{Histogram::seconds_bounds()};
+  Histogram queue_seconds{Histogram::seconds_bounds()};
+  Histogram ttft_seconds{Histogram::seconds_bounds()};
+  Histogram itl_seconds{Histogram::seconds_bounds()};
 };
 
 /// Counters for /metrics (monotonic unless said otherwise).
@@ -58,6 +76,9 @@ struct SchedulerStats {
   Histogram forward_sessions{Histogram::count_bounds()};
   Histogram forward_prefills{Histogram::count_bounds()};
   int64_t forward_sessions_max = 0;  // the most sessions one forward held
+  // The request counters, tokens and stage histograms above, per Job::method (every method of
+  // kMethods present).
+  std::map<std::string, MethodStats> by_method;
 };
 
 class Scheduler {
@@ -99,6 +120,8 @@ class Scheduler {
   // A request ended: steering it is 409 (ended), not 404 (unknown), for the last
   // kEndedRemembered ids.
   void remember_ended(const std::string& id, bool hogwild);
+  // The per-method counters of a request's method (PRECONDITION: m_ held).
+  MethodStats& method_stats(const Job& job) { return stats_.by_method[job.method]; }
 
   mutable std::mutex m_;
   std::condition_variable cv_;

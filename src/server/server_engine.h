@@ -23,8 +23,8 @@ class ServerEngine : public GenerationEngine {
   bool finished(SessionId id) const override { return engine_.finished(id); }
   SessionResult take_result(SessionId id) override;
   EngineGauges gauges() const override {
-    return {be_.live_blocks(), be_.kv_used_tokens(), engine_.active_sessions(),
-            engine_.queued_sessions()};
+    return {be_.live_blocks(),         be_.kv_used_tokens(),  engine_.active_sessions(),
+            engine_.queued_sessions(), engine_.kv_reserved(), engine_.kv_limit()};
   }
 
  private:

@@ -115,7 +115,8 @@ TEST(BenchCli, BadInputExitsOneWithMessage) {
   for (const Case& c : std::vector<Case>{
            {"-s 0", "--sessions 0: session counts must be >= 1"},
            {"-s 1 -1", "--sessions -1: session counts must be >= 1"},
-           {"-w 2 0", "-w 0: worker counts must be >= 1"},
+           {"-w 2 0", "workers is 0; it must be in 1..64 workers"},
+           {"-w 65", "workers is 65; it must be in 1..64 workers"},
            {"-c -5", "-c -5: context lengths must be >= 0 tokens"},
            {"-r 0", "-r 0: give at least 1 timed step"},
            {"-p nosuch", "bench: unknown preset 'nosuch'"},

@@ -403,7 +403,14 @@ TEST_F(EvalCli, BadInputStopsWithItsMessage) {
     std::string args, message;
   } cases[] = {
       {"--budgets 512,256" + out, "--budgets must increase: 256 comes after 512"},
-      {"--budgets 0" + out, "--budgets: '0' is not a positive serial-step count"},
+      {"--budgets 0" + out, "snapshot is 0; it must be in 1..1000000 serial steps"},
+      {"--budgets 4,x" + out,
+       "--budgets: 'x' is not a whole number; give serial steps in 1..1000000, e.g. 256,512"},
+      {"--budgets 1000001" + out, "snapshot is 1000001; it must be in 1..1000000 serial steps"},
+      // Sampling is checked before the model loads, as run checks it (it reached every
+      // problem's request, each written as a run that did not start).
+      {"--temperature 5" + out, "temperature is 5; it must be in [0, 2] (0 = greedy)"},
+      {"--top-p 0" + out, "top_p is 0; it must be in (0, 1] (1 = off)"},
       {"--method sot -w 65" + out, "workers is 65; it must be in 1..64 workers"},
       {"--method self-consistency -w 65" + out, "workers is 65; it must be in 1..64 workers"},
       {"--collab-every -2" + out, "collab_every is -2; it must be in -1..1000000"},

@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { requireSetup, requireJs, startServer, post, readSse, metric, testModel, HOGWILD, WORK } from './harness.mjs';
+import { requireSetup, requireJs, startServer, post, readSse, metric, metricSum, testModel, HOGWILD, WORK } from './harness.mjs';
 
 requireSetup('openai');
 const OpenAI = requireJs('openai').default ?? requireJs('openai');
@@ -203,7 +203,7 @@ test('>= 32 concurrent requests, hogwild and plain, all answered; same seed same
   assert.equal(metric(m, 'hogwild_requests_queued'), 0);
   assert.equal(metric(m, 'hogwild_kv_cache_blocks'), 0);
   assert.equal(metric(m, 'hogwild_sessions_active'), 0);
-  assert.equal(metric(m, 'hogwild_generated_tokens_total') > 0, true);
+  assert.equal(metricSum(m, 'hogwild_generated_tokens_total') > 0, true);
   await healthy();
 });
 
@@ -211,7 +211,7 @@ async function waitCancelled(before, ms) {
   const t0 = Date.now();
   for (;;) {
     const m = await metrics();
-    const done = metric(m, 'hogwild_requests_total{outcome="cancelled"}') > before
+    const done = metric(m, 'hogwild_requests_total{method="hogwild",outcome="cancelled"}') > before
       && metric(m, 'hogwild_requests_running') === 0 && metric(m, 'hogwild_requests_queued') === 0;
     if (done) return Date.now() - t0;
     if (Date.now() - t0 > ms) assert.fail(`request not freed within ${ms} ms:\n${m}`);
@@ -224,7 +224,7 @@ test('a client disconnect frees its request within a second (streaming and not)'
   // The client leaves once the workers decode (a prefill chunk of the long collaboration prompt
   // is one forward of a few hundred ms on this CPU; a cancel acts between forwards).
   const long = { model, messages: problem, seed: 1, temperature: 1.0, hogwild: { workers: 2, budget: 1000000 } };
-  let before = metric(await metrics(), 'hogwild_requests_total{outcome="cancelled"}');
+  let before = metric(await metrics(), 'hogwild_requests_total{method="hogwild",outcome="cancelled"}');
   const ac = new AbortController();
   const res = await fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
@@ -235,13 +235,13 @@ test('a client disconnect frees its request within a second (streaming and not)'
   });
   await waitCancelled(before, 1000);
   before += 1;
-  const tokens = metric(await metrics(), 'hogwild_generated_tokens_total');
+  const tokens = metric(await metrics(), 'hogwild_generated_tokens_total{method="hogwild"}');
   const ac2 = new AbortController();
   const pending = fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(long), signal: ac2.signal,
   }).catch((e) => e);
   for (;;) {  // wait until its workers decode
-    if (metric(await metrics(), 'hogwild_generated_tokens_total') > tokens) break;
+    if (metric(await metrics(), 'hogwild_generated_tokens_total{method="hogwild"}') > tokens) break;
     await new Promise((r) => setTimeout(r, 10));
   }
   ac2.abort();
@@ -508,5 +508,35 @@ test('hogwild serve takes a formatting file, and a model directory\'s hogwild_fo
     } finally {
       await s.stop();
     }
+  }
+});
+
+test('without max_tokens a completion stops at generation_config.json\'s max_new_tokens', async () => {
+  const dir = join(WORK, 'model-with-max-new-tokens');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  for (const f of readdirSync(testModel())) if (f !== 'generation_config.json') symlinkSync(join(testModel(), f), join(dir, f));
+  const gen = JSON.parse(readFileSync(join(testModel(), 'generation_config.json'), 'utf8'));
+  await writeFile(join(dir, 'generation_config.json'), JSON.stringify({ ...gen, max_new_tokens: 7 }));
+  const s = await startServer([], { model: dir });
+  try {
+    let lengths = 0;
+    for (let seed = 1; seed <= 6; seed++) {
+      const r = await post(`${s.url}/v1/completions`, { prompt: 'Once upon a time', seed, temperature: 1.0 });
+      assert.equal(r.status, 200, r.text);
+      const c = r.json.usage.completion_tokens;
+      assert.ok(c >= 1 && c <= 7, `seed ${seed}: ${c} tokens`);
+      if (r.json.choices[0].finish_reason === 'length') {
+        assert.equal(c, 7);
+        lengths += 1;
+      }
+    }
+    assert.ok(lengths > 0, 'some run reached max_new_tokens');
+    // max_tokens still wins, above it too.
+    const more = await post(`${s.url}/v1/completions`, { prompt: 'Once upon a time', seed: 1, max_tokens: 12, temperature: 1.0 });
+    assert.equal(more.status, 200, more.text);
+    assert.ok(more.json.usage.completion_tokens > 7 || more.json.choices[0].finish_reason === 'stop', more.text);
+  } finally {
+    await s.stop();
   }
 });

@@ -164,6 +164,17 @@ export async function readSse(res, onEvent = () => {}) {
   return events;
 }
 
+/** The sum of every series of metric `name` (any labels) in /metrics text. */
+export function metricSum(text, name) {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest.startsWith(' ') || rest.startsWith('{')) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
 /** The value of a Prometheus sample in /metrics text (first match of `name` + labels). */
 export function metric(text, sample) {
   for (const line of text.split('\n'))

@@ -142,10 +142,55 @@ test('a Content-Length past the limit, negative or not a number is answered at o
   }
   const gz = await rawRequest(chatHead('Transfer-Encoding: gzip, chunked\r\n'));
   assert.equal(gz.status, 501, gz.body);
+  // A chunk size line over 1 KiB is refused also when its end arrives in the same read.
+  const small = JSON.stringify({ model, messages: problem, max_tokens: 1 });
+  const ext = await rawRequest(chatHead('Transfer-Encoding: chunked\r\n') +
+    `${small.length.toString(16)};${'a'.repeat(2000)}\r\n${small}\r\n0\r\n\r\n`);
+  assert.equal(ext.status, 400, ext.body);
+  assert.match(ext.json.error.message, /chunk size line .* too long/);
   // Expect: 100-continue with a body too large: 413 before the body is sent.
   const exp = await rawRequest(chatHead(`Content-Length: ${5 << 20}\r\nExpect: 100-continue\r\n`));
   assert.equal(exp.status, 413);
   await healthyWithin(2000);
+});
+
+test('a malformed request line or header line is refused with the reason, and the connection closed', async () => {
+  for (const [head, status, says] of [
+    ['GET /health HTTP/9.9\r\nHost: x\r\n\r\n', 505, /HTTP version 'HTTP\/9\.9' is not supported/],
+    ['GET /health\r\nHost: x\r\n\r\n', 400, /request line 'GET \/health' .*no HTTP version/],
+    ['GET /he\0alth HTTP/1.1\r\nHost: x\r\n\r\n', 400, /request line 'GET \/he\\x00alth HTTP\/1\.1' .*control/],
+    ['GET  /health HTTP/1.1\r\nHost: x\r\n\r\n', 400, /no target/],
+    ['G(T /health HTTP/1.1\r\nHost: x\r\n\r\n', 400, /method is not a token/],
+    ['GET /health HTTP/1.1\r\nHost x\r\n\r\n', 400, /header line 'Host x' is not 'Name: value'/],
+    ['GET /health HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n', 400, /header line ' folded'/],
+  ]) {
+    // The answer comes at once, and the server closes: rawRequest resolves on the answer, so
+    // wait for the close separately.
+    const t0 = Date.now();
+    const closed = await new Promise((resolve) => {
+      const sock = net.connect(port, host, () => sock.write(head));
+      let text = '';
+      sock.on('data', (d) => { text += d.toString('latin1'); });
+      sock.on('error', () => {});
+      sock.on('close', () => resolve({ r: parseResponse(text), ms: Date.now() - t0 }));
+    });
+    assert.ok(closed.r, `an answer to ${JSON.stringify(head)}`);
+    assert.equal(closed.r.status, status, `${JSON.stringify(head)}: ${closed.r.body}`);
+    isOpenAiError(closed.r.json, 400);  // 505 too is the client's mistake: invalid_request_error
+    assert.match(closed.r.json.error.message, says, JSON.stringify(head));
+    assert.ok(closed.ms < 4000, `closed after ${closed.ms} ms`);
+  }
+  await healthyWithin(2000);
+});
+
+test('OPTIONS on a known path is 204 with Allow; on an unknown one 404', async () => {
+  for (const [path, allow] of [['/v1/chat/completions', 'POST'], ['/v1/hogwild/sessions/abc/messages', 'POST'], ['/health', 'GET, HEAD']]) {
+    const res = await fetch(`${server.url}${path}`, { method: 'OPTIONS' });
+    assert.equal(res.status, 204, path);
+    assert.equal(res.headers.get('allow'), allow, path);
+    assert.equal(res.headers.get('access-control-allow-origin'), null, path);
+  }
+  assert.equal((await fetch(`${server.url}/v1/nothing`, { method: 'OPTIONS' })).status, 404);
 });
 
 test('a second hogwild serve on a port where one listens stops with "port in use" and exit 1', async () => {
@@ -274,6 +319,7 @@ test('numbers no double holds, integers past 64 bits, values 0 in 32-bit floats:
     [`{"model": "${model}", "messages": ${msgs}, "top_p": -1e999}`, 'top_p', /too large for a double/],
     [`{"model": "${model}", "messages": ${msgs}, "hogwild": {"budget": 1e999}}`, 'hogwild.budget', /too large for a double/],
     [`{"model": "${model}", "messages": ${msgs}, "seed": 1180591620717411303424}`, 'seed', /'seed' is too large/],
+    [`{"model": "${model}", "messages": ${msgs}, "seed": 9223372036854775808}`, 'seed', /'seed' is too large \(9223372036854775808\); it must fit in a signed 64-bit integer/],
     [`{"model": "${model}", "messages": ${msgs}, "top_p": 1e-300}`, 'top_p', /must be in \(0, 1\]/],
   ];
   for (const [body, param, says] of cases) {

@@ -3,7 +3,7 @@
 // Thought (hogwild.skeleton), n > 1 as independent samples, and their mistakes as 400s.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { requireSetup, requireJs, startServer, post } from './harness.mjs';
+import { requireSetup, requireJs, startServer, post, readSse, metric } from './harness.mjs';
 
 requireSetup('openai');
 const OpenAI = requireJs('openai').default ?? requireJs('openai');
@@ -119,4 +119,57 @@ test('method mistakes are 400s naming the field', async () => {
   const r = await post(`${server.url}/v1/completions`, { prompt: 'x', include_reasoning: false });
   assert.equal(r.status, 400);
   assert.equal(r.json.error.param, 'include_reasoning');
+});
+
+test('/metrics: requests by outcome, tokens and the stages\' histograms per method; KV reserved while a session runs', async () => {
+  const metrics = async () => (await fetch(`${server.url}/metrics`)).text();
+  const cases = [
+    ['plain', { messages, max_tokens: 5, seed: 1 }],
+    ['hogwild', { messages, seed: 1, hogwild: { workers: 2, budget: 6 } }],
+    ['self_consistency', { messages, seed: 1, temperature: 1.0, hogwild: { workers: 3, layout: 'independent', budget: 6 } }],
+    ['skeleton_of_thought', { messages, seed: 2, temperature: 1.0, hogwild: { workers: 3, skeleton: true, budget: 30 } }],
+  ];
+  const methods = cases.map(([m]) => m);
+  for (const [method, body] of cases) {
+    const before = await metrics();
+    const r = await client.chat.completions.create({ model: '', ...body });
+    const after = await metrics();
+    const d = (sample) => {
+      const a = metric(after, sample), b = metric(before, sample);
+      assert.ok(a !== undefined && b !== undefined, `${sample} in /metrics`);
+      return a - b;
+    };
+    for (const m of methods)
+      assert.equal(d(`hogwild_requests_total{method="${m}",outcome="finished"}`), m === method ? 1 : 0, `${method}: finished ${m}`);
+    const l = `{method="${method}"}`;
+    assert.equal(d(`hogwild_generated_tokens_total${l}`), r.usage.completion_tokens, method);
+    assert.equal(d(`hogwild_prompt_tokens_total${l}`), r.usage.prompt_tokens, method);
+    for (const h of ['request_prepare', 'request_queue', 'time_to_first_token']) {
+      assert.equal(d(`hogwild_${h}_seconds_count${l}`), 1, `${method} ${h}`);
+      assert.equal(d(`hogwild_${h}_seconds_bucket{method="${method}",le="+Inf"}`), 1, `${method} ${h}`);
+    }
+    assert.ok(d(`hogwild_inter_token_seconds_count${l}`) >= 1, method);
+  }
+  // A running session reserves the KV it can fill: at least what it holds; nothing once it ends.
+  const ac = new AbortController();
+  const res = await fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, signal: ac.signal,
+    body: JSON.stringify({ model: '', messages, seed: 3, stream: true, hogwild: { workers: 2, budget: 100000 } }),
+  });
+  let seen = null;
+  await readSse(res, async (ev) => {
+    if (seen || ev.hogwild?.event !== 'token') return;
+    seen = await metrics();
+    ac.abort();
+  }).catch((e) => { if (e.name !== 'AbortError') throw e; });
+  const reserved = metric(seen, 'hogwild_kv_cache_reserved_tokens');
+  const held = metric(seen, 'hogwild_kv_cache_tokens');
+  assert.ok(held > 0 && reserved >= held, `reserved ${reserved}, held ${held}`);
+  assert.ok(metric(seen, 'hogwild_kv_cache_capacity_tokens') >= 0);
+  for (let i = 0; ; i++) {
+    const m = await metrics();
+    if (metric(m, 'hogwild_kv_cache_reserved_tokens') === 0 && metric(m, 'hogwild_requests_running') === 0) break;
+    assert.ok(i < 100, `KV still reserved after the client left:\n${m}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 });

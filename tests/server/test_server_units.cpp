@@ -492,6 +492,13 @@ TEST(Scheduler, EveryRequestThatFitsRunsInTheSameForward) {
   EXPECT_EQ(st.queue_seconds.count(), kRequests);
   EXPECT_EQ(st.ttft_seconds.count(), kRequests);
   EXPECT_EQ(st.itl_seconds.count(), gaps);
+  // All plain (Job::method's default): the same counts under "plain", none under the others.
+  EXPECT_EQ(st.by_method.size(), std::size(kMethods));
+  EXPECT_EQ(st.by_method.at("plain").finished, kRequests);
+  EXPECT_EQ(st.by_method.at("plain").rejected, 1);
+  EXPECT_EQ(st.by_method.at("plain").ttft_seconds.count(), kRequests);
+  EXPECT_EQ(st.by_method.at("plain").itl_seconds.count(), gaps);
+  EXPECT_EQ(st.by_method.at("hogwild").finished + st.by_method.at("hogwild").rejected, 0);
   EXPECT_EQ(st.running, 0);
   EXPECT_EQ(st.queued, 0);
 }
@@ -504,6 +511,12 @@ TEST(Histogram, PrometheusTextIsCumulative) {
             "# HELP x_seconds Help.\n# TYPE x_seconds histogram\n"
             "x_seconds_bucket{le=\"0.1\"} 2\nx_seconds_bucket{le=\"1\"} 3\n"
             "x_seconds_bucket{le=\"+Inf\"} 4\nx_seconds_sum 2.65\nx_seconds_count 4\n");
+  // One labelled series of a family: the labels before le, and on the sum and count.
+  EXPECT_EQ(h.prometheus_series("x_seconds", "method=\"plain\""),
+            "x_seconds_bucket{method=\"plain\",le=\"0.1\"} 2\n"
+            "x_seconds_bucket{method=\"plain\",le=\"1\"} 3\n"
+            "x_seconds_bucket{method=\"plain\",le=\"+Inf\"} 4\n"
+            "x_seconds_sum{method=\"plain\"} 2.65\nx_seconds_count{method=\"plain\"} 4\n");
 }
 
 }  // namespace
