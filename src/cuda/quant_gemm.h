@@ -3,14 +3,16 @@
 // point per group of input rows (AWQ, GPTQ), or float8_e4m3 with a scale per 128 x 128 block
 // (FP8) — and is dequantized in registers, read once per forward for all token rows.
 //
-// Kernel (quant_gemm.cu): the skinny kernel's layout (skinny_gemm.h): a CTA is 16 W rows (the
-// mma.sync m16n8k16 M side) x the token rows in n-tiles of 8 (the N side), K split over warps and,
-// where the tiles cannot fill the GPU, over CTAs. A weight value enters the tensor cores as the
-// exact bf16 integer q - z (int4) or the exact bf16 value of the e4m3 number (fp8); the group's
-// scale multiplies the fp32 product of each 32-wide k chunk (a chunk never straddles a group), so
-// the only roundings are the fp32 sums. Rows above kQuantMaxRows go through a bf16 copy of W made
-// per call (dequantize_to_bf16) and cuBLAS (gemm.h): prefill, where the product is compute-bound.
-// CPU twin: hogwild::dequantize (model/quant.h) then hogwild::cpu::matmul.
+// Kernels (quant_gemm.cu): up to 8 token rows, the skinny kernel's layout (skinny_gemm.h): a CTA is
+// 16 W rows (the mma.sync m16n8k16 M side) x the token rows (the N side), K split over warps. 9 to
+// 64 rows: a CTA is 8 warps of 16 W rows x the token rows in n-tiles of 8, x copied once per CTA
+// into shared memory, K split over the CTAs of a cluster where the tiles cannot fill the GPU. A
+// weight value enters the tensor cores as the exact bf16 integer q - z (int4) or the exact bf16
+// value of the e4m3 number (fp8); the group's scale multiplies the fp32 product of each 32-wide k
+// chunk (a chunk never straddles a group), so the only roundings are the fp32 sums. Rows above
+// kQuantChunkedRows go through a bf16 copy of W made per call (dequantize_to_bf16) and cuBLAS
+// (gemm.h): prefill, where the product is compute-bound. CPU twin: hogwild::dequantize
+// (model/quant.h) then hogwild::cpu::matmul.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -23,10 +25,12 @@
 
 namespace hogwild::cuda {
 
-/// Token rows one quant_linear launch multiplies (more rows: chunks of this many, up to
-/// kQuantChunkedRows; beyond that the bf16 copy and cuBLAS).
-inline constexpr int kQuantMaxRows = 32;
-inline constexpr int kQuantChunkedRows = 64;
+/// Token rows of the 16-row-CTA kernel (up to 8); above, the wide kernel (128 W rows per CTA, x in
+/// shared memory) multiplies up to kQuantMaxRows rows per launch; more rows: chunks of that many,
+/// up to kQuantChunkedRows; beyond that the bf16 copy and cuBLAS.
+inline constexpr int kQuantNarrowRows = 8;
+inline constexpr int kQuantMaxRows = 64;
+inline constexpr int kQuantChunkedRows = 256;
 
 /// A quantized weight on the device, in the kernel's order. Along k, W is cut into blocks of 128
 /// (in padded up to a multiple of 128 with zero weights); within a block of one row the kernel's

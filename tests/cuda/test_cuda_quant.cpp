@@ -1,6 +1,7 @@
 // Quantized projections on the GPU (cuda/quant_gemm.h) against W computed here from the canonical
-// forms' definitions (model/quant.h: Int4Weight, Fp8Weight), for every path of quant_linear: one
-// launch (1..32 rows), 32-row chunks (33..64), the bf16 copy and cuBLAS (> 64), with and without
+// forms' definitions (model/quant.h: Int4Weight, Fp8Weight), for every path of quant_linear: the
+// 16-row-CTA kernel (1..8 rows), the wide kernel (9..64 rows, K split over a cluster where the
+// tiles are few), 64-row chunks (65..256), the bf16 copy and cuBLAS (> 256), with and without
 // an act-order permutation, group sizes 32 / 64 / 128 / one group, fp8 values including
 // subnormals; and the skinny kernel's quantized variants (cuda/skinny_gemm.h: plain, SwiGLU and
 // the fused residual + RMSNorm, split-K merged in a cluster and through global memory).
@@ -117,7 +118,7 @@ void check_linear(const Case& c, WeightFormat f, const std::string& what) {
   cuda::Gemm gemm(nullptr);
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (int64_t rows : {1, 2, 5, 8, 9, 16, 17, 31, 32, 33, 64, 65, 130}) {
+  for (int64_t rows : {1, 2, 5, 8, 9, 16, 17, 31, 32, 33, 48, 64, 65, 130, 256, 257}) {
     std::vector<float> x(rows * in), bias(out);
     for (float& v : x) v = nd(rng);
     for (float& v : bias) v = 0.5f * nd(rng);
