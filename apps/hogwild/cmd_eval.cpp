@@ -51,7 +51,7 @@ struct EvalArgs {
   FieldMap fields;
   std::optional<int> workers;
   int samples = 1, concurrency = 1;
-  int64_t limit = 0, collab_every = -1, max_context = 0;
+  int64_t limit = 0, collab_every = -1, max_context = 0, kv_budget = 0;
   bool lenient = false;
   SamplingFlags sampling;
   DeviceFlags device;
@@ -153,6 +153,7 @@ void run_eval(EvalArgs a) {
   check_snapshots(budgets, 0);
   check_field(RequestField::collab_every, a.collab_every);
   check_max_context(a.max_context, 0);
+  check_kv_budget(a.kv_budget, layout, sot);
   std::unique_ptr<Judge> judge;  // the optional collaboration score (judge.h)
   if (!a.judge_url.empty() || !a.judge_model.empty()) {
     if (a.method != "hogwild" || workers < 2)
@@ -215,6 +216,7 @@ void run_eval(EvalArgs a) {
   spec.sampling = sampling_params(a.sampling, load_generation_config(a.model_dir), seed);
   spec.collab_every = a.collab_every;
   spec.max_context = a.max_context;
+  spec.kv_budget = a.kv_budget;
 
   ScoreOptions so;
   if (a.lenient) {
@@ -246,6 +248,7 @@ void run_eval(EvalArgs a) {
                    {"repetition_penalty", sp.repetition_penalty}}},
                  {"collab_every", a.collab_every},
                  {"max_context", a.max_context},
+                 {"kv_budget", a.kv_budget},
                  {"lenient", a.lenient},
                  {"note", data.note}};
   if (judge) config["judge"] = {{"url", a.judge_url}, {"model", a.judge_model}};
@@ -380,6 +383,9 @@ void register_eval(CLI::App& app) {
   c->add_option("--format", a->format, "formatting: built-in name or JSON file");
   c->add_option("--collab-every", a->collab_every, "tokens between collaboration checks (0 = off)");
   c->add_option("--max-context", a->max_context, "max tokens in a worker's view");
+  c->add_option("--kv-budget", a->kv_budget,
+                "tokens of the shared history the workers still read; beyond, the least attended "
+                "chunks are forgotten (0 = unlimited; CPU backend; docs/ARCHITECTURE.md)");
   c->add_flag("--lenient", a->lenient,
               "also accept numbers within 1e-4 relative and p% as p/100 (default: exact)");
   c->add_option("--python", a->python, "python for code problems (default /usr/bin/python3)");

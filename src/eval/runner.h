@@ -54,6 +54,7 @@ struct RunSpec {
   SamplingParams sampling;  ///< seed is replaced per job
   int64_t collab_every = -1;
   int64_t max_context = 0;
+  int64_t kv_budget = 0;  // ProblemRequest::kv_budget: 0 = no KV budget
 };
 
 /// One budget point of one generation.
