@@ -51,7 +51,7 @@ struct EvalArgs {
   FieldMap fields;
   std::optional<int> workers;
   int samples = 1, concurrency = 1;
-  int64_t limit = 0, collab_every = -1, max_context = 0, kv_budget = 0;
+  int64_t limit = 0, collab_every = -1, max_context = 0, kv_budget = 0, kv_chunk = 0;
   bool lenient = false;
   SamplingFlags sampling;
   DeviceFlags device;
@@ -154,6 +154,7 @@ void run_eval(EvalArgs a) {
   check_field(RequestField::collab_every, a.collab_every);
   check_max_context(a.max_context, 0);
   check_kv_budget(a.kv_budget, layout, sot);
+  check_field(RequestField::kv_chunk, a.kv_chunk);
   std::unique_ptr<Judge> judge;  // the optional collaboration score (judge.h)
   if (!a.judge_url.empty() || !a.judge_model.empty()) {
     if (a.method != "hogwild" || workers < 2)
@@ -217,6 +218,7 @@ void run_eval(EvalArgs a) {
   spec.collab_every = a.collab_every;
   spec.max_context = a.max_context;
   spec.kv_budget = a.kv_budget;
+  spec.kv_chunk = a.kv_chunk;
 
   ScoreOptions so;
   if (a.lenient) {
@@ -249,6 +251,7 @@ void run_eval(EvalArgs a) {
                  {"collab_every", a.collab_every},
                  {"max_context", a.max_context},
                  {"kv_budget", a.kv_budget},
+                 {"kv_chunk", a.kv_chunk},
                  {"lenient", a.lenient},
                  {"note", data.note}};
   if (judge) config["judge"] = {{"url", a.judge_url}, {"model", a.judge_model}};
@@ -386,6 +389,8 @@ void register_eval(CLI::App& app) {
   c->add_option("--kv-budget", a->kv_budget,
                 "tokens of the shared history the workers still read; beyond, the least attended "
                 "chunks are forgotten (0 = unlimited; CPU backend; docs/ARCHITECTURE.md)");
+  c->add_option("--kv-chunk", a->kv_chunk,
+                "with --kv-budget: tokens forgotten together, aligned in the history (0 = 16)");
   c->add_flag("--lenient", a->lenient,
               "also accept numbers within 1e-4 relative and p% as p/100 (default: exact)");
   c->add_option("--python", a->python, "python for code problems (default /usr/bin/python3)");

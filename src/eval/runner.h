@@ -55,6 +55,7 @@ struct RunSpec {
   int64_t collab_every = -1;
   int64_t max_context = 0;
   int64_t kv_budget = 0;  // ProblemRequest::kv_budget: 0 = no KV budget
+  int64_t kv_chunk = 0;   // ProblemRequest::kv_chunk: 0 = the default
 };
 
 /// One budget point of one generation.
