@@ -9,6 +9,7 @@
 #include "cpu/moe.h"
 #include "cpu/ops.h"
 #include "cpu/parallel.h"
+#include "cpu/skinny.h"
 #include "sampling/row_draw.h"
 
 namespace hogwild::cpu {
@@ -351,14 +352,22 @@ void CpuBackend::attention(const ForwardBatch& batch, const ForwardPlan& plan, i
           rotate_row(t, oc.offset);
           const float* qt = qr + (t - t0) * group * hd;
           const float* kb = blocks_[sb].k[layer * nkv + g].data();
+          // The dots as attn_partial takes them (skinny_dots, 64 keys by up to 16 heads).
           for_kept(sb, n_vis, [&](int64_t s, int64_t e) {
-            for (int64_t j = s; j < e; ++j)
-              for (int64_t i = 0; i < group; ++i) {
-                const AttnState& st = acc[(t - t0) * group + i];
-                float dot = 0;
-                for (int64_t d = 0; d < hd; ++d) dot += qt[i * hd + d] * kb[j * hd + d];
-                best[j] = std::max(best[j], std::exp(dot * scale - st.m) / st.d);
+            float w[16 * 64];
+            for (int64_t h0 = 0; h0 < group; h0 += 16) {
+              const int64_t nq = std::min<int64_t>(16, group - h0);
+              for (int64_t j0 = s; j0 < e; j0 += 64) {
+                const int64_t nk = std::min<int64_t>(64, e - j0);
+                skinny_dots({qt + h0 * hd, nq, hd, kb + j0 * hd, hd, nullptr, w, 64}, nk);
+                for (int64_t i = 0; i < nq; ++i) {
+                  const AttnState& st = acc[(t - t0) * group + h0 + i];
+                  for (int64_t j = 0; j < nk; ++j)
+                    best[j0 + j] =
+                        std::max(best[j0 + j], std::exp(w[i * 64 + j] * scale - st.m) / st.d);
+                }
               }
+            }
           });
         }
       }
