@@ -464,11 +464,13 @@ TEST(RunKvBudget, CollaboratingModelForgetsAndRecordsIt) {
       "What is the sum of the answers to all parts?";
   const std::string pfile = tmp("kv_problem.txt");
   std::ofstream(pfile) << problem;
+  std::string out;  // the last run's stdout (the summary)
   auto go = [&](const std::string& extra, const std::string& name) {
     const std::string j = tmp(name + ".json");
     const Cli c = run("run --device cpu -m " + collab + " -w 4 --greedy --no-live --json " + j +
                       " " + extra + " -f " + pfile);
     EXPECT_EQ(c.rc, 0) << c.err;
+    out = c.out;
     return json::parse(slurp(j));
   };
   auto ids = [](const json& doc) {
@@ -500,6 +502,14 @@ TEST(RunKvBudget, CollaboratingModelForgetsAndRecordsIt) {
     }
     EXPECT_EQ(f["kept"].get<int64_t>(), f["history_len"].get<int64_t>() - total);
   }
+  const json& last = small["forgotten"].back();
+  const size_t times = small["forgotten"].size();
+  const std::string summary =
+      "kv budget: " + std::to_string(total) + " history tokens forgotten (" +
+      std::to_string(times) + (times == 1 ? " time); " : " times); ") +
+      std::to_string(last["kept"].get<int64_t>()) + " of " +
+      std::to_string(last["history_len"].get<int64_t>()) + " still read at the end";
+  EXPECT_NE(out.find(summary), std::string::npos) << out;
   // The view dump: one forget line per transcript entry, and after each, the serial steps'
   // "gaps" hold every range forgotten so far.
   std::ifstream in(views);
