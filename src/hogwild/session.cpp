@@ -16,6 +16,38 @@
 
 namespace hogwild {
 
+// Index of the first token of the last sentence of a finished step's tokens: the token after the
+// last sentence end ('.', '!' or '?' followed by white space) that comes before the step's own
+// final one; tokens.size() (nothing) when the step is one sentence. After a step's working, its
+// last sentence is usually its conclusion (a part's result), which later steps read: the KV
+// budget keeps it (docs/ARCHITECTURE.md §11).
+namespace {
+int64_t last_sentence_start(const TextCodec& codec, const std::vector<int32_t>& tokens) {
+  std::string text;
+  std::vector<size_t> starts;  // byte offset of each token
+  for (int32_t t : tokens) {
+    starts.push_back(text.size());
+    text += codec.token_bytes(t);
+  }
+  size_t end = text.find_last_not_of(" \t\r\n");  // the final sentence's end
+  const int64_t none = static_cast<int64_t>(tokens.size());
+  if (end == std::string::npos || end == 0) return none;
+  size_t cut = std::string::npos;  // the byte after the previous sentence end
+  for (size_t i = end; i-- > 0;) {
+    const char c = text[i];
+    if ((c == '.' || c == '!' || c == '?') && i + 1 < text.size() &&
+        (text[i + 1] == ' ' || text[i + 1] == '\n')) {
+      cut = i + 1;
+      break;
+    }
+  }
+  if (cut == std::string::npos) return none;
+  // The token holding byte `cut` (its sentence's first byte or the white space before it).
+  const auto it = std::upper_bound(starts.begin(), starts.end(), cut);
+  return static_cast<int64_t>(it - starts.begin()) - 1;
+}
+}  // namespace
+
 Session::Session(Backend& backend, const TextCodec& codec, const Formatting& formatting,
                  SessionOptions options, TokenPicker& picker)
     : be_(backend), codec_(codec), fmt_(formatting), opt_(std::move(options)), picker_(picker) {
@@ -428,6 +460,11 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
     const int64_t at = static_cast<int64_t>(block_tokens_[history_].size());
     if (static_cast<size_t>(b) < opening_len_.size() && opening_len_[b] > 0)
       protected_.push_back({at, at + opening_len_[b]});  // the step's header (its opening)
+    if (opt_.kv.budget > 0) {  // the step's conclusion: the last of its sentences
+      const int64_t from = last_sentence_start(codec_, block_tokens_[b]);
+      const int64_t len = static_cast<int64_t>(block_tokens_[b].size());
+      if (from < len) protected_.push_back({at + from, at + len});
+    }
     be_.append_block(history_, b);
     auto& h = block_tokens_[history_];
     h.insert(h.end(), block_tokens_[b].begin(), block_tokens_[b].end());

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
 #include "model/make_model.h"
@@ -445,7 +446,8 @@ TEST_F(RunEndToEnd, HelpShowsDefaults) {
 // The KV budget on the collaborating model (models/packs-collab, four workers, greedy, the demo's
 // problem): a budget above the run changes no token; a budget below it forgets parts of the
 // history that the transcript and the view dump record (ranges past the prompt, their text in the
-// history, each forward's gaps the union of what was forgotten before it).
+// history, no step's conclusion among them, each forward's gaps the union of what was forgotten
+// before it, the summary line).
 TEST(RunKvBudget, CollaboratingModelForgetsAndRecordsIt) {
   const std::string collab = HOGWILD_SOURCE_DIR "/models/packs-collab";
   if (!fs::exists(kBin)) GTEST_SKIP() << "hogwild not built";
@@ -498,6 +500,9 @@ TEST(RunKvBudget, CollaboratingModelForgetsAndRecordsIt) {
       EXPECT_EQ(e - b, 16);  // the default chunk
       EXPECT_EQ(b % 16, 0);
       EXPECT_NE(history.find(r["text"].get<std::string>()), std::string::npos) << r["text"];
+      // A step's conclusion (its last sentence: "Part 2 = 183.") is kept.
+      EXPECT_FALSE(std::regex_search(r["text"].get<std::string>(), std::regex("Part [0-9]+ =")))
+          << r["text"];
       total += e - b;
     }
     EXPECT_EQ(f["kept"].get<int64_t>(), f["history_len"].get<int64_t>() - total);

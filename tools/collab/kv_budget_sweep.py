@@ -3,8 +3,9 @@
 
 Runs `hogwild run` on held-out packs (models/packs-collab, greedy, CPU): first without a budget,
 then with --kv-budget = prompt + max(128, f x the tokens the unbounded run generated) for each
-fraction f, and writes one JSON object: per setting, the accuracy, the mean tokens forgotten and
-the mean serial steps.
+fraction f, and writes one JSON object: per setting, the accuracy, the mean tokens forgotten, the
+runs that forgot and of those the runs whose history was within the budget after the last
+forgetting (the rest ran out of tokens that may go), and the mean serial steps.
 
   tools/collab/kv_budget_sweep.py --bin build/hogwild --count 20 --out sweep.json
 """
@@ -62,13 +63,19 @@ def main():
                 extra += ["--kv-chunk", str(a.chunk)]
             r = run(a.bin, a.model, p["problem"], a.workers, extra, path)
             forgotten = sum(x["end"] - x["begin"] for e in r["forgotten"] for x in e["ranges"])
+            last = r["forgotten"][-1] if r["forgotten"] else None
             settings[f"{f:g}"].append({"id": p["id"], "right": str(r["answer"]) == str(p["answer"]),
                                        "budget": budget, "forgotten": forgotten,
+                                       "kept": last["kept"] if last else None,
+                                       # None: nothing was forgotten (no event says the length)
+                                       "met": last["kept"] <= budget if last else None,
                                        "serial_steps": r["stats"]["serial_steps"]})
     summary = {}
     for name, rows in settings.items():
         n = len(rows)
         summary[name] = {"accuracy": sum(r["right"] for r in rows) / n,
+                         "runs_that_forgot": sum(r.get("met") is not None for r in rows),
+                         "budget_met": sum(r.get("met") is True for r in rows),
                          "mean_forgotten": sum(r["forgotten"] for r in rows) / n,
                          "mean_serial_steps": sum(r["serial_steps"] for r in rows) / n}
     out = {"model": a.model, "k": a.k, "seed": a.seed, "count": a.count, "workers": a.workers,
