@@ -10,8 +10,9 @@
 // `window` serial steps (the max over workers: a token any worker reads must stay). The history
 // is cut into fixed chunks of `chunk` tokens at block-local indices [i * chunk, (i + 1) * chunk);
 // a chunk's score is the largest score of its tokens. Chunks that touch a protected range (the
-// prompt with its rules, each finished step's opening text — its step header —, notes) or the
-// last `recent` tokens are never forgotten; of the others, the lowest scores go first (ties: the
+// prompt with its rules, each finished step's opening text — its step header — and its last
+// sentence when it has several — its conclusion —, notes; the session lists them) or the last
+// `recent` tokens are never forgotten; of the others, the lowest scores go first (ties: the
 // older chunk first) until the tokens still read fit the budget.
 #pragma once
 
