@@ -71,7 +71,7 @@ struct BudgetPoint {
 struct Generation {
   std::vector<BudgetPoint> points;            ///< one per RunSpec::budgets entry, in order
   StopReason stop_reason = StopReason::none;  ///< SessionResult::stop_reason, or error
-  std::string error;  ///< the engine's error for this session ("" when none)
+  std::string error;  ///< the engine's error for this problem's run ("" when none)
   /// false: the run could not start or failed (error is set: a prompt beyond the context, ...).
   /// Such a run has no answer to score: its result lines say "started": false, "correct": null.
   bool started = true;
