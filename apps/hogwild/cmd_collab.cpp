@@ -166,9 +166,9 @@ void show(ShowArgs a) {
     std::printf("[unfinished, %s] %s\n", m.fmt.worker_name(static_cast<int>(w)).c_str(),
                 t.result.unfinished[w].c_str());
   std::printf("\nstop: %s, answer %s (expected %lld), serial steps %lld, examples %zu\n",
-              t.result.stop_reason.c_str(), t.result.answer.value_or("-").c_str(),
-              static_cast<long long>(t.pack.total), static_cast<long long>(t.result.serial_steps),
-              t.examples.size());
+              std::string(stop_reason_name(t.result.stop_reason)).c_str(),
+              t.result.answer.value_or("-").c_str(), static_cast<long long>(t.pack.total),
+              static_cast<long long>(t.result.serial_steps), t.examples.size());
 }
 
 }  // namespace

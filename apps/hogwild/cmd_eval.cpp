@@ -104,7 +104,7 @@ std::vector<json> result_lines(const RunSpec& spec, const Problem& p, ProblemKin
               {"tokens_per_worker", pt.tokens_per_worker},
               {"serial_steps", pt.serial_steps},
               {"answer_source", pt.source},
-              {"stop_reason", g.stop_reason},
+              {"stop_reason", stop_reason_name(g.stop_reason)},
               {"cut", pt.cut},
               {"wall_seconds", g.wall_seconds}};
     if (!g.started) {
@@ -124,72 +124,85 @@ std::vector<json> result_lines(const RunSpec& spec, const Problem& p, ProblemKin
   return lines;
 }
 
-void run_eval(EvalArgs a) {
-  std::error_code ec;
-  const uint64_t seed = resolve_seed(a.sampling.seed);  // -1: a random one, recorded below
-  // Arguments first: every check before a model or dataset loads.
+/// What the flags alone decide (method, workers, budgets, layout), checked before a model or a
+/// dataset loads. Throws hogwild::Error on the first bad flag.
+struct EvalPlan {
+  int workers = 1;
+  std::vector<int64_t> budgets;
+  Layout layout = Layout::combined;
+  bool vote = false, sot = false;  // self-consistency, Skeleton-of-Thought
+};
+
+EvalPlan check_eval_flags(const EvalArgs& a) {
   if (a.out.empty()) fail("--out DIR is required: the folder for results, transcripts and plots");
   if (a.method != "hogwild" && a.method != "single" && a.method != "self-consistency" &&
       a.method != "sot")
     fail("--method '{}' is unknown; use hogwild, single, self-consistency or sot", a.method);
   if (a.method == "single" && a.workers && *a.workers != 1)
     fail("--method single runs one worker; drop -w {} or use --method hogwild", *a.workers);
-  const int workers = a.method == "single" ? 1 : a.workers.value_or(2);
-  const std::vector<int64_t> budgets = parse_budget_list(a.budgets);
+  EvalPlan plan;
+  plan.workers = a.method == "single" ? 1 : a.workers.value_or(2);
+  plan.budgets = parse_budget_list(a.budgets);
   if (a.samples < 1) fail("--samples must be >= 1");
   if (a.concurrency < 1) fail("--concurrency must be >= 1 sessions");
   if (a.limit < 0) fail("--limit must be >= 0 problems (0 = all)");
   if (a.compat != "none" && a.compat != "paper") fail("--compat '{}': use none or paper", a.compat);
-  const bool vote = a.method == "self-consistency", sot = a.method == "sot";
+  plan.vote = a.method == "self-consistency";
+  plan.sot = a.method == "sot";
+  const bool independent = plan.vote || plan.sot;
   // Self-consistency and Skeleton-of-Thought run on the independent layout (runner.h).
-  Layout layout = parse_layout(a.layout);
-  if ((vote || sot) && a.layout != "combined" && layout != Layout::independent)
+  plan.layout = parse_layout(a.layout);
+  if (independent && a.layout != "combined" && plan.layout != Layout::independent)
     fail("--method {} runs on the independent layout; drop --layout {}", a.method, a.layout);
-  if (!vote && !sot && layout == Layout::independent)
+  if (!independent && plan.layout == Layout::independent)
     fail("--layout independent is --method self-consistency (workers that vote)");
-  if (vote || sot) layout = Layout::independent;
+  if (independent) plan.layout = Layout::independent;
   // The ranges of hogwild/request_check.h, before a model or dataset loads.
-  if (vote || sot) check_workers(workers, layout, sot, Formatting{});
-  check_snapshots(budgets, 0);
+  if (independent) check_workers(plan.workers, plan.layout, plan.sot, Formatting{});
+  check_snapshots(plan.budgets, 0);
   check_field(RequestField::collab_every, a.collab_every);
   check_max_context(a.max_context, 0);
-  check_kv_budget(a.kv_budget, layout, sot);
+  check_kv_budget(a.kv_budget, plan.layout, plan.sot);
   check_field(RequestField::kv_chunk, a.kv_chunk);
-  std::unique_ptr<Judge> judge;  // the optional collaboration score (judge.h)
-  if (!a.judge_url.empty() || !a.judge_model.empty()) {
-    if (a.method != "hogwild" || workers < 2)
-      fail(
-          "--judge-url scores how hogwild workers work together; use it with --method hogwild and "
-          "-w 2 or more");
-    if (a.judge_url.empty()) fail("--judge-model needs --judge-url: the endpoint serving it");
-    JudgeOptions jo;
-    jo.url = a.judge_url;
-    jo.model = a.judge_model;
-    if (const char* key = std::getenv("HOGWILD_JUDGE_API_KEY")) jo.api_key = key;
-    judge = std::make_unique<Judge>(jo);
-  }
-  if (a.model_dir.empty() || !fs::is_directory(a.model_dir, ec))
-    fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
-  // Sampling against the table, as run checks it: a value out of range would otherwise reach
-  // every problem's request once the model has loaded, each written as a run that did not start.
-  check_sampling(sampling_params(a.sampling, load_generation_config(a.model_dir), seed));
+  return plan;
+}
 
+/// The optional collaboration score (judge.h): nullptr without --judge-url / --judge-model.
+/// Throws hogwild::Error when the method cannot be judged or the endpoint is missing.
+std::unique_ptr<Judge> make_judge(const EvalArgs& a, int workers) {
+  if (a.judge_url.empty() && a.judge_model.empty()) return nullptr;
+  if (a.method != "hogwild" || workers < 2)
+    fail(
+        "--judge-url scores how hogwild workers work together; use it with --method hogwild and "
+        "-w 2 or more");
+  if (a.judge_url.empty()) fail("--judge-model needs --judge-url: the endpoint serving it");
+  JudgeOptions jo;
+  jo.url = a.judge_url;
+  jo.model = a.judge_model;
+  if (const char* key = std::getenv("HOGWILD_JUDGE_API_KEY")) jo.api_key = key;
+  return std::make_unique<Judge>(jo);
+}
+
+/// The dataset of --dataset: a built-in name (`named`, read from the datasets folder) or a
+/// JSONL path with --question-field and friends.
+Dataset load_eval_dataset(const EvalArgs& a, uint64_t seed, bool named) {
   DatasetOptions dopt;
   dopt.name_or_path = a.dataset;
   dopt.fields = a.fields;
   dopt.seed = seed;
-  const bool named =
-      std::find(dataset_names().begin(), dataset_names().end(), a.dataset) != dataset_names().end();
   if (named)
     dopt.datasets_dir = find_datasets_dir(
         a.datasets_dir, {fs::path(HOGWILD_SOURCE_DIR) / ".." / "shared" / "datasets",
                          fs::current_path() / ".." / "shared" / "datasets",
                          fs::current_path() / "shared" / "datasets"});
-  const Dataset data = load_dataset(dopt);
-  size_t n = data.problems.size();
-  if (a.limit > 0) n = std::min<size_t>(n, static_cast<size_t>(a.limit));
+  return load_dataset(dopt);
+}
 
-  // Formatting (code variant for code datasets) and sampling, as `hogwild run` resolves them.
+/// What every run of the eval shares: formatting (code variant for code datasets) and sampling,
+/// as `hogwild run` resolves them. Throws hogwild::Error when the workers do not fit the
+/// formatting, the context is beyond the model's, or the formatting's answer kind is not the
+/// dataset's.
+RunSpec make_run_spec(const EvalArgs& a, const EvalPlan& plan, const Dataset& data, uint64_t seed) {
   std::unique_ptr<chat::ChatTemplate> tmpl;
   try {
     tmpl = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::load(a.model_dir));
@@ -199,16 +212,16 @@ void run_eval(EvalArgs a) {
       data.kind == ProblemKind::code ? AnswerKind::python : AnswerKind::boxed;
   RunSpec spec;
   spec.method = a.method;
-  spec.workers = workers;
-  spec.layout = layout;
-  spec.budgets = budgets;
+  spec.workers = plan.workers;
+  spec.layout = plan.layout;
+  spec.budgets = plan.budgets;
   spec.compat_paper = a.compat == "paper";
   spec.dataset = data.name;
   spec.format_ref = !a.format.empty() ? a.format
                                       : model_formatting_ref(
                                             a.model_dir, tmpl ? tmpl->source() : "", answer_kind);
   spec.formatting = resolve_formatting(spec.format_ref);
-  check_workers(workers, layout, sot, spec.formatting);
+  check_workers(plan.workers, plan.layout, plan.sot, spec.formatting);
   check_max_context(a.max_context, load_model_config(a.model_dir).max_position_embeddings);
   spec.kind = data.kind;
   if (spec.formatting.answer.kind != answer_kind)
@@ -219,23 +232,22 @@ void run_eval(EvalArgs a) {
   spec.max_context = a.max_context;
   spec.kv_budget = a.kv_budget;
   spec.kv_chunk = a.kv_chunk;
+  return spec;
+}
 
-  ScoreOptions so;
-  if (a.lenient) {
-    so.math.rel_tolerance = 1e-4;
-    so.math.percent_scaled = true;
-  }
-  so.math.digits_only = spec.compat_paper && data.name == "limo";
-
+/// The result folder's config.json: everything that makes two evals comparable (a rerun into
+/// the folder must match it, results.h).
+json eval_config(const EvalArgs& a, const RunSpec& spec, const Dataset& data, uint64_t seed,
+                 bool named, bool judged) {
   const SamplingParams& sp = spec.sampling;
   json config = {{"model", fs::absolute(a.model_dir).lexically_normal().string()},
                  {"model_config", fnv_hex(read_text(fs::path(a.model_dir) / "config.json"))},
                  {"dataset", data.name},
                  {"kind", kind_name(data.kind)},
                  {"method", a.method},
-                 {"workers", workers},
-                 {"layout", layout_name(layout)},
-                 {"budgets", budgets},
+                 {"workers", spec.workers},
+                 {"layout", layout_name(spec.layout)},
+                 {"budgets", spec.budgets},
                  {"samples", a.samples},
                  {"seed", seed},
                  {"compat", a.compat},
@@ -254,17 +266,113 @@ void run_eval(EvalArgs a) {
                  {"kv_chunk", a.kv_chunk},
                  {"lenient", a.lenient},
                  {"note", data.note}};
-  if (judge) config["judge"] = {{"url", a.judge_url}, {"model", a.judge_model}};
+  if (judged) config["judge"] = {{"url", a.judge_url}, {"model", a.judge_model}};
   if (!named)
     config["fields"] = {
         {"question", a.fields.question}, {"answer", a.fields.answer}, {"id", a.fields.id}};
-  ResultStore store(a.out, config, budgets.size());
+  return config;
+}
+
+/// The judge's collaboration score of one finished run, added to its result lines and its
+/// transcript (a run that failed is not judged: the lines say why).
+void judge_run(Judge& judge, const Problem& p, const Job& job, int workers, Generation& g,
+               std::vector<json>& lines) {
+  JudgeScore js;
+  if (g.error.empty())
+    js = judge.score(p.text, g.run_text, workers);
+  else
+    js.error = "no run to judge (" + g.error + ")";
+  if (!js.error.empty())
+    std::fprintf(stderr, "\nwarning: %s (sample %d): %s\n", p.id.c_str(), job.sample,
+                 utf8_lossy(js.error).c_str());
+  for (json& j : lines) {
+    j["collaboration_score"] = js.score ? json(*js.score) : json();
+    if (!js.error.empty()) j["judge_error"] = utf8_lossy(js.error);
+  }
+  g.transcript["judge"] = {{"score", js.score ? json(*js.score) : json()},
+                           {"reply", utf8_lossy(js.reply)},
+                           {"error", utf8_lossy(js.error)}};
+}
+
+/// Loads the model and runs `jobs` on the engine, scoring each finished run and appending its
+/// result lines and transcript to the store as it ends.
+void run_pending_jobs(const EvalArgs& a, const RunSpec& spec, const Dataset& data,
+                      const std::vector<Job>& jobs, ScoreOptions so, Judge* judge,
+                      ResultStore& store) {
+  std::unique_ptr<Sandbox> box;
+  if (data.kind == ProblemKind::code) {
+    box = std::make_unique<Sandbox>(SandboxLimits{}, a.python,
+                                    a.sandbox == "rlimits" ? "no"
+                                    : a.sandbox == "bwrap" ? "yes"
+                                                           : "auto");
+    if (std::string(box->isolation()) != "bubblewrap")
+      std::fprintf(stderr,
+                   "note: code runs with rlimits only (no bubblewrap): no network, but "
+                   "world-writable folders are writable\n");
+    so.sandbox = box.get();
+  }
+  ModelOptions mo;
+  mo.model_dir = a.model_dir;
+  mo.device = a.device.device;
+  mo.kv_tokens = a.device.max_kv_tokens;
+  std::unique_ptr<Model> model = Model::load(mo);
+  Progress progress(jobs.size(), isatty(fileno(stderr)) != 0);
+  run_jobs(
+      *model, spec, data.problems, jobs, a.concurrency,
+      [&](const Job& job, Generation&& g) {
+        const Problem& p = data.problems[job.problem];
+        if (!g.error.empty())
+          std::fprintf(stderr, "\nwarning: %s (sample %d): %s\n", p.id.c_str(), job.sample,
+                       g.error.c_str());
+        std::vector<json> lines = result_lines(spec, p, data.kind, job, g, so);
+        if (judge) judge_run(*judge, p, job, spec.workers, g, lines);
+        store.append(p.id, job.sample, lines, g.transcript);
+        progress.job_done(
+            p.id, lines.back()["correct"].is_boolean() && lines.back()["correct"].get<bool>());
+      },
+      [&](int64_t t) { progress.tokens(t); });
+  progress.finish();
+}
+
+/// Prints the summary table of `series` and writes the report files into `out`.
+void print_report(const std::string& out, const std::vector<SeriesSummary>& series) {
+  const std::string note = write_report(out, series);
+  std::printf("%s", summary_markdown(series).c_str());
+  if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
+}
+
+void run_eval(EvalArgs a) {
+  std::error_code ec;
+  const uint64_t seed = resolve_seed(a.sampling.seed);  // -1: a random one, recorded below
+  // Arguments first: every check before a model or dataset loads.
+  const EvalPlan plan = check_eval_flags(a);
+  std::unique_ptr<Judge> judge = make_judge(a, plan.workers);
+  if (a.model_dir.empty() || !fs::is_directory(a.model_dir, ec))
+    fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
+  // Sampling against the table, as run checks it: a value out of range would otherwise reach
+  // every problem's request once the model has loaded, each written as a run that did not start.
+  check_sampling(sampling_params(a.sampling, load_generation_config(a.model_dir), seed));
+
+  const bool named =
+      std::find(dataset_names().begin(), dataset_names().end(), a.dataset) != dataset_names().end();
+  const Dataset data = load_eval_dataset(a, seed, named);
+  size_t n = data.problems.size();
+  if (a.limit > 0) n = std::min<size_t>(n, static_cast<size_t>(a.limit));
+  const RunSpec spec = make_run_spec(a, plan, data, seed);
+  ScoreOptions so;
+  if (a.lenient) {
+    so.math.rel_tolerance = 1e-4;
+    so.math.percent_scaled = true;
+  }
+  so.math.digits_only = spec.compat_paper && data.name == "limo";
+
+  const json config = eval_config(a, spec, data, seed, named, judge != nullptr);
+  ResultStore store(a.out, config, plan.budgets.size());
   if (store.dropped() > 0)
     std::fprintf(stderr,
                  "note: %zu torn result lines of an interrupted run were dropped; those "
                  "problems run again\n",
                  store.dropped());
-
   std::vector<Job> jobs;
   for (size_t i = 0; i < n; ++i)
     for (int k = 0; k < a.samples; ++k)
@@ -274,62 +382,8 @@ void run_eval(EvalArgs a) {
     std::fprintf(stderr, "eval: %zu of %zu runs already in %s; running the other %zu\n",
                  n * a.samples - jobs.size(), n * static_cast<size_t>(a.samples), a.out.c_str(),
                  jobs.size());
-
-  if (!jobs.empty()) {
-    std::unique_ptr<Sandbox> box;
-    if (data.kind == ProblemKind::code) {
-      box = std::make_unique<Sandbox>(SandboxLimits{}, a.python,
-                                      a.sandbox == "rlimits" ? "no"
-                                      : a.sandbox == "bwrap" ? "yes"
-                                                             : "auto");
-      if (std::string(box->isolation()) != "bubblewrap")
-        std::fprintf(stderr,
-                     "note: code runs with rlimits only (no bubblewrap): no network, but "
-                     "world-writable folders are writable\n");
-      so.sandbox = box.get();
-    }
-    ModelOptions mo;
-    mo.model_dir = a.model_dir;
-    mo.device = a.device.device;
-    mo.kv_tokens = a.device.max_kv_tokens;
-    std::unique_ptr<Model> model = Model::load(mo);
-    Progress progress(jobs.size(), isatty(fileno(stderr)) != 0);
-    run_jobs(
-        *model, spec, data.problems, jobs, a.concurrency,
-        [&](const Job& job, Generation&& g) {
-          const Problem& p = data.problems[job.problem];
-          if (!g.error.empty())
-            std::fprintf(stderr, "\nwarning: %s (sample %d): %s\n", p.id.c_str(), job.sample,
-                         g.error.c_str());
-          std::vector<json> lines = result_lines(spec, p, data.kind, job, g, so);
-          if (judge) {
-            JudgeScore js;
-            if (g.error.empty())
-              js = judge->score(p.text, g.run_text, workers);
-            else
-              js.error = "no run to judge (" + g.error + ")";
-            if (!js.error.empty())
-              std::fprintf(stderr, "\nwarning: %s (sample %d): %s\n", p.id.c_str(), job.sample,
-                           utf8_lossy(js.error).c_str());
-            for (json& j : lines) {
-              j["collaboration_score"] = js.score ? json(*js.score) : json();
-              if (!js.error.empty()) j["judge_error"] = utf8_lossy(js.error);
-            }
-            g.transcript["judge"] = {{"score", js.score ? json(*js.score) : json()},
-                                     {"reply", utf8_lossy(js.reply)},
-                                     {"error", utf8_lossy(js.error)}};
-          }
-          store.append(p.id, job.sample, lines, g.transcript);
-          progress.job_done(
-              p.id, lines.back()["correct"].is_boolean() && lines.back()["correct"].get<bool>());
-        },
-        [&](int64_t t) { progress.tokens(t); });
-    progress.finish();
-  }
-  std::vector<SeriesSummary> series = {summarize(config, store.lines(), a.out)};
-  const std::string note = write_report(a.out, series);
-  std::printf("%s", summary_markdown(series).c_str());
-  if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
+  if (!jobs.empty()) run_pending_jobs(a, spec, data, jobs, so, judge.get(), store);
+  print_report(a.out, {summarize(config, store.lines(), a.out)});
   std::printf("\nresults: %s (results.jsonl, transcripts/, summary.md, accuracy.svg/png)\n",
               a.out.c_str());
 }
@@ -344,9 +398,7 @@ void run_report(const ReportArgs& r) {
     series.push_back(summarize(config, read_results(d), d));
   }
   const std::string out = r.out.empty() ? r.dirs[0] : r.out;
-  const std::string note = write_report(out, series);
-  std::printf("%s", summary_markdown(series).c_str());
-  if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
+  print_report(out, series);
   std::printf("\nreport: %s (summary.md, summary.json, accuracy.svg/png)\n", out.c_str());
 }
 

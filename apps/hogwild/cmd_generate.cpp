@@ -61,29 +61,18 @@ struct GenerateArgs {
 
 std::vector<int32_t> parse_ids(const std::string& s) {
   std::vector<int32_t> ids;
-  size_t i = 0;
-  while (i <= s.size()) {
-    const size_t j = std::min(s.find(',', i), s.size());
-    const std::string part = s.substr(i, j - i);
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (part.empty() || used != part.size() || v < 0 || v > INT32_MAX)
+  for (const ListPart& p : parse_whole_list(s)) {
+    if (!p.value || *p.value < 0 || *p.value > INT32_MAX)
       fail("--ids: '{}' is not a token id; give comma-separated non-negative integers like 1,2,3",
-           part);
-    ids.push_back(static_cast<int32_t>(v));
-    i = j + 1;
+           p.text);
+    ids.push_back(static_cast<int32_t>(*p.value));
   }
   return ids;
 }
 
-void run_generate(GenerateArgs a) {
-  namespace fs = std::filesystem;
-  const bool chat = a.chat || !a.chat_flags.system.empty() || !a.chat_flags.messages_path.empty();
+/// The flags that need nothing loaded: one prompt source, chat mode with text, the ranges.
+/// Throws hogwild::Error.
+void check_generate_flags(const GenerateArgs& a, bool chat) {
   const int given = !a.prompt.empty() + !a.prompt_file.empty() + !a.ids.empty() +
                     !a.chat_flags.messages_path.empty();
   if (given == 0)
@@ -96,12 +85,12 @@ void run_generate(GenerateArgs a) {
   if (a.max_new_tokens) check_field(RequestField::max_tokens, *a.max_new_tokens);
   check_field(RequestField::max_context, a.max_context);
   for (const std::string& s : a.stops) check_stop_string(s);  // core/request_fields.h
-  if (!a.prompt_file.empty())
-    a.prompt = file_or_stdin(a.prompt_file, "prompt file (-f)");
-  else
-    a.prompt = text_or_stdin(a.prompt);
-  if (a.ids.empty() && a.chat_flags.messages_path.empty() && a.prompt.empty())
-    fail("the prompt is empty; give some text with -p or -f");
+}
+
+/// The model directory's tokenizer, or nullptr when it has none and --ids needs none. Throws
+/// hogwild::Error when the directory is missing or text (a prompt, chat, --stop) needs one.
+std::unique_ptr<Tokenizer> load_generate_tokenizer(const GenerateArgs& a, bool chat) {
+  namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(a.model_dir, ec))
     fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
@@ -113,16 +102,15 @@ void run_generate(GenerateArgs a) {
          chat ? "chat mode" : "-p", a.model_dir);
   if (!a.stops.empty() && !tok)
     fail("--stop needs {}/tokenizer.json to decode the output, which is missing", a.model_dir);
+  return tok;
+}
 
-  const GenerationConfig gen = load_generation_config(a.model_dir);
-  const uint64_t seed = resolve_seed(a.sampling.seed);
-  Sampler sampler(sampling_params(a.sampling, gen, seed));
-  // The flag given decides: --ids is used as is even when the model has a tokenizer. Chat mode
-  // renders the template, which holds its own special tokens (none are added when encoding).
-  std::vector<int32_t> prompt;
-  if (!a.ids.empty()) {
-    prompt = parse_ids(a.ids);
-  } else if (chat) {
+/// The prompt's token ids. The flag given decides: --ids is used as is even when the model has a
+/// tokenizer. Chat mode renders the template, which holds its own special tokens (none are added
+/// when encoding).
+std::vector<int32_t> generate_prompt_ids(const GenerateArgs& a, bool chat, const Tokenizer* tok) {
+  if (!a.ids.empty()) return parse_ids(a.ids);
+  if (chat) {
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     if (!a.chat_flags.messages_path.empty()) {
       messages = load_messages(a.chat_flags.messages_path);
@@ -131,11 +119,17 @@ void run_generate(GenerateArgs a) {
         messages.push_back({{"role", "system"}, {"content", a.chat_flags.system}});
       messages.push_back({{"role", "user"}, {"content", a.prompt}});
     }
-    prompt = tok->encode(render_chat(a.model_dir, a.chat_flags, messages), false);
-  } else {
-    prompt = tok->encode(a.prompt, true);
+    return tok->encode(render_chat(a.model_dir, a.chat_flags, messages), false);
   }
-  const ModelConfig config = load_model_config(a.model_dir);
+  return tok->encode(a.prompt, true);
+}
+
+/// The prompt and flags against the model's config.json, before the weights load (a big model
+/// takes a while); returns the stop set. Throws hogwild::Error: --ctx-size beyond the model's
+/// context, a tokenizer larger than the vocabulary, a prompt id outside it.
+StopPolicy check_generate_model(const GenerateArgs& a, const ModelConfig& config,
+                                const GenerationConfig& gen, const Tokenizer* tok,
+                                const std::vector<int32_t>& prompt) {
   if (a.max_context > config.max_position_embeddings && config.max_position_embeddings > 0)
     fail(
         "--ctx-size {} is beyond the model's context of {} tokens (max_position_embeddings in "
@@ -147,9 +141,70 @@ void run_generate(GenerateArgs a) {
           ? std::optional<TokenizerEos>(TokenizerEos{*tok->config().eos_token, tok->eos_id()})
           : std::nullopt,
       config.eos_token_id, gen.eos_token_id, config.vocab_size, a.ignore_eos);
-  for (int32_t id : prompt)  // checked before the weights load (a big model takes a while)
+  for (int32_t id : prompt)
     if (id >= config.vocab_size)
       fail("prompt token id {} is outside the model's vocabulary [0, {})", id, config.vocab_size);
+  return stop;
+}
+
+/// What generate shows on stdout while it runs: text through the incremental detokenizer, held
+/// back while it could be the start of a stop string; ids when there is no tokenizer. Nothing is
+/// streamed with --json.
+struct GenerateStream {
+  std::unique_ptr<IncrementalDecoder> dec;
+  StopStrings shown;
+  size_t printed = 0;  // bytes of shown.text() already written
+
+  explicit GenerateStream(const std::vector<std::string>& stops) : shown(stops) {}
+
+  /// Sets o.decode_piece / o.on_token to stream into stdout (this must outlive the generation).
+  void attach(GenerateOptions& o, const Tokenizer* tok, const GenerateArgs& a) {
+    if (tok) {
+      dec = std::make_unique<IncrementalDecoder>(*tok, /*skip_special_tokens=*/!a.special);
+      o.decode_piece = [this, json = a.json](int32_t id) {
+        std::string piece = dec->push(id);
+        shown.push(piece);
+        if (!json) {
+          const size_t n = shown.safe_length();
+          if (n > printed) std::fwrite(shown.text().data() + printed, 1, n - printed, stdout);
+          printed = std::max(printed, n);
+          std::fflush(stdout);
+        }
+        return piece;
+      };
+    } else if (!a.json) {
+      o.on_token = [](int32_t id) {
+        std::printf("%d ", id);
+        std::fflush(stdout);
+      };
+    }
+  }
+
+  /// The whole text, cut at a stop string ("" without a tokenizer).
+  std::string finish() {
+    if (!dec) return {};
+    if (!shown.stopped()) shown.push(dec->flush());
+    return shown.text();
+  }
+};
+
+void run_generate(GenerateArgs a) {
+  const bool chat = a.chat || !a.chat_flags.system.empty() || !a.chat_flags.messages_path.empty();
+  check_generate_flags(a, chat);
+  if (!a.prompt_file.empty())
+    a.prompt = file_or_stdin(a.prompt_file, "prompt file (-f)");
+  else
+    a.prompt = text_or_stdin(a.prompt);
+  if (a.ids.empty() && a.chat_flags.messages_path.empty() && a.prompt.empty())
+    fail("the prompt is empty; give some text with -p or -f");
+  const std::unique_ptr<Tokenizer> tok = load_generate_tokenizer(a, chat);
+
+  const GenerationConfig gen = load_generation_config(a.model_dir);
+  const uint64_t seed = resolve_seed(a.sampling.seed);
+  Sampler sampler(sampling_params(a.sampling, gen, seed));
+  const std::vector<int32_t> prompt = generate_prompt_ids(a, chat, tok.get());
+  const ModelConfig config = load_model_config(a.model_dir);
+  const StopPolicy stop = check_generate_model(a, config, gen, tok.get(), prompt);
   const std::string dev = resolve_device(a.device, config);
   std::unique_ptr<Backend> backend_ptr =
       make_backend(a.model_dir, dev, a.device, static_cast<int64_t>(prompt.size()));
@@ -168,30 +223,8 @@ void run_generate(GenerateArgs a) {
                     "lower -n or raise --kv-tokens");
   o.stop_strings = a.stops;
 
-  // Streaming: text through the incremental detokenizer, held back while it could be the start
-  // of a stop string; ids when there is no tokenizer. Nothing is streamed with --json.
-  std::unique_ptr<IncrementalDecoder> dec;
-  StopStrings shown(a.stops);
-  size_t printed = 0;
-  if (tok) {
-    dec = std::make_unique<IncrementalDecoder>(*tok, /*skip_special_tokens=*/!a.special);
-    o.decode_piece = [&](int32_t id) {
-      std::string piece = dec->push(id);
-      shown.push(piece);
-      if (!a.json) {
-        const size_t n = shown.safe_length();
-        if (n > printed) std::fwrite(shown.text().data() + printed, 1, n - printed, stdout);
-        printed = std::max(printed, n);
-        std::fflush(stdout);
-      }
-      return piece;
-    };
-  } else if (!a.json) {
-    o.on_token = [](int32_t id) {
-      std::printf("%d ", id);
-      std::fflush(stdout);
-    };
-  }
+  GenerateStream stream(a.stops);
+  stream.attach(o, tok.get(), a);
   std::unique_ptr<NpyWriter> npy;
   if (!a.dump_logits.empty()) {
     npy = std::make_unique<NpyWriter>(a.dump_logits, cfg.vocab_size);
@@ -203,21 +236,18 @@ void run_generate(GenerateArgs a) {
   std::fprintf(stderr, "sampling: %s; stop ids: %s\n", sampler.params().describe().c_str(),
                stop.describe().c_str());
   const GenerateResult r = generate(backend, prompt, sampler, o);
-  std::string text;
-  if (tok) {
-    if (!shown.stopped()) shown.push(dec->flush());
-    text = shown.text();
-  }
+  const std::string text = stream.finish();
   if (npy) npy->close();
   if (a.json) {
-    nlohmann::json j = {
-        {"prompt_ids", prompt}, {"generated_ids", r.generated}, {"stop_reason", r.stop_reason}};
+    nlohmann::json j = {{"prompt_ids", prompt},
+                        {"generated_ids", r.generated},
+                        {"stop_reason", stop_reason_name(r.stop_reason)}};
     if (tok) set_text(j, "text", text);
     j["seed"] = seed;
     std::printf("%s\n", dump_json(j).c_str());
   } else {
-    if (tok && text.size() > printed)
-      std::fwrite(text.data() + printed, 1, text.size() - printed, stdout);
+    if (tok && text.size() > stream.printed)
+      std::fwrite(text.data() + stream.printed, 1, text.size() - stream.printed, stdout);
     std::printf("\n");
   }
   const double dec_tps = r.decode_seconds > 0 ? r.decode_forwards / r.decode_seconds : 0;
@@ -227,7 +257,7 @@ void run_generate(GenerateArgs a) {
       "tok/s; stop: %s%s\n",
       static_cast<long long>(r.prompt_tokens), r.prefill_seconds,
       r.prompt_tokens / std::max(r.prefill_seconds, 1e-9), r.generated.size(), dec_tps,
-      r.stop_reason.c_str(),
+      std::string(stop_reason_name(r.stop_reason)).c_str(),
       npy ? fmt::format("; logits ({} x {}) -> {}", npy->rows(), cfg.vocab_size, a.dump_logits)
                 .c_str()
           : "");

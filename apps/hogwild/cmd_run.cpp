@@ -79,39 +79,34 @@ std::unique_ptr<chat::ChatTemplate> load_template(const std::string& dir) {
   }
 }
 
-void run(RunArgs a) {
-  namespace fs = std::filesystem;
+namespace fs = std::filesystem;
+
+/// The output paths, the model directory and its tokenizer, checked before anything loads.
+/// Throws hogwild::Error naming the flag.
+void check_run_paths(const RunArgs& a) {
   std::error_code ec;
-  if (a.print_format && a.model_dir.empty()) {  // no model: the named (or generic) formatting
-    const Formatting f = resolve_formatting(a.format.empty() ? "generic-math" : a.format);
-    std::printf("%s\n", dump_json(f.to_json(), 2).c_str());
-    return;
-  }
-  // Argument checks first, before any weights load (the flags' own names in the messages).
   check_output_paths(a.files);
   if (a.model_dir.empty() || !fs::is_directory(a.model_dir, ec))
     fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
   if (!fs::exists(fs::path(a.model_dir) / "tokenizer.json", ec))
     fail("{}/tokenizer.json is missing; hogwild run needs the model's tokenizer", a.model_dir);
-  const Layout layout = parse_layout(a.layout);
-  auto tmpl = load_template(a.model_dir);
-  const std::string fmt_name =
-      !a.format.empty()
-          ? a.format
-          : model_formatting_ref(a.model_dir, tmpl ? tmpl->source() : "", AnswerKind::boxed);
-  const Formatting fmt = resolve_formatting(fmt_name);
-  if (a.print_format) {
-    std::printf("%s\n", dump_json(fmt.to_json(), 2).c_str());
-    return;
-  }
+}
+
+/// The problem text: the argument, stdin ("-") or -f FILE. Throws hogwild::Error when both or
+/// neither are given.
+std::string read_problem(const RunArgs& a) {
   if (!a.problem_file.empty() && !a.problem.empty())
     fail("give the problem as text or with -f FILE, not both");
-  a.problem = a.problem_file.empty() ? text_or_stdin(a.problem)
-                                     : file_or_stdin(a.problem_file, "problem file (-f)");
-  if (a.problem.find_first_not_of(" \t\r\n") == std::string::npos)
+  std::string problem = a.problem_file.empty() ? text_or_stdin(a.problem)
+                                               : file_or_stdin(a.problem_file, "problem file (-f)");
+  if (problem.find_first_not_of(" \t\r\n") == std::string::npos)
     fail("no problem given; pass the problem text as the last argument, - for stdin, or -f FILE");
-  // The ranges and rules of hogwild/request_check.h, before any weights load (make_request
-  // checks the same again).
+  return problem;
+}
+
+/// The ranges and rules of hogwild/request_check.h, before any weights load (make_request checks
+/// the same again); returns the --snapshots serial steps. Throws hogwild::Error.
+std::vector<int64_t> check_run_ranges(const RunArgs& a, Layout layout, const Formatting& fmt) {
   check_workers(a.workers, layout, false, fmt);
   check_field(RequestField::budget, a.budget);
   check_field(RequestField::collab_every, a.collab_every);
@@ -123,17 +118,14 @@ void run(RunArgs a) {
       a.snapshots.empty() ? std::vector<int64_t>{} : parse_step_list(a.snapshots, "--snapshots");
   check_snapshots(snapshots, a.budget);
   check_sampling(sampling_params(a.sampling, load_generation_config(a.model_dir), 0));
-  const ModelConfig config = load_model_config(a.model_dir);
-  check_max_context(a.max_context, config.max_position_embeddings);
-  // Output files are opened before the weights load, so a bad path fails at once.
-  RunFiles files(a.files, config.vocab_size);
+  return snapshots;
+}
 
-  // The library does the rest: the model, the request, the engine (src/engine).
-  ModelOptions mo;
-  mo.model_dir = a.model_dir;
-  mo.device = a.device.device;
-  mo.kv_tokens = a.device.max_kv_tokens;
-  std::unique_ptr<Model> model = Model::load(mo);
+/// The session request of the run (engine/request.h make_request) with the CLI's own settings:
+/// --ignore-eos (EOS never sampled, as llama.cpp) and --n-predict.
+SessionRequest make_run_request(const Model& model, const RunArgs& a, Layout layout,
+                                const std::string& fmt_name, const std::vector<int64_t>& snapshots,
+                                uint64_t seed) {
   ProblemRequest pr;
   pr.problem = a.problem;
   pr.formatting = fmt_name;
@@ -145,29 +137,23 @@ void run(RunArgs a) {
   pr.max_context = a.max_context;
   pr.kv_budget = a.kv_budget;
   pr.kv_chunk = a.kv_chunk;
-  const uint64_t seed = resolve_seed(a.sampling.seed);
-  pr.sampling = sampling_params(a.sampling, model->generation_config(), seed);
-  SessionRequest req = make_request(*model, pr);
+  pr.sampling = sampling_params(a.sampling, model.generation_config(), seed);
+  SessionRequest req = make_request(model, pr);
   if (a.ignore_eos) req.formatting.forbidden.eos = true;  // llama.cpp: EOS is never sampled
-  StopSignals signals;
-  req.options.interrupt = signals.flag();
   req.options.max_tokens_per_worker = a.n_predict;
-  req.options.keep_logits = files.keep_logits();
-  const SamplingParams sp = req.sampling;
-  StopPolicy stop = model->stop_policy();
-  stop.ignore_eos = a.ignore_eos;
+  return req;
+}
 
-  // Independent workers all write under the first name: labelled "sample k", as eval does.
-  std::vector<std::string> names;
-  for (int w = 0; w < a.workers; ++w)
-    names.push_back(layout == Layout::independent ? fmt::format("sample {}", w + 1)
-                                                  : fmt.worker_name(w));
-  std::FILE* view_out = files.uses_stdout() ? stderr : stdout;
+/// How the live view shows the run on `view_out`: its mode (terminal or status line), the
+/// settings lines and the warnings (also printed to stderr here).
+LiveViewOptions run_view_options(const RunArgs& a, const SessionRequest& req,
+                                 const StopPolicy& stop, size_t n_snapshots, std::FILE* view_out) {
+  const SamplingParams& sp = req.sampling;
   LiveViewOptions vo =
       live_view_mode(isatty(fileno(view_out)) != 0, isatty(fileno(stderr)) != 0,
                      std::getenv("TERM"), std::getenv("NO_COLOR"), a.no_live, stderr);
   vo.budget = a.budget;
-  vo.n_snapshots = static_cast<int>(snapshots.size());
+  vo.n_snapshots = static_cast<int>(n_snapshots);
   vo.settings = {
       "sampling: " + sp.describe() + (a.workers > 1 && !sp.greedy() ? " (worker w: seed + w)" : ""),
       "EOS ids: " + stop.describe() +
@@ -176,19 +162,22 @@ void run(RunArgs a) {
                                           : "; a worker that samples one stops")};
   if (auto w = same_text_warning(sp, req.formatting, a.workers)) vo.warnings.push_back(*w);
   for (const std::string& w : vo.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  LiveView view(view_out, names, vo);
-  MultiObserver obs;
-  obs.add(&view);
-  obs.add(files.observer());
-  req.observer = &obs;
+  return vo;
+}
+
+/// The transcript's header (run_files.h): the model, the device, the options and the prompt ids.
+nlohmann::json run_header(const RunArgs& a, const Model& model, const SessionRequest& req,
+                          Layout layout, const std::vector<int64_t>& snapshots,
+                          const std::string& formatting_name, uint64_t seed) {
+  const SamplingParams& sp = req.sampling;
   nlohmann::json header = {{"model", a.model_dir},
-                           {"device", model->device()},
+                           {"device", model.device()},
                            {"options",
                             {{"workers", a.workers},
                              {"layout", layout_name(layout)},
                              {"budget", a.budget},
                              {"snapshots", snapshots},
-                             {"formatting", fmt.name},
+                             {"formatting", formatting_name},
                              {"seed", seed},
                              {"max_context", a.max_context},
                              {"kv_budget", a.kv_budget},
@@ -204,6 +193,61 @@ void run(RunArgs a) {
                                {"repetition_penalty", sp.repetition_penalty}}}}},
                            {"prompt_ids", req.prompt}};
   set_text(header["options"], "problem", a.problem);
+  return header;
+}
+
+void run(RunArgs a) {
+  if (a.print_format && a.model_dir.empty()) {  // no model: the named (or generic) formatting
+    const Formatting f = resolve_formatting(a.format.empty() ? "generic-math" : a.format);
+    std::printf("%s\n", dump_json(f.to_json(), 2).c_str());
+    return;
+  }
+  // Argument checks first, before any weights load (the flags' own names in the messages).
+  check_run_paths(a);
+  const Layout layout = parse_layout(a.layout);
+  auto tmpl = load_template(a.model_dir);
+  const std::string fmt_name =
+      !a.format.empty()
+          ? a.format
+          : model_formatting_ref(a.model_dir, tmpl ? tmpl->source() : "", AnswerKind::boxed);
+  const Formatting fmt = resolve_formatting(fmt_name);
+  if (a.print_format) {
+    std::printf("%s\n", dump_json(fmt.to_json(), 2).c_str());
+    return;
+  }
+  a.problem = read_problem(a);
+  const std::vector<int64_t> snapshots = check_run_ranges(a, layout, fmt);
+  const ModelConfig config = load_model_config(a.model_dir);
+  check_max_context(a.max_context, config.max_position_embeddings);
+  // Output files are opened before the weights load, so a bad path fails at once.
+  RunFiles files(a.files, config.vocab_size);
+
+  // The library does the rest: the model, the request, the engine (src/engine).
+  ModelOptions mo;
+  mo.model_dir = a.model_dir;
+  mo.device = a.device.device;
+  mo.kv_tokens = a.device.max_kv_tokens;
+  std::unique_ptr<Model> model = Model::load(mo);
+  const uint64_t seed = resolve_seed(a.sampling.seed);
+  SessionRequest req = make_run_request(*model, a, layout, fmt_name, snapshots, seed);
+  StopSignals signals;
+  req.options.interrupt = signals.flag();
+  req.options.keep_logits = files.keep_logits();
+  StopPolicy stop = model->stop_policy();
+  stop.ignore_eos = a.ignore_eos;
+
+  // Independent workers all write under the first name: labelled "sample k", as eval does.
+  std::vector<std::string> names;
+  for (int w = 0; w < a.workers; ++w)
+    names.push_back(layout == Layout::independent ? fmt::format("sample {}", w + 1)
+                                                  : fmt.worker_name(w));
+  std::FILE* view_out = files.uses_stdout() ? stderr : stdout;
+  LiveView view(view_out, names, run_view_options(a, req, stop, snapshots.size(), view_out));
+  MultiObserver obs;
+  obs.add(&view);
+  obs.add(files.observer());
+  req.observer = &obs;
+  nlohmann::json header = run_header(a, *model, req, layout, snapshots, fmt.name, seed);
   const Formatting used_formatting = req.formatting;
 
   // One session alone: the whole prompt in one forward.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "chat/interp.h"
 #include "chat/strings.h"
@@ -179,13 +180,21 @@ static Value py_round(Interp& in, const Expr& at, const Value& v, int64_t prec,
   return Value((method == "ceil" ? std::ceil(x * p) : std::floor(x * p)) / p);
 }
 
-Value Interp::apply_filter(const std::string& name, const Value& v, const Args& a, const Expr& at) {
-  step(at);
+// The string argument `x` (parameter `what`) of filter `name`; an error when absent or not a
+// string.
+static const std::string& string_arg(const Interp& in, const Expr& at, const std::string& name,
+                                     const Value* x, const char* what) {
+  if (!x || !x->is_string())
+    in.error(at, fmt::format("filter '{}': {} must be a string.", name, what));
+  return x->str();
+}
+
+// Any value: safe, string, tojson, default (d), length (count), pprint, attr.
+std::optional<Value> Interp::value_filter(const std::string& name, const Value& v, const Args& a,
+                                          const Expr& at) {
   auto arg = [&](size_t i, const char* n) { return a.get(i, n); };
   auto need_str = [&](const Value* x, const char* what) -> const std::string& {
-    if (!x || !x->is_string())
-      error(at, fmt::format("filter '{}': {} must be a string.", name, what));
-    return x->str();
+    return string_arg(*this, at, name, x, what);
   };
   if (name == "safe" || name == "string") return name == "safe" ? v : Value(to_str(v));
   if (name == "tojson") {
@@ -227,6 +236,23 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
       return Value(static_cast<int64_t>(std::get<NsRef>(v.v)->attrs.items.size()));
     error(at, fmt::format("object of type '{}' has no len().", type_name(v)));
   }
+  if (name == "pprint") return Value(to_repr(v));
+  if (name == "attr") {  // getattr only: a dict's keys are not attributes
+    Value r = get_attr(v, need_str(arg(0, "name"), "name"), at);
+    if (v.is_dict() && !r.is_callable()) return Value(Undefined{arg(0, "name")->str()});
+    return r;
+  }
+  return std::nullopt;
+}
+
+// Strings: trim, upper, lower, capitalize, title, escape (e, forceescape), replace, indent,
+// wordcount, center, format.
+std::optional<Value> Interp::text_filter(const std::string& name, const Value& v, const Args& a,
+                                         const Expr& at) {
+  auto arg = [&](size_t i, const char* n) { return a.get(i, n); };
+  auto need_str = [&](const Value* x, const char* what) -> const std::string& {
+    return string_arg(*this, at, name, x, what);
+  };
   if (name == "trim") {
     const Value* chars = arg(0, "chars");
     std::optional<std::string> set;
@@ -272,6 +298,28 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     }
     return Value(n);
   }
+  if (name == "center") {  // str.center(width): the odd pad goes left when width is odd
+    std::string str = to_str(v);
+    const Value* w = arg(0, "width");
+    int64_t width =
+        std::min<int64_t>(w && (w->is_int() || w->is_bool()) ? w->as_int() : 80, 1 << 20);
+    int64_t len = static_cast<int64_t>(utf8_length(str));
+    if (width <= len) return Value(str);
+    int64_t pad = width - len, left = pad / 2 + (pad & width & 1);
+    return Value(std::string(static_cast<size_t>(left), ' ') + str +
+                 std::string(static_cast<size_t>(pad - left), ' '));
+  }
+  if (name == "format") {
+    if (!v.is_string()) error(at, "filter 'format' needs a string.");
+    return Value(percent_format(*this, at, v.str(), Value(a.pos, true)));
+  }
+  return std::nullopt;
+}
+
+// Numbers: int, float, abs, round.
+std::optional<Value> Interp::number_filter(const std::string& name, const Value& v, const Args& a,
+                                           const Expr& at) {
+  auto arg = [&](size_t i, const char* n) { return a.get(i, n); };
   if (name == "int") {
     const Value* b = arg(1, "base");
     int base = b && b->is_int() ? static_cast<int>(b->as_int()) : 10;
@@ -297,46 +345,13 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     return py_round(*this, at, v, p && p->is_int() ? p->as_int() : 0,
                     m && m->is_string() ? m->str() : "common");
   }
-  if (name == "pprint") return Value(to_repr(v));
-  if (name == "center") {  // str.center(width): the odd pad goes left when width is odd
-    std::string str = to_str(v);
-    const Value* w = arg(0, "width");
-    int64_t width =
-        std::min<int64_t>(w && (w->is_int() || w->is_bool()) ? w->as_int() : 80, 1 << 20);
-    int64_t len = static_cast<int64_t>(utf8_length(str));
-    if (width <= len) return Value(str);
-    int64_t pad = width - len, left = pad / 2 + (pad & width & 1);
-    return Value(std::string(static_cast<size_t>(left), ' ') + str +
-                 std::string(static_cast<size_t>(pad - left), ' '));
-  }
-  if (name == "batch") {  // batch(linecount, fill_with=None): lists of linecount items
-    const Value* c = arg(0, "linecount");
-    if (!c || !(c->is_int() || c->is_bool()) || c->as_int() <= 0)
-      error(at, "batch needs a positive count.");
-    const Value* fill = arg(1, "fill_with");
-    size_t k = static_cast<size_t>(c->as_int());
-    List out, cur;
-    for (const Value& x : iterate(v, at)) {
-      cur.push_back(x);
-      if (cur.size() == k) out.emplace_back(std::exchange(cur, {}));
-    }
-    if (!cur.empty()) {
-      if (fill && !fill->is_none())
-        while (cur.size() < k) cur.push_back(*fill);
-      out.emplace_back(std::move(cur));
-    }
-    return Value(std::move(out));
-  }
-  if (name == "attr") {  // getattr only: a dict's keys are not attributes
-    Value r = get_attr(v, need_str(arg(0, "name"), "name"), at);
-    if (v.is_dict() && !r.is_callable()) return Value(Undefined{arg(0, "name")->str()});
-    return r;
-  }
-  if (name == "format") {
-    if (!v.is_string()) error(at, "filter 'format' needs a string.");
-    return Value(percent_format(*this, at, v.str(), Value(a.pos, true)));
-  }
-  // ---- sequence filters ----
+  return std::nullopt;
+}
+
+// Sequences: items, list, first, last, reverse, join, batch, sum.
+std::optional<Value> Interp::sequence_filter(const std::string& name, const Value& v, const Args& a,
+                                             const Expr& at) {
+  auto arg = [&](size_t i, const char* n) { return a.get(i, n); };
   if (name == "items") {
     if (v.is_undefined()) return Value(List{});
     if (!v.is_dict()) error(at, "filter 'items' needs a mapping.");
@@ -371,6 +386,39 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     }
     return Value(std::move(out));
   }
+  if (name == "batch") {  // batch(linecount, fill_with=None): lists of linecount items
+    const Value* c = arg(0, "linecount");
+    if (!c || !(c->is_int() || c->is_bool()) || c->as_int() <= 0)
+      error(at, "batch needs a positive count.");
+    const Value* fill = arg(1, "fill_with");
+    size_t k = static_cast<size_t>(c->as_int());
+    List out, cur;
+    for (const Value& x : iterate(v, at)) {
+      cur.push_back(x);
+      if (cur.size() == k) out.emplace_back(std::exchange(cur, {}));
+    }
+    if (!cur.empty()) {
+      if (fill && !fill->is_none())
+        while (cur.size() < k) cur.push_back(*fill);
+      out.emplace_back(std::move(cur));
+    }
+    return Value(std::move(out));
+  }
+  if (name == "sum") {
+    const Value* attr = arg(0, "attribute");
+    const Value* start = arg(1, "start");
+    Value acc = start ? *start : Value(int64_t{0});
+    for (const Value& x : iterate(v, at))
+      acc = eval_binary(at, "+", acc, attr ? get_attr(x, to_str(*attr), at, true) : x);
+    return acc;
+  }
+  return std::nullopt;
+}
+
+// Orders and comparisons of items: sort, dictsort, unique, min, max.
+std::optional<Value> Interp::ordering_filter(const std::string& name, const Value& v, const Args& a,
+                                             const Expr& at) {
+  auto arg = [&](size_t i, const char* n) { return a.get(i, n); };
   if (name == "sort") {
     bool cs = opt_bool(arg(1, "case_sensitive"), false);
     const Value* attr = arg(2, "attribute");
@@ -428,14 +476,13 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     }
     return items[best];
   }
-  if (name == "sum") {
-    const Value* attr = arg(0, "attribute");
-    const Value* start = arg(1, "start");
-    Value acc = start ? *start : Value(int64_t{0});
-    for (const Value& x : iterate(v, at))
-      acc = eval_binary(at, "+", acc, attr ? get_attr(x, to_str(*attr), at, true) : x);
-    return acc;
-  }
+  return std::nullopt;
+}
+
+// Filters that apply another filter, an attribute or a test to each item: map, select, reject,
+// selectattr, rejectattr.
+std::optional<Value> Interp::higher_order_filter(const std::string& name, const Value& v,
+                                                 const Args& a, const Expr& at) {
   if (name == "map") {
     List out;
     const Value* attr = nullptr;
@@ -482,6 +529,16 @@ Value Interp::apply_filter(const std::string& name, const Value& v, const Args& 
     }
     return Value(std::move(out));
   }
+  return std::nullopt;
+}
+
+// Jinja's filters (jinja2/filters.py), one family at a time; a name no family knows is an error.
+Value Interp::apply_filter(const std::string& name, const Value& v, const Args& a, const Expr& at) {
+  step(at);
+  for (auto family :
+       {&Interp::value_filter, &Interp::text_filter, &Interp::number_filter,
+        &Interp::sequence_filter, &Interp::ordering_filter, &Interp::higher_order_filter})
+    if (std::optional<Value> r = (this->*family)(name, v, a, at)) return std::move(*r);
   error(at, "unknown or unsupported filter '" + name + "'.");
 }
 

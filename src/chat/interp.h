@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,6 +58,8 @@ class Interp {
   void check_items(const Expr& at, size_t items) const;
   const Limits& limits() const { return limits_; }
   Value call(const Value& fn, Args args, const Expr& at);
+  /// Filter `name` (jinja2/filters.py) applied to `v`; an unknown filter or a bad argument is an
+  /// error (TemplateError).
   Value apply_filter(const std::string& name, const Value& v, const Args& a, const Expr& at);
   bool apply_test(const std::string& name, const Value& v, const Args& a, const Expr& at);
   Value call_method(const Value& self, const std::string& name, const Args& a, const Expr& at);
@@ -88,6 +91,20 @@ class Interp {
   Args eval_args(const Expr& e, size_t first, const std::shared_ptr<Scope>& scope);
   Value slice(const Value& obj, const Expr& s, const std::shared_ptr<Scope>& scope);
   Value call_macro(const Callable& m, Args args, const Expr& at, const Value* caller);
+  // The families of apply_filter (filters.cpp): each applies filter `name` to `v` when it is one
+  // of its own, else returns nullopt; errors as apply_filter's.
+  std::optional<Value> value_filter(const std::string& name, const Value& v, const Args& a,
+                                    const Expr& at);
+  std::optional<Value> text_filter(const std::string& name, const Value& v, const Args& a,
+                                   const Expr& at);
+  std::optional<Value> number_filter(const std::string& name, const Value& v, const Args& a,
+                                     const Expr& at);
+  std::optional<Value> sequence_filter(const std::string& name, const Value& v, const Args& a,
+                                       const Expr& at);
+  std::optional<Value> ordering_filter(const std::string& name, const Value& v, const Args& a,
+                                       const Expr& at);
+  std::optional<Value> higher_order_filter(const std::string& name, const Value& v, const Args& a,
+                                           const Expr& at);
   void append(std::string& out, const std::string& s, int line, int col) const;
 };
 

@@ -47,7 +47,7 @@ Trace run_trace(const TraceSpec& spec, const Formatting& fmt, const chat::ChatTe
   picker.attach(&session);
   session.set_observer(&picker);
   t.result = session.run(prompt);
-  t.correct = t.result.stop_reason == "answer" && t.result.answer &&
+  t.correct = t.result.stop_reason == StopReason::answer && t.result.answer &&
               *t.result.answer == std::to_string(t.pack.total);
   t.examples = std::move(picker.examples());
   t.stats = picker.stats();
@@ -165,7 +165,8 @@ GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
                          "answer %s, expected %lld\n%s\n",
                          static_cast<long long>(i), spec.k, spec.n_workers,
                          layout_name(spec.layout), static_cast<long long>(spec.collab_every),
-                         tr.result.stop_reason.c_str(), tr.result.answer.value_or("-").c_str(),
+                         std::string(stop_reason_name(tr.result.stop_reason)).c_str(),
+                         tr.result.answer.value_or("-").c_str(),
                          static_cast<long long>(tr.pack.total), tr.result.history_text.c_str());
           continue;
         }

@@ -107,7 +107,7 @@ std::vector<SessionEvent> Engine::step() {
   std::vector<SessionStep*> parts;
   auto fail_entry = [&](Entry& e, const std::string& why) {
     e.error = why;
-    e.session->cancel("error");
+    e.session->cancel(StopReason::error);
   };
   int64_t tokens = 0, prefill_chunks = 0;
   // Decoding and finishing sessions first: their rows are never held back.

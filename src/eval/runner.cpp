@@ -78,7 +78,7 @@ double since(std::chrono::steady_clock::time_point t) {
 
 Generation error_generation(const RunSpec& spec, const std::string& message) {
   Generation g;
-  g.stop_reason = "error";
+  g.stop_reason = StopReason::error;
   g.error = message;
   g.started = false;
   for (int64_t b : spec.budgets) g.points.push_back({b, std::nullopt, 0, {}, "none", false});
@@ -188,7 +188,7 @@ Generation make_vote_generation(const RunSpec& spec, const SessionResult& r,
       const WorkerResult& wr = r.workers[w];
       std::optional<std::string> a = wr.answer;
       const FinisherResult* f = wr.finisher ? &*wr.finisher : nullptr;
-      if (reached && !(wr.stop_reason == "answer" && wr.serial_steps <= snaps[i])) {
+      if (reached && !(wr.stop_reason == StopReason::answer && wr.serial_steps <= snaps[i])) {
         f = nullptr;
         for (const FinisherResult& s : r.snapshots)
           if (s.serial_step == snaps[i] && s.worker == static_cast<int>(w)) f = &s;
@@ -216,7 +216,7 @@ Generation make_vote_generation(const RunSpec& spec, const SessionResult& r,
   for (const WorkerResult& wr : r.workers)
     workers.push_back(
         {{"answer", wr.answer ? nlohmann::json(utf8_lossy(*wr.answer)) : nlohmann::json()},
-         {"stop_reason", wr.stop_reason},
+         {"stop_reason", stop_reason_name(wr.stop_reason)},
          {"serial_steps", wr.serial_steps}});
   g.transcript["workers"] = std::move(workers);
   g.transcript["votes"] = std::move(votes);

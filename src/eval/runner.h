@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stop_reason.h"
 #include "engine/model.h"
 #include "eval/dataset.h"
 #include "hogwild/formatting.h"
@@ -70,9 +71,9 @@ struct BudgetPoint {
 };
 
 struct Generation {
-  std::vector<BudgetPoint> points;  ///< one per RunSpec::budgets entry, in order
-  std::string stop_reason;          ///< SessionResult::stop_reason, or "error"
-  std::string error;                ///< the engine's error for this session ("" when none)
+  std::vector<BudgetPoint> points;            ///< one per RunSpec::budgets entry, in order
+  StopReason stop_reason = StopReason::none;  ///< SessionResult::stop_reason, or error
+  std::string error;  ///< the engine's error for this problem's run ("" when none)
   /// false: the run could not start or failed (error is set: a prompt beyond the context, ...).
   /// Such a run has no answer to score: its result lines say "started": false, "correct": null.
   bool started = true;
@@ -110,7 +111,7 @@ std::vector<int64_t> snapshot_steps(const RunSpec& spec);
 /// (they share each forward; every job is one session).
 /// `done` is called on this thread as each job finishes, in finishing order; `progress` after every
 /// engine step with the tokens sampled in it. A session the engine refuses or that fails gives a
-/// Generation with stop_reason "error" and the message. Throws hogwild::Error for a bad spec
+/// Generation with stop_reason error and the message. Throws hogwild::Error for a bad spec
 /// (method, workers, budgets).
 void run_jobs(Model& model, const RunSpec& spec, const std::vector<Problem>& problems,
               const std::vector<Job>& jobs, int concurrency,

@@ -9,13 +9,13 @@
 namespace hogwild {
 
 // Worker w stops here: its last sampled token is not fed (a one-worker session would end here).
-bool Session::stop_worker(int w, const char* reason, const std::optional<std::string>& answer,
+bool Session::stop_worker(int w, StopReason reason, const std::optional<std::string>& answer,
                           StepReport& rep) {
   WorkerState& ws = workers_[w];
   ws.active = false;
   ws.feed.clear();
   WorkerResult& r = result_.workers[w];
-  r.stop_reason = answer ? "answer" : reason;
+  r.stop_reason = answer ? StopReason::answer : reason;
   r.answer = answer;
   r.serial_steps = serial_;
   if (answer) rep.answer = true;
@@ -37,7 +37,7 @@ void Session::stop_long_views() {
     ws.active = false;
     ws.feed.clear();
     WorkerResult& r = result_.workers[w];
-    r.stop_reason = "max_context";
+    r.stop_reason = StopReason::max_context;
     r.serial_steps = serial_;
   }
 }
@@ -47,7 +47,7 @@ void Session::stop_long_views() {
 void Session::finish_independent() {
   for (size_t w = 0; w < workers_.size(); ++w) {
     WorkerResult& r = result_.workers[w];
-    if (!r.stop_reason.empty()) continue;
+    if (r.stop_reason != StopReason::none) continue;
     r.stop_reason = result_.stop_reason;
     r.serial_steps = serial_;
   }
@@ -55,10 +55,10 @@ void Session::finish_independent() {
 
 // The run's answer and stop reason from its workers' (after their final finishers): the plain
 // vote over identical answer texts (eval/runner.h votes by equivalence); the workers' common stop
-// reason, or "mixed".
+// reason, or mixed.
 void Session::vote_independent() {
   std::vector<std::optional<std::string>> answers;
-  std::set<std::string> reasons;
+  std::set<StopReason> reasons;
   for (const WorkerResult& r : result_.workers) {
     answers.push_back(r.answer);
     reasons.insert(r.stop_reason);
@@ -67,8 +67,9 @@ void Session::vote_independent() {
       majority_answer(answers, [](const std::string& a, const std::string& b) { return a == b; });
   result_.answer = best >= 0 ? answers[best] : std::nullopt;
   result_.answer_worker = best;
-  if (result_.stop_reason != "interrupted" && result_.stop_reason != "cancelled")
-    result_.stop_reason = reasons.size() == 1 ? *reasons.begin() : "mixed";
+  if (result_.stop_reason != StopReason::interrupted &&
+      result_.stop_reason != StopReason::cancelled)
+    result_.stop_reason = reasons.size() == 1 ? *reasons.begin() : StopReason::mixed;
 }
 
 }  // namespace hogwild

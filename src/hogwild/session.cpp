@@ -134,7 +134,7 @@ void Session::release() {
   owned_.clear();
 }
 
-void Session::cancel(const std::string& reason) {
+void Session::cancel(StopReason reason) {
   if (phase_ == Phase::done) return;
   finishers_.clear();
   result_.stop_reason = reason;
@@ -293,13 +293,13 @@ bool Session::plan_prefill(SessionStep& step, int64_t max_prompt_tokens) {
 
 bool Session::plan_decode(SessionStep& step) {
   const int n = opt_.n_workers;
-  auto end = [&](const char* why) {
-    if (why) result_.stop_reason = why;
+  auto end = [&](StopReason why) {  // none: keep the reason already set
+    if (why != StopReason::none) result_.stop_reason = why;
     end_decoding();
     return false;
   };
-  if (opt_.interrupt && opt_.interrupt->load()) return end("interrupted");
-  if (opt_.budget > 0 && serial_ >= opt_.budget) return end("budget");
+  if (opt_.interrupt && opt_.interrupt->load()) return end(StopReason::interrupted);
+  if (opt_.budget > 0 && serial_ >= opt_.budget) return end(StopReason::budget);
   if (independent()) stop_long_views();
   ForwardBatch& batch = step.batch;
   for (int w = 0; w < n; ++w) {
@@ -315,7 +315,7 @@ bool Session::plan_decode(SessionStep& step) {
   if (step.rows.empty()) {
     step.batch = ForwardBatch{};
     step.fed.clear();
-    return end(result_.stop_reason.empty() ? "eos" : nullptr);
+    return end(result_.stop_reason == StopReason::none ? StopReason::eos : StopReason::none);
   }
   batch.views = build_views(layout_state());
   if (opt_.kv.budget > 0) batch.score_blocks = {history_};  // what the workers read of it
@@ -360,7 +360,7 @@ bool Session::plan_decode(SessionStep& step) {
     step.batch = ForwardBatch{};
     step.fed.clear();
     step.rows.clear();
-    return end("max_context");
+    return end(StopReason::max_context);
   }
   // The one sampling contract when the picker describes every row (all or none).
   if (opt_.device_sampling) {
@@ -429,7 +429,7 @@ void Session::complete_prefill(SessionStep& step, StepReport& rep) {
     if (workers_[w].active && workers_[w].feed.empty())
       stop = on_sampled(w, sample(w, step.logits.data()), rep);
   if (stop) {
-    result_.stop_reason = "answer";
+    result_.stop_reason = StopReason::answer;
     stop_ = true;
     advance();
   }
@@ -505,12 +505,12 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
       stop = on_sampled(step.rows[r], t, rep);
   }
   if (stop) {
-    result_.stop_reason = "answer";
+    result_.stop_reason = StopReason::answer;
     stop_ = true;
   }
   if (!stop && opt_.max_tokens_per_worker > 0 &&
       std::none_of(workers_.begin(), workers_.end(), [](auto& w) { return w.active; }))
-    result_.stop_reason = "max_tokens";
+    result_.stop_reason = StopReason::max_tokens;
   advance();
 }
 
@@ -529,7 +529,7 @@ void Session::end_decoding() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start_).count() -
       result_.finisher_seconds;
   if (independent()) finish_independent();
-  if (!result_.answer && result_.stop_reason != "interrupted") {
+  if (!result_.answer && result_.stop_reason != StopReason::interrupted) {
     begin_finisher(serial_, true);
     return;
   }
@@ -627,7 +627,7 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
     rep.steps_finished += 1;
     if (obs_) obs_->on_step_end(w, ws.step, ws.step_bytes, answer);
     if (sot_ == SotPhase::expand) return sot_expansion_end(w);
-    if (independent()) return stop_worker(w, "eos", answer, rep);
+    if (independent()) return stop_worker(w, StopReason::eos, answer, rep);
     if (answer && opt_.stop_on_answer) {
       result_.answer = answer;
       result_.answer_worker = w;
@@ -644,7 +644,7 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
   if (opt_.max_tokens_per_worker > 0 && ws.generated >= opt_.max_tokens_per_worker) {
     ws.active = false;
     ws.feed.clear();  // the worker stops; its last token is not fed (as after EOS)
-    if (independent()) return stop_worker(w, "max_tokens", std::nullopt, rep);
+    if (independent()) return stop_worker(w, StopReason::max_tokens, std::nullopt, rep);
     if (sot_ == SotPhase::expand) return sot_expansion_end(w);
     return false;
   }
@@ -653,7 +653,8 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
   rep.steps_finished += 1;
   if (obs_) obs_->on_step_end(w, ws.step, ws.step_bytes, answer);
   if (sot_ == SotPhase::expand) return sot_expansion_end(w);
-  if (independent() && answer && opt_.stop_on_answer) return stop_worker(w, "answer", answer, rep);
+  if (independent() && answer && opt_.stop_on_answer)
+    return stop_worker(w, StopReason::answer, answer, rep);
   if (answer && opt_.stop_on_answer) {
     result_.answer = answer;
     result_.answer_worker = w;

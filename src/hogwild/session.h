@@ -69,6 +69,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stop_reason.h"
 #include "hogwild/codec.h"
 #include "hogwild/forgetting.h"
 #include "hogwild/formatting.h"
@@ -188,9 +189,9 @@ struct FinisherResult {
 /// Independent layout: one worker's outcome (SessionResult::workers).
 struct WorkerResult {
   std::optional<std::string> answer;  // its finished step's, else its final finisher's
-  // "answer" (its step held one), "eos", "max_tokens", "max_context", or the run's end for a
-  // worker still writing then ("budget", "interrupted"); "" while it runs.
-  std::string stop_reason;
+  // answer (its step held one), eos, max_tokens, max_context, or the run's end for a worker
+  // still writing then (budget, interrupted); none while it runs.
+  StopReason stop_reason = StopReason::none;
   int64_t serial_steps = 0;                // serial steps when it stopped (its last token's)
   std::optional<FinisherResult> finisher;  // its final finisher, when one ran
 };
@@ -256,8 +257,9 @@ class SessionObserver {
 
 struct SessionResult {
   std::optional<std::string> answer;
-  std::string stop_reason;   // "answer" "budget" "eos" "max_context" "max_tokens" "interrupted"
-                             // "cancelled"
+  // answer, budget, eos, max_context, max_tokens, interrupted, cancelled, error; the independent
+  // layout also mixed (core/stop_reason.h).
+  StopReason stop_reason = StopReason::none;
   int answer_worker = -1;    // worker whose step held the answer (-1: finisher / none)
   int64_t serial_steps = 0;  // forwards after the prefill
   int64_t prompt_tokens = 0;
@@ -319,7 +321,7 @@ class Session {
   void add_note(const std::string& author, const std::string& text);
   /// Stops the session between steps: no finisher; stop_reason = reason ("cancelled", or
   /// "error" when a scheduler ends it after a failure); frees its blocks.
-  void cancel(const std::string& reason = "cancelled");
+  void cancel(StopReason reason = StopReason::cancelled);
   /// Frees every block the session holds (idempotent). Called by the engine when it finishes.
   void release();
   bool started() const { return started_; }
@@ -411,7 +413,7 @@ class Session {
   void open_step(int w, BlockId block, const std::string& text, bool collab_check);
   // The independent layout without skeleton: per-worker stopping and vote (independent.cpp).
   bool independent() const { return opt_.layout == Layout::independent && !opt_.skeleton; }
-  bool stop_worker(int w, const char* reason, const std::optional<std::string>& answer,
+  bool stop_worker(int w, StopReason reason, const std::optional<std::string>& answer,
                    StepReport& rep);
   void stop_long_views();
   void finish_independent();

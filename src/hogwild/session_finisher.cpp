@@ -62,7 +62,7 @@ void Session::abandon_finishers() {
     owned_.erase(std::find(owned_.begin(), owned_.end(), f.block));
   }
   finishers_.clear();
-  result_.stop_reason = "interrupted";
+  result_.stop_reason = StopReason::interrupted;
   if (final) return finalize();  // decoding had ended
   end_decoding();                // a snapshot's finisher: decoding ends here (no final finisher)
 }

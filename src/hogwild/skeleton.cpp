@@ -99,7 +99,8 @@ void Session::sot_begin_answer() {
   sot_ = SotPhase::answer;
   WorkerState& w0 = workers_[0];
   if (opt_.max_tokens_per_worker > 0 && w0.generated >= opt_.max_tokens_per_worker) {
-    result_.stop_reason = "max_tokens";  // no answer step: the finisher reads the expansions
+    result_.stop_reason =
+        StopReason::max_tokens;  // no answer step: the finisher reads the expansions
     stop_ = true;
     return;
   }

@@ -173,7 +173,7 @@ nlohmann::json TranscriptRecorder::to_json(const SessionResult& r) const {
   else
     j["answer"] = nullptr;
   j["answer_worker"] = r.answer_worker;
-  j["stop_reason"] = r.stop_reason;
+  j["stop_reason"] = stop_reason_name(r.stop_reason);
   j["stats"] = stats_json(r);
   j["snapshots"] = snaps;
   set_text(j, "history", r.history_text);

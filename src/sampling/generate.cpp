@@ -88,10 +88,10 @@ GenerateResult generate(Backend& be, std::span<const int32_t> prompt, Sampler& s
 
   StopStrings stops(opt.stop_strings);
   auto t1 = clock::now();
-  r.stop_reason = "max_new_tokens";
+  r.stop_reason = StopReason::max_new_tokens;
   for (int64_t n = 0; n < opt.max_new_tokens; ++n) {
     if (static_cast<int64_t>(seq.size()) >= ctx) {  // the prompt alone fills the context
-      r.stop_reason = "context_length";
+      r.stop_reason = StopReason::context_length;
       break;
     }
     const int32_t tok = sampler.sample(last, seq);
@@ -100,22 +100,22 @@ GenerateResult generate(Backend& be, std::span<const int32_t> prompt, Sampler& s
     if (opt.on_token) opt.on_token(tok);
     bool stop = false;
     if (opt.decode_piece && stops.push(opt.decode_piece(tok)) && !opt.stop_strings.empty()) {
-      r.stop_reason = "stop_string";
+      r.stop_reason = StopReason::stop_string;
       stop = true;
     }
     if (std::find(opt.eos_token_ids.begin(), opt.eos_token_ids.end(), tok) !=
         opt.eos_token_ids.end()) {
-      r.stop_reason = "eos";
+      r.stop_reason = StopReason::eos;
       stop = true;
     }
     if (!stop && static_cast<int64_t>(seq.size()) >= ctx) {
       // The sequence fills the context: this token can still be fed (at position ctx - 1) for
       // its logits row, but nothing after it.
-      r.stop_reason = "context_length";
+      r.stop_reason = StopReason::context_length;
       stop = true;
     }
     if (!stop && opt.interrupt && opt.interrupt->load()) {
-      r.stop_reason = "interrupted";
+      r.stop_reason = StopReason::interrupted;
       stop = true;
     }
     const bool last_step = stop || n + 1 == opt.max_new_tokens;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stop_reason.h"
 #include "model/backend.h"
 #include "sampling/sampler.h"
 
@@ -52,14 +53,14 @@ struct GenerateOptions {
   /// prompt ++ generated. logits: (n_rows, vocab_size) fp32.
   std::function<void(const float* logits, int64_t n_rows)> on_logits;
   /// When set and true (e.g. by SIGINT), generation stops before the next forward with
-  /// stop_reason "interrupted"; what was generated is returned.
+  /// stop_reason interrupted; what was generated is returned.
   const std::atomic<bool>* interrupt = nullptr;
 };
 
 struct GenerateResult {
   std::vector<int32_t> generated;  // sampled ids (EOS included when it stopped the run)
-  std::string
-      stop_reason;   // "eos", "stop_string", "max_new_tokens", "context_length", "interrupted"
+  // eos, stop_string, max_new_tokens, context_length or interrupted (core/stop_reason.h)
+  StopReason stop_reason = StopReason::none;
   std::string text;  // decoded text cut at a stop string (empty without decode_piece)
   int64_t prompt_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;  // wall time of prefill / all decode forwards

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/stop_reason.h"
+
 namespace hogwild::server {
 
 /// One event of one choice of a request.
@@ -39,8 +41,8 @@ struct Event {
   bool collab_check = false;
   std::optional<std::string> answer;
   // done
-  std::string finish_reason;  // "stop" | "length" | "cancelled" | "error"
-  std::string stop_reason;    // the session's (session.h SessionResult::stop_reason) or "stop"
+  std::string finish_reason;                  // "stop" | "length" | "cancelled" | "error"
+  StopReason stop_reason = StopReason::none;  // the session's (SessionResult::stop_reason) or stop
   std::optional<std::string> error;
   int64_t prompt_tokens = 0;
   std::vector<int64_t> tokens_per_worker;

@@ -264,7 +264,7 @@ std::string ResponseBuilder::finish(const Event& e) {
   }
   if (meta_.hogwild) {
     json ev = {{"event", "stats"},
-               {"stop_reason", e.stop_reason},
+               {"stop_reason", std::string(stop_reason_name(e.stop_reason))},
                {"answer", c.content},
                {"stats", c.stats}};
     ev.update(c.method);
@@ -326,7 +326,7 @@ json ResponseBuilder::response() const {
       }
       json one = {{"workers", workers},
                   {"notes", c.notes},
-                  {"stop_reason", c.stop_reason},
+                  {"stop_reason", std::string(stop_reason_name(c.stop_reason))},
                   {"answer", c.content},
                   {"stats", c.stats}};
       one.update(c.method);

@@ -72,7 +72,8 @@ class ResponseBuilder {
     std::string reasoning;  // reasoning output: the thinking (plain) or the workers' steps
     std::optional<ReasoningSplitter> splitter;  // plain chat with a reasoning parser
     bool steps_told = false;                    // hogwild reasoning: the unfinished steps were sent
-    std::string finish_reason, stop_reason;
+    std::string finish_reason;
+    StopReason stop_reason = StopReason::none;
     std::vector<std::vector<Step>> workers;  // (n_workers) steps in order
     nlohmann::json notes = nlohmann::json::array();
     nlohmann::json stats;

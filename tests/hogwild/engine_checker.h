@@ -94,12 +94,12 @@ inline void expect_sessions_match_reference(Backend& be, const ModelWeights& wei
       EXPECT_LE(c.worst, logits_tol);
       EXPECT_EQ(c.prefill_checked, 1);
       if (static_cast<int>(i) == cancel_index) {
-        EXPECT_EQ(res.stop_reason, "cancelled");
+        EXPECT_EQ(res.stop_reason, StopReason::cancelled);
         EXPECT_GT(c.forwards, 0);
         EXPECT_LT(c.forwards, 30);
         continue;
       }
-      EXPECT_EQ(res.stop_reason, "budget");
+      EXPECT_EQ(res.stop_reason, StopReason::budget);
       EXPECT_EQ(c.forwards, plan[i].budget);
       if (plan[i].workers > 1) {
         EXPECT_GT(c.collab_checks, 0);

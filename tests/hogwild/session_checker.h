@@ -246,7 +246,7 @@ inline CheckedRun run_checked(Backend& be, const ModelWeights& w, Layout layout,
 inline void expect_matches_reference(const CheckedRun& o, Layout layout, double logits_tol,
                                      double key_tol) {
   EXPECT_EQ(o.res.serial_steps, 30);
-  EXPECT_EQ(o.res.stop_reason, "budget");
+  EXPECT_EQ(o.res.stop_reason, StopReason::budget);
   EXPECT_EQ(o.forwards, 30);
   EXPECT_LE(o.worst, logits_tol);
   EXPECT_GT(o.multi, 0);

@@ -211,8 +211,8 @@ TEST(Engine, AdmissionWaitsForKvMemoryAndRefusesWhatCannotFit) {
       }
     }
   }
-  EXPECT_EQ(engine.take(a).stop_reason, "budget");
-  EXPECT_EQ(engine.take(b).stop_reason, "budget");
+  EXPECT_EQ(engine.take(a).stop_reason, StopReason::budget);
+  EXPECT_EQ(engine.take(b).stop_reason, StopReason::budget);
   EXPECT_EQ(be.live_blocks(), 0);
   EXPECT_EQ(engine.kv_reserved(), 0);
 }
@@ -280,7 +280,7 @@ TEST(Engine, ThousandSessionsWithCancellationsLeaveThePoolEmpty) {
   std::mt19937 rng(5);
   std::vector<SessionId> live;
   int submitted = 0, cancelled = 0, finished = 0;
-  std::map<std::string, int> reasons;
+  std::map<StopReason, int> reasons;
   while (submitted < 1000 || !engine.idle()) {
     while (submitted < 1000 && engine.queued_sessions() < 16) {
       const int w = 1 + static_cast<int>(rng() % 3);
@@ -311,9 +311,10 @@ TEST(Engine, ThousandSessionsWithCancellationsLeaveThePoolEmpty) {
     }
   }
   EXPECT_EQ(finished, 1000);
-  EXPECT_EQ(reasons["cancelled"], cancelled);
+  EXPECT_EQ(reasons[StopReason::cancelled], cancelled);
   EXPECT_GT(cancelled, 50);
-  EXPECT_GT(reasons["budget"] + reasons["answer"] + reasons["eos"], 500);
+  EXPECT_GT(reasons[StopReason::budget] + reasons[StopReason::answer] + reasons[StopReason::eos],
+            500);
   EXPECT_EQ(be.live_blocks(), 0);
   EXPECT_EQ(be.cached_tokens(), 0);
   EXPECT_EQ(engine.kv_reserved(), 0);
@@ -379,7 +380,7 @@ TEST(Engine, NoteEntersTheHistoryAndEveryWorkerSeesItFromTheNextStep) {
   const size_t at = res.history_text.find(text);
   ASSERT_NE(at, std::string::npos) << res.history_text;
   EXPECT_EQ(res.history_text.find(text, at + 1), std::string::npos);
-  EXPECT_EQ(res.stop_reason, "budget");
+  EXPECT_EQ(res.stop_reason, StopReason::budget);
   EXPECT_EQ(be.live_blocks(), 0);
   EXPECT_THROW(engine.add_note(id, "Dana", "too late"), Error);
 }

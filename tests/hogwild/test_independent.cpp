@@ -90,7 +90,7 @@ TEST(Independent, WorkersEqualOneWorkerSessions) {
     s.set_observer(&rec);
     const SessionResult res = s.run(toy_prompt());
     ASSERT_EQ(res.workers.size(), size_t(n));
-    EXPECT_EQ(res.stop_reason, mode == context ? "max_context" : "budget");
+    EXPECT_EQ(res.stop_reason, mode == context ? StopReason::max_context : StopReason::budget);
     for (int w = 0; w < n; ++w) {
       SamplingParams one = sp;
       one.seed = sp.seed + w;
@@ -168,21 +168,21 @@ TEST(Independent, EachWorkerStopsOnItsOwn) {
   s.set_observer(&rec);
   const SessionResult res = s.run(toy_prompt());
   const auto& w = res.workers;
-  EXPECT_EQ(w[0].stop_reason, "answer");
+  EXPECT_EQ(w[0].stop_reason, StopReason::answer);
   EXPECT_EQ(w[0].answer, "7");
   EXPECT_EQ(w[0].serial_steps, 16);
   EXPECT_FALSE(w[0].finisher.has_value());
-  EXPECT_EQ(w[1].stop_reason, "eos");
+  EXPECT_EQ(w[1].stop_reason, StopReason::eos);
   EXPECT_EQ(w[1].serial_steps, 3);
   ASSERT_TRUE(w[1].finisher.has_value());
-  EXPECT_EQ(w[2].stop_reason, "budget");
+  EXPECT_EQ(w[2].stop_reason, StopReason::budget);
   EXPECT_EQ(w[2].serial_steps, 40);
   ASSERT_TRUE(w[2].finisher.has_value());
-  EXPECT_EQ(w[3].stop_reason, "answer");
+  EXPECT_EQ(w[3].stop_reason, StopReason::answer);
   EXPECT_EQ(w[3].serial_steps, 18);
   EXPECT_EQ(res.tokens_per_worker, (std::vector<int64_t>{16, 3, 40, 18}));
   EXPECT_EQ(res.serial_steps, 40);
-  EXPECT_EQ(res.stop_reason, "mixed");
+  EXPECT_EQ(res.stop_reason, StopReason::mixed);
   EXPECT_EQ(res.answer, "7");  // two votes, seen first
   EXPECT_EQ(res.answer_worker, 0);
   // A stopped worker feeds nothing more; its answering (or EOS) token is never fed.
@@ -215,7 +215,7 @@ TEST(Independent, RunEndsWhenEveryWorkerAnswered) {
   cpu::CpuBackend be(session_model(qwen3_spec()));
   Session s(be, codec, f, opt, picker);
   const SessionResult res = s.run(toy_prompt());
-  EXPECT_EQ(res.stop_reason, "answer");
+  EXPECT_EQ(res.stop_reason, StopReason::answer);
   EXPECT_EQ(res.serial_steps, 14);  // worker 1: 4 + 9 + 1 tokens
   EXPECT_EQ(res.answer, "4");       // 3 once, 4 twice
   EXPECT_EQ(res.answer_worker, 1);
@@ -294,7 +294,7 @@ TEST(Independent, KvBoundHolds) {
       peak = std::max(peak, be.kv_used_tokens());
       s.complete(step);
     }
-    EXPECT_EQ(s.result().stop_reason, "budget");
+    EXPECT_EQ(s.result().stop_reason, StopReason::budget);
     EXPECT_EQ(s.result().serial_steps, 60);
     EXPECT_LE(peak, need);
     EXPECT_GT(peak, need / 4);  // the bound is not loose beyond use

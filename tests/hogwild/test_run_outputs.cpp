@@ -191,7 +191,7 @@ TEST(Transcript, LastForwardTokensAreCounted) {
   TranscriptRecorder rec({"Alice", "Bob", "Carol"});
   s.set_observer(&rec);
   const SessionResult res = s.run(prompt());
-  ASSERT_EQ(res.stop_reason, "answer");
+  ASSERT_EQ(res.stop_reason, StopReason::answer);
   EXPECT_EQ(res.answer_worker, 0);
   // Every forward gives each worker one token, the last one included.
   for (int w = 0; w < 3; ++w) EXPECT_EQ(res.tokens_per_worker[w], res.serial_steps) << w;

@@ -85,7 +85,7 @@ TEST(Scheduler, OneWorkerPlainEqualsPlainGeneration) {
     g.eos_token_ids = {kEos};
     GenerateResult want = generate(be2, toy_prompt(), sampler, g);
     EXPECT_EQ(got, want.generated) << (greedy ? "greedy" : "sampled");
-    EXPECT_EQ(got.size(), res.stop_reason == "budget" ? size_t(budget + 1) : got.size());
+    EXPECT_EQ(got.size(), res.stop_reason == StopReason::budget ? size_t(budget + 1) : got.size());
   }
 }
 
@@ -126,7 +126,7 @@ TEST(Scheduler, FinisherEqualsGreedyContinuation) {
   EXPECT_EQ(res.finisher->continuation, want_text);
   EXPECT_EQ(res.finisher->answer, finish_answer(want_text, AnswerKind::boxed));
   EXPECT_EQ(res.answer, res.finisher->answer);
-  EXPECT_EQ(res.stop_reason, "budget");
+  EXPECT_EQ(res.stop_reason, StopReason::budget);
 }
 
 // The finisher stops at the context limit: its view never holds more than max_context tokens,
@@ -177,13 +177,13 @@ TEST(Scheduler, FinisherStopsAtTheContextLimitAndOnInterrupt) {
   EXPECT_EQ(cut.finisher->continuation,
             full.finisher->continuation.substr(
                 0, std::min<size_t>(4, full.finisher->continuation.size())));
-  EXPECT_EQ(cut.stop_reason, "budget");
+  EXPECT_EQ(cut.stop_reason, StopReason::budget);
 
   std::atomic<bool> stop{false};
   Watch interrupted;
   interrupted.on_finisher = [&] { stop = interrupted.forwards == 2; };
   const SessionResult r = run(0, &stop, interrupted);
-  EXPECT_EQ(r.stop_reason, "interrupted");
+  EXPECT_EQ(r.stop_reason, StopReason::interrupted);
   EXPECT_EQ(interrupted.forwards, 2) << "no finisher forward after the interrupt";
   EXPECT_FALSE(r.answer.has_value());
 }
@@ -235,7 +235,7 @@ TEST(Scheduler, StepWithAnswerStopsAllWorkers) {
   opt.budget = 200;
   Session s(be, codec, f, opt, picker);
   SessionResult res = s.run(toy_prompt());
-  EXPECT_EQ(res.stop_reason, "answer");
+  EXPECT_EQ(res.stop_reason, StopReason::answer);
   ASSERT_TRUE(res.answer.has_value());
   EXPECT_EQ(*res.answer, "\\frac{1}{2}");
   EXPECT_EQ(res.answer_worker, 1);
@@ -296,7 +296,7 @@ TEST(Scheduler, AllowedEosStopsOnlyThatWorker) {
   EXPECT_EQ(res.tokens_per_worker[0], 3);
   EXPECT_EQ(res.tokens_per_worker[1], 20);
   EXPECT_EQ(res.serial_steps, 20);
-  EXPECT_EQ(res.stop_reason, "budget");
+  EXPECT_EQ(res.stop_reason, StopReason::budget);
   EXPECT_TRUE(rec.tokens[4].eos || rec.tokens[5].eos);
 }
 
@@ -363,7 +363,7 @@ TEST(Scheduler, LimitsAndInterrupt) {
     opt.max_context = 120;
     Session s(be, codec, f, opt, picker);
     SessionResult r = s.run(toy_prompt());
-    EXPECT_EQ(r.stop_reason, "max_context");
+    EXPECT_EQ(r.stop_reason, StopReason::max_context);
     EXPECT_GT(r.serial_steps, 0);
   }
   {
@@ -377,7 +377,7 @@ TEST(Scheduler, LimitsAndInterrupt) {
     rec.hook = [&](const ForwardRecord& r) { stop = r.serial_step == 3; };
     s.set_observer(&rec);
     SessionResult r = s.run(toy_prompt());
-    EXPECT_EQ(r.stop_reason, "interrupted");
+    EXPECT_EQ(r.stop_reason, StopReason::interrupted);
     EXPECT_EQ(r.serial_steps, 3);
     EXPECT_FALSE(r.finisher.has_value());
   }

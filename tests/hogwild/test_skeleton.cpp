@@ -73,7 +73,7 @@ TEST_P(SkeletonVsReference, PhasesMatchTheReference) {
   check.finish();
 
   EXPECT_EQ(res.outline_points, (Points{"add", "double", "check"}));
-  EXPECT_EQ(res.stop_reason, "answer");
+  EXPECT_EQ(res.stop_reason, StopReason::answer);
   EXPECT_EQ(res.answer, "10");
   EXPECT_EQ(res.answer_worker, 0);
   const int64_t t_o = static_cast<int64_t>(outline.size());
@@ -136,7 +136,7 @@ TEST(Skeleton, FinisherInTheOutlineIsGreedyContinuation) {
   Views views;
   s.set_observer(&views);
   const SessionResult res = s.run(prompt);
-  EXPECT_EQ(res.stop_reason, "budget");
+  EXPECT_EQ(res.stop_reason, StopReason::budget);
   EXPECT_EQ(res.tokens_per_worker, (std::vector<int64_t>{9, 0}));
   ASSERT_TRUE(res.finisher.has_value());
   std::vector<int32_t> seq = cat({prompt, codec.encode(f.sot.outline_prefix)});
@@ -194,7 +194,7 @@ TEST(Skeleton, OutlineEdgeCases) {
     Session s(be, codec, f, opt, picker);
     const SessionResult res = s.run(codec.encode("Q?\n"));
     EXPECT_EQ(res.outline_points, (Points{"a", "b"}));
-    EXPECT_EQ(res.stop_reason, "budget");
+    EXPECT_EQ(res.stop_reason, StopReason::budget);
     EXPECT_EQ(res.tokens_per_worker, (std::vector<int64_t>{20, 8}));  // outline ends at 12
     EXPECT_EQ(res.history_text, "Q?\nPlan:\n1.a\n2.b\n3.c\n");
     EXPECT_EQ(res.unfinished[0], f.point_prefix(1, "a") + "4.d e f");  // the 8th token unfed

@@ -77,14 +77,14 @@ TEST(Generate, StopsAtEosAndMaxTokens) {
   GenerateResult r = generate(be, prompt, s, o);
   EXPECT_EQ(r.generated, (std::vector<int32_t>{5, 6, 7}));
   EXPECT_EQ(streamed, r.generated);
-  EXPECT_EQ(r.stop_reason, "eos");
+  EXPECT_EQ(r.stop_reason, StopReason::eos);
   EXPECT_EQ(be.forwards, 3);  // prefill + feeding 5 and 6; EOS is not fed
   EXPECT_EQ(be.freed, 1);
   o.eos_token_ids = {};
   o.max_new_tokens = 4;
   r = generate(be, prompt, s, o);
   EXPECT_EQ(r.generated, (std::vector<int32_t>{5, 6, 7, 8}));
-  EXPECT_EQ(r.stop_reason, "max_new_tokens");
+  EXPECT_EQ(r.stop_reason, StopReason::max_new_tokens);
 }
 
 TEST(Generate, ContextLimit) {
@@ -94,7 +94,7 @@ TEST(Generate, ContextLimit) {
   o.max_new_tokens = 10;
   GenerateResult r = generate(be, std::vector<int32_t>{1, 2, 3}, s, o);
   EXPECT_EQ(r.generated, (std::vector<int32_t>{4, 5}));
-  EXPECT_EQ(r.stop_reason, "context_length");
+  EXPECT_EQ(r.stop_reason, StopReason::context_length);
   // A prompt that fills the context leaves no room: an error (as in `hogwild run`), except when
   // no new token is asked for (the prompt's logits only).
   try {
@@ -108,7 +108,7 @@ TEST(Generate, ContextLimit) {
   o.max_new_tokens = 0;
   r = generate(be, std::vector<int32_t>{1, 2, 3, 4, 5}, s, o);
   EXPECT_TRUE(r.generated.empty());
-  EXPECT_EQ(r.stop_reason, "max_new_tokens");
+  EXPECT_EQ(r.stop_reason, StopReason::max_new_tokens);
   o.max_new_tokens = 10;
   try {
     generate(be, std::vector<int32_t>{1, 2, 3, 4, 5, 6}, s, o);
@@ -190,7 +190,7 @@ TEST(Generate, StopStringsNeedTextAndStopTheRun) {
   o.decode_piece = [](int32_t t) { return std::to_string(t); };
   GenerateResult r = generate(be, std::vector<int32_t>{3}, s, o);
   EXPECT_EQ(r.generated, (std::vector<int32_t>{4, 5, 6, 7}));
-  EXPECT_EQ(r.stop_reason, "stop_string");
+  EXPECT_EQ(r.stop_reason, StopReason::stop_string);
   EXPECT_EQ(r.text, "45");
 }
 

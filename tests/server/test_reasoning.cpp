@@ -173,7 +173,7 @@ Event content_event(const std::string& text) {
 Event done_event(const char* finish_reason) {
   Event e{Event::Kind::done};
   e.finish_reason = finish_reason;
-  e.stop_reason = "eos";
+  e.stop_reason = StopReason::eos;
   e.prompt_tokens = 7;
   e.tokens_per_worker = {9};
   return e;
