@@ -13,6 +13,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -120,28 +121,42 @@ inline CLI::Validator in_range(RequestField f) {
       "");
 }
 
+/// The parts of a comma-separated list, each with its whole number (nullopt for a part that is
+/// empty or not entirely a whole number that fits in a long long): "1,x," -> {1, "1"}, {-, "x"},
+/// {-, ""}. One parser for the CLI's lists (--snapshots, --budgets, generate --ids).
+struct ListPart {
+  std::string text;
+  std::optional<long long> value;
+};
+inline std::vector<ListPart> parse_whole_list(const std::string& text) {
+  std::vector<ListPart> parts;
+  size_t i = 0;
+  while (i <= text.size()) {
+    const size_t j = std::min(text.find(',', i), text.size());
+    ListPart p{text.substr(i, j - i), std::nullopt};
+    size_t used = 0;
+    try {
+      const long long v = std::stoll(p.text, &used);
+      if (!p.text.empty() && used == p.text.size()) p.value = v;
+    } catch (const std::exception&) {
+    }
+    parts.push_back(std::move(p));
+    i = j + 1;
+  }
+  return parts;
+}
+
 /// The serial steps of a comma-separated list ("256,512"), for --snapshots (run) and --budgets
 /// (eval): throws hogwild::Error "FLAG: 'x' is not a whole number; ..." for a part that is no
 /// number, and the table's sentence (RequestField::snapshot) for one out of its range.
 inline std::vector<int64_t> parse_step_list(const std::string& text, const char* flag) {
   std::vector<int64_t> steps;
-  size_t i = 0;
-  while (i <= text.size()) {
-    const size_t j = std::min(text.find(',', i), text.size());
-    const std::string part = text.substr(i, j - i);
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (part.empty() || used != part.size())
-      fail("{}: '{}' is not a whole number; give serial steps in {}, e.g. 256,512", flag, part,
+  for (const ListPart& p : parse_whole_list(text)) {
+    if (!p.value)
+      fail("{}: '{}' is not a whole number; give serial steps in {}, e.g. 256,512", flag, p.text,
            range_text(RequestField::snapshot));
-    check_field(RequestField::snapshot, v);
-    steps.push_back(v);
-    i = j + 1;
+    check_field(RequestField::snapshot, *p.value);
+    steps.push_back(*p.value);
   }
   return steps;
 }

@@ -51,7 +51,7 @@ struct EvalArgs {
   FieldMap fields;
   std::optional<int> workers;
   int samples = 1, concurrency = 1;
-  int64_t limit = 0, collab_every = -1, max_context = 0;
+  int64_t limit = 0, collab_every = -1, max_context = 0, kv_budget = 0, kv_chunk = 0;
   bool lenient = false;
   SamplingFlags sampling;
   DeviceFlags device;
@@ -162,6 +162,8 @@ EvalPlan check_eval_flags(const EvalArgs& a) {
   check_snapshots(plan.budgets, 0);
   check_field(RequestField::collab_every, a.collab_every);
   check_max_context(a.max_context, 0);
+  check_kv_budget(a.kv_budget, plan.layout, plan.sot);
+  check_field(RequestField::kv_chunk, a.kv_chunk);
   return plan;
 }
 
@@ -228,6 +230,8 @@ RunSpec make_run_spec(const EvalArgs& a, const EvalPlan& plan, const Dataset& da
   spec.sampling = sampling_params(a.sampling, load_generation_config(a.model_dir), seed);
   spec.collab_every = a.collab_every;
   spec.max_context = a.max_context;
+  spec.kv_budget = a.kv_budget;
+  spec.kv_chunk = a.kv_chunk;
   return spec;
 }
 
@@ -258,6 +262,8 @@ json eval_config(const EvalArgs& a, const RunSpec& spec, const Dataset& data, ui
                    {"repetition_penalty", sp.repetition_penalty}}},
                  {"collab_every", a.collab_every},
                  {"max_context", a.max_context},
+                 {"kv_budget", a.kv_budget},
+                 {"kv_chunk", a.kv_chunk},
                  {"lenient", a.lenient},
                  {"note", data.note}};
   if (judged) config["judge"] = {{"url", a.judge_url}, {"model", a.judge_model}};
@@ -432,6 +438,11 @@ void register_eval(CLI::App& app) {
   c->add_option("--format", a->format, "formatting: built-in name or JSON file");
   c->add_option("--collab-every", a->collab_every, "tokens between collaboration checks (0 = off)");
   c->add_option("--max-context", a->max_context, "max tokens in a worker's view");
+  c->add_option("--kv-budget", a->kv_budget,
+                "tokens of the shared history the workers still read; beyond, the least attended "
+                "chunks are forgotten (0 = unlimited; CPU backend; docs/ARCHITECTURE.md)");
+  c->add_option("--kv-chunk", a->kv_chunk,
+                "with --kv-budget: tokens forgotten together, aligned in the history (0 = 16)");
   c->add_flag("--lenient", a->lenient,
               "also accept numbers within 1e-4 relative and p% as p/100 (default: exact)");
   c->add_option("--python", a->python, "python for code problems (default /usr/bin/python3)");

@@ -61,22 +61,11 @@ struct GenerateArgs {
 
 std::vector<int32_t> parse_ids(const std::string& s) {
   std::vector<int32_t> ids;
-  size_t i = 0;
-  while (i <= s.size()) {
-    const size_t j = std::min(s.find(',', i), s.size());
-    const std::string part = s.substr(i, j - i);
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (part.empty() || used != part.size() || v < 0 || v > INT32_MAX)
+  for (const ListPart& p : parse_whole_list(s)) {
+    if (!p.value || *p.value < 0 || *p.value > INT32_MAX)
       fail("--ids: '{}' is not a token id; give comma-separated non-negative integers like 1,2,3",
-           part);
-    ids.push_back(static_cast<int32_t>(v));
-    i = j + 1;
+           p.text);
+    ids.push_back(static_cast<int32_t>(*p.value));
   }
   return ids;
 }

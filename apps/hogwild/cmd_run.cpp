@@ -62,7 +62,8 @@ struct RunArgs {
   std::string model_dir, layout = "combined", snapshots, format, problem, problem_file;
   RunFilePaths files;
   int workers = 2;
-  int64_t budget = 0, collab_every = -1, max_context = 0, n_predict = 0;
+  int64_t budget = 0, collab_every = -1, max_context = 0, n_predict = 0, kv_budget = 0,
+          kv_chunk = 0;
   bool print_format = false, no_live = false, ignore_eos = false;
   SamplingFlags sampling;
   DeviceFlags device;
@@ -111,6 +112,8 @@ std::vector<int64_t> check_run_ranges(const RunArgs& a, Layout layout, const For
   check_field(RequestField::collab_every, a.collab_every);
   check_field(RequestField::max_tokens, a.n_predict);
   check_field(RequestField::max_context, a.max_context);
+  check_kv_budget(a.kv_budget, layout, false);
+  check_field(RequestField::kv_chunk, a.kv_chunk);
   const std::vector<int64_t> snapshots =
       a.snapshots.empty() ? std::vector<int64_t>{} : parse_step_list(a.snapshots, "--snapshots");
   check_snapshots(snapshots, a.budget);
@@ -132,6 +135,8 @@ SessionRequest make_run_request(const Model& model, const RunArgs& a, Layout lay
   pr.snapshots = snapshots;
   pr.collab_every = a.collab_every;
   pr.max_context = a.max_context;
+  pr.kv_budget = a.kv_budget;
+  pr.kv_chunk = a.kv_chunk;
   pr.sampling = sampling_params(a.sampling, model.generation_config(), seed);
   SessionRequest req = make_request(model, pr);
   if (a.ignore_eos) req.formatting.forbidden.eos = true;  // llama.cpp: EOS is never sampled
@@ -175,6 +180,8 @@ nlohmann::json run_header(const RunArgs& a, const Model& model, const SessionReq
                              {"formatting", formatting_name},
                              {"seed", seed},
                              {"max_context", a.max_context},
+                             {"kv_budget", a.kv_budget},
+                             {"kv_chunk", a.kv_chunk},
                              {"collab_every", a.collab_every},
                              {"n_predict", a.n_predict},
                              {"sampling",
@@ -288,6 +295,11 @@ void register_run(CLI::App& app) {
   add_device_flags(c, a->device);
   c->add_option("-c,--ctx-size,--max-context", a->max_context,
                 "max tokens in a worker's view (0 = the model's max_position_embeddings)");
+  c->add_option("--kv-budget", a->kv_budget,
+                "tokens of the shared history the workers still read; beyond, the least attended "
+                "chunks are forgotten (0 = unlimited; CPU backend; docs/ARCHITECTURE.md)");
+  c->add_option("--kv-chunk", a->kv_chunk,
+                "with --kv-budget: tokens forgotten together, aligned in the history (0 = 16)");
   c->add_option("--n-predict", a->n_predict,
                 "at most this many generated tokens per worker (0 = no limit)");
   c->add_flag("--ignore-eos", a->ignore_eos,

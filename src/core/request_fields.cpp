@@ -31,6 +31,10 @@ constexpr FieldRange kRanges[] = {
     {RequestField::min_p, "min_p", 0, 1, false, false, "(0 = off)"},
     {RequestField::repetition_penalty, "repetition_penalty", 0, 10, true, false, "(1 = off)"},
     {RequestField::stop, "stop", 1, 256, false, true, "bytes per stop string"},
+    {RequestField::kv_budget, "kv_budget", 0, 2147483647, false, true,
+     "tokens of the shared history kept in attention (0 = unlimited)"},
+    {RequestField::kv_chunk, "kv_chunk", 0, 4096, false, true,
+     "tokens forgotten together (0 = the default, 16)"},
 };
 
 [[noreturn]] void out_of_range(RequestField f, const std::string& value) {

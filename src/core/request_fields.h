@@ -35,6 +35,8 @@ enum class RequestField {
   min_p,               // min-p filter
   repetition_penalty,  // HF repetition penalty
   stop,                // a stop string (bytes)
+  kv_budget,           // tokens of the shared history still read (hogwild/forgetting.h)
+  kv_chunk,            // tokens forgotten together (ForgetPolicy::chunk)
 };
 
 /// One row of the table: an inclusive range [lo, hi] (lo excluded when lo_open) and the unit and

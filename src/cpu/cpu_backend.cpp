@@ -9,6 +9,7 @@
 #include "cpu/moe.h"
 #include "cpu/ops.h"
 #include "cpu/parallel.h"
+#include "cpu/skinny.h"
 #include "sampling/row_draw.h"
 
 namespace hogwild::cpu {
@@ -216,6 +217,11 @@ void CpuBackend::append_block(BlockId dst, BlockId src) {
     d.k[lg].insert(d.k[lg].end(), k.begin(), k.end());
     d.v[lg].insert(d.v[lg].end(), s.v[lg].begin(), s.v[lg].begin() + n * hd);
   }
+  table_.append_gaps(dst, src, shift);
+}
+
+void CpuBackend::forget_tokens(BlockId b, int64_t begin, int64_t end) {
+  table_.forget(b, begin, end);
 }
 
 void CpuBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,
@@ -266,6 +272,22 @@ void CpuBackend::attention(const ForwardBatch& batch, const ForwardPlan& plan, i
   auto keys = [&](BlockId b, int64_t g) {  // post-append length of block b
     return static_cast<int64_t>(blocks_[b].k[layer * nkv + g].size()) / hd;
   };
+  // Calls f(s, e) for every run [s, e) of keys below n of block b that is not forgotten
+  // (ForwardPlan::gaps); one run [0, n) when nothing is.
+  auto for_kept = [&](BlockId b, int64_t n, auto&& f) {
+    const auto* gaps = plan.gaps_of(b);
+    if (!gaps) {
+      f(int64_t{0}, n);
+      return;
+    }
+    int64_t s = 0;
+    for (const auto& [gs, ge] : *gaps) {
+      if (gs >= n) break;
+      if (gs > s) f(s, gs);
+      s = std::max(s, ge);
+    }
+    if (s < n) f(s, n);
+  };
   // Rows [t0, t1) of one item: states init, the shared leading occurrences together, the rest
   // row by row, normalised into `out`.
   auto attend = [&](int64_t t0, int64_t t1, int64_t g, int thread) {
@@ -298,8 +320,10 @@ void CpuBackend::attention(const ForwardBatch& batch, const ForwardPlan& plan, i
       }
       if (!shared) break;
       for (int64_t t = t0; t < t1; ++t) rotate_row(t, view_of(t)[k].offset);
-      attn_partial(qr, n * group, blocks_[b].k[layer * nkv + g].data(),
-                   blocks_[b].v[layer * nkv + g].data(), len, hd, hd, scale, acc);
+      for_kept(b, len, [&](int64_t s, int64_t e) {
+        attn_partial(qr, n * group, blocks_[b].k[layer * nkv + g].data() + s * hd,
+                     blocks_[b].v[layer * nkv + g].data() + s * hd, e - s, hd, hd, scale, acc);
+      });
     }
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t p = plan.position[t];
@@ -310,9 +334,42 @@ void CpuBackend::attention(const ForwardBatch& batch, const ForwardPlan& plan, i
         const int64_t n_vis = std::min(keys(oc.block, g), p - oc.offset + 1);  // o + j <= p
         if (n_vis <= 0) continue;
         rotate_row(t, oc.offset);
-        attn_partial(qr + (t - t0) * group * hd, group, blocks_[oc.block].k[layer * nkv + g].data(),
-                     blocks_[oc.block].v[layer * nkv + g].data(), n_vis, hd, hd, scale,
-                     acc + (t - t0) * group);
+        for_kept(oc.block, n_vis, [&](int64_t s, int64_t e) {
+          attn_partial(qr + (t - t0) * group * hd, group,
+                       blocks_[oc.block].k[layer * nkv + g].data() + s * hd,
+                       blocks_[oc.block].v[layer * nkv + g].data() + s * hd, e - s, hd, hd, scale,
+                       acc + (t - t0) * group);
+        });
+      }
+      // Scores (ForwardBatch::score_blocks): every visible kept key's softmax weight, from the
+      // row's final max and denominator, kept as the thread's maximum.
+      for (size_t si = 0; si < batch.score_blocks.size(); ++si) {
+        const BlockId sb = batch.score_blocks[si];
+        float* best = score_acc_[thread][si].data();
+        for (const ViewOccurrence& oc : v) {
+          if (oc.block != sb || oc.offset > p) continue;
+          const int64_t n_vis = std::min(keys(sb, g), p - oc.offset + 1);
+          rotate_row(t, oc.offset);
+          const float* qt = qr + (t - t0) * group * hd;
+          const float* kb = blocks_[sb].k[layer * nkv + g].data();
+          // The dots as attn_partial takes them (skinny_dots, 64 keys by up to 16 heads).
+          for_kept(sb, n_vis, [&](int64_t s, int64_t e) {
+            float w[16 * 64];
+            for (int64_t h0 = 0; h0 < group; h0 += 16) {
+              const int64_t nq = std::min<int64_t>(16, group - h0);
+              for (int64_t j0 = s; j0 < e; j0 += 64) {
+                const int64_t nk = std::min<int64_t>(64, e - j0);
+                skinny_dots({qt + h0 * hd, nq, hd, kb + j0 * hd, hd, nullptr, w, 64}, nk);
+                for (int64_t i = 0; i < nq; ++i) {
+                  const AttnState& st = acc[(t - t0) * group + h0 + i];
+                  for (int64_t j = 0; j < nk; ++j)
+                    best[j0 + j] =
+                        std::max(best[j0 + j], std::exp(w[i * 64 + j] * scale - st.m) / st.d);
+                }
+              }
+            }
+          });
+        }
       }
       // The token's own key (o + j = p) is always visible, so no state is empty.
       for (int64_t i = 0; i < group; ++i)
@@ -350,6 +407,12 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
     for (auto& k : blocks_[b].k) k.resize(len * c.head_dim);
     for (auto& v : blocks_[b].v) v.resize(len * c.head_dim);
   }
+  // Attention scores of the blocks the batch names (summed up after the layers).
+  scores_.clear();
+  score_acc_.assign(batch.score_blocks.empty() ? 0 : num_threads(), {});
+  for (auto& per_thread : score_acc_)
+    for (BlockId b : batch.score_blocks)
+      per_thread.emplace_back(static_cast<size_t>(table_.len(b)), 0.0f);
 
   // ---- activations (rows = batch tokens)
   const int64_t H = c.hidden_size, I = c.intermediate_size;
@@ -419,6 +482,14 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
     matmul(gate.data(), L.down_proj.data(), nullptr, tmp.data(), T, I, H);
     laps.lap(&CpuProfile::mlp);
     add_inplace(x.data(), tmp.data(), T * H);
+  }
+  if (!score_acc_.empty()) {  // the threads' maxima, into one vector per score block
+    scores_ = std::move(score_acc_[0]);
+    for (size_t th = 1; th < score_acc_.size(); ++th)
+      for (size_t si = 0; si < scores_.size(); ++si)
+        for (size_t j = 0; j < scores_[si].size(); ++j)
+          scores_[si][j] = std::max(scores_[si][j], score_acc_[th][si][j]);
+    score_acc_.clear();
   }
 
   // ---- final norm and lm_head, only for rows that want logits

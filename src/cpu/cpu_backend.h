@@ -57,6 +57,9 @@ class CpuBackend : public Backend {
   int64_t block_len(BlockId b) const override;
   void truncate_block(BlockId b, int64_t new_len) override;
   void append_block(BlockId dst, BlockId src) override;
+  void forget_tokens(BlockId b, int64_t begin, int64_t end) override;
+  bool can_forget() const override { return true; }
+  const std::vector<std::vector<float>>& attention_scores() const override { return scores_; }
   void read_block(BlockId b, int64_t layer, std::vector<float>& k,
                   std::vector<float>& v) const override;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
@@ -107,6 +110,10 @@ class CpuBackend : public Backend {
   BlockTable table_;
   std::vector<Block> blocks_;  // by BlockId
   CpuProfile* profile_ = nullptr;
+  // Attention scores of the last forward (attention_scores): per score block (len). While a
+  // forward runs, score_acc_ holds each thread's maxima: [thread][score block] -> (len).
+  std::vector<std::vector<float>> scores_;
+  std::vector<std::vector<std::vector<float>>> score_acc_;
 };
 
 }  // namespace hogwild::cpu

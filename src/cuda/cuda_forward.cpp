@@ -32,6 +32,13 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   const int64_t n_workers = static_cast<int64_t>(batch.views.size());
   // Checks and the view rule (model/forward_plan.h), before anything changes.
   const ForwardPlan plan = plan_forward(batch, table_, cfg_, rope_.n_positions);
+  // Forgotten tokens and attention scores (the KV budget) are CPU-only for now: this backend's
+  // forget_tokens throws, so no block of its table has gaps.
+  HOGWILD_CHECK(plan.gaps.empty());
+  if (!batch.score_blocks.empty())
+    fail(
+        "attention scores (--kv-budget) are not measured on the CUDA backend yet; use --device "
+        "cpu");
   if (plan.logit_rows > logit_cap_)
     fail(
         "forward: {} rows want logits, the CUDA backend returns at most {} per forward; ask for "

@@ -29,11 +29,16 @@ SessionRequest make_request(const Model& model, const ProblemRequest& p) {
   check_field(RequestField::collab_every, p.collab_every);
   check_max_context(p.max_context, model.config().max_position_embeddings);
   check_sampling(p.sampling);
+  check_kv_budget(p.kv_budget, p.skeleton ? Layout::independent : p.layout, p.skeleton);
   if (fmt.chat.use_template && !model.chat_template() && !model.chat_template_error().empty())
     fail("the model's chat template cannot be used: {}", model.chat_template_error());
   const std::string text = build_prompt(fmt, model.chat_template(), p.problem,
                                         independent ? 1 : p.workers, p.skeleton ? p.workers : 0);
   r.prompt = model.tokenizer().encode(text, !fmt.chat.use_template);
+  r.options.kv.budget = p.kv_budget;
+  check_field(RequestField::kv_chunk, p.kv_chunk);
+  if (p.kv_chunk > 0) r.options.kv.chunk = p.kv_chunk;
+  check_kv_budget_fits(p.kv_budget, static_cast<int64_t>(r.prompt.size()), r.options.kv.recent);
   r.options.n_workers = p.workers;
   r.options.layout = p.skeleton ? Layout::independent : p.layout;
   r.options.skeleton = p.skeleton;

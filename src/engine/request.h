@@ -37,7 +37,11 @@ struct ProblemRequest {
   std::vector<int64_t> snapshots;  // serial steps at which the finisher runs
   int64_t collab_every = -1;       // tokens between collaboration checks; -1 = formatting's
   int64_t max_context = 0;         // tokens in a view; 0 = the model's
-  SamplingParams sampling;         // from generation_config.json + the user's flags
+  // Tokens of the shared history still read (SessionOptions::kv, hogwild/forgetting.h); 0 = no
+  // budget. The CPU backend only, for now.
+  int64_t kv_budget = 0;
+  int64_t kv_chunk = 0;     // tokens forgotten together (ForgetPolicy::chunk); 0 = its default
+  SamplingParams sampling;  // from generation_config.json + the user's flags
   // Skeleton-of-Thought (hogwild/session.h): workers = the most outline points (1..64); the
   // layout is independent and the prompt the formatting's "sot" one.
   bool skeleton = false;
@@ -53,8 +57,9 @@ Formatting request_formatting(const Model& model, const std::string& name);
 /// workers (1..kMaxIndependentWorkers) get the single-worker prompt; Skeleton-of-Thought its own.
 /// Throws RequestError for a field out of its range (hogwild/request_check.h: workers for the
 /// layout and formatting, budget, snapshots beyond the budget, collab_every, a context beyond the
-/// model's, sampling), hogwild::Error for an empty problem or a chat template that cannot be used
-/// (with its error).
+/// model's, sampling, a kv_budget out of range, on a layout without a growing history or below
+/// the prompt plus the recent tokens kept), hogwild::Error for an empty problem or a chat template
+/// that cannot be used (with its error).
 SessionRequest make_request(const Model& model, const ProblemRequest& problem);
 
 }  // namespace hogwild

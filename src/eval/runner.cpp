@@ -281,6 +281,8 @@ void run_jobs(Model& model, const RunSpec& spec, const std::vector<Problem>& pro
         pr.snapshots = snapshot_steps(spec);
         pr.collab_every = spec.collab_every;
         pr.max_context = spec.max_context;
+        pr.kv_budget = spec.kv_budget;
+        pr.kv_chunk = spec.kv_chunk;
         pr.sampling = spec.sampling;
         pr.sampling.seed = job.seed;
         SessionRequest req = make_request(model, pr);

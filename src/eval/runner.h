@@ -55,6 +55,8 @@ struct RunSpec {
   SamplingParams sampling;  ///< seed is replaced per job
   int64_t collab_every = -1;
   int64_t max_context = 0;
+  int64_t kv_budget = 0;  // ProblemRequest::kv_budget: 0 = no KV budget
+  int64_t kv_chunk = 0;   // ProblemRequest::kv_chunk: 0 = the default
 };
 
 /// One budget point of one generation.
@@ -71,7 +73,7 @@ struct BudgetPoint {
 struct Generation {
   std::vector<BudgetPoint> points;            ///< one per RunSpec::budgets entry, in order
   StopReason stop_reason = StopReason::none;  ///< SessionResult::stop_reason, or error
-  std::string error;  ///< the engine's error for this session ("" when none)
+  std::string error;  ///< the engine's error for this problem's run ("" when none)
   /// false: the run could not start or failed (error is set: a prompt beyond the context, ...).
   /// Such a run has no answer to score: its result lines say "started": false, "correct": null.
   bool started = true;

@@ -25,6 +25,8 @@ void run_forward(Backend& backend, std::span<SessionStep*> steps) {
     if (s->batch.tokens.empty()) continue;
     const int32_t shift = static_cast<int32_t>(merged.views.size());
     merged.views.insert(merged.views.end(), s->batch.views.begin(), s->batch.views.end());
+    merged.score_blocks.insert(merged.score_blocks.end(), s->batch.score_blocks.begin(),
+                               s->batch.score_blocks.end());
     for (TokenInput t : s->batch.tokens) {
       t.worker += shift;
       merged.tokens.push_back(t);
@@ -60,6 +62,13 @@ void run_forward(Backend& backend, std::span<SessionStep*> steps) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const int64_t vocab = backend.config().vocab_size;
+  size_t scored = 0;  // attention scores, in merged score_blocks order
+  for (SessionStep* s : steps) {
+    s->scores.clear();
+    if (s->batch.tokens.empty()) continue;
+    for (size_t i = 0; i < s->batch.score_blocks.size(); ++i)
+      s->scores.push_back(backend.attention_scores().at(scored++));
+  }
   size_t row = 0;          // logits row (host) / drawn index (device), in merged batch order
   size_t sampled_row = 0;  // index into rows / drawn (device path)
   for (SessionStep* s : steps) {

@@ -239,6 +239,14 @@ void LiveView::finish(const SessionResult& r, const std::string& title) {
              "decode {:.2f} s ({:.2f} s in forwards), finisher {:.2f} s\n",
              tps, n ? tps / n : 0.0, r.prefill_seconds, r.decode_seconds, r.decode_forward_seconds,
              r.finisher_seconds);
+  if (!r.forgotten.empty()) {  // the KV budget (forgetting.h): the transcript holds the ranges
+    const ForgetEvent& last = r.forgotten.back();
+    fmt::print(
+        out_,
+        "kv budget: {} history tokens forgotten ({} time{}); {} of {} still read at the end\n",
+        r.forgotten_tokens, r.forgotten.size(), r.forgotten.size() == 1 ? "" : "s", last.kept,
+        last.history_len);
+  }
   for (auto& f : r.snapshots)
     fmt::print(out_, "snapshot @{}{}: {}\n", f.serial_step, f.reached ? "" : " (after the end)",
                f.answer ? terminal_safe(*f.answer) : "(none)");

@@ -57,6 +57,32 @@ void check_session_options(const SessionOptions& o, const Formatting& fmt, int64
   check_field(RequestField::collab_every, o.collab_every);
   check_max_context(o.max_context, model_context);
   check_field(RequestField::max_tokens, o.max_tokens_per_worker);
+  check_kv_budget(o.kv.budget, o.layout, o.skeleton);
+  if (o.kv.chunk < 1 || o.kv.recent < 0 || o.kv.window < 1)
+    throw RequestError(RequestField::kv_chunk,
+                       fmt::format("kv budget: chunk {} (>= 1), recent {} (>= 0) and window {} "
+                                   "(>= 1) are out of range",
+                                   o.kv.chunk, o.kv.recent, o.kv.window));
+}
+
+void check_kv_budget(int64_t kv_budget, Layout layout, bool skeleton) {
+  check_field(RequestField::kv_budget, kv_budget);
+  if (kv_budget > 0 && (skeleton || (layout != Layout::combined && layout != Layout::interleaved)))
+    throw RequestError(
+        RequestField::kv_budget,
+        fmt::format("kv_budget is {}, but the {} layout{} never moves steps into the shared "
+                    "history, so there is nothing to forget; use the combined or interleaved "
+                    "layout, or kv_budget 0",
+                    kv_budget, layout_name(layout), skeleton ? " with Skeleton-of-Thought" : ""));
+}
+
+void check_kv_budget_fits(int64_t kv_budget, int64_t prompt_tokens, int64_t recent) {
+  if (kv_budget > 0 && kv_budget < prompt_tokens + recent)
+    throw RequestError(
+        RequestField::kv_budget,
+        fmt::format("kv_budget is {}, but the prompt ({} tokens) and the history's last {} tokens "
+                    "are never forgotten; give at least {} tokens, or 0 for no budget",
+                    kv_budget, prompt_tokens, recent, prompt_tokens + recent));
 }
 
 }  // namespace hogwild

@@ -34,6 +34,15 @@ void check_snapshots(const std::vector<int64_t>& snapshots, int64_t budget);
 /// `model_context` tokens (config.json max_position_embeddings; 0 = unknown, not checked).
 void check_max_context(int64_t max_context, int64_t model_context);
 
+/// Throws RequestError (RequestField::kv_budget) for a KV budget outside its range, or a budget
+/// (> 0) on a layout whose history never grows (contiguous, independent, Skeleton-of-Thought).
+void check_kv_budget(int64_t kv_budget, Layout layout, bool skeleton);
+
+/// Throws RequestError (RequestField::kv_budget) when a budget (> 0) is below what is never
+/// forgotten: the prompt's prompt_tokens plus the history's last `recent` tokens
+/// (ForgetPolicy::recent).
+void check_kv_budget_fits(int64_t kv_budget, int64_t prompt_tokens, int64_t recent);
+
 /// Every field of `o` against its range, workers by check_workers, max_context against
 /// `model_context`; snapshots by range only (a Session reports a snapshot past its end as not
 /// reached; requests refuse it earlier with check_snapshots). Throws RequestError.

@@ -16,6 +16,38 @@
 
 namespace hogwild {
 
+// Index of the first token of the last sentence of a finished step's tokens: the token after the
+// last sentence end ('.', '!' or '?' followed by white space) that comes before the step's own
+// final one; tokens.size() (nothing) when the step is one sentence. After a step's working, its
+// last sentence is usually its conclusion (a part's result), which later steps read: the KV
+// budget keeps it (docs/ARCHITECTURE.md §11).
+namespace {
+int64_t last_sentence_start(const TextCodec& codec, const std::vector<int32_t>& tokens) {
+  std::string text;
+  std::vector<size_t> starts;  // byte offset of each token
+  for (int32_t t : tokens) {
+    starts.push_back(text.size());
+    text += codec.token_bytes(t);
+  }
+  size_t end = text.find_last_not_of(" \t\r\n");  // the final sentence's end
+  const int64_t none = static_cast<int64_t>(tokens.size());
+  if (end == std::string::npos || end == 0) return none;
+  size_t cut = std::string::npos;  // the byte after the previous sentence end
+  for (size_t i = end; i-- > 0;) {
+    const char c = text[i];
+    if ((c == '.' || c == '!' || c == '?') && i + 1 < text.size() &&
+        (text[i + 1] == ' ' || text[i + 1] == '\n')) {
+      cut = i + 1;
+      break;
+    }
+  }
+  if (cut == std::string::npos) return none;
+  // The token holding byte `cut` (its sentence's first byte or the white space before it).
+  const auto it = std::upper_bound(starts.begin(), starts.end(), cut);
+  return static_cast<int64_t>(it - starts.begin()) - 1;
+}
+}  // namespace
+
 Session::Session(Backend& backend, const TextCodec& codec, const Formatting& formatting,
                  SessionOptions options, TokenPicker& picker)
     : be_(backend), codec_(codec), fmt_(formatting), opt_(std::move(options)), picker_(picker) {
@@ -37,6 +69,12 @@ Session::Session(Backend& backend, const TextCodec& codec, const Formatting& for
   eos_ = eos_id_union(codec_.eos_ids(), cfg.eos_token_id,
                       std::vector<int64_t>(opt_.extra_eos.begin(), opt_.extra_eos.end()));
   build_forbidden();
+  if (opt_.kv.budget > 0 && !be_.can_forget())
+    fail(
+        "a KV budget ({} tokens) needs a backend that can forget cache tokens; the CUDA backend "
+        "cannot yet: run on the CPU (--device cpu) or without --kv-budget",
+        opt_.kv.budget);
+  scores_ = ScoreWindow(opt_.kv.window);
 }
 
 bool Session::is_eos(int32_t token) const {
@@ -158,8 +196,10 @@ void Session::start(const std::vector<int32_t>& prompt) {
             ? fmt::format(" or raise --max-context (up to the model's {})",
                           be_.config().max_position_embeddings)
             : std::string());
+  check_kv_budget_fits(opt_.kv.budget, static_cast<int64_t>(prompt.size()), opt_.kv.recent);
   started_ = true;
   prompt_ = prompt;
+  protected_.assign(1, TokenRange{0, static_cast<int64_t>(prompt.size())});  // prompt and rules
   result_ = SessionResult{};
   result_.tokens_per_worker.assign(opt_.n_workers, 0);
   if (independent()) result_.workers.assign(opt_.n_workers, WorkerResult{});
@@ -278,6 +318,7 @@ bool Session::plan_decode(SessionStep& step) {
     return end(result_.stop_reason == StopReason::none ? StopReason::eos : StopReason::none);
   }
   batch.views = build_views(layout_state());
+  if (opt_.kv.budget > 0) batch.score_blocks = {history_};  // what the workers read of it
   // Notes: each in its own block, written by a pseudo-writer reading the history as it will be.
   feeding_notes_.clear();
   for (auto& [author, note] : notes_) {
@@ -411,10 +452,19 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
                       step.host_logits || step.keep_logits ? &step.logits : nullptr,
                       ForwardKind::step,
                       closing_,
-                      false};
+                      false,
+                      step.scores.empty() ? nullptr : &step.scores[0]};
     obs_->on_forward(rec);
   }
   for (BlockId b : closing_) {  // promotion, finishing order (docs/ARCHITECTURE.md)
+    const int64_t at = static_cast<int64_t>(block_tokens_[history_].size());
+    if (static_cast<size_t>(b) < opening_len_.size() && opening_len_[b] > 0)
+      protected_.push_back({at, at + opening_len_[b]});  // the step's header (its opening)
+    if (opt_.kv.budget > 0) {  // the step's conclusion: the last of its sentences
+      const int64_t from = last_sentence_start(codec_, block_tokens_[b]);
+      const int64_t len = static_cast<int64_t>(block_tokens_[b].size());
+      if (from < len) protected_.push_back({at + from, at + len});
+    }
     be_.append_block(history_, b);
     auto& h = block_tokens_[history_];
     h.insert(h.end(), block_tokens_[b].begin(), block_tokens_[b].end());
@@ -426,6 +476,8 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
   closing_.clear();
   closing_steps_.clear();
   for (auto& [b, author] : feeding_notes_) {  // notes follow the closing steps in the history
+    const int64_t at = static_cast<int64_t>(block_tokens_[history_].size());
+    protected_.push_back({at, at + static_cast<int64_t>(block_tokens_[b].size())});
     be_.append_block(history_, b);
     auto& h = block_tokens_[history_];
     h.insert(h.end(), block_tokens_[b].begin(), block_tokens_[b].end());
@@ -436,6 +488,7 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
     if (obs_) obs_->on_note(author, text, serial_);
   }
   feeding_notes_.clear();
+  if (opt_.kv.budget > 0) forget_history(step);
   bool stop = false;
   for (size_t r = 0; r < step.rows.size(); ++r) {
     int32_t t;
@@ -521,10 +574,13 @@ void Session::open_step(int w, BlockId block, const std::string& text, bool coll
   ws.cur = block;
   ws.step += 1;
   ws.step_bytes.clear();
-  for (int32_t t : codec_.encode(text)) {
+  const std::vector<int32_t> ids = codec_.encode(text);
+  for (int32_t t : ids) {
     ws.feed.push_back({t, ws.cur, ws.step, FeedRole::step_start});
     ws.step_bytes += codec_.token_bytes(t);
   }
+  if (static_cast<size_t>(block) >= opening_len_.size()) opening_len_.resize(block + 1, 0);
+  opening_len_[block] = static_cast<int64_t>(ids.size());
   if (obs_) obs_->on_step_start(w, ws.step, ws.step_bytes, collab_check);
 }
 
@@ -611,6 +667,40 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
   }
   start_step(w, false);
   return false;
+}
+
+void Session::forget_history(const SessionStep& step) {
+  // This forward's scores of the history as it was read (before this step's promotions).
+  if (!step.scores.empty()) scores_.push(step.scores[0]);
+  const std::vector<int32_t>& h = block_tokens_[history_];
+  const int64_t len = static_cast<int64_t>(h.size());
+  const std::vector<TokenRange> drop =
+      choose_forgotten(len, history_gaps_, protected_, scores_.max_scores(len), opt_.kv);
+  if (drop.empty()) return;
+  ForgetEvent ev;
+  ev.serial_step = serial_;
+  ev.block = history_;
+  for (const auto& [b, e] : drop) {
+    be_.forget_tokens(history_, b, e);
+    history_gaps_.push_back({b, e});
+    ev.ranges.push_back({b, e});
+    ev.texts.push_back(codec_.bytes(std::vector<int32_t>(h.begin() + b, h.begin() + e)));
+  }
+  // Sorted and merged, as the backend keeps them (BlockTable::forget).
+  std::sort(history_gaps_.begin(), history_gaps_.end());
+  std::vector<TokenRange> merged;
+  for (const TokenRange& r : history_gaps_) {
+    if (!merged.empty() && r.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  history_gaps_ = std::move(merged);
+  ev.kept = kept_tokens(len, history_gaps_);
+  ev.history_len = len;
+  result_.forgotten_tokens = len - ev.kept;
+  result_.forgotten.push_back(ev);
+  if (obs_) obs_->on_forget(ev);
 }
 
 SessionResult Session::run(const std::vector<int32_t>& prompt) {

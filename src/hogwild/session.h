@@ -71,6 +71,7 @@
 
 #include "core/stop_reason.h"
 #include "hogwild/codec.h"
+#include "hogwild/forgetting.h"
 #include "hogwild/formatting.h"
 #include "hogwild/layout.h"
 #include "model/backend.h"
@@ -113,6 +114,22 @@ struct SessionOptions {
   bool keep_logits = false;
   // Skeleton-of-Thought (above): layout must be independent; n_workers = the most points.
   bool skeleton = false;
+  // KV budget (hogwild/forgetting.h, docs/ARCHITECTURE.md "Bounded shared memory"): when the
+  // shared history's tokens still read pass kv.budget, the session forgets the history's least
+  // attended chunks. kv.budget 0 = unlimited (nothing is measured or forgotten). Needs the
+  // combined or interleaved layout and a backend that can forget (Backend::can_forget).
+  ForgetPolicy kv;
+};
+
+/// What the shared history forgot after one serial step (SessionObserver::on_forget,
+/// SessionResult::forgotten).
+struct ForgetEvent {
+  int64_t serial_step = 0;         // forgotten right after this serial step's promotions
+  BlockId block = -1;              // the history block
+  std::vector<TokenRange> ranges;  // block-local [begin, end), sorted; positions are unchanged
+  std::vector<std::string> texts;  // the bytes of each range, as fed
+  int64_t kept = 0;                // history tokens still read afterwards
+  int64_t history_len = 0;         // history tokens in all (read or forgotten)
 };
 
 /// Where a fed token came from.
@@ -145,6 +162,9 @@ struct ForwardRecord {
   std::vector<BlockId> promoted;  // blocks of `closed`, in order, appended to the history block
                                   // right after this forward (their ids may be reused later)
   bool snapshot = false;          // finisher forwards: of a snapshot (else the final finisher)
+  // With a KV budget (SessionOptions::kv), serial steps: the history block's attention scores
+  // measured in this forward (Backend::attention_scores: (history length) weights); else null.
+  const std::vector<float>* history_scores = nullptr;
 };
 
 /// A sampled token, for streaming.
@@ -195,6 +215,8 @@ struct SessionStep {
   // Filled by the caller after the forward (batch.h run_forward):
   std::vector<float> logits;   // (rows, vocab_size) when host_logits or keep_logits
   std::vector<int32_t> drawn;  // (rows) the drawn tokens when !host_logits
+  // (batch.score_blocks) Backend::attention_scores of the session's score blocks, in order.
+  std::vector<std::vector<float>> scores;
   double forward_seconds = 0;  // wall time of the (merged) forward
 };
 
@@ -228,6 +250,9 @@ class SessionObserver {
   /// One forward of the finisher (kind finisher; serial_step = the budget it runs at): the
   /// suffix, then one greedy token per forward. Its block is freed when the finisher ends.
   virtual void on_finisher_forward(const ForwardRecord&) {}
+  /// The KV budget made the shared history forget ranges of tokens (SessionOptions::kv); from the
+  /// next forward on no worker reads them.
+  virtual void on_forget(const ForgetEvent&) {}
 };
 
 struct SessionResult {
@@ -254,6 +279,9 @@ struct SessionResult {
   std::vector<std::string> unfinished;  // bytes of each worker's unfinished step (contiguous: all)
   std::vector<WorkerResult> workers;    // independent layout (not skeleton): per worker
   std::vector<std::string> outline_points;  // skeleton: the outline's points, in order
+  // KV budget (SessionOptions::kv): every forgetting, in order, and the history tokens forgotten.
+  std::vector<ForgetEvent> forgotten;
+  int64_t forgotten_tokens = 0;
 };
 
 class Session {
@@ -323,6 +351,8 @@ class Session {
   /// prefill is planned (for dumps).
   BlockId history_block() const { return history_; }
   const ConstBlocks& const_blocks() const { return consts_; }
+  /// The history block's forgotten ranges so far (sorted, merged; empty without a KV budget).
+  const std::vector<TokenRange>& history_gaps() const { return history_gaps_; }
   /// Ids that end a worker's generation (sampling/stop_policy.h eos_id_union of the tokenizer's,
   /// the model config's and SessionOptions::extra_eos), and the ids forbidden during reasoning.
   const std::vector<int32_t>& eos_ids() const { return eos_; }
@@ -401,6 +431,8 @@ class Session {
   void record_tokens(const SessionStep& step);
   int32_t sample(int w, const float* row);
   bool is_eos(int32_t token) const;
+  // KV budget: after a decode step's promotions, the window's scores and the forgetting.
+  void forget_history(const SessionStep& step);
 
   Backend& be_;
   const TextCodec& codec_;
@@ -435,6 +467,12 @@ class Session {
   std::vector<std::pair<BlockId, std::string>> feeding_notes_;  // fed in the planned forward
   std::vector<Finisher> finishers_;
   SotPhase sot_ = SotPhase::off;
+  // KV budget (forgetting.h): history ranges never forgotten (prompt, step openings, notes), the
+  // tokens each step block opened with (by BlockId), the scores' window and the gaps so far.
+  std::vector<TokenRange> protected_;
+  std::vector<int64_t> opening_len_;
+  ScoreWindow scores_{1};
+  std::vector<TokenRange> history_gaps_;
   std::chrono::steady_clock::time_point decode_start_;
   SessionResult result_;
 };

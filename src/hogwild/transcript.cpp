@@ -27,6 +27,10 @@ void MultiObserver::on_snapshot(const FinisherResult& f) {
 void MultiObserver::on_finisher_forward(const ForwardRecord& r) {
   for (auto* o : obs_) o->on_finisher_forward(r);
 }
+void MultiObserver::on_forget(const ForgetEvent& e) {
+  for (auto* o : obs_) o->on_forget(e);
+}
+
 void MultiObserver::on_note(const std::string& a, const std::string& t, int64_t s) {
   for (auto* o : obs_) o->on_note(a, t, s);
 }
@@ -111,6 +115,22 @@ void TranscriptRecorder::on_note(const std::string& author, const std::string& t
   emit("note", j);
 }
 
+void TranscriptRecorder::on_forget(const ForgetEvent& e) {
+  nlohmann::json ranges = nlohmann::json::array();
+  for (size_t i = 0; i < e.ranges.size(); ++i) {
+    nlohmann::json r = {{"begin", e.ranges[i].first}, {"end", e.ranges[i].second}};
+    set_text(r, "text", i < e.texts.size() ? e.texts[i] : std::string());
+    ranges.push_back(r);
+  }
+  nlohmann::json j = {{"serial_step", e.serial_step},
+                      {"block", e.block},
+                      {"ranges", ranges},
+                      {"kept", e.kept},
+                      {"history_len", e.history_len}};
+  forgotten_.push_back(j);
+  emit("forget", j);
+}
+
 nlohmann::json stats_json(const SessionResult& r) {
   const int64_t total =
       std::accumulate(r.tokens_per_worker.begin(), r.tokens_per_worker.end(), int64_t{0});
@@ -158,6 +178,7 @@ nlohmann::json TranscriptRecorder::to_json(const SessionResult& r) const {
   j["snapshots"] = snaps;
   set_text(j, "history", r.history_text);
   j["notes"] = notes_;
+  j["forgotten"] = forgotten_;
   j["finisher"] = r.finisher ? finisher_json(*r.finisher) : nlohmann::json(nullptr);
   return j;
 }

@@ -27,6 +27,7 @@ class MultiObserver : public SessionObserver {
   void on_snapshot(const FinisherResult& f) override;
   void on_finisher_forward(const ForwardRecord& r) override;
   void on_note(const std::string& author, const std::string& text, int64_t serial_step) override;
+  void on_forget(const ForgetEvent& e) override;
 
  private:
   std::vector<SessionObserver*> obs_;
@@ -36,9 +37,12 @@ class MultiObserver : public SessionObserver {
 /// to_json(): {"tokens": [{"worker", "step", "serial_step", "id", "text", "eos"?}...],
 ///  "steps": [{"worker", "name", "step", "text", "finished", "answer"?, "collab_check"}...] in
 ///  start order, "answer", "answer_worker", "stop_reason", "stats": {...}, "snapshots": [...],
-///  "finisher": {...}, "history", "notes": [{"author", "text", "serial_step"}...]}. Every text is
-///  valid UTF-8 (invalid bytes → U+FFFD); where the
-///  raw bytes were not UTF-8 they are beside it as "<key>_bytes" (core/json_text.h set_text).
+///  "finisher": {...}, "history", "notes": [{"author", "text", "serial_step"}...],
+///  "forgotten": [{"serial_step", "block", "ranges": [{"begin", "end", "text"}...], "kept",
+///  "history_len"}...] (the KV budget's forgetting, forgetting.h; the history text keeps every
+///  token, these say which ones no worker read any more from the next serial step on)}. Every text
+///  is valid UTF-8 (invalid bytes → U+FFFD); where the raw bytes were not UTF-8 they are beside it
+///  as "<key>_bytes" (core/json_text.h set_text).
 /// With stream_to(), every event is also written at once as one JSON line ({"event": "token",
 /// ...}), flushed after every forward, so a killed run leaves what it produced.
 class TranscriptRecorder : public SessionObserver {
@@ -55,6 +59,7 @@ class TranscriptRecorder : public SessionObserver {
                    const std::optional<std::string>& a) override;
   void on_snapshot(const FinisherResult& f) override;
   void on_note(const std::string& author, const std::string& text, int64_t serial_step) override;
+  void on_forget(const ForgetEvent& e) override;
   nlohmann::json to_json(const SessionResult& r) const;
 
  private:
@@ -72,6 +77,7 @@ class TranscriptRecorder : public SessionObserver {
   std::vector<TokenEvent> tokens_;
   std::vector<Step> steps_;
   nlohmann::json notes_ = nlohmann::json::array();
+  nlohmann::json forgotten_ = nlohmann::json::array();
   OutputFile* stream_ = nullptr;
 };
 

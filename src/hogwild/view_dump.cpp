@@ -156,6 +156,27 @@ void ViewDumper::write(const ForwardRecord& r) {
   j["closed"] = r.closed;
   j["promoted"] = promoted;
   j["blocks"] = blocks;
+  // Forgotten tokens (the KV budget, forgetting.h): the history's ranges no query of this forward
+  // attended to; their positions still count in every offset.
+  if (!session_->history_gaps().empty()) {
+    nlohmann::json gaps = nlohmann::json::array();
+    for (const auto& [b, e] : session_->history_gaps()) gaps.push_back({b, e});
+    j["gaps"] = {{std::to_string(session_->history_block()), gaps}};
+  }
+  out_.write(dump_json(j) + "\n");
+  out_.flush();
+}
+
+void ViewDumper::on_forget(const ForgetEvent& e) {
+  nlohmann::json ranges = nlohmann::json::array();
+  for (size_t i = 0; i < e.ranges.size(); ++i) {
+    nlohmann::json r = {{"begin", e.ranges[i].first}, {"end", e.ranges[i].second}};
+    set_text(r, "text", i < e.texts.size() ? e.texts[i] : std::string());
+    ranges.push_back(r);
+  }
+  nlohmann::json j = {{"kind", "forget"}, {"serial_step", e.serial_step},
+                      {"block", e.block}, {"ranges", ranges},
+                      {"kept", e.kept},   {"history_len", e.history_len}};
   out_.write(dump_json(j) + "\n");
   out_.flush();
 }

@@ -26,8 +26,13 @@ class NpyWriter;
 ///    "views": [[[block, len], ...] per view], "writers": [what each view writes for],
 ///    "feeds": [{"writer", "worker", "step", "token", "block", "index", "role"}...],
 ///    "closed": [[worker, step]...], "promoted": [{"block", "worker", "step", "history_offset"}],
-///    "blocks": {"<id>": {"kind", "ids", "text", ...who wrote it...}}}
+///    "blocks": {"<id>": {"kind", "ids", "text", ...who wrote it...}},
+///    "gaps": {"<history id>": [[begin, end]...]} (only with a KV budget, once something is
+///    forgotten: the history's tokens no query of this forward read; positions count them)}
 /// Block lengths and ids are those after the forward's appends and before its promotions.
+/// With a KV budget, a line {"kind": "forget", "serial_step", "block", "ranges": [{"begin",
+/// "end", "text"}...], "kept", "history_len"} follows the serial step after which the history
+/// forgot those ranges (Session forgetting, forgetting.h).
 /// PRECONDITION: out, codec and the attached session outlive the dumper.
 class ViewDumper : public SessionObserver {
  public:
@@ -35,6 +40,7 @@ class ViewDumper : public SessionObserver {
   void attach(const Session* s) { session_ = s; }
   void on_forward(const ForwardRecord& r) override;
   void on_finisher_forward(const ForwardRecord& r) override;
+  void on_forget(const ForgetEvent& e) override;
 
  private:
   struct Owner {  // who writes a step block: (worker, step); use = how many blocks had this id

@@ -44,6 +44,9 @@ struct TokenInput {
 struct ForwardBatch {
   std::vector<TokenInput> tokens;
   std::vector<std::vector<BlockId>> views;  // views[worker] = ordered block ids (occurrences)
+  // Blocks whose keys' attention this forward measures (Backend::attention_scores; the KV budget's
+  // eviction policy, docs/ARCHITECTURE.md "Bounded shared memory"). Empty: nothing is measured.
+  std::vector<BlockId> score_blocks;
 };
 
 /// How to draw one token from one logits row on the device (Backend::forward_sample), with
@@ -76,6 +79,27 @@ class Backend {
   /// Values are copied; keys are rotated once by len(dst) (a pure rotation, no attention factor).
   /// No forward.
   virtual void append_block(BlockId dst, BlockId src) = 0;
+
+  /// Forgets tokens [begin, end) of block b (docs/ARCHITECTURE.md "Bounded shared memory"): from
+  /// the next forward on no query attends to them, in any view; the block keeps its length, so
+  /// every view position (and every key already stored) stays as it is and nothing is recomputed.
+  /// append_block carries src's forgotten tokens into dst. Throws hogwild::Error for an unknown
+  /// block or a bad range, or when the backend cannot forget (the default: CUDA for now).
+  virtual void forget_tokens(BlockId /*b*/, int64_t /*begin*/, int64_t /*end*/) {
+    throw Error(
+        "this backend cannot forget cache tokens yet; run a KV budget (--kv-budget) on the CPU "
+        "backend (--device cpu)");
+  }
+  /// True when the backend implements forget_tokens and attention_scores.
+  virtual bool can_forget() const { return false; }
+  /// After a forward whose batch named score_blocks: for each of them, in that order, (len) fp32,
+  /// the largest softmax attention weight (in [0, 1]) that any query row of the forward gave each
+  /// key, over every layer and query head (the score of R-KV / H2O-style eviction, max over the
+  /// workers' queries). Keys no row saw (beyond a row's position, forgotten) score 0. Throws
+  /// hogwild::Error when the backend cannot measure them (can_forget() false).
+  virtual const std::vector<std::vector<float>>& attention_scores() const {
+    throw Error("this backend does not measure attention scores; use --device cpu");
+  }
 
   /// Copies block b's layer `layer` out as fp32: k and v get (len, num_key_value_heads, head_dim);
   /// keys as stored (rotated at block-local positions). For tests and debugging.

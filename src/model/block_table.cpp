@@ -1,5 +1,6 @@
 #include "model/block_table.h"
 
+#include <algorithm>
 #include <climits>
 
 #include "core/error.h"
@@ -31,7 +32,7 @@ BlockId BlockTable::new_block() {
   BlockId id = 0;
   while (id < static_cast<BlockId>(blocks_.size()) && blocks_[id].refs > 0) ++id;
   if (id == static_cast<BlockId>(blocks_.size())) blocks_.emplace_back();
-  blocks_[id] = Block{1, 0, {}};
+  blocks_[id] = Block{1, 0, {}, {}};
   ++live_;
   return id;
 }
@@ -96,12 +97,50 @@ void BlockTable::truncate(BlockId b, int64_t new_len) {
     --used_pages_;
   }
   blk.len = new_len;
+  // Gaps beyond the new length go; one that straddles it is cut.
+  auto& g = blk.gaps;
+  while (!g.empty() && g.back().first >= new_len) g.pop_back();
+  if (!g.empty() && g.back().second > new_len) g.back().second = new_len;
 }
 
 void BlockTable::check_append(BlockId dst, BlockId src) const {
   if (dst == src) fail("append_block: a block cannot be appended to itself (block {})", dst);
   ref(src, "append_block (src)");
   ref(dst, "append_block (dst)");
+}
+
+void BlockTable::forget(BlockId b, int64_t begin, int64_t end) {
+  Block& blk = ref(b, "forget_tokens");
+  if (begin < 0 || end > blk.len || begin >= end)
+    fail("forget_tokens: range [{}, {}) is empty or outside block {} of {} tokens", begin, end, b,
+         blk.len);
+  auto& g = blk.gaps;
+  g.emplace_back(begin, end);
+  std::sort(g.begin(), g.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (const auto& r : g) {
+    if (!merged.empty() && r.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  g = std::move(merged);
+}
+
+const std::vector<std::pair<int64_t, int64_t>>& BlockTable::gaps(BlockId b) const {
+  return ref(b, "gaps").gaps;
+}
+
+int64_t BlockTable::kept(BlockId b) const {
+  const Block& blk = ref(b, "gaps");
+  int64_t n = blk.len;
+  for (const auto& [s, e] : blk.gaps) n -= e - s;
+  return n;
+}
+
+void BlockTable::append_gaps(BlockId dst, BlockId src, int64_t dst_len_before) {
+  const auto src_gaps = ref(src, "append_block (src)").gaps;  // a copy: dst may alias nothing
+  for (const auto& [s, e] : src_gaps) forget(dst, dst_len_before + s, dst_len_before + e);
 }
 
 }  // namespace hogwild

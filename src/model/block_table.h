@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "model/backend.h"
@@ -45,6 +46,20 @@ class BlockTable {
   void truncate(BlockId b, int64_t new_len);
   /// The checks of Backend::append_block(dst, src): both live, dst != src. Throws.
   void check_append(BlockId dst, BlockId src) const;
+  /// Marks tokens [begin, end) of block b as forgotten (Backend::forget_tokens,
+  /// docs/ARCHITECTURE.md "Bounded shared memory"): they keep their indices, so every later
+  /// token's position is unchanged, but no query attends to them any more. Ranges already
+  /// forgotten may overlap; the block's gaps stay sorted and merged. Throws hogwild::Error for an
+  /// unknown block or a range outside [0, len(b)] or empty.
+  void forget(BlockId b, int64_t begin, int64_t end);
+  /// Block b's forgotten ranges [begin, end) of block-local indices, sorted, disjoint, not
+  /// touching; empty when nothing is forgotten. Throws for an unknown block.
+  const std::vector<std::pair<int64_t, int64_t>>& gaps(BlockId b) const;
+  /// Tokens of block b that still take part in attention: len(b) minus its gaps.
+  int64_t kept(BlockId b) const;
+  /// Backend::append_block's bookkeeping of gaps: src's gaps, shifted by dst_len_before, join
+  /// dst's. Call after grow(dst, ...).
+  void append_gaps(BlockId dst, BlockId src, int64_t dst_len_before);
 
   int64_t page_tokens() const { return page_tokens_; }
   int64_t num_pages() const { return num_pages_; }  // 0 = no limit
@@ -59,6 +74,7 @@ class BlockTable {
     int32_t refs = 0;  // 0 = not live
     int64_t len = 0;
     std::vector<int32_t> pages;
+    std::vector<std::pair<int64_t, int64_t>> gaps;  // forgotten [begin, end), sorted, merged
   };
   const Block& ref(BlockId b, const char* what) const;
   Block& ref(BlockId b, const char* what);

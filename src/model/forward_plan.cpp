@@ -12,6 +12,12 @@ int64_t ForwardPlan::new_len(BlockId b, const BlockTable& table) const {
   return table.len(b);
 }
 
+const std::vector<std::pair<int64_t, int64_t>>* ForwardPlan::gaps_of(BlockId b) const {
+  for (const auto& [g, ranges] : gaps)
+    if (g == b) return &ranges;
+  return nullptr;
+}
+
 ForwardPlan plan_forward(const ForwardBatch& batch, const BlockTable& table,
                          const ModelConfig& config, int64_t max_positions) {
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
@@ -56,8 +62,10 @@ ForwardPlan plan_forward(const ForwardBatch& batch, const BlockTable& table,
     for (BlockId b : batch.views[w]) {
       plan.views[w].push_back({b, off});
       off += plan.new_len(b, table);
+      if (!table.gaps(b).empty() && !plan.gaps_of(b)) plan.gaps.emplace_back(b, table.gaps(b));
     }
   }
+  for (BlockId b : batch.score_blocks) table.check(b, "forward (score block)");
   for (int64_t t = 0; t < T; ++t) {
     const TokenInput& in = batch.tokens[t];
     int64_t last = 0;

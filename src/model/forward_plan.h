@@ -28,6 +28,12 @@ struct ForwardPlan {
   int64_t max_position = -1;  // largest position of a fed token (-1 for an empty batch)
   int64_t logit_rows = 0;     // tokens with want_logits
   int64_t new_pages = 0;      // pages the appends take from the pool
+  // Forgotten key ranges [begin, end) (block-local, sorted) of every block in a view that has
+  // any (BlockTable::gaps): attention skips them; offsets and positions count them as usual.
+  std::vector<std::pair<BlockId, std::vector<std::pair<int64_t, int64_t>>>> gaps;
+
+  /// The forgotten ranges of block b, or nullptr when it has none.
+  const std::vector<std::pair<int64_t, int64_t>>* gaps_of(BlockId b) const;
 
   /// Length of block b after this forward (its table length when it is not appended to).
   int64_t new_len(BlockId b, const BlockTable& table) const;
@@ -38,6 +44,7 @@ struct ForwardPlan {
 /// [0, vocab_size), a target block is not live or does not occur in its writer's view, the appends
 /// need more pages than are free ("KV cache full"), or a position reaches max_positions (> 0; the
 /// RoPE table) or the model's sliding_window (not implemented).
+/// Gaps (forgotten tokens, BlockTable::gaps) are copied into the plan; they change no offset.
 /// Rule: p = offset of the LAST occurrence of the target block in the writer's view + the
 /// token's block-local index; offsets use post-append lengths.
 ForwardPlan plan_forward(const ForwardBatch& batch, const BlockTable& table,

@@ -152,6 +152,12 @@ void fill_hogwild(GenerationRequest& g, const CompletionRequest& r, const Served
   g.options.budget = h.budget;
   g.options.collab_every = h.collab_every;
   g.options.max_tokens_per_worker = r.max_tokens.value_or(0);
+  g.options.kv.budget = h.kv_budget;
+  try {
+    check_kv_budget_fits(h.kv_budget, static_cast<int64_t>(g.prompt.size()), g.options.kv.recent);
+  } catch (const RequestError& e) {
+    throw bad_request(e.what(), "hogwild.kv_budget");
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "core/request_fields.h"
 #include "hogwild/formatting.h"
+#include "hogwild/request_check.h"
 #include "server/api_error.h"
 
 namespace hogwild::server {
@@ -313,12 +314,12 @@ std::vector<std::string> parse_stop(const json& j, const RequestLimits& lim) {
 HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
   if (!h.is_object())
     throw bad_request(fmt::format("'hogwild' must be an object, got {}", type_of(h)), "hogwild");
-  static const char* kKeys[] = {"workers",      "layout", "budget",
-                                "collab_every", "format", "skeleton"};
+  static const char* kKeys[] = {"workers", "layout",   "budget",   "collab_every",
+                                "format",  "skeleton", "kv_budget"};
   for (auto& [k, v] : h.items())
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
       throw bad_request(fmt::format("'hogwild.{}' is not a known key; use workers, layout, budget, "
-                                    "collab_every, format or skeleton",
+                                    "collab_every, format, skeleton or kv_budget",
                                     k),
                         "hogwild." + k);
   HogwildParams p;
@@ -356,6 +357,10 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
                                   layout_name(p.layout)),
                       "hogwild.layout");
   if (p.skeleton) p.layout = Layout::independent;
+  if (auto kb = get_int(h, "kv_budget", "hogwild.kv_budget")) {
+    in_table("hogwild.kv_budget", [&] { check_kv_budget(*kb, p.layout, p.skeleton); });
+    p.kv_budget = *kb;
+  }
   // Independent samples and outline points go further than workers sharing a cache.
   const bool independent = p.layout == Layout::independent;
   const int most = independent ? lim.max_samples : lim.max_workers;

@@ -116,12 +116,25 @@ NaiveSession::Seg NaiveSession::current(int w) const {
   return s;
 }
 
-std::vector<int> NaiveSession::view(int w) const {
+NaiveSession::Seg NaiveSession::history() const {
   Seg v = prompt_;
   for (auto& h : history_) {
     const Seg& s = steps_.at(h);
     v.insert(v.end(), s.begin(), s.end());
   }
+  return v;
+}
+
+void NaiveSession::forget(int64_t begin, int64_t end) {
+  const Seg h = history();
+  if (begin < 0 || end > static_cast<int64_t>(h.size()) || begin >= end)
+    throw std::logic_error("reference: forgotten range outside the history");
+  forgotten_.resize(toks_.size(), false);
+  for (int64_t i = begin; i < end; ++i) forgotten_[h[i]] = true;
+}
+
+std::vector<int> NaiveSession::view(int w) const {
+  Seg v = history();
   auto add = [&](const Seg& s) { v.insert(v.end(), s.begin(), s.end()); };
   if (n_ > 1 && layout_ != Layout::interleaved && layout_ != Layout::independent) {
     add(others_header_[w]);
@@ -171,6 +184,7 @@ std::vector<double> NaiveSession::prefill(const std::vector<int32_t>& prompt,
 
 std::map<int, std::vector<double>> NaiveSession::forward(
     const std::vector<RefFed>& fed, const std::vector<std::pair<int, int>>& closed) {
+  const Seg read_as_history = history();  // the history block of this forward (no closing steps)
   for (auto& c : closed) history_.push_back(c);
   std::vector<int> rows, writer;
   std::map<int, size_t> last;  // worker -> index in rows of its last fed token
@@ -190,6 +204,8 @@ std::map<int, std::vector<double>> NaiveSession::forward(
   }
   for (size_t i = 0; i < rows.size(); ++i) views.push_back(wview.at(writer[i]));
   auto out = run(rows, views, want);
+  history_scores_.clear();
+  for (int r : read_as_history) history_scores_.push_back(std::max(0.0, score_by_rec_[r]));
   std::map<int, std::vector<double>> res;
   size_t k = 0;
   for (size_t i = 0; i < rows.size(); ++i)
@@ -221,6 +237,9 @@ std::vector<std::vector<double>> NaiveSession::run(const std::vector<int>& rows,
       y[i + half] = x[i + half] * cs + x[i] * sn;
     }
   };
+  forgotten_.resize(toks_.size(), false);
+  score_by_rec_.assign(toks_.size(), -1.0);
+  auto is_forgotten = [&](int rec) { return forgotten_[rec]; };
   std::vector<Vec> h(n, Vec(H));
   for (size_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < H; ++j) h[i][j] = w_.embed_tokens[toks_[rows[i]].id * H + j];
@@ -248,6 +267,7 @@ std::vector<std::vector<double>> NaiveSession::run(const std::vector<int>& rows,
         rotate(q[i].data() + hq * hd, p, qr.data());
         double mx = -1e300;
         for (int64_t j = 0; j <= p; ++j) {
+          if (is_forgotten(v[j])) continue;  // a gap: no attention, the position still counts
           const Tok& t = toks_[v[j]];
           if (t.k[l].empty()) throw std::logic_error("reference: key not computed yet");
           rotate(t.k[l].data() + kvh * hd, j, kr.data());
@@ -257,8 +277,11 @@ std::vector<std::vector<double>> NaiveSession::run(const std::vector<int>& rows,
           mx = std::max(mx, scores[j]);
         }
         double den = 0;
-        for (int64_t j = 0; j <= p; ++j) den += (scores[j] = std::exp(scores[j] - mx));
+        for (int64_t j = 0; j <= p; ++j)
+          if (!is_forgotten(v[j])) den += (scores[j] = std::exp(scores[j] - mx));
         for (int64_t j = 0; j <= p; ++j) {
+          if (is_forgotten(v[j])) continue;
+          score_by_rec_[v[j]] = std::max(score_by_rec_[v[j]], scores[j] / den);
           const double* vv = toks_[v[j]].v[l].data() + kvh * hd;
           for (int64_t d = 0; d < hd; ++d) att[hq * hd + d] += scores[j] / den * vv[d];
         }

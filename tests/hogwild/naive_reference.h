@@ -48,6 +48,17 @@ class NaiveSession {
   std::map<int, std::vector<double>> forward(const std::vector<RefFed>& fed,
                                              const std::vector<std::pair<int, int>>& closed);
 
+  /// Forgets history tokens [begin, end) (indices into the history: the prompt, then the finished
+  /// steps in finishing order, as the session's history block holds them; the KV budget,
+  /// forgetting.h): from the next forward on no query attends to them, while every position
+  /// stays as it was (they still occupy their places in every view).
+  void forget(int64_t begin, int64_t end);
+  /// Of the last forward(): per token of the history as it was before that forward's closing
+  /// steps (the engine's history block: the closing steps are blocks of their own until promoted),
+  /// the largest softmax attention weight any fed row gave it at any layer and head (0 where no
+  /// row saw it). Backend::attention_scores' definition.
+  const std::vector<double>& history_scores() const { return history_scores_; }
+
   /// Token-level view of worker w (token record indices), for debugging.
   std::vector<int> view(int w) const;
   int32_t token_id(int rec) const { return toks_[rec].id; }
@@ -67,6 +78,7 @@ class NaiveSession {
                                        const std::vector<bool>& want);
   int add_token(int32_t id);
   Seg current(int w) const;
+  Seg history() const;  // prompt, then the finished steps (record indices)
 
   ModelWeights w_;
   Layout layout_;
@@ -79,6 +91,9 @@ class NaiveSession {
   std::vector<Seg> others_header_, sep_own_header_;
   std::map<std::pair<int, int>, Seg> steps_;
   std::vector<std::pair<int, int>> history_;  // finished steps, finishing order
+  std::vector<bool> forgotten_;               // by record index
+  std::vector<double> history_scores_;
+  std::vector<double> score_by_rec_;  // scratch of run(): max weight per record (-1 = unseen)
 };
 
 }  // namespace hogwild::testing

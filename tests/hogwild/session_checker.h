@@ -144,6 +144,13 @@ class Checker : public SessionObserver {
     }
     for (int c : count) multi_token_inputs += c > 1;
     auto out = ref_.forward(fed, r.closed);
+    if (r.history_scores) {  // the KV budget's measure against the reference's softmax weights
+      const std::vector<double>& want = ref_.history_scores();
+      ASSERT_EQ(r.history_scores->size(), want.size());
+      for (size_t j = 0; j < want.size(); ++j)
+        worst_score = std::max(worst_score, std::abs(want[j] - (*r.history_scores)[j]));
+      ++scored_forwards;
+    }
     // Every writer has a row, except a Skeleton-of-Thought expansion whose last token is fed as
     // it joins the history (no logits).
     ASSERT_LE(r.logit_workers.size(), out.size());
@@ -163,8 +170,19 @@ class Checker : public SessionObserver {
     collab_checks += collab;
   }
   void finish() { promo_.after(); }
+  // The KV budget's forgetting: the reference forgets the same history tokens.
+  void on_forget(const ForgetEvent& e) override {
+    promo_.after();
+    for (const auto& [b, end] : e.ranges) {
+      ref_.forget(b, end);
+      forgotten += end - b;
+    }
+  }
 
   double worst = 0;
+  double worst_score = 0;  // max |reference weight - Backend::attention_scores| over the history
+  int scored_forwards = 0;
+  int64_t forgotten = 0;
   int forwards = 0, closed_steps = 0, multi_token_inputs = 0, collab_checks = 0;
   int prefill_checked = 0;
   int rows_without_logits = 0;  // writers fed without a logits row (Skeleton-of-Thought)
@@ -185,12 +203,16 @@ struct CheckedRun {
   SessionResult res;
   double worst = 0, worst_key = 0;  // logits and promoted-keys relative error
   int forwards = 0, closed = 0, promoted_checked = 0, multi = 0, collab = 0;
+  double worst_score = 0;  // attention scores against the reference (KV budget)
+  int scored = 0;          // forwards whose scores were checked
+  int64_t forgotten = 0;   // history tokens forgotten (as the reference was told)
 };
 
 /// The session the engine tests run: n scripted workers (worker_script), the test formatting with
 /// collaboration checks every 7 tokens, a 30-step budget, checked forward by forward against the
 /// naive reference built from `w` (the weights `be` holds).
-inline CheckedRun run_checked(Backend& be, const ModelWeights& w, Layout layout, int n) {
+inline CheckedRun run_checked(Backend& be, const ModelWeights& w, Layout layout, int n,
+                              const ForgetPolicy& kv = {}) {
   ByteCodec codec;
   Formatting f = test_formatting(7);
   std::vector<std::vector<int32_t>> scripts;
@@ -200,6 +222,7 @@ inline CheckedRun run_checked(Backend& be, const ModelWeights& w, Layout layout,
   opt.n_workers = n;
   opt.layout = layout;
   opt.budget = 30;
+  opt.kv = kv;
   Session s(be, codec, f, opt, picker);
   std::vector<int32_t> prompt = codec.encode("Task: add 2 and 3, then double it.\n\n");
   Checker check(w, be, f, layout, n, prompt);
@@ -211,6 +234,8 @@ inline CheckedRun run_checked(Backend& be, const ModelWeights& w, Layout layout,
   o.forwards = check.forwards, o.closed = check.closed_steps;
   o.promoted_checked = check.promotion().checked;
   o.multi = check.multi_token_inputs, o.collab = check.collab_checks;
+  o.worst_score = check.worst_score, o.scored = check.scored_forwards;
+  o.forgotten = check.forgotten;
   return o;
 }
 

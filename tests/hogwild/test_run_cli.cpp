@@ -71,6 +71,12 @@ TEST(RunCli, BadArgumentsStopWithTheirMessage) {
       {m + "--budget 1000001 x", "budget is 1000001; it must be in 0..1000000 serial steps"},
       {m + "--collab-every -2 x", "collab_every is -2; it must be in -1..1000000 generated tokens"},
       {m + "--max-context -1 x", "max_context is -1; it must be in 0..2147483647 tokens"},
+      {m + "--kv-budget -1 x",
+       "kv_budget is -1; it must be in 0..2147483647 tokens of the shared history kept in "
+       "attention (0 = unlimited)"},
+      {m + "--kv-budget 4096 --layout contiguous x",
+       "kv_budget is 4096, but the contiguous layout never moves steps into the shared history, "
+       "so there is nothing to forget; use the combined or interleaved layout, or kv_budget 0"},
       {m + "--snapshots 100 --budget 5 x",
        "snapshot is 100, beyond the budget of 5 serial steps where the run ends; give snapshots "
        "in 1..5 or raise the budget"},

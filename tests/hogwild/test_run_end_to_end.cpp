@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
 #include "model/make_model.h"
@@ -440,6 +441,109 @@ TEST_F(RunEndToEnd, HelpShowsDefaults) {
   EXPECT_NE(g.out.find("[default: generation_config.json max_new_tokens, else 128]"),
             std::string::npos)
       << g.out;
+}
+
+// The KV budget on the collaborating model (models/packs-collab, four workers, greedy, the demo's
+// problem): a budget above the run changes no token; a budget below it forgets parts of the
+// history that the transcript and the view dump record (ranges past the prompt, their text in the
+// history, no step's conclusion among them, each forward's gaps the union of what was forgotten
+// before it, the summary line).
+TEST(RunKvBudget, CollaboratingModelForgetsAndRecordsIt) {
+  const std::string collab = HOGWILD_SOURCE_DIR "/models/packs-collab";
+  if (!fs::exists(kBin)) GTEST_SKIP() << "hogwild not built";
+  if (!fs::exists(collab + "/model.safetensors")) GTEST_SKIP() << "models/packs-collab missing";
+  const std::string problem =
+      "Part 1: Mia has 23 stamps. Then she has 7 times as many. She throws 32 of them away. She "
+      "throws 4 of them away. She buys 81 more stamps. How many stamps does Mia have now?\n"
+      "Part 2: Omar saves 77 coins. He finds 74 more coins. He finds 32 more coins. How many coins "
+      "does Omar have?\n"
+      "Part 3: Emma saves 49 coins. After a year she has 2 times as many. She earns 66 more. She "
+      "finds 34 more coins. She gives 29 coins away. She finds 85 more coins. How many coins does "
+      "Emma have?\n"
+      "Part 4: A farm has 25 cows. The farmer buys 58 more. 13 more are born. The farmer gives 89 "
+      "away. A year later there are 4 times as many. 37 more are born. How many cows are on the "
+      "farm?\n"
+      "What is the sum of the answers to all parts?";
+  const std::string pfile = tmp("kv_problem.txt");
+  std::ofstream(pfile) << problem;
+  std::string out;  // the last run's stdout (the summary)
+  auto go = [&](const std::string& extra, const std::string& name) {
+    const std::string j = tmp(name + ".json");
+    const Cli c = run("run --device cpu -m " + collab + " -w 4 --greedy --no-live --json " + j +
+                      " " + extra + " -f " + pfile);
+    EXPECT_EQ(c.rc, 0) << c.err;
+    out = c.out;
+    return json::parse(slurp(j));
+  };
+  auto ids = [](const json& doc) {
+    std::vector<int> v;
+    for (const auto& t : doc["tokens"]) v.push_back(t["id"]);
+    return v;
+  };
+  const json plain = go("", "kv_plain");
+  const json above = go("--kv-budget 100000", "kv_above");
+  EXPECT_EQ(ids(plain), ids(above));
+  EXPECT_EQ(plain["history"], above["history"]);
+  EXPECT_TRUE(above["forgotten"].empty());
+  ASSERT_GT(ids(plain).size(), 100u);
+
+  const std::string views = tmp("kv_views.jsonl");
+  const json small = go("--kv-budget 480 --dump-views " + views, "kv_small");
+  const int64_t prompt = small["stats"]["prompt_tokens"];
+  ASSERT_FALSE(small["forgotten"].empty());
+  const std::string history = small["history"];
+  int64_t total = 0;  // forgotten so far
+  for (const auto& f : small["forgotten"]) {
+    for (const auto& r : f["ranges"]) {
+      const int64_t b = r["begin"], e = r["end"];
+      EXPECT_GE(b, prompt);
+      EXPECT_EQ(e - b, 16);  // the default chunk
+      EXPECT_EQ(b % 16, 0);
+      EXPECT_NE(history.find(r["text"].get<std::string>()), std::string::npos) << r["text"];
+      // A step's conclusion (its last sentence: "Part 2 = 183.") is kept.
+      EXPECT_FALSE(std::regex_search(r["text"].get<std::string>(), std::regex("Part [0-9]+ =")))
+          << r["text"];
+      total += e - b;
+    }
+    EXPECT_EQ(f["kept"].get<int64_t>(), f["history_len"].get<int64_t>() - total);
+  }
+  const json& last = small["forgotten"].back();
+  const size_t times = small["forgotten"].size();
+  const std::string summary =
+      "kv budget: " + std::to_string(total) + " history tokens forgotten (" +
+      std::to_string(times) + (times == 1 ? " time); " : " times); ") +
+      std::to_string(last["kept"].get<int64_t>()) + " of " +
+      std::to_string(last["history_len"].get<int64_t>()) + " still read at the end";
+  EXPECT_NE(out.find(summary), std::string::npos) << out;
+  // The view dump: one forget line per transcript entry, and after each, the serial steps'
+  // "gaps" hold every range forgotten so far.
+  std::ifstream in(views);
+  std::string line;
+  size_t forgets = 0;
+  std::vector<std::pair<int64_t, int64_t>> so_far;
+  int64_t gap_lines = 0;
+  while (std::getline(in, line)) {
+    const json j = json::parse(line);
+    if (j["kind"] == "forget") {
+      ASSERT_LT(forgets, small["forgotten"].size());
+      EXPECT_EQ(j["serial_step"], small["forgotten"][forgets]["serial_step"]);
+      for (const auto& r : j["ranges"]) so_far.emplace_back(r["begin"], r["end"]);
+      ++forgets;
+      continue;
+    }
+    if (j["kind"] != "step") continue;
+    int64_t in_gaps = 0, forgotten = 0;
+    if (j.contains("gaps"))
+      for (const auto& [block, ranges] : j["gaps"].items())
+        for (const auto& r : ranges) in_gaps += r[1].get<int64_t>() - r[0].get<int64_t>();
+    for (const auto& [b, e] : so_far) forgotten += e - b;
+    EXPECT_EQ(in_gaps, forgotten) << "serial step " << j["serial_step"];
+    gap_lines += in_gaps > 0;
+  }
+  EXPECT_EQ(forgets, small["forgotten"].size());
+  EXPECT_GT(gap_lines, 0);
+  fs::remove(views);
+  fs::remove(pfile);
 }
 
 }  // namespace

@@ -1,0 +1,88 @@
+// Choosing what the shared history forgets (forgetting.h).
+#include "hogwild/forgetting.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+
+namespace hogwild {
+
+void ScoreWindow::push(std::vector<float> scores) {
+  steps_.push_back(std::move(scores));
+  while (static_cast<int64_t>(steps_.size()) > std::max<int64_t>(window_, 1)) steps_.pop_front();
+}
+
+std::vector<float> ScoreWindow::max_scores(int64_t len) const {
+  std::vector<float> out(static_cast<size_t>(len), 0.0f);
+  int64_t seen = 0;  // tokens measured by at least one forward of the window
+  for (const auto& s : steps_) {
+    const int64_t n = std::min<int64_t>(len, static_cast<int64_t>(s.size()));
+    for (int64_t j = 0; j < n; ++j) out[j] = std::max(out[j], s[j]);
+    seen = std::max(seen, n);
+  }
+  for (int64_t j = seen; j < len; ++j) out[j] = std::numeric_limits<float>::infinity();
+  return out;
+}
+
+int64_t kept_tokens(int64_t len, const std::vector<TokenRange>& gaps) {
+  int64_t n = len;
+  for (const auto& [b, e] : gaps) n -= std::min(e, len) - std::min(b, len);
+  return n;
+}
+
+std::vector<TokenRange> choose_forgotten(int64_t len, const std::vector<TokenRange>& gaps,
+                                         const std::vector<TokenRange>& protect,
+                                         const std::vector<float>& score,
+                                         const ForgetPolicy& policy) {
+  if (policy.chunk < 1) fail("kv budget: the forgetting chunk must be at least 1 token");
+  if (static_cast<int64_t>(score.size()) != len)
+    fail("kv budget: {} scores for a history of {} tokens", score.size(), len);
+  int64_t kept = kept_tokens(len, gaps);
+  if (policy.budget <= 0 || kept <= policy.budget) return {};
+  auto overlap = [](const TokenRange& a, const TokenRange& b) {
+    return std::max<int64_t>(0, std::min(a.second, b.second) - std::max(a.first, b.first));
+  };
+  struct Candidate {
+    float score;
+    int64_t begin, kept;
+  };
+  std::vector<Candidate> cand;
+  const int64_t limit = len - std::max<int64_t>(0, policy.recent);  // chunks end at or before it
+  for (int64_t b = 0; b + policy.chunk <= limit; b += policy.chunk) {
+    const TokenRange c{b, b + policy.chunk};
+    if (std::any_of(protect.begin(), protect.end(),
+                    [&](const TokenRange& p) { return overlap(c, p) > 0; }))
+      continue;
+    int64_t k = policy.chunk;
+    for (const auto& g : gaps) k -= overlap(c, g);
+    if (k <= 0) continue;
+    float s = 0;
+    bool any = false;         // the max over the chunk's kept tokens
+    if (k == policy.chunk) {  // no gap inside: every token counts
+      s = *std::max_element(score.begin() + c.first, score.begin() + c.second);
+      cand.push_back({s, b, k});
+      continue;
+    }
+    for (int64_t j = c.first; j < c.second; ++j) {
+      if (std::any_of(gaps.begin(), gaps.end(),
+                      [&](const TokenRange& g) { return j >= g.first && j < g.second; }))
+        continue;
+      s = any ? std::max(s, score[j]) : score[j];
+      any = true;
+    }
+    cand.push_back({s, b, k});
+  }
+  std::stable_sort(cand.begin(), cand.end(),
+                   [](const Candidate& x, const Candidate& y) { return x.score < y.score; });
+  std::vector<TokenRange> out;
+  for (const Candidate& c : cand) {
+    if (kept <= policy.budget) break;
+    out.emplace_back(c.begin, c.begin + policy.chunk);
+    kept -= c.kept;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace hogwild

@@ -1,0 +1,69 @@
+// Bounded shared memory (docs/ARCHITECTURE.md "Bounded shared memory"): which tokens of the shared
+// history a session forgets when the history passes its KV budget. Pure functions and a small
+// window of scores, no backend: the session (session.cpp) measures the scores
+// (Backend::attention_scores), calls choose_forgotten after each promotion and hands the result
+// to Backend::forget_tokens.
+//
+// Policy (the first of issue "Bounded shared memory", after R-KV, Cai et al. 2025, and H2O, Zhang
+// et al. 2023, without R-KV's redundancy term yet): a history token's score is the largest
+// softmax attention weight any worker's query gave it, at any layer and head, over the last
+// `window` serial steps (the max over workers: a token any worker reads must stay). The history
+// is cut into fixed chunks of `chunk` tokens at block-local indices [i * chunk, (i + 1) * chunk);
+// a chunk's score is the largest score of its tokens. Chunks that touch a protected range (the
+// prompt with its rules, each finished step's opening text — its step header — and its last
+// sentence when it has several — its conclusion —, notes; the session lists them) or the last
+// `recent` tokens are never forgotten; of the others, the lowest scores go first (ties: the
+// older chunk first) until the tokens still read fit the budget.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <utility>
+#include <vector>
+
+namespace hogwild {
+
+using TokenRange = std::pair<int64_t, int64_t>;  // block-local [begin, end)
+
+/// Settings of a session's KV budget (SessionOptions).
+struct ForgetPolicy {
+  int64_t budget = 0;    // tokens of the shared history that take part in attention; 0 = unlimited
+  int64_t chunk = 16;    // granularity in tokens (a quarter of a KV pool page, kKvPageTokens)
+  int64_t recent = 128;  // the history's last `recent` tokens are never forgotten
+  int64_t window = 16;   // serial steps whose scores count
+};
+
+/// The largest score each history token got over the last `window` serial steps.
+class ScoreWindow {
+ public:
+  explicit ScoreWindow(int64_t window) : window_(window) {}
+  /// Adds one forward's scores (Backend::attention_scores of the history block: (len at that
+  /// forward) weights in [0, 1]); the oldest leaves once there are more than `window`.
+  void push(std::vector<float> scores);
+  /// (len) the max over the window per token; tokens no forward in the window measured (newer than
+  /// every entry) get +infinity, so that nothing unseen is forgotten.
+  std::vector<float> max_scores(int64_t len) const;
+  size_t size() const { return steps_.size(); }
+
+ private:
+  int64_t window_;
+  std::deque<std::vector<float>> steps_;
+};
+
+/// Tokens still read in a history of `len` tokens with these gaps (sorted, disjoint).
+int64_t kept_tokens(int64_t len, const std::vector<TokenRange>& gaps);
+
+/// The chunks to forget now (sorted by index, each [i * chunk, (i + 1) * chunk), whole chunks
+/// below len - recent only) so that kept_tokens(len, gaps + result) <= budget, or every chunk
+/// that may go when that is not enough. `gaps`: already forgotten (sorted, disjoint; a chunk
+/// wholly inside them is not chosen again, one partly inside counts its kept tokens only);
+/// `protect`: ranges never forgotten (any order); `score`: (len) per token (ScoreWindow).
+/// Returns {} when the budget is 0 (unlimited) or already met. Throws hogwild::Error when
+/// score.size() != len or chunk < 1.
+std::vector<TokenRange> choose_forgotten(int64_t len, const std::vector<TokenRange>& gaps,
+                                         const std::vector<TokenRange>& protect,
+                                         const std::vector<float>& score,
+                                         const ForgetPolicy& policy);
+
+}  // namespace hogwild
