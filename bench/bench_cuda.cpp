@@ -1,7 +1,7 @@
 // bench_cuda: the `hogwild bench` sweep (src/bench/cuda_bench.h) as a standalone program, so the
 // GPU benchmark builds with only the CUDA backend's libraries. Prints the table, writes JSON.
 //   bench_cuda [-p PRESET...] [-m DIR...] [-w W...] [-c CTX...] [-r N] [--json FILE] [--no-skinny]
-//   [--no-pdl] [--no-cluster-split] [--gemm [--gemm-algos]]
+//   [--no-pdl] [--no-cluster-split] [--gemm [--gemm-algos]] [--invariance STEPS]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -45,6 +45,10 @@ int main(int argc, char** argv) {
                "besides the steps");
   app.add_option("--quant", o.quant,
                  "presets with quantized projections: awq, gptq (4-bit) or fp8 (128 x 128 blocks)");
+  app.add_option("--invariance", o.invariance_steps,
+                 "also decode this many greedy tokens of one sequence alone and beside the "
+                 "others (-s, at least 2) and report how many are the same (batch invariance)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--group-size", o.group_size, "group size of --quant awq|gptq (-1: one group)");
   app.add_flag("--desc-act", o.desc_act, "with --quant gptq: act-order (a permuted input)");
   CLI11_PARSE(app, argc, argv);
@@ -68,6 +72,15 @@ int main(int argc, char** argv) {
         gemm ? hogwild::bench::run_gemm_bench(o) : hogwild::bench::run_cuda_bench(o);
     std::printf("%s",
                 (gemm ? hogwild::bench::gemm_table(j) : hogwild::bench::bench_table(j)).c_str());
+    if (j.contains("invariance"))
+      for (const auto& r : j["invariance"])
+        std::printf(
+            "batch invariance, %s: %d of %d greedy tokens the same alone and beside %d others "
+            "(first difference at %d); prefill logits max |diff| %.3g of max |logit| %.3g\n",
+            r["model"].get<std::string>().c_str(), r["identical"].get<int>(), r["steps"].get<int>(),
+            r["sessions"].get<int>() - 1, r["identical_prefix"].get<int>(),
+            r["prefill_logits_max_abs_diff"].get<double>(),
+            r["prefill_logits_max_abs"].get<double>());
     hogwild::OutputFile f(json_file, "--json");
     f.write(hogwild::dump_json(j, 2) + "\n");
     f.close();

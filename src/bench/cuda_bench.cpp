@@ -45,6 +45,13 @@ void add_model(nlohmann::json& out, CudaBackend& be, const std::string& name,
       return std::make_pair(static_cast<double>(be.last_step_weight_bytes()), mean);
     };
   run_decode_sweep(m, opt, bw / 1e9, out);
+  if (opt.invariance_steps > 0) {
+    const int sessions = std::max(2, *std::max_element(opt.sessions.begin(), opt.sessions.end()));
+    nlohmann::json r =
+        measure_batch_invariance(be, sessions, 32, opt.invariance_steps, opt.seed + 17);
+    r["model"] = name;
+    out["invariance"].push_back(std::move(r));
+  }
 }
 
 // Every algorithm cuBLASLt's heuristic offers (up to 64) for y (rows, out) bf16 = x W^T, the same

@@ -31,6 +31,10 @@ struct CudaBenchOptions : DecodeBenchOptions {
   std::string quant;
   int64_t group_size = 128;
   bool desc_act = false;
+  // > 0: after each model's sweep, measure_batch_invariance (decode_bench.h) over this many greedy
+  // steps, sequence 0 alone and beside the largest session count of `sessions` (at least 2) with
+  // 32-token prompts; the results go to "invariance" (one object per model, with "model").
+  int invariance_steps = 0;
 };
 
 /// The quantization_config of a random `quant` model (CudaBenchOptions::quant, `hogwild bench

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "core/error.h"
@@ -151,6 +152,79 @@ void run_decode_sweep(const DecodeBenchModel& m, const DecodeBenchOptions& opt,
         out["results"].push_back(r);
       }
     }
+}
+
+nlohmann::json measure_batch_invariance(Backend& be, int sessions, int64_t prompt_len, int steps,
+                                        uint64_t seed) {
+  if (sessions < 1 || prompt_len < 1 || steps < 1)
+    fail("batch invariance: sessions ({}), prompt length ({}) and steps ({}) must be >= 1",
+         sessions, prompt_len, steps);
+  const int64_t vocab = be.config().vocab_size;
+  std::vector<std::vector<int32_t>> prompts(sessions);
+  uint64_t z = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (auto& p : prompts)
+    for (int64_t i = 0; i < prompt_len; ++i) {
+      z = z * 6364136223846793005ull + 1442695040888963407ull;
+      p.push_back(static_cast<int32_t>((z >> 33) % static_cast<uint64_t>(vocab)));
+    }
+  auto argmax = [&](const float* row) {
+    return static_cast<int32_t>(std::max_element(row, row + vocab) - row);  // first of ties
+  };
+  // Sequence 0's prefill logits and decoded tokens with the first n sessions in every forward.
+  auto run = [&](int n, std::vector<float>& prefill_logits) {
+    std::vector<BlockId> blocks;
+    for (int s = 0; s < n; ++s) blocks.push_back(be.new_block());
+    ForwardBatch b;
+    for (int s = 0; s < n; ++s) {
+      b.views.push_back({blocks[s]});
+      for (int64_t i = 0; i < prompt_len; ++i)
+        b.tokens.push_back({prompts[s][i], s, blocks[s], i + 1 == prompt_len});
+    }
+    std::vector<float> logits;
+    std::vector<int32_t> out;
+    try {
+      be.forward(b, logits);  // one logits row per session, in batch order
+      prefill_logits.assign(logits.begin(), logits.begin() + vocab);
+      std::vector<int32_t> next(n);
+      for (int s = 0; s < n; ++s) next[s] = argmax(logits.data() + s * vocab);
+      for (int step = 0; step < steps; ++step) {
+        out.push_back(next[0]);
+        if (step + 1 == steps) break;
+        b.tokens.clear();
+        for (int s = 0; s < n; ++s) b.tokens.push_back({next[s], s, blocks[s], true});
+        be.forward(b, logits);
+        for (int s = 0; s < n; ++s) next[s] = argmax(logits.data() + s * vocab);
+      }
+    } catch (...) {
+      for (BlockId id : blocks) be.free_block(id);
+      throw;
+    }
+    for (BlockId id : blocks) be.free_block(id);
+    return out;
+  };
+  std::vector<float> alone_logits, shared_logits;
+  const std::vector<int32_t> alone = run(1, alone_logits);
+  const std::vector<int32_t> shared = run(sessions, shared_logits);
+  int identical = 0, prefix = -1;
+  for (int i = 0; i < steps; ++i) {
+    identical += alone[i] == shared[i];
+    if (prefix < 0 && alone[i] != shared[i]) prefix = i;
+  }
+  double diff = 0, mag = 0;
+  for (int64_t v = 0; v < vocab; ++v) {
+    diff = std::max(diff, static_cast<double>(std::abs(alone_logits[v] - shared_logits[v])));
+    mag = std::max(mag, static_cast<double>(std::abs(alone_logits[v])));
+  }
+  return {{"sessions", sessions},
+          {"prompt_len", prompt_len},
+          {"steps", steps},
+          {"identical", identical},
+          {"identical_prefix", prefix < 0 ? steps : prefix},
+          {"share_identical", static_cast<double>(identical) / steps},
+          {"prefill_logits_max_abs_diff", diff},
+          {"prefill_logits_max_abs", mag},
+          {"tokens_alone", alone},
+          {"tokens_shared", shared}};
 }
 
 std::string bench_table(const nlohmann::json& j) {

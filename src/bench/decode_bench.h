@@ -94,6 +94,22 @@ DecodeBenchModel decode_bench_model(B& be, const std::string& name) {
 void run_decode_sweep(const DecodeBenchModel& m, const DecodeBenchOptions& opt,
                       double bandwidth_gbs, nlohmann::json& out);
 
+/// Batch invariance of greedy decoding: does a sequence's output depend on the other rows of its
+/// forwards? `sessions` sequences of `prompt_len` random prompt tokens (ids below the vocabulary,
+/// from seed), each in its own block with its own view; sequence 0 is prefilled in one forward
+/// and decodes `steps` tokens greedily (argmax, lowest id among ties), first alone (one row per
+/// forward), then beside the other sessions - 1 (their prompts prefilled in the same forward, one
+/// row each per decode forward), as the Engine batches sessions. Returns {"sessions",
+/// "prompt_len", "steps", "identical" (positions where sequence 0's tokens agree),
+/// "identical_prefix" (tokens before the first difference; = steps when none),
+/// "share_identical" (identical / steps), "prefill_logits_max_abs_diff" and
+/// "prefill_logits_max_abs" (sequence 0's logits after its prompt, same inputs in both runs: the
+/// float noise that other rows add), "tokens_alone", "tokens_shared" (sequence 0's tokens)}. Blocks
+/// are freed. Throws what the backend throws (e.g. the cache is full), hogwild::Error for sessions
+/// < 1, prompt_len < 1 or steps < 1.
+nlohmann::json measure_batch_invariance(Backend& be, int sessions, int64_t prompt_len, int steps,
+                                        uint64_t seed);
+
 /// The results of a run as a text table: a header line from the top-level "device",
 /// "bandwidth_GBps", "bandwidth_probe" (and "load_average_start/end" where present), then one row
 /// per point.
