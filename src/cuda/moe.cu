@@ -6,9 +6,7 @@
 // a step, lane (g = lane / 4, t = lane % 4) loads for u < 4 the eight values k = 32 u + 8 t + e of
 // W rows g and g + 8 and of the pass's token rows 8 j + g, and feeds them to two mma.sync
 // m16n8k16 as physical elements 0-3 and 4-7 (the same permutation of the 32-wide chunk for W and
-// x, so the dot products are unchanged). Quantized experts at decode sizes (T <= 8) take
-// moe_quant_kernel instead: the same tile through quant_tile.cuh's K loop, whose x rows and scales
-// wait in shared memory and whose packed blocks are all in flight before the first is multiplied.
+// x, so the dot products are unchanged).
 #include <cstdint>
 
 #include "cuda/cuda_check.h"
@@ -17,7 +15,6 @@
 #include "cuda/pdl.cuh"
 #include "cuda/quant_dequant.cuh"
 #include "cuda/quant_gemm.h"
-#include "cuda/quant_tile.cuh"
 
 namespace hogwild::cuda {
 namespace {
@@ -185,83 +182,6 @@ __device__ __forceinline__ void load_w(const bf16* w_lo, const bf16* w_hi, int i
   }
 }
 
-// The end of an expert tile: c is the warps' summed fragment of the assignments pa0 .. pa0 + 7 of
-// the expert (c[0], c[1]: W row g, assignments pa0 + 2t, + 1; c[2], c[3]: row g + 8); n the
-// expert's assignments, off their first index. swiglu: act = SiLU(gate) up (times the rows'
-// 1 / RMS when the norm is fused); down: y = the products in fp32.
-__device__ __forceinline__ void store_tile(const MoeArgs& a, const float (&c)[4], int pa0, int n,
-                                           int off) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int pa = pa0 + 2 * t + h;
-    if (pa >= n) continue;
-    const int64_t p = off + pa;
-    if (a.swiglu) {
-      const int half = a.out / 2, i = blockIdx.x * 8 + g;
-      float gate = c[h], up = c[2 + h];
-      if (a.norm.ss) {  // x rows were x_res * w: the products times the row's 1 / RMS
-        const float rs = rsqrtf(a.norm.ss[a.r.rows[p]] / float(a.norm.dim) + a.norm.eps);
-        gate *= rs, up *= rs;
-      }
-      if (i < half) a.act[p * half + i] = __float2bfloat16(gate / (1.0f + __expf(-gate)) * up);
-    } else {
-      const int r0 = blockIdx.x * 16 + g;
-      if (r0 < a.out) a.y[p * a.out + r0] = c[h];
-      if (r0 + 8 < a.out) a.y[p * a.out + r0 + 8] = c[2 + h];
-    }
-  }
-}
-
-// W row of tile row j (0..15) of CTA column blockIdx.x within an expert, clamped into the expert
-// (clamped rows are computed and discarded). swiglu: rows 0-7 are gate features, 8-15 the
-// matching up features.
-__device__ __forceinline__ int expert_row(const MoeArgs& a, int j) {
-  if (a.swiglu) {
-    const int half = a.out / 2, i = min(int(blockIdx.x) * 8 + (j & 7), half - 1);
-    return j < 8 ? i : half + i;
-  }
-  return min(int(blockIdx.x) * 16 + j, a.out - 1);
-}
-
-// grid (tiles, moe_max_active), kWarps * 32 threads, at most 8 assignments per expert (T <= 8):
-// the quantized experts' tile through quant_tile.cuh's K loop (x rows gathered by the routing into
-// shared memory, kStages packed blocks per warp in flight), dynamic shared memory
-// qtile::round_smem<F>(min(T, 8), group_size).bytes.
-template <int F, bool PB>
-__global__ void __launch_bounds__(kWarps * 32) moe_quant_kernel(MoeArgs a) {
-  extern __shared__ __align__(16) unsigned char qsmem[];
-  __shared__ float red[kWarps][32][4];
-  const int slot = blockIdx.y;
-  pdl_wait();  // the routing is the previous kernel's output
-  pdl_launch_dependents();
-  if (slot >= *a.r.n_active) return;
-  const int e = a.r.active[slot], n = a.r.counts[slot], off = a.r.offsets[slot];
-  if (n < 1) return;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-  struct Src {
-    const MoeArgs& a;
-    int e, off;
-    __device__ int64_t row(int j) const { return int64_t(e) * a.out + expert_row(a, j); }
-    __device__ const uint32_t* w(int j) const { return a.qw + row(j) * a.words_per_row; }
-    __device__ const uint32_t* sz(int j) const { return a.qsz + row(j) * a.n_groups; }
-    __device__ const bf16* x(int i) const {
-      return a.x + int64_t(a.swiglu ? a.r.rows[off + i] : off + i) * a.in;
-    }
-  } src{a, e, off};
-  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  qtile::product<F, PB>(src, n, a.in, a.group_size, 0, (a.in + 127) / 128, qsmem, c, [] {});
-#pragma unroll
-  for (int i = 0; i < 4; ++i) red[warp][lane][i] = c[i];
-  __syncthreads();
-  if (warp != 0) return;
-#pragma unroll
-  for (int w = 1; w < kWarps; ++w)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) c[i] += red[w][lane][i];
-  store_tile(a, c, 0, n, off);
-}
-
 // grid (tiles, moe_max_active), kWarps * 32 threads. swiglu: tile = 8 features (gate rows i,
 // up rows I + i); down: tile = 16 output rows. F: kDense (bf16 W) or a packed WeightFormat (qw,
 // qsz: the block's exact bf16 products scaled by the group scales, as in skinny_quant_kernel;
@@ -395,8 +315,27 @@ __global__ void __launch_bounds__(kWarps * 32) moe_mma_kernel(MoeArgs a) {
         for (int w = 1; w < kWarps; ++w)
 #pragma unroll
           for (int i = 0; i < 4; ++i) c[j][i] += red[w][j][lane][i];
-        // c[j][0..1]: W row lo, tokens 2t, 2t + 1 of n-tile j; c[j][2..3]: row hi
-        store_tile(a, c[j], p0 + 8 * j, n, off);
+            // c[j][0..1]: W row lo, tokens 2t, 2t + 1 of n-tile j; c[j][2..3]: row hi
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int pa = p0 + 8 * j + 2 * t + h;
+          if (pa >= n) continue;
+          const int64_t p = off + pa;
+          if (a.swiglu) {
+            const int half = a.out / 2, i = blockIdx.x * 8 + g;
+            float gate = c[j][h], up = c[j][2 + h];
+            if (a.norm.ss) {  // x rows were x_res * w: the products times the row's 1 / RMS
+              const float rs = rsqrtf(a.norm.ss[a.r.rows[p]] / float(a.norm.dim) + a.norm.eps);
+              gate *= rs, up *= rs;
+            }
+            if (i < half)
+              a.act[p * half + i] = __float2bfloat16(gate / (1.0f + __expf(-gate)) * up);
+          } else {
+            const int r0 = blockIdx.x * 16 + g;
+            if (r0 < a.out) a.y[p * a.out + r0] = c[j][h];
+            if (r0 + 8 < a.out) a.y[p * a.out + r0 + 8] = c[j][2 + h];
+          }
+        }
       }
     }
     __syncthreads();  // red is rewritten by the next pass
@@ -420,21 +359,6 @@ __global__ void moe_combine_kernel(const float* y, MoeRoute r, bf16* out, int H,
 template <int F, bool PB>
 void launch_experts_as(const MoeArgs& a, dim3 grid, int64_t T, cudaStream_t stream) {
   // rows per expert <= T (a row chooses an expert at most once)
-  if constexpr (F != kDense) {
-    if (T <= qtile::kMaxRows) {
-      static const bool opted_in = [] {
-        HOGWILD_CUDA_CHECK(cudaFuncSetAttribute(
-            moe_quant_kernel<F, PB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-            int(qtile::round_smem<F>(qtile::kMaxRows, 32).bytes)));
-        return true;
-      }();
-      (void)opted_in;
-      const auto smem = qtile::round_smem<F>(static_cast<int>(T), a.group_size).bytes;
-      launch_pdl(moe_quant_kernel<F, PB>, grid, dim3(kWarps * 32), static_cast<size_t>(smem),
-                 stream, a);
-      return;
-    }
-  }
   if (T <= 8)
     launch_pdl(moe_mma_kernel<F, PB, 1>, grid, dim3(kWarps * 32), 0, stream, a);
   else if (T <= 16)

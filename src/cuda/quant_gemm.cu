@@ -39,8 +39,8 @@ struct QArgs {
 
 using namespace qdev;
 
-// grid ceil(out / 16), kWarps * 32 threads. NT n-tiles of 8 token rows (n_rows <= 8 NT); launched
-// for up to kQuantNarrowRows rows (NT = 1).
+// grid ceil(out / 16), kWarps * 32 threads. NT n-tiles of 8 token rows (n_rows <= 8 NT), up to
+// kQuantNarrowRows rows.
 // PB: group_size is a multiple of 128, so one scale per row holds for a whole block.
 template <int F, int NT, bool PB>
 __global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
@@ -181,14 +181,14 @@ __global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
   }
 }
 
-// The wide kernel, for 9..kQuantMaxRows token rows: a CTA is kWideWarps warps of 16 W rows each
-// (kWideRows W rows) x all the token rows (NT n-tiles of 8), over the K blocks [b_begin, b_end) of
-// its split. Every warp multiplies the same x, so x is copied once per CTA into shared memory
-// (cp.async, kXStages blocks in flight), while each warp streams its own W rows into registers
-// (kWStages blocks ahead). Per CTA, x costs (token rows x 2) / (kWideRows x bytes per weight) of
-// the W bytes it reads from L2 — the 16-row CTA above read x once per 16 W rows, more than the
-// weights at 32 token rows. Token row r of a block is 16 chunks of 8 k (16 bytes); chunk c sits at
-// c ^ (4 (r & 1)) so that the 8 lanes of a 16-byte shared load phase (rows g, g + 1, chunks
+// The wide kernel, for kQuantNarrowRows + 1 .. kQuantMaxRows token rows: a CTA is kWideWarps warps
+// of 16 W rows each (kWideRows W rows) x all the token rows (NT n-tiles of 8), over the K blocks
+// [b_begin, b_end) of its split. Every warp multiplies the same x, so x is copied once per CTA into
+// shared memory (cp.async, kXStages blocks in flight), while each warp streams its own W rows into
+// registers (kWStages blocks ahead). Per CTA, x costs (token rows x 2) / (kWideRows x bytes per
+// weight) of the W bytes it reads from L2 — the 16-row CTA above read x once per 16 W rows, more
+// than the weights at 32 token rows. Token row r of a block is 16 chunks of 8 k (16 bytes); chunk c
+// sits at c ^ (4 (r & 1)) so that the 8 lanes of a 16-byte shared load phase (rows g, g + 1, chunks
 // 4 u + t) hit 32 different banks.
 constexpr int kWideWarps = 8;
 constexpr int kWideRows = 16 * kWideWarps;
@@ -421,8 +421,16 @@ __global__ void dequant_kernel(QuantWeight W, bf16* dst) {
 template <int F>
 void launch_rows(const QArgs& a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((a.out + 15) / 16)), block(kWarps * 32);
-  (a.group_size % 128 == 0 ? quant_mma_kernel<F, 1, true>
-                           : quant_mma_kernel<F, 1, false>)<<<grid, block, 0, stream>>>(a);
+  const bool pb = a.group_size % 128 == 0;
+  if (a.n_rows <= 8)
+    (pb ? quant_mma_kernel<F, 1, true>
+        : quant_mma_kernel<F, 1, false>)<<<grid, block, 0, stream>>>(a);
+  else if (a.n_rows <= 16)
+    (pb ? quant_mma_kernel<F, 2, true>
+        : quant_mma_kernel<F, 2, false>)<<<grid, block, 0, stream>>>(a);
+  else
+    (pb ? quant_mma_kernel<F, 4, true>
+        : quant_mma_kernel<F, 4, false>)<<<grid, block, 0, stream>>>(a);
   HOGWILD_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -472,13 +480,7 @@ void launch_wide_as(const QArgs& q, cudaStream_t stream) {
 
 template <int F>
 void launch_wide(const QArgs& a, cudaStream_t stream) {
-  const bool pb = a.group_size % 128 == 0;
-  if (a.n_rows <= 16)
-    (pb ? launch_wide_as<F, 2, true> : launch_wide_as<F, 2, false>)(a, stream);
-  else if (a.n_rows <= 32)
-    (pb ? launch_wide_as<F, 4, true> : launch_wide_as<F, 4, false>)(a, stream);
-  else
-    (pb ? launch_wide_as<F, 8, true> : launch_wide_as<F, 8, false>)(a, stream);
+  (a.group_size % 128 == 0 ? launch_wide_as<F, 8, true> : launch_wide_as<F, 8, false>)(a, stream);
 }
 
 }  // namespace

@@ -3,10 +3,11 @@
 // point per group of input rows (AWQ, GPTQ), or float8_e4m3 with a scale per 128 x 128 block
 // (FP8) — and is dequantized in registers, read once per forward for all token rows.
 //
-// Kernels (quant_gemm.cu): up to 8 token rows, the skinny kernel's layout (skinny_gemm.h): a CTA is
-// 16 W rows (the mma.sync m16n8k16 M side) x the token rows (the N side), K split over warps. 9 to
-// 64 rows: a CTA is 8 warps of 16 W rows x the token rows in n-tiles of 8, x copied once per CTA
-// into shared memory, K split over the CTAs of a cluster where the tiles cannot fill the GPU. A
+// Kernels (quant_gemm.cu): up to 32 token rows, the skinny kernel's layout (skinny_gemm.h): a CTA
+// is 16 W rows (the mma.sync m16n8k16 M side) x the token rows in n-tiles of 8 (the N side), K
+// split over warps. 33 to 64 rows: a CTA is 8 warps of 16 W rows x the token rows, x copied once
+// per CTA into shared memory, K split over the CTAs of a cluster where the tiles cannot fill the
+// GPU. A
 // weight value enters the tensor cores as the exact bf16 integer q - z (int4) or the exact bf16
 // value of the e4m3 number (fp8); the group's scale multiplies the fp32 product of each 32-wide k
 // chunk (a chunk never straddles a group), so the only roundings are the fp32 sums. Rows above
@@ -25,10 +26,11 @@
 
 namespace hogwild::cuda {
 
-/// Token rows of the 16-row-CTA kernel (up to 8); above, the wide kernel (128 W rows per CTA, x in
-/// shared memory) multiplies up to kQuantMaxRows rows per launch; more rows: chunks of that many,
-/// up to kQuantChunkedRows; beyond that the bf16 copy and cuBLAS.
-inline constexpr int kQuantNarrowRows = 8;
+/// Token rows of the 16-row-CTA kernel (up to 32); above, the wide kernel (128 W rows per CTA, x
+/// in shared memory) multiplies up to kQuantMaxRows rows per launch; more rows: chunks of that
+/// many, up to kQuantChunkedRows; beyond that the bf16 copy and cuBLAS (measurements:
+/// docs/PERFLOG.md).
+inline constexpr int kQuantNarrowRows = 32;
 inline constexpr int kQuantMaxRows = 64;
 inline constexpr int kQuantChunkedRows = 256;
 

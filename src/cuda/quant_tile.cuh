@@ -1,6 +1,6 @@
 // The K loop of a 16-row tile of a packed weight (quant_gemm.h QuantWeight, quant_dequant.cuh)
 // times up to 8 token rows, shared by the skinny projections (skinny_gemm.cu) and the MoE expert
-// products (moe.cu) at decode sizes. Include from .cu only.
+// products at decode sizes (skinny_gemm.cu skinny_quant_round_kernel). Include from .cu only.
 //
 // kWarps warps split the tile's 128-k blocks [b_begin, b_end); lane (g = lane / 4, t = lane % 4)
 // holds the packed words of W rows g and g + 8 (quant_dequant.cuh's layout) of kStages blocks in
@@ -105,7 +105,9 @@ __device__ __forceinline__ void product(const Src& src, int rows, int in, int gr
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
         const uint4 xv = *reinterpret_cast<const uint4*>(xrow + kk + 32 * u);
-        const int grp = (b * kStepK + 32 * (PB ? 0 : u)) / group_size - g0;
+        // chunks past `in` (zero x) use the last group copied: their scale words were not
+        const int grp =
+            min((b * kStepK + 32 * (PB ? 0 : u)) / group_size, (in - 1) / group_size) - g0;
         const uint32_t s_lo = szs[g * L.sz_stride + grp], s_hi = szs[(g + 8) * L.sz_stride + grp];
         uint32_t af[8];
         qdev::chunk_fragments<F>(buf[i], u, qdev::zero_pair(s_lo), qdev::zero_pair(s_hi), af);

@@ -301,10 +301,102 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_mma_kernel(SkinnyArgs a) {
   finish_tile(a, c, warp, lane);
 }
 
-// The same tile over a quantized W: the K loop is quant_tile.cuh's (x and the scales of a round in
-// shared memory, kStages packed blocks per warp in flight), then finish_tile as above.
+// The same tile over a quantized W (quant_gemm.h QuantWeight, quant_dequant.cuh): a warp step is
+// one 128-k block, whose packed words are 4x (int4) or 2x (fp8) fewer bytes than bf16 ones, so
+// kQStages blocks per warp are in flight (the same registers as the bf16 kernel's two steps). x
+// and the scales of a block are loaded one block ahead. A block's fp32 product is multiplied by
+// its rows' group scales (PB: groups of whole blocks, one scale per block; else per 32-k chunk).
+template <int F>
+inline constexpr int kQStages = F == int(WeightFormat::int4) ? 8 : 4;
+
 template <int F, bool PB>
 __global__ void __launch_bounds__(kWarps * 32) skinny_quant_kernel(SkinnyArgs a) {
+  constexpr int S = kQStages<F>;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t r_lo = w_row(a, g), r_hi = w_row(a, g + 8);
+  const uint32_t* w_lo = a.qw + r_lo * a.words_per_row;
+  const uint32_t* w_hi = a.qw + r_hi * a.words_per_row;
+  const uint32_t* sz_lo = a.qsz + r_lo * a.n_groups;
+  const uint32_t* sz_hi = a.qsz + r_hi * a.n_groups;
+  const bool x_live = g < a.n_rows;
+  const bf16* xr = a.x + int64_t(x_live ? g : 0) * a.in + 8 * t;
+  const int all_blocks = (a.in + kStepK - 1) / kStepK;
+  const int per_split = (all_blocks + gridDim.y - 1) / gridDim.y;
+  const int b_begin = blockIdx.y * per_split;
+  const int b_end = min(all_blocks, b_begin + per_split);  // this CTA: blocks [b_begin, b_end)
+
+  qdev::WBlock<F> buf[S];
+#pragma unroll
+  for (int i = 0; i < S; ++i)
+    if (b_begin + warp + i * kWarps < b_end)
+      qdev::load_block<F>(w_lo, w_hi, b_begin + warp + i * kWarps, t, buf[i]);
+  auto load_sz = [&](int b, uint32_t(&sv)[4][2]) {
+#pragma unroll
+    for (int u = 0; u < (PB ? 1 : 4); ++u) {
+      const int grp = min((b * kStepK + 32 * u) / a.group_size, a.n_groups - 1);
+      sv[u][0] = b < b_end ? __ldg(sz_lo + grp) : 0u;
+      sv[u][1] = b < b_end ? __ldg(sz_hi + grp) : 0u;
+    }
+  };
+  uint32_t sn[4][2];
+  load_sz(b_begin + warp, sn);
+  if (warp == 0) prefetch_epilogue(a, lane, false);
+  pdl_wait();
+  pdl_launch_dependents();
+  if (warp == 0) prefetch_epilogue(a, lane, true);
+  uint4 xn[kU];
+  if (b_begin + warp < b_end) load_x(a, xr, x_live, b_begin + warp, t, xn);
+
+  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int base = b_begin + warp; base < b_end; base += S * kWarps) {
+#pragma unroll
+    for (int i = 0; i < S; ++i) {
+      const int b = base + i * kWarps;
+      if (b >= b_end) break;
+      uint4 xv[kU];
+      uint32_t sv[4][2];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) xv[u] = xn[u];
+#pragma unroll
+      for (int u = 0; u < (PB ? 1 : 4); ++u) sv[u][0] = sn[u][0], sv[u][1] = sn[u][1];
+      if (b + kWarps < b_end) {
+        load_x(a, xr, x_live, b + kWarps, t, xn);
+        load_sz(b + kWarps, sn);
+      }
+      float cb[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // PB: the block's product before its scale
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const uint32_t s_lo = sv[PB ? 0 : u][0], s_hi = sv[PB ? 0 : u][1];
+        uint32_t af[8];
+        qdev::chunk_fragments<F>(buf[i], u, qdev::zero_pair(s_lo), qdev::zero_pair(s_hi), af);
+        if constexpr (PB) {
+          mma_bf16(cb, af[0], af[1], af[2], af[3], xv[u].x, xv[u].y);
+          mma_bf16(cb, af[4], af[5], af[6], af[7], xv[u].z, xv[u].w);
+        } else {
+          const float f_lo = qdev::scale_of(s_lo, F), f_hi = qdev::scale_of(s_hi, F);
+          float cu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          mma_bf16(cu, af[0], af[1], af[2], af[3], xv[u].x, xv[u].y);
+          mma_bf16(cu, af[4], af[5], af[6], af[7], xv[u].z, xv[u].w);
+          c[0] += cu[0] * f_lo, c[1] += cu[1] * f_lo, c[2] += cu[2] * f_hi, c[3] += cu[3] * f_hi;
+        }
+      }
+      if constexpr (PB) {
+        const float f_lo = qdev::scale_of(sv[0][0], F), f_hi = qdev::scale_of(sv[0][1], F);
+        c[0] += cb[0] * f_lo, c[1] += cb[1] * f_lo, c[2] += cb[2] * f_hi, c[3] += cb[3] * f_hi;
+      }
+      if (b + S * kWarps < b_end) qdev::load_block<F>(w_lo, w_hi, b + S * kWarps, t, buf[i]);
+    }
+  }
+  finish_tile(a, c, warp, lane);
+}
+
+// The same tile over a quantized W with the K loop of quant_tile.cuh (x and the scales of a round
+// in shared memory, kStages packed blocks per warp in flight), then finish_tile as above. Faster
+// than skinny_quant_kernel where a round's copy of x is small (fp8; int4 at one row), slower where
+// the copy of 8 token rows delays the first product (docs/PERFLOG.md).
+template <int F, bool PB>
+__global__ void __launch_bounds__(kWarps * 32) skinny_quant_round_kernel(SkinnyArgs a) {
   extern __shared__ __align__(16) unsigned char qsmem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   struct Src {
@@ -374,12 +466,16 @@ void launch(SkinnyArgs a, int64_t tiles, cudaStream_t stream) {
   launch_kernel(skinny_mma_kernel, slots, a, tiles, stream);
 }
 
-// The round's shared memory depends on the rows and the group size; resident CTAs are counted
-// once per (rows, group size) seen (a model has a handful).
+// The round kernel's shared memory depends on the rows and the group size; resident CTAs are
+// counted once per (rows, group size) seen (a model has a handful).
 template <int F, bool PB>
 void launch_quant_as(const SkinnyArgs& a, int64_t tiles, cudaStream_t stream) {
+  if (F == int(WeightFormat::int4) && a.n_rows > 1) {
+    static const int slots = resident_ctas(skinny_quant_kernel<F, PB>);
+    return launch_kernel(skinny_quant_kernel<F, PB>, slots, a, tiles, stream);
+  }
   static const bool opted_in = [] {
-    HOGWILD_CUDA_CHECK(cudaFuncSetAttribute(skinny_quant_kernel<F, PB>,
+    HOGWILD_CUDA_CHECK(cudaFuncSetAttribute(skinny_quant_round_kernel<F, PB>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             int(qtile::round_smem<F>(kSkinnyMaxRows, 32).bytes)));
     return true;
@@ -392,10 +488,10 @@ void launch_quant_as(const SkinnyArgs& a, int64_t tiles, cudaStream_t stream) {
   {
     std::lock_guard<std::mutex> lock(mu);
     auto [it, fresh] = slots_of.try_emplace({a.n_rows, a.group_size}, 0);
-    if (fresh) it->second = resident_ctas(skinny_quant_kernel<F, PB>, smem);
+    if (fresh) it->second = resident_ctas(skinny_quant_round_kernel<F, PB>, smem);
     slots = it->second;
   }
-  launch_kernel(skinny_quant_kernel<F, PB>, slots, a, tiles, stream, smem);
+  launch_kernel(skinny_quant_round_kernel<F, PB>, slots, a, tiles, stream, smem);
 }
 
 // a with W's packed words; x gathered by W's act-order permutation first (into scratch).
