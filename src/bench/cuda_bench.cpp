@@ -31,6 +31,10 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+int max_sessions(const CudaBenchOptions& opt) {
+  return opt.sessions.empty() ? 1 : *std::max_element(opt.sessions.begin(), opt.sessions.end());
+}
+
 void add_model(nlohmann::json& out, CudaBackend& be, const std::string& name,
                const CudaBenchOptions& opt, double bw) {
   DecodeBenchModel m = decode_bench_model(be, name);
@@ -46,7 +50,7 @@ void add_model(nlohmann::json& out, CudaBackend& be, const std::string& name,
     };
   run_decode_sweep(m, opt, bw / 1e9, out);
   if (opt.invariance_steps > 0) {
-    const int sessions = std::max(2, *std::max_element(opt.sessions.begin(), opt.sessions.end()));
+    const int sessions = std::max(2, max_sessions(opt));
     nlohmann::json r =
         measure_batch_invariance(be, sessions, 32, opt.invariance_steps, opt.seed + 17);
     r["model"] = name;
@@ -162,6 +166,8 @@ nlohmann::json run_cuda_bench(const CudaBenchOptions& opt) {
   for (int S : opt.sessions)
     for (int W : opt.workers) max_rows = std::max(max_rows, S * W);
   co.max_batch_tokens = std::max(64, max_rows);
+  if (opt.invariance_steps > 0)  // the prompts of measure_batch_invariance in one forward
+    co.max_batch_tokens = std::max(co.max_batch_tokens, std::max(2, max_sessions(opt)) * 32);
   co.max_kv_tokens = opt.kv_tokens;
   co.skinny_gemm = opt.skinny_gemm;
   co.attn_chunk = opt.attn_chunk;
