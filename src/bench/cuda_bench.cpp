@@ -167,7 +167,8 @@ nlohmann::json run_cuda_bench(const CudaBenchOptions& opt) {
     for (int W : opt.workers) max_rows = std::max(max_rows, S * W);
   co.max_batch_tokens = std::max(64, max_rows);
   if (opt.invariance_steps > 0)  // the prompts of measure_batch_invariance in one forward
-    co.max_batch_tokens = std::max(co.max_batch_tokens, std::max(2, max_sessions(opt)) * 32);
+    co.max_batch_tokens =
+        std::max<int64_t>(co.max_batch_tokens, int64_t{32} * std::max(2, max_sessions(opt)));
   co.max_kv_tokens = opt.kv_tokens;
   co.skinny_gemm = opt.skinny_gemm;
   co.attn_chunk = opt.attn_chunk;
