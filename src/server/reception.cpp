@@ -1,12 +1,10 @@
 #include "server/reception.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -19,6 +17,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "server/conn_stream.h"
 
 namespace hogwild::server {
 
@@ -34,79 +33,6 @@ int64_t now_ms() {
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-
-bool numeric_addr(const sockaddr_storage& ss, std::string& addr, int& port) {
-  char buf[INET6_ADDRSTRLEN] = {0};
-  if (ss.ss_family == AF_INET) {
-    auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
-    if (!inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf)) return false;
-    port = ntohs(a->sin_port);
-  } else if (ss.ss_family == AF_INET6) {
-    auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
-    if (!inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf)) return false;
-    port = ntohs(a->sin6_port);
-  } else {
-    return false;
-  }
-  addr = buf;
-  return true;
-}
-
-// One whole request, read from memory; the response goes to the socket (blocking up to the
-// write timeout on a full send buffer).
-class ConnStream : public httplib::Stream {
- public:
-  ConnStream(int fd, const std::string& request, int write_timeout_s)
-      : fd_(fd), req_(request), timeout_ms_(write_timeout_s * 1000) {}
-  bool is_readable() const override { return pos_ < req_.size(); }
-  bool is_writable() const override {
-    // A signal (SIGTERM starts draining) must not fail the write of a running stream.
-    const int64_t until = now_ms() + timeout_ms_;
-    for (;;) {
-      pollfd p{fd_, POLLOUT, 0};
-      const int r = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, until - now_ms())));
-      if (r < 0 && errno == EINTR) continue;
-      return r > 0 && !(p.revents & (POLLERR | POLLHUP | POLLNVAL));
-    }
-  }
-  ssize_t read(char* ptr, size_t size) override {
-    const size_t n = std::min(size, req_.size() - pos_);
-    std::memcpy(ptr, req_.data() + pos_, n);
-    pos_ += n;
-    return static_cast<ssize_t>(n);
-  }
-  ssize_t write(const char* ptr, size_t size) override {
-    size_t done = 0;
-    while (done < size) {
-      const ssize_t n = ::send(fd_, ptr + done, size - done, MSG_NOSIGNAL);
-      if (n > 0) {
-        done += static_cast<size_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && is_writable()) continue;
-      return -1;
-    }
-    return static_cast<ssize_t>(size);
-  }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) numeric_addr(ss, ip, port);
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) numeric_addr(ss, ip, port);
-  }
-  socket_t socket() const override { return fd_; }
-
- private:
-  int fd_;
-  const std::string& req_;
-  size_t pos_ = 0;
-  int timeout_ms_;
-};
 
 thread_local int t_socket = -1;  // the connection a worker handles now
 thread_local std::chrono::steady_clock::time_point t_whole{};  // when its request was whole

@@ -19,6 +19,7 @@
 //     one of `threads` worker threads, which hands it to the handler; a keep-alive connection then
 //     comes back to be read again.
 //
+// The request framing is http_parse.h's; the stream a worker hands the handler, conn_stream.h's.
 // Linux only (epoll, eventfd).
 #pragma once
 
