@@ -259,6 +259,7 @@ void Reception::accept_connections() {
   }
 }
 
+// Listens again after accept_connections paused.
 void Reception::resume_accepting() {
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -315,10 +316,12 @@ void Reception::receive(Conn* c) {
   progress(c);
 }
 
+// Hands a whole request over; drops a connection whose client shut down before its request was
+// whole.
 void Reception::progress(Conn* c) {
   const Framing r = parse(c);
   if (r == Framing::whole) return hand_over(c);
-  if (r == Framing::more && c->eof) return drop(c);  // the client went away before its request
+  if (r == Framing::more && c->eof) return drop(c);
 }
 
 // Parses what arrived: whole when the request is (c->request holds it), more when more is
@@ -359,6 +362,7 @@ Framing Reception::read_head(Conn* c) {
   return Framing::whole;
 }
 
+// A body of Content-Length bytes (0 without a body): whole once they are all here.
 Framing Reception::read_length_body(Conn* c) {
   if (c->in.size() < c->head.length) return Framing::more;
   c->request = whole_request(c->head.text, std::string_view(c->in).substr(0, c->head.length));
@@ -454,6 +458,7 @@ void Reception::arm(Conn* c, bool fresh) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd, &ev);
 }
 
+// Takes a connection into conns_.
 Reception::Conn* Reception::own(std::unique_ptr<Conn> c) {
   Conn* p = c.get();
   conns_.emplace(p, std::move(c));
@@ -476,6 +481,7 @@ void Reception::hand_over(Conn* c) {
   cv_.notify_one();
 }
 
+// Closes a connection without an answer.
 void Reception::drop(Conn* c) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   ::close(c->fd);
