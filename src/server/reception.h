@@ -19,6 +19,7 @@
 //     one of `threads` worker threads, which hands it to the handler; a keep-alive connection then
 //     comes back to be read again.
 //
+// The request framing is http_parse.h's; the stream a worker hands the handler, conn_stream.h's.
 // Linux only (epoll, eventfd).
 #pragma once
 
@@ -34,7 +35,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
+
+#include "server/http_parse.h"
 
 namespace hogwild::server {
 
@@ -94,13 +98,36 @@ class Reception {
   void work();  // a worker thread: handles whole requests
   void wake();  // wakes the reception thread (a connection came back)
 
+  // The reception thread's steps (reception.cpp says what each does).
+  void accept_connections();
+  void resume_accepting();
+  void take_back();
+  void receive(Conn* c);
+  void progress(Conn* c);
+  Framing parse(Conn* c);
+  Framing read_head(Conn* c);
+  Framing read_length_body(Conn* c);
+  Framing read_chunked_body(Conn* c);
+  void answer(Conn* c, const HttpRefusal& refusal, bool linger);
+  void expire(int64_t now);
+  void evict(Conn* keep);
+  void arm(Conn* c, bool fresh);
+  Conn* own(std::unique_ptr<Conn> c);
+  void hand_over(Conn* c);
+  void drop(Conn* c);
+
   ReceptionOptions opt_;
   Handler handle_;
   std::function<void(const Refusal&)> on_refusal_;
   int listen_fd_ = -1, epoll_fd_ = -1, wake_fd_ = -1;
   std::atomic<bool> running_{false}, stopping_{false};
   std::atomic<size_t> open_{0};
-  size_t buffered_ = 0;  // reception thread only: bytes held by requests being received
+  // Reception thread only: the connections being read (owned here until handed to a worker),
+  // the bytes their requests hold, and accepting paused (out of descriptors) until accept_resume_.
+  std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
+  size_t buffered_ = 0;
+  bool accept_paused_ = false;
+  int64_t accept_resume_ = 0;  // ms (steady clock)
 
   std::mutex m_;
   std::condition_variable cv_;
