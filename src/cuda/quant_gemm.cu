@@ -393,29 +393,38 @@ __global__ void gather_cols_kernel(const bf16* x, const int32_t* perm, bf16* out
   out[i] = x[r * in + perm[j]];
 }
 
-// dst (out, in) bf16 in the packed column order.
+// dst (out, in) bf16 in the packed column order. A thread writes 8 consecutive values (16 bytes,
+// so neighbouring threads write neighbouring bytes): k = 8 i .. 8 i + 7 of row o, which one packed
+// word (int4: block b, slot 4 t + u) or two (fp8: bytes 32 t + 8 u .. + 7 of block b) hold.
 __global__ void dequant_kernel(QuantWeight W, bf16* dst) {
+  const int64_t per_row = W.in / 8;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= W.out * W.in) return;
-  const int64_t o = i / W.in, k = i % W.in;
-  const int64_t b = k / 128, u = (k % 128) / 32, t = (k % 32) / 8, e = k % 8;
+  if (i >= W.out * per_row) return;
+  const int64_t o = i / per_row, k = (i % per_row) * 8;
+  const int64_t b = k / 128, u = (k % 128) / 32, t = (k % 32) / 8;
   const uint32_t sz = W.sz[o * W.n_groups + min(k / W.group_size, W.n_groups - 1)];
-  float v;
+  __align__(16) bf16 v[8];
   if (W.format == WeightFormat::int4) {
     const int64_t words = (W.in + 127) / 128 * 16;
     const uint32_t q = W.w[o * words + b * 16 + 4 * t + u];
     constexpr int kPos[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // nibble position of k offset e
-    const float qv = float((q >> (4 * kPos[e])) & 0xf);
     const float z = __bfloat162float(__ushort_as_bfloat16(uint16_t(sz >> 16))) - 128.0f;
-    v = (qv - z) * __half2float(__ushort_as_half(uint16_t(sz & 0xffffu)));
+    const float s = __half2float(__ushort_as_half(uint16_t(sz & 0xffffu)));
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      v[e] = __float2bfloat16((float((q >> (4 * kPos[e])) & 0xf) - z) * s);
   } else {
     const int64_t words = (W.in + 127) / 128 * 32;
-    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(W.w + o * words + b * 32);
-    const uint32_t byte = bytes[32 * t + 8 * u + e];
-    const uint32_t bits = ((byte & 0x80u) << 24) | ((byte & 0x7fu) << 20);
-    v = __uint_as_float(bits) * 0x1p120f * __uint_as_float(sz);
+    const uint2 pair = *reinterpret_cast<const uint2*>(W.w + o * words + b * 32 + 8 * t + 2 * u);
+    const float s = __uint_as_float(sz);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const uint32_t byte = ((e < 4 ? pair.x : pair.y) >> (8 * (e & 3))) & 0xffu;
+      const uint32_t bits = ((byte & 0x80u) << 24) | ((byte & 0x7fu) << 20);
+      v[e] = __float2bfloat16(__uint_as_float(bits) * 0x1p120f * s);
+    }
   }
-  dst[i] = __float2bfloat16(v);
+  *reinterpret_cast<uint4*>(dst + o * W.in + k) = *reinterpret_cast<const uint4*>(v);
 }
 
 template <int F>
@@ -498,7 +507,8 @@ int64_t quant_scratch_bytes(const QuantWeight& W, int64_t n_rows) {
 }
 
 void dequantize_to_bf16(const QuantWeight& W, bf16* dst, cudaStream_t stream) {
-  const int64_t n = W.out * W.in;
+  HOGWILD_CUDA_REQUIRE(W.in % 8 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0);
+  const int64_t n = W.out * (W.in / 8);
   dequant_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(W, dst);
   HOGWILD_CUDA_CHECK(cudaGetLastError());
 }
