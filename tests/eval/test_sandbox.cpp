@@ -150,11 +150,13 @@ TEST_P(SandboxTest, WritesOnlyInsideItsDirectory) {
       (fs::temp_directory_path() / ("hogwild-escape-" + std::to_string(rng()))).string();
   const std::string home = std::string(getenv("HOME") ? getenv("HOME") : "/root") +
                            "/hogwild-escape-" + std::to_string(rng());
+  // the parent of the sandbox's folder (the temp folder), under a name no parallel test uses
+  const std::string up = "hogwild-escape-up-" + std::to_string(rng());
   SandboxResult r = box_->run_python(
       "import os\n"
       "for p in ['" +
-          outside + "', '" + home +
-          "', '../escape', '/usr/escape']:\n"
+          outside + "', '" + home + "', '../" + up +
+          "', '/usr/escape']:\n"
           "    try:\n"
           "        open(p, 'w').write('x')\n"
           "    except OSError:\n"
@@ -167,11 +169,11 @@ TEST_P(SandboxTest, WritesOnlyInsideItsDirectory) {
   EXPECT_FALSE(fs::exists("/usr/escape"));
   if (std::string(GetParam()) == "no") {  // rlimits only: world-writable folders stay writable
     fs::remove(outside);
-    fs::remove(fs::temp_directory_path() / "escape");
+    fs::remove(fs::temp_directory_path() / up);
     return;
   }
   EXPECT_FALSE(fs::exists(outside));
-  EXPECT_FALSE(fs::exists(fs::temp_directory_path() / "escape"));
+  EXPECT_FALSE(fs::exists(fs::temp_directory_path() / up));
 }
 
 INSTANTIATE_TEST_SUITE_P(Isolation, SandboxTest, ::testing::Values("auto", "no"),
