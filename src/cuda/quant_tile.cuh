@@ -1,6 +1,6 @@
 // The K loop of a 16-row tile of a packed weight (quant_gemm.h QuantWeight, quant_dequant.cuh)
-// times up to 8 token rows, shared by the skinny projections (skinny_gemm.cu) and the MoE expert
-// products at decode sizes (skinny_gemm.cu skinny_quant_round_kernel). Include from .cu only.
+// times up to 8 token rows: the K loop of skinny_gemm.cu's skinny_quant_round_kernel (the decode
+// projections where it measured faster, docs/CUDA.md "Quantized weights"). Include from .cu only.
 //
 // kWarps warps split the tile's 128-k blocks [b_begin, b_end); lane (g = lane / 4, t = lane % 4)
 // holds the packed words of W rows g and g + 8 (quant_dequant.cuh's layout) of kStages blocks in
