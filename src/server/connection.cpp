@@ -11,26 +11,23 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "server/conn_stream.h"
+
 namespace hogwild::server {
 
 namespace {
 
-// Numeric address and port of a sockaddr (IPv4, IPv6; IPv4-mapped IPv6 shown as IPv4).
+// An IPv4-mapped IPv6 address ("::ffff:1.2.3.4") as its IPv4 text; any other unchanged.
+std::string unmapped(const std::string& addr) {
+  if (addr.rfind("::ffff:", 0) == 0 && addr.find('.') != std::string::npos) return addr.substr(7);
+  return addr;
+}
+
+// Numeric address and port of a sockaddr (conn_stream.h numeric_addr), IPv4-mapped IPv6 shown as
+// IPv4.
 bool addr_port(const sockaddr_storage& ss, std::string& addr, int& port) {
-  char buf[INET6_ADDRSTRLEN] = {0};
-  if (ss.ss_family == AF_INET) {
-    auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
-    if (!inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf)) return false;
-    port = ntohs(a->sin_port);
-  } else if (ss.ss_family == AF_INET6) {
-    auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
-    if (!inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf)) return false;
-    port = ntohs(a->sin6_port);
-  } else {
-    return false;
-  }
-  addr = buf;
-  if (addr.rfind("::ffff:", 0) == 0 && addr.find('.') != std::string::npos) addr = addr.substr(7);
+  if (!numeric_addr(ss, addr, port)) return false;
+  addr = unmapped(addr);
   return true;
 }
 
@@ -39,8 +36,7 @@ bool addr_port(const sockaddr_storage& ss, std::string& addr, int& port) {
 ConnectionProbe::ConnectionProbe(int local_port, const std::string& remote_addr, int remote_port) {
   DIR* d = opendir("/proc/self/fd");
   if (!d) return;
-  std::string want = remote_addr;
-  if (want.rfind("::ffff:", 0) == 0 && want.find('.') != std::string::npos) want = want.substr(7);
+  const std::string want = unmapped(remote_addr);
   while (dirent* e = readdir(d)) {
     char* end = nullptr;
     const long fd = std::strtol(e->d_name, &end, 10);

@@ -10,6 +10,7 @@
 #include "bench/decode_bench.h"
 #include "cpu/cpu_backend.h"
 #include "tests/cpu/tiny_model.h"
+#include "tests/hogwild/forwarding_backend.h"
 
 namespace hogwild {
 namespace {
@@ -22,36 +23,17 @@ ModelConfig measure_config() {
 
 // Forwards to a CPU backend; in a forward with more than one view, the logit of token kBumped
 // of every row gets kBump added (a stand-in for a kernel whose sums change with the batch).
-class BatchDependent : public Backend {
+class BatchDependent : public test::ForwardingBackend {
  public:
   static constexpr int32_t kBumped = 7;
   static constexpr float kBump = 1000.0f;
-  explicit BatchDependent(Backend& be) : be_(be) {}
-  const ModelConfig& config() const override { return be_.config(); }
-  BlockId new_block() override { return be_.new_block(); }
-  void free_block(BlockId b) override { be_.free_block(b); }
-  int64_t block_len(BlockId b) const override { return be_.block_len(b); }
-  void truncate_block(BlockId b, int64_t n) override { be_.truncate_block(b, n); }
-  void append_block(BlockId dst, BlockId src) override { be_.append_block(dst, src); }
-  void read_block(BlockId b, int64_t layer, std::vector<float>& k,
-                  std::vector<float>& v) const override {
-    be_.read_block(b, layer, k, v);
-  }
+  using ForwardingBackend::ForwardingBackend;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override {
-    be_.forward(batch, logits);
+    inner_.forward(batch, logits);
     if (batch.views.size() < 2) return;
     const int64_t V = config().vocab_size;
     for (size_t r = 0; r * V < logits.size(); ++r) logits[r * V + kBumped] += kBump;
   }
-  void forward_sample(const ForwardBatch&, const std::vector<std::vector<int32_t>>&,
-                      const std::vector<RowSampling>&, std::vector<int32_t>&) override {
-    throw Error("not used by the measurement");
-  }
-  int64_t kv_used_tokens() const override { return be_.kv_used_tokens(); }
-  int64_t live_blocks() const override { return be_.live_blocks(); }
-
- private:
-  Backend& be_;
 };
 
 TEST(BatchInvarianceMeasure, CpuBackendTokensAndLogitsAreTheSameAloneAndShared) {

@@ -19,6 +19,7 @@
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/hogwild/block_ops_script.h"
 #include "tests/hogwild/engine_checker.h"
+#include "tests/hogwild/forwarding_backend.h"
 #include "tests/hogwild/session_checker.h"
 #include "tests/hogwild/test_support.h"
 
@@ -89,19 +90,9 @@ INSTANTIATE_TEST_SUITE_P(Archs, CudaSessionVsReference,
 // A backend bug the check must catch at bf16 tolerance: every forward hides the blocks other
 // workers are writing in this forward (their current steps) from each worker's view, i.e. the
 // workers stop seeing each other's unfinished thoughts, which is the point of Hogwild!.
-class BlindToOthers : public Backend {
+class BlindToOthers : public test::ForwardingBackend {
  public:
-  explicit BlindToOthers(Backend& be) : be_(be) {}
-  const ModelConfig& config() const override { return be_.config(); }
-  BlockId new_block() override { return be_.new_block(); }
-  void free_block(BlockId b) override { be_.free_block(b); }
-  int64_t block_len(BlockId b) const override { return be_.block_len(b); }
-  void truncate_block(BlockId b, int64_t n) override { be_.truncate_block(b, n); }
-  void append_block(BlockId d, BlockId s) override { be_.append_block(d, s); }
-  void read_block(BlockId b, int64_t l, std::vector<float>& k,
-                  std::vector<float>& v) const override {
-    be_.read_block(b, l, k, v);
-  }
+  using ForwardingBackend::ForwardingBackend;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override {
     ForwardBatch b = batch;
     for (size_t w = 0; w < b.views.size(); ++w) {
@@ -112,17 +103,8 @@ class BlindToOthers : public Backend {
         if (t.worker == static_cast<int32_t>(w)) others.erase(t.block);
       std::erase_if(b.views[w], [&](BlockId x) { return others.count(x) > 0; });
     }
-    be_.forward(b, logits);
+    inner_.forward(b, logits);
   }
-  void forward_sample(const ForwardBatch& b, const std::vector<std::vector<int32_t>>& sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& t) override {
-    forward_sample_on_host(*this, b, sets, rows, t);
-  }
-  int64_t kv_used_tokens() const override { return be_.kv_used_tokens(); }
-  int64_t live_blocks() const override { return be_.live_blocks(); }
-
- private:
-  Backend& be_;
 };
 
 // Several sessions (mixed layouts and worker counts, chunked prefill, joining, leaving, cancelled)
