@@ -407,6 +407,7 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
     for (auto& k : blocks_[b].k) k.resize(len * c.head_dim);
     for (auto& v : blocks_[b].v) v.resize(len * c.head_dim);
   }
+  routing_.clear();
   // Attention scores of the blocks the batch names (summed up after the layers).
   scores_.clear();
   score_acc_.assign(batch.score_blocks.empty() ? 0 : num_threads(), {});
@@ -468,7 +469,8 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
     rmsnorm(x.data(), L.post_attention_layernorm.data(), h.data(), T, H, eps);
     laps.lap(&CpuProfile::norms);
     if (c.is_moe_layer(l)) {
-      moe_mlp(c, L, h.data(), T, tmp.data());
+      moe_mlp(c, L, h.data(), T, tmp.data(),
+              record_routing_ ? &routing_.emplace_back() : nullptr);
       laps.lap(&CpuProfile::mlp);
       add_inplace(x.data(), tmp.data(), T * H);
       continue;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cpu/moe.h"
 #include "cpu/rope.h"
 #include "model/backend.h"
 #include "model/block_table.h"
@@ -92,6 +93,11 @@ class CpuBackend : public Backend {
   /// its use.
   void set_profile(CpuProfile* p) { profile_ = p; }
 
+  /// Test hook: while on, every forward keeps each MoE layer's routing (cpu/moe.h MoeTrace; in
+  /// layer order, dense layers skipped) for last_routing().
+  void record_routing(bool on) { record_routing_ = on, routing_.clear(); }
+  const std::vector<MoeTrace>& last_routing() const { return routing_; }
+
  private:
   // K/V data of one cache block (its length, pages and liveness are in table_): per layer and
   // key/value head, K and V (len, head_dim) fp32, so that one head's keys are contiguous for
@@ -110,6 +116,8 @@ class CpuBackend : public Backend {
   BlockTable table_;
   std::vector<Block> blocks_;  // by BlockId
   CpuProfile* profile_ = nullptr;
+  bool record_routing_ = false;
+  std::vector<MoeTrace> routing_;
   // Attention scores of the last forward (attention_scores): per score block (len). While a
   // forward runs, score_acc_ holds each thread's maxima: [thread][score block] -> (len).
   std::vector<std::vector<float>> scores_;

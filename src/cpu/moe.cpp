@@ -45,7 +45,7 @@ ExpertGroups group_by_expert(const int32_t* experts, const float* weights, int64
 }
 
 void moe_mlp(const ModelConfig& c, const LayerWeights& L, const float* x, int64_t n_rows,
-             float* out, ExpertGroups* routing) {
+             float* out, MoeTrace* trace) {
   const int64_t H = c.hidden_size, E = c.num_experts, K = c.num_experts_per_tok,
                 I = c.moe_intermediate_size;
   std::memset(out, 0, sizeof(float) * static_cast<size_t>(n_rows * H));
@@ -85,7 +85,11 @@ void moe_mlp(const ModelConfig& c, const LayerWeights& L, const float* x, int64_
       }
     }
   }
-  if (routing) *routing = std::move(g);
+  if (trace) {
+    trace->groups = std::move(g);
+    trace->chosen = std::move(chosen);
+    trace->router_logits = std::move(logits);
+  }
 }
 
 }  // namespace hogwild::cpu

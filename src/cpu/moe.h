@@ -22,6 +22,13 @@ struct ExpertGroups {
   std::vector<float> weight;    // the routing weight of (row, that expert)
 };
 
+/// What moe_mlp decided for its rows (tests compare it with another backend's routing).
+struct MoeTrace {
+  ExpertGroups groups;
+  std::vector<int32_t> chosen;       // (n_rows, top_k) as cpu::moe_route writes them
+  std::vector<float> router_logits;  // (n_rows, num_experts) fp32
+};
+
 /// Groups the routing of n_rows rows (experts, weights: (n_rows, top_k) as cpu::moe_route writes
 /// them) by expert. Throws hogwild::Error when an expert index is outside [0, n_experts) or a row
 /// names one expert twice.
@@ -34,8 +41,8 @@ ExpertGroups group_by_expert(const int32_t* experts, const float* weights, int64
 /// (moe_intermediate_size inner) and out[r] += y[r] * weight(r, e) for the experts in increasing
 /// index, out starting at 0. A row's bits do not depend on the other rows while each expert serves
 /// at most kSkinnyMaxRows rows (cpu/ops.h). L must hold the router and the experts of c (the
-/// backend checks their sizes). routing (optional): receives the groups.
+/// backend checks their sizes). trace (optional): receives the routing.
 void moe_mlp(const ModelConfig& c, const LayerWeights& L, const float* x, int64_t n_rows,
-             float* out, ExpertGroups* routing = nullptr);
+             float* out, MoeTrace* trace = nullptr);
 
 }  // namespace hogwild::cpu

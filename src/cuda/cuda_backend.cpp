@@ -149,6 +149,8 @@ void CudaBackend::size_kv_pool() {
     moe_route_ = moe_route_view(alloc(moe_route_bytes(T, Ex, k)), T, Ex, k);
     moe_active_ = static_cast<int32_t*>(alloc(c.num_hidden_layers * 4));
     HOGWILD_CUDA_CHECK(cudaMemset(moe_active_, 0, c.num_hidden_layers * 4));
+    if (opt_.record_routing)
+      moe_record_ = static_cast<int32_t*>(alloc(c.num_hidden_layers * T * k * 4));
     moe_act_ = static_cast<bf16*>(alloc(T * k * Im * 2));
     moe_y_ = static_cast<float*>(alloc(T * k * H * 4));
   }

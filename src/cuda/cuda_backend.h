@@ -45,6 +45,7 @@ struct CudaOptions {
   bool skinny_gemm = true;            // 1..8-row projections by skinny_gemm.h instead of cuBLAS
   int32_t attn_chunk = 0;     // keys per attention chunk (a multiple of 64); 0 = choose_chunk's
   bool show_progress = true;  // loading progress on stderr when it is a terminal
+  bool record_routing = false;  // MoE: keep every layer's routing for last_routing() (tests)
 };
 
 /// bf16 device weights; one fused [q; k; v] and [gate; up] matrix per layer. A projection of a
@@ -146,6 +147,10 @@ class CudaBackend : public Backend {
   /// "qkv" (T, (heads + 2 kv_heads) head_dim: q and k after q/k norm, before RoPE) or
   /// "attn" (T, heads head_dim: attention output before o_proj).
   std::vector<float> debug_activation(const std::string& what, int64_t n_tokens) const;
+  /// Test hook (CudaOptions::record_routing): the experts each row of the last forward chose,
+  /// per MoE layer in layer order: (n_tokens, num_experts_per_tok) int32, each row ascending.
+  /// Throws hogwild::Error when the backend was built without record_routing. Synchronises.
+  std::vector<std::vector<int32_t>> last_routing(int64_t n_tokens) const;
   /// Test hook: FNV-1a hash of every weight tensor's bf16 bits, in DeviceLayer order (two
   /// backends hold the same weights iff the hashes agree, barring collisions). Reads all weights
   /// back to the host, one tensor at a time.
@@ -215,6 +220,7 @@ class CudaBackend : public Backend {
   float* router_logits_ = nullptr;    // (T, num_experts)
   MoeRoute moe_route_;                // for T rows
   int32_t* moe_active_ = nullptr;     // (num_hidden_layers) experts chosen in each layer
+  int32_t* moe_record_ = nullptr;     // record_routing: (num_hidden_layers, T, k) chosen experts
   __nv_bfloat16* moe_act_ = nullptr;  // (T k, moe_intermediate)
   float* moe_y_ = nullptr;            // (T k, hidden)
   float* logits_ = nullptr;           // (logit_cap_, vocab)

@@ -215,6 +215,7 @@ void CudaBackend::moe_block(const DeviceLayer& L, int64_t l, int64_t T, const Sk
     gemm_->linear_f32(h_, L.router, router_logits_, T, H, Ex);
   MoeRoute r = moe_route_;
   r.n_active = moe_active_ + l;
+  if (moe_record_) r.expert = moe_record_ + l * opt_.max_batch_tokens * k;  // kept per layer
   moe_route(router_logits_, T, Ex, k, c.norm_topk_prob, r, stream_);
   if (L.experts_gate_up_q.format != WeightFormat::dense)
     moe_expert_swiglu(h_, L.experts_gate_up_q, r, moe_act_, T, H, Im, Ex, k, stream_, norm);

@@ -82,6 +82,22 @@ std::vector<int32_t> CudaBackend::last_experts_touched() const {
   return out;
 }
 
+std::vector<std::vector<int32_t>> CudaBackend::last_routing(int64_t n_tokens) const {
+  if (!moe_record_) fail("last_routing: the backend was built without CudaOptions::record_routing");
+  if (n_tokens < 1 || n_tokens > opt_.max_batch_tokens)
+    fail("last_routing: {} tokens; the last forward held 1 to {}", n_tokens, opt_.max_batch_tokens);
+  const int64_t k = cfg_.num_experts_per_tok;
+  std::vector<std::vector<int32_t>> out;
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l) {
+    if (!layers_[static_cast<size_t>(l)].moe) continue;
+    std::vector<int32_t>& ids = out.emplace_back(static_cast<size_t>(n_tokens * k));
+    HOGWILD_CUDA_CHECK(cudaMemcpy(ids.data(), moe_record_ + l * opt_.max_batch_tokens * k,
+                                  ids.size() * 4, cudaMemcpyDeviceToHost));
+  }
+  return out;
+}
+
 int64_t CudaBackend::last_step_weight_bytes() const {
   int64_t b = weight_bytes_per_step();
   for (int32_t n : last_experts_touched()) b += (n - cfg_.num_experts_per_tok) * expert_bytes();

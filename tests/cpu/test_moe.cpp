@@ -104,8 +104,9 @@ TEST(MoeMlp, EqualsPerRowLoop) {
     test::TestRng r(6);
     const std::vector<float> x = r.vec(T * H, 1.0f);
     std::vector<float> out(T * H);
-    cpu::ExpertGroups g;
-    cpu::moe_mlp(c, L, x.data(), T, out.data(), &g);
+    cpu::MoeTrace trace;
+    cpu::moe_mlp(c, L, x.data(), T, out.data(), &trace);
+    const cpu::ExpertGroups& g = trace.groups;
     // Every expert index once at most, and every (row, k) pair placed once.
     EXPECT_EQ(g.begin.back(), T * 2);
     for (size_t i = 1; i < g.expert.size(); ++i) EXPECT_LT(g.expert[i - 1], g.expert[i]);
