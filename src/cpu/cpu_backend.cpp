@@ -397,6 +397,15 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
   logits.clear();
   if (T == 0) return;
   Laps laps(profile_);
+  const std::vector<std::vector<int32_t>> forced = std::move(forced_routing_);
+  forced_routing_.clear();
+  if (!forced.empty() && static_cast<int64_t>(forced.size()) != c.num_moe_layers())
+    fail("force_routing: {} layers given, the model has {} MoE layers", forced.size(),
+         c.num_moe_layers());
+  for (const auto& f : forced)
+    if (static_cast<int64_t>(f.size()) != T * c.num_experts_per_tok)
+      fail("force_routing: {} experts given for {} rows of top-{}", f.size(), T,
+           c.num_experts_per_tok);
 
   // ---- check and plan (model/forward_plan.h: positions from the view rule), then append
   const ForwardPlan plan = plan_forward(batch, table_, c, /*max_positions=*/0);
@@ -408,6 +417,7 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
     for (auto& v : blocks_[b].v) v.resize(len * c.head_dim);
   }
   routing_.clear();
+  size_t moe_layer = 0;
   // Attention scores of the blocks the batch names (summed up after the layers).
   scores_.clear();
   score_acc_.assign(batch.score_blocks.empty() ? 0 : num_threads(), {});
@@ -469,8 +479,9 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
     rmsnorm(x.data(), L.post_attention_layernorm.data(), h.data(), T, H, eps);
     laps.lap(&CpuProfile::norms);
     if (c.is_moe_layer(l)) {
-      moe_mlp(c, L, h.data(), T, tmp.data(),
-              record_routing_ ? &routing_.emplace_back() : nullptr);
+      moe_mlp(c, L, h.data(), T, tmp.data(), record_routing_ ? &routing_.emplace_back() : nullptr,
+              forced.empty() ? nullptr : forced[moe_layer].data());
+      ++moe_layer;
       laps.lap(&CpuProfile::mlp);
       add_inplace(x.data(), tmp.data(), T * H);
       continue;

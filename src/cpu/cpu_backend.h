@@ -97,6 +97,13 @@ class CpuBackend : public Backend {
   /// layer order, dense layers skipped) for last_routing().
   void record_routing(bool on) { record_routing_ = on, routing_.clear(); }
   const std::vector<MoeTrace>& last_routing() const { return routing_; }
+  /// Test hook: the NEXT forward routes its rows to these experts (per MoE layer in layer order,
+  /// (rows, num_experts_per_tok) each; cpu/moe.h moe_mlp's `forced`) instead of their own top-k,
+  /// so that a comparison with another backend goes on past a near-tie that it decided the other
+  /// way. forward throws hogwild::Error when the sizes do not match its batch.
+  void force_routing(std::vector<std::vector<int32_t>> per_layer) {
+    forced_routing_ = std::move(per_layer);
+  }
 
  private:
   // K/V data of one cache block (its length, pages and liveness are in table_): per layer and
@@ -118,6 +125,7 @@ class CpuBackend : public Backend {
   CpuProfile* profile_ = nullptr;
   bool record_routing_ = false;
   std::vector<MoeTrace> routing_;
+  std::vector<std::vector<int32_t>> forced_routing_;  // force_routing, for one forward
   // Attention scores of the last forward (attention_scores): per score block (len). While a
   // forward runs, score_acc_ holds each thread's maxima: [thread][score block] -> (len).
   std::vector<std::vector<float>> scores_;

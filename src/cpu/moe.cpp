@@ -45,7 +45,7 @@ ExpertGroups group_by_expert(const int32_t* experts, const float* weights, int64
 }
 
 void moe_mlp(const ModelConfig& c, const LayerWeights& L, const float* x, int64_t n_rows,
-             float* out, MoeTrace* trace) {
+             float* out, MoeTrace* trace, const int32_t* forced) {
   const int64_t H = c.hidden_size, E = c.num_experts, K = c.num_experts_per_tok,
                 I = c.moe_intermediate_size;
   std::memset(out, 0, sizeof(float) * static_cast<size_t>(n_rows * H));
@@ -56,7 +56,31 @@ void moe_mlp(const ModelConfig& c, const LayerWeights& L, const float* x, int64_
   std::vector<int32_t> chosen(static_cast<size_t>(n_rows * K));
   std::vector<float> weight(chosen.size());
   moe_route(logits.data(), n_rows, E, K, c.norm_topk_prob, chosen.data(), weight.data());
-  ExpertGroups g = group_by_expert(chosen.data(), weight.data(), n_rows, K, E);
+  std::vector<int32_t> used;
+  std::vector<float> used_weight;
+  if (forced) {  // every expert's probability (top-E, not renormalised), then the forced ones'
+    std::vector<int32_t> order(static_cast<size_t>(n_rows * E));
+    std::vector<float> prob(order.size());
+    moe_route(logits.data(), n_rows, E, E, false, order.data(), prob.data());
+    used.assign(forced, forced + n_rows * K);
+    used_weight.resize(used.size());
+    for (int64_t r = 0; r < n_rows; ++r) {
+      float sum = 0.0f;
+      for (int64_t i = 0; i < K; ++i) {
+        const int32_t e = used[static_cast<size_t>(r * K + i)];
+        if (e < 0 || e >= E)
+          fail("moe_mlp: forced expert {} of row {} is outside [0, {})", e, r, E);
+        const auto at = std::find(order.begin() + r * E, order.begin() + (r + 1) * E, e);
+        float& w = used_weight[static_cast<size_t>(r * K + i)];
+        w = prob[static_cast<size_t>(at - order.begin())];
+        sum += w;
+      }
+      if (c.norm_topk_prob)
+        for (int64_t i = 0; i < K; ++i) used_weight[static_cast<size_t>(r * K + i)] /= sum;
+    }
+  }
+  ExpertGroups g = forced ? group_by_expert(used.data(), used_weight.data(), n_rows, K, E)
+                          : group_by_expert(chosen.data(), weight.data(), n_rows, K, E);
 
   // Each touched expert once over its rows: gather, gate/up in one pass, SwiGLU, down, then the
   // weighted add into each row's output (experts in increasing index, as index_add_ runs them).

@@ -41,8 +41,12 @@ ExpertGroups group_by_expert(const int32_t* experts, const float* weights, int64
 /// (moe_intermediate_size inner) and out[r] += y[r] * weight(r, e) for the experts in increasing
 /// index, out starting at 0. A row's bits do not depend on the other rows while each expert serves
 /// at most kSkinnyMaxRows rows (cpu/ops.h). L must hold the router and the experts of c (the
-/// backend checks their sizes). trace (optional): receives the routing.
+/// backend checks their sizes). trace (optional): receives the routing. forced (optional,
+/// (n_rows, top_k) expert indices): each row runs these experts instead of its own top-k, weighted
+/// by their router probabilities (renormalised when norm_topk_prob) — a test hook that replays
+/// another backend's routing; trace->chosen still holds the rows' own top-k. Throws
+/// hogwild::Error when a forced index is outside [0, num_experts) or repeats within a row.
 void moe_mlp(const ModelConfig& c, const LayerWeights& L, const float* x, int64_t n_rows,
-             float* out, MoeTrace* trace = nullptr);
+             float* out, MoeTrace* trace = nullptr, const int32_t* forced = nullptr);
 
 }  // namespace hogwild::cpu

@@ -43,8 +43,8 @@ struct CudaOptions {
   bool use_graphs = true;             // replay decode forwards (<= 64 tokens) as CUDA graphs
   int32_t max_entries = 8192;         // attention partial states per launch (split beyond)
   bool skinny_gemm = true;            // 1..8-row projections by skinny_gemm.h instead of cuBLAS
-  int32_t attn_chunk = 0;     // keys per attention chunk (a multiple of 64); 0 = choose_chunk's
-  bool show_progress = true;  // loading progress on stderr when it is a terminal
+  int32_t attn_chunk = 0;       // keys per attention chunk (a multiple of 64); 0 = choose_chunk's
+  bool show_progress = true;    // loading progress on stderr when it is a terminal
   bool record_routing = false;  // MoE: keep every layer's routing for last_routing() (tests)
 };
 

@@ -21,12 +21,14 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 constexpr int kWarps = 4;
-constexpr int kRouteThreads = 1024;
+constexpr int kRouteThreads = 1024;   // the routing CTA: a warp per row, a thread per expert
+constexpr int kRouteThreadsFew = 128;  // few rows of at most 128 experts: fewer warps to sync
 constexpr int kPerLane = kMoeMaxExperts / 32;
 
 // ---- routing ----
 
-// Inclusive block-wide scan of v over kRouteThreads threads; `warp_sums` (32) shared scratch.
+// Inclusive block-wide scan of v over NT threads; `warp_sums` (32) shared scratch.
+template <int NT>
 __device__ int block_scan(int v, int* warp_sums) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
 #pragma unroll
@@ -37,7 +39,7 @@ __device__ int block_scan(int v, int* warp_sums) {
   if (lane == 31) warp_sums[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    int s = warp_sums[lane];
+    int s = lane < NT / 32 ? warp_sums[lane] : 0;
 #pragma unroll
     for (int d = 1; d < 32; d *= 2) {
       const int o = __shfl_up_sync(0xffffffffu, s, d);
@@ -51,18 +53,18 @@ __device__ int block_scan(int v, int* warp_sums) {
   return v;
 }
 
-// One CTA of kRouteThreads: a warp per row (softmax, top-k, renormalise, sort by expert), then
+// One CTA of NT >= E threads: a warp per row (softmax, top-k, renormalise, sort by expert), then
 // the grouping of all T k assignments by expert.
-__global__ void __launch_bounds__(kRouteThreads)
-    moe_route_kernel(const float* logits, int T, int E, int k, bool norm, MoeRoute r) {
+template <int NT>
+__global__ void __launch_bounds__(NT) moe_route_kernel(const float* logits, int T, int E, int k, bool norm, MoeRoute r) {
   __shared__ int cnt[kMoeMaxExperts];
   __shared__ int eoff[kMoeMaxExperts];
   __shared__ int warp_sums[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   pdl_wait();
   pdl_launch_dependents();
-  for (int e = threadIdx.x; e < kMoeMaxExperts; e += kRouteThreads) cnt[e] = 0;
-  for (int t = warp; t < T; t += kRouteThreads / 32) {
+  for (int e = threadIdx.x; e < kMoeMaxExperts; e += NT) cnt[e] = 0;
+  for (int t = warp; t < T; t += NT / 32) {
     float p[kPerLane];
     float mx = -INFINITY;
 #pragma unroll
@@ -120,13 +122,13 @@ __global__ void __launch_bounds__(kRouteThreads)
   }
   __syncthreads();  // global writes of this block are visible to it after the barrier
   const int n_assign = T * k;
-  for (int a = threadIdx.x; a < n_assign; a += kRouteThreads)
+  for (int a = threadIdx.x; a < n_assign; a += NT)
     r.assign[a] = atomicAdd(&cnt[r.expert[a]], 1);  // rank within the expert (any order)
   __syncthreads();
   const int e = threadIdx.x;
   const int c = e < E ? cnt[e] : 0;
-  const int off_incl = block_scan(c, warp_sums);
-  const int act_incl = block_scan(c > 0 ? 1 : 0, warp_sums);
+  const int off_incl = block_scan<NT>(c, warp_sums);
+  const int act_incl = block_scan<NT>(c > 0 ? 1 : 0, warp_sums);
   if (e < E) {
     eoff[e] = off_incl - c;
     if (c > 0) {
@@ -135,9 +137,9 @@ __global__ void __launch_bounds__(kRouteThreads)
       r.offsets[act_incl - 1] = off_incl - c;
     }
   }
-  if (e == kRouteThreads - 1) *r.n_active = act_incl;
+  if (e == NT - 1) *r.n_active = act_incl;
   __syncthreads();
-  for (int a = threadIdx.x; a < n_assign; a += kRouteThreads) {
+  for (int a = threadIdx.x; a < n_assign; a += NT) {
     const int pos = eoff[r.expert[a]] + r.assign[a];
     r.assign[a] = pos;
     r.rows[pos] = a / k;
@@ -342,18 +344,51 @@ __global__ void __launch_bounds__(kWarps * 32) moe_mma_kernel(MoeArgs a) {
   }
 }
 
-__global__ void moe_combine_kernel(const float* y, MoeRoute r, bf16* out, int H, int k) {
+// ---- combine ----
+//
+// Grid (T, column blocks of kCombineThreads): a thread sums one column h of its row over the k
+// choices. The row's assignment positions and weights are read once into shared memory, so the
+// k reads of y are independent loads in flight together (a chain of dependent loads per choice
+// cost ~30 us per layer at one row); the sum keeps ascending expert order.
+constexpr int kCombineThreads = 256;
+
+struct RowChoices {
+  int64_t pos[kMoeMaxTopK];
+  float w[kMoeMaxTopK];
+};
+
+// Row t's k (assignment position, weight) pairs into `rc` (shared); the caller syncs.
+__device__ __forceinline__ void load_choices(const MoeRoute& r, int t, int k, RowChoices& rc) {
+  if (threadIdx.x < k) {
+    rc.pos[threadIdx.x] = r.assign[int64_t(t) * k + threadIdx.x];
+    rc.w[threadIdx.x] = r.weight[int64_t(t) * k + threadIdx.x];
+  }
+}
+
+// sum_j w_j y[pos_j][h], j ascending (fp32).
+__device__ __forceinline__ float combine_column(const float* y, const RowChoices& rc, int k, int H,
+                                                int h) {
+  float v[kMoeMaxTopK];
+#pragma unroll
+  for (int j = 0; j < kMoeMaxTopK; ++j)
+    if (j < k) v[j] = y[rc.pos[j] * H + h];
+  float s = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kMoeMaxTopK; ++j)
+    if (j < k) s += rc.w[j] * v[j];
+  return s;
+}
+
+__global__ void __launch_bounds__(kCombineThreads)
+    moe_combine_kernel(const float* y, MoeRoute r, bf16* out, int H, int k) {
+  __shared__ RowChoices rc;
   const int t = blockIdx.x;
   pdl_wait();
   pdl_launch_dependents();
-  for (int h = threadIdx.x; h < H; h += blockDim.x) {
-    float s = 0.0f;
-    for (int j = 0; j < k; ++j) {
-      const int64_t p = r.assign[int64_t(t) * k + j];
-      s += r.weight[int64_t(t) * k + j] * y[p * H + h];
-    }
-    out[int64_t(t) * H + h] = __float2bfloat16(s);
-  }
+  load_choices(r, t, k, rc);
+  __syncthreads();
+  for (int h = blockIdx.y * kCombineThreads + threadIdx.x; h < H; h += gridDim.y * kCombineThreads)
+    out[int64_t(t) * H + h] = __float2bfloat16(combine_column(y, rc, k, H, h));
 }
 
 template <int F, bool PB>
@@ -367,25 +402,23 @@ void launch_experts_as(const MoeArgs& a, dim3 grid, int64_t T, cudaStream_t stre
     launch_pdl(moe_mma_kernel<F, PB, 4>, grid, dim3(kWarps * 32), 0, stream, a);
 }
 
-// W: the experts' weights when quantized (a.W null), else null.
-// One CTA of kCombineThreads per row t: s = bf16(sum_j weight[t][j] y[assign[t][j]]), then the
-// producer side of the fused RMSNorm (skinny_gemm.h SkinnyResidualOut): x += s, xw = bf16(x w),
-// ss[t] += sum of x^2, ss_zero[t] = 0.
-constexpr int kCombineThreads = 256;
+// s = bf16(the combined column), then the producer side of the fused RMSNorm (skinny_gemm.h
+// SkinnyResidualOut): x += s, xw = bf16(x w); each CTA adds its columns' sum of x^2 to ss[t]
+// (atomically, as the skinny kernel's residual epilogue does); ss_zero[t] = 0.
 __global__ void __launch_bounds__(kCombineThreads)
     moe_combine_residual_kernel(const float* y, MoeRoute r, SkinnyResidualOut res, bf16* xw, int H,
                                 int k) {
+  __shared__ RowChoices rc;
   __shared__ float part[kCombineThreads / 32];
   const int t = blockIdx.x;
   pdl_wait();
   pdl_launch_dependents();
+  load_choices(r, t, k, rc);
+  __syncthreads();
   float sq = 0.0f;
-  for (int h = threadIdx.x; h < H; h += kCombineThreads) {
-    float s = 0.0f;
-    for (int j = 0; j < k; ++j) {
-      const int64_t p = r.assign[int64_t(t) * k + j];
-      s += r.weight[int64_t(t) * k + j] * y[p * H + h];
-    }
+  for (int h = blockIdx.y * kCombineThreads + threadIdx.x; h < H;
+       h += gridDim.y * kCombineThreads) {
+    const float s = combine_column(y, rc, k, H, h);
     float* xp = res.x + int64_t(t) * H + h;
     const float xn = *xp + __bfloat162float(__float2bfloat16(s));
     *xp = xn;
@@ -400,10 +433,17 @@ __global__ void __launch_bounds__(kCombineThreads)
     float total = 0.0f;
     for (int w = 0; w < kCombineThreads / 32; ++w) total += part[w];
     atomicAdd(res.ss + t, total);
-    res.ss_zero[t] = 0.0f;
+    if (blockIdx.y == 0) res.ss_zero[t] = 0.0f;
   }
 }
 
+// Column blocks of the combine kernels for rows of H columns.
+dim3 combine_grid(int64_t T, int64_t H) {
+  return dim3(static_cast<unsigned>(T),
+              static_cast<unsigned>((H + kCombineThreads - 1) / kCombineThreads));
+}
+
+// W: the experts' weights when quantized (a.W null), else null.
 void launch_experts(MoeArgs a, const QuantWeight* W, int64_t T, int64_t E, int64_t k, int64_t tiles,
                     cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(moe_max_active(T, E, k)));
@@ -455,7 +495,9 @@ void moe_route(const float* logits, int64_t T, int64_t E, int64_t k, bool norm_t
                const MoeRoute& r, cudaStream_t stream) {
   HOGWILD_CUDA_REQUIRE(T >= 1 && E >= 1 && E <= kMoeMaxExperts && k >= 1 && k <= E &&
                        k <= kMoeMaxTopK && T * k < (int64_t(1) << 31));
-  launch_pdl(moe_route_kernel, dim3(1), dim3(kRouteThreads), 0, stream, logits, static_cast<int>(T),
+  const bool few = T <= 8 && E <= kRouteThreadsFew;
+  launch_pdl(few ? moe_route_kernel<kRouteThreadsFew> : moe_route_kernel<kRouteThreads>, dim3(1),
+             dim3(few ? kRouteThreadsFew : kRouteThreads), 0, stream, logits, static_cast<int>(T),
              static_cast<int>(E), static_cast<int>(k), norm_topk_prob, r);
 }
 
@@ -504,13 +546,13 @@ void moe_expert_down(const bf16* act, const QuantWeight& W_down, const MoeRoute&
 void moe_combine_residual(const float* y, const MoeRoute& r, int64_t T, int64_t H, int64_t k,
                           const SkinnyResidualOut& res, bf16* xw, cudaStream_t stream) {
   HOGWILD_CUDA_REQUIRE(res.x && res.w_norm && res.ss && res.ss_zero && res.ss != res.ss_zero && xw);
-  launch_pdl(moe_combine_residual_kernel, dim3(static_cast<unsigned>(T)), dim3(kCombineThreads), 0,
-             stream, y, r, res, xw, static_cast<int>(H), static_cast<int>(k));
+  launch_pdl(moe_combine_residual_kernel, combine_grid(T, H), dim3(kCombineThreads), 0, stream, y,
+             r, res, xw, static_cast<int>(H), static_cast<int>(k));
 }
 
 void moe_combine(const float* y, const MoeRoute& r, bf16* out, int64_t T, int64_t H, int64_t k,
                  cudaStream_t stream) {
-  launch_pdl(moe_combine_kernel, dim3(static_cast<unsigned>(T)), dim3(256), 0, stream, y, r, out,
+  launch_pdl(moe_combine_kernel, combine_grid(T, H), dim3(kCombineThreads), 0, stream, y, r, out,
              static_cast<int>(H), static_cast<int>(k));
 }
 

@@ -92,65 +92,83 @@ TEST(MoeGroups, EachTouchedExpertOnceWithItsRowsInOrder) {
 
 // moe_mlp against a plain loop over rows and their k experts (fp32 as the reference, sum in
 // increasing expert index): a few rows, 4 experts, k = 2, with and without renormalisation.
+// Each row against a double-precision loop over its two experts: its own top-2, or (forced) the
+// two least probable, which moe_mlp must run when told to while it still reports the top-2.
 TEST(MoeMlp, EqualsPerRowLoop) {
-  for (bool norm : {true, false}) {
-    test::TinySpec spec = test::tiny_moe_spec("m", norm);
-    spec.n_experts = 4;
-    const ModelConfig c = test::tiny_config(spec);
-    const ModelWeights w = test::tiny_weights(c, 5);
-    const LayerWeights& L = w.layers[0];
-    ASSERT_TRUE(c.is_moe_layer(0));
-    const int64_t H = c.hidden_size, MI = c.moe_intermediate_size, T = 7;
-    test::TestRng r(6);
-    const std::vector<float> x = r.vec(T * H, 1.0f);
-    std::vector<float> out(T * H);
-    cpu::MoeTrace trace;
-    cpu::moe_mlp(c, L, x.data(), T, out.data(), &trace);
-    const cpu::ExpertGroups& g = trace.groups;
-    // Every expert index once at most, and every (row, k) pair placed once.
-    EXPECT_EQ(g.begin.back(), T * 2);
-    for (size_t i = 1; i < g.expert.size(); ++i) EXPECT_LT(g.expert[i - 1], g.expert[i]);
-    EXPECT_GE(g.expert.size(), 2u) << "the test routing should touch several experts";
-    for (int64_t t = 0; t < T; ++t) {
-      const float* xt = x.data() + t * H;
-      std::vector<double> p(4);
-      for (int e = 0; e < 4; ++e) {
-        double s = 0;
-        for (int64_t i = 0; i < H; ++i) s += double(L.router[e * H + i]) * xt[i];
-        p[e] = s;
+  for (bool norm : {true, false})
+    for (bool force : {false, true}) {
+      test::TinySpec spec = test::tiny_moe_spec("m", norm);
+      spec.n_experts = 4;
+      const ModelConfig c = test::tiny_config(spec);
+      const ModelWeights w = test::tiny_weights(c, 5);
+      const LayerWeights& L = w.layers[0];
+      ASSERT_TRUE(c.is_moe_layer(0));
+      const int64_t H = c.hidden_size, MI = c.moe_intermediate_size, T = 7;
+      test::TestRng r(6);
+      const std::vector<float> x = r.vec(T * H, 1.0f);
+      std::vector<float> out(T * H);
+      // the two least probable experts of each row: router logits in double, as below
+      std::vector<int32_t> least(T * 2);
+      for (int64_t t = 0; t < T; ++t) {
+        std::vector<std::pair<double, int32_t>> l(4);
+        for (int e = 0; e < 4; ++e) {
+          double s = 0;
+          for (int64_t i = 0; i < H; ++i) s += double(L.router[e * H + i]) * x[t * H + i];
+          l[e] = {s, e};
+        }
+        std::sort(l.begin(), l.end());
+        least[t * 2] = l[0].second, least[t * 2 + 1] = l[1].second;
       }
-      const double mx = *std::max_element(p.begin(), p.end());
-      double den = 0;
-      for (double& v : p) den += (v = std::exp(v - mx));
-      int a = -1, b = -1;  // the two most probable
-      for (int e = 0; e < 4; ++e)
-        if (a < 0 || p[e] > p[a]) a = e;
-      for (int e = 0; e < 4; ++e)
-        if (e != a && (b < 0 || p[e] > p[b])) b = e;
-      const double sum = norm ? p[a] + p[b] : den;
-      std::vector<double> ref(H, 0.0);
-      for (int e = 0; e < 4; ++e) {
-        if (e != a && e != b) continue;
-        const ExpertWeights& X = L.experts[e];
-        std::vector<double> act(MI);
-        for (int64_t j = 0; j < MI; ++j) {
-          double gt = 0, up = 0;
-          for (int64_t i = 0; i < H; ++i) {
-            gt += double(X.gate_proj[j * H + i]) * xt[i];
-            up += double(X.up_proj[j * H + i]) * xt[i];
+      cpu::MoeTrace trace;
+      cpu::moe_mlp(c, L, x.data(), T, out.data(), &trace, force ? least.data() : nullptr);
+      const cpu::ExpertGroups& g = trace.groups;
+      // Every expert index once at most, and every (row, k) pair placed once.
+      EXPECT_EQ(g.begin.back(), T * 2);
+      for (size_t i = 1; i < g.expert.size(); ++i) EXPECT_LT(g.expert[i - 1], g.expert[i]);
+      EXPECT_GE(g.expert.size(), 2u) << "the test routing should touch several experts";
+      for (int64_t t = 0; t < T; ++t) {
+        const float* xt = x.data() + t * H;
+        std::vector<double> p(4);
+        for (int e = 0; e < 4; ++e) {
+          double s = 0;
+          for (int64_t i = 0; i < H; ++i) s += double(L.router[e * H + i]) * xt[i];
+          p[e] = s;
+        }
+        const double mx = *std::max_element(p.begin(), p.end());
+        double den = 0;
+        for (double& v : p) den += (v = std::exp(v - mx));
+        int a = -1, b = -1;  // the two most probable
+        for (int e = 0; e < 4; ++e)
+          if (a < 0 || p[e] > p[a]) a = e;
+        for (int e = 0; e < 4; ++e)
+          if (e != a && (b < 0 || p[e] > p[b])) b = e;
+        EXPECT_EQ(std::min(trace.chosen[t * 2], trace.chosen[t * 2 + 1]), std::min(a, b));
+        EXPECT_EQ(std::max(trace.chosen[t * 2], trace.chosen[t * 2 + 1]), std::max(a, b));
+        if (force) a = least[t * 2], b = least[t * 2 + 1];
+        const double sum = norm ? p[a] + p[b] : den;
+        std::vector<double> ref(H, 0.0);
+        for (int e = 0; e < 4; ++e) {
+          if (e != a && e != b) continue;
+          const ExpertWeights& X = L.experts[e];
+          std::vector<double> act(MI);
+          for (int64_t j = 0; j < MI; ++j) {
+            double gt = 0, up = 0;
+            for (int64_t i = 0; i < H; ++i) {
+              gt += double(X.gate_proj[j * H + i]) * xt[i];
+              up += double(X.up_proj[j * H + i]) * xt[i];
+            }
+            act[j] = gt / (1 + std::exp(-gt)) * up;
           }
-          act[j] = gt / (1 + std::exp(-gt)) * up;
+          for (int64_t i = 0; i < H; ++i) {
+            double y = 0;
+            for (int64_t j = 0; j < MI; ++j) y += double(X.down_proj[i * MI + j]) * act[j];
+            ref[i] += p[e] / sum * y;
+          }
         }
-        for (int64_t i = 0; i < H; ++i) {
-          double y = 0;
-          for (int64_t j = 0; j < MI; ++j) y += double(X.down_proj[i * MI + j]) * act[j];
-          ref[i] += p[e] / sum * y;
-        }
+        for (int64_t i = 0; i < H; ++i)
+          EXPECT_NEAR(out[t * H + i], ref[i], 1e-5 * (1 + std::abs(ref[i]))) << t << " " << i;
       }
-      for (int64_t i = 0; i < H; ++i)
-        EXPECT_NEAR(out[t * H + i], ref[i], 1e-5 * (1 + std::abs(ref[i]))) << t << " " << i;
     }
-  }
 }
 
 TEST(MoeMlp, BackendChecksTheExpertTensors) {
