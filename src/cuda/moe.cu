@@ -21,7 +21,7 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 constexpr int kWarps = 4;
-constexpr int kRouteThreads = 1024;   // the routing CTA: a warp per row, a thread per expert
+constexpr int kRouteThreads = 1024;    // the routing CTA: a warp per row, a thread per expert
 constexpr int kRouteThreadsFew = 128;  // few rows of at most 128 experts: fewer warps to sync
 constexpr int kPerLane = kMoeMaxExperts / 32;
 
@@ -56,7 +56,8 @@ __device__ int block_scan(int v, int* warp_sums) {
 // One CTA of NT >= E threads: a warp per row (softmax, top-k, renormalise, sort by expert), then
 // the grouping of all T k assignments by expert.
 template <int NT>
-__global__ void __launch_bounds__(NT) moe_route_kernel(const float* logits, int T, int E, int k, bool norm, MoeRoute r) {
+__global__ void __launch_bounds__(NT)
+    moe_route_kernel(const float* logits, int T, int E, int k, bool norm, MoeRoute r) {
   __shared__ int cnt[kMoeMaxExperts];
   __shared__ int eoff[kMoeMaxExperts];
   __shared__ int warp_sums[32];
