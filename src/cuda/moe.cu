@@ -283,26 +283,11 @@ __global__ void __launch_bounds__(kWarps * 32) moe_mma_kernel(MoeArgs a) {
           for (int j = 0; j < NT; ++j) {
             uint4 xv = make_uint4(0, 0, 0, 0);
             if (live[j] && k + 8 * t < a.in) xv = __ldg(reinterpret_cast<const uint4*>(xr[j] + k));
-            if constexpr (PB) {
-              mma_bf16(cb[j], af[0], af[1], af[2], af[3], xv.x, xv.y);
-              mma_bf16(cb[j], af[4], af[5], af[6], af[7], xv.z, xv.w);
-            } else {
-              float cu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-              mma_bf16(cu, af[0], af[1], af[2], af[3], xv.x, xv.y);
-              mma_bf16(cu, af[4], af[5], af[6], af[7], xv.z, xv.w);
-              c[j][0] += cu[0] * f_lo, c[j][1] += cu[1] * f_lo;
-              c[j][2] += cu[2] * f_hi, c[j][3] += cu[3] * f_hi;
-            }
+            qdev::chunk_product<PB>(c[j], cb[j], af, xv, f_lo, f_hi);
           }
         }
-        if constexpr (PB) {
-          const float f_lo = qdev::scale_of(s_lo, F), f_hi = qdev::scale_of(s_hi, F);
-#pragma unroll
-          for (int j = 0; j < NT; ++j) {
-            c[j][0] += cb[j][0] * f_lo, c[j][1] += cb[j][1] * f_lo;
-            c[j][2] += cb[j][2] * f_hi, c[j][3] += cb[j][3] * f_hi;
-          }
-        }
+        if constexpr (PB)
+          qdev::block_scaled(c, cb, qdev::scale_of(s_lo, F), qdev::scale_of(s_hi, F));
         w0 = w1;
       }
     }

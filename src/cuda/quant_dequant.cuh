@@ -122,4 +122,37 @@ __device__ __forceinline__ uint32_t zero_pair(uint32_t sz) {
   return (sz & 0xffff0000u) | (sz >> 16);
 }
 
+/// One 32-k chunk of a 16 x 8 output tile: the two m16n8k16 products of the weight fragments af
+/// (chunk_fragments) with one token row's x words xv (8 bf16, this thread's k), in fp32. PB
+/// (groups of whole 128-k blocks): the product goes unscaled into cb, which block_scaled adds to
+/// acc once per block; otherwise acc += product x (f_lo, f_lo, f_hi, f_hi), the chunk's group
+/// scales of W rows g and g + 8. The quantized tile kernels (quant_gemm.cu, moe.cu) share it.
+template <bool PB>
+__device__ __forceinline__ void chunk_product(float (&acc)[4], float (&cb)[4],
+                                              const uint32_t (&af)[8], uint4 xv, float f_lo,
+                                              float f_hi) {
+  if constexpr (PB) {
+    mma_bf16(cb, af[0], af[1], af[2], af[3], xv.x, xv.y);
+    mma_bf16(cb, af[4], af[5], af[6], af[7], xv.z, xv.w);
+  } else {
+    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    mma_bf16(c, af[0], af[1], af[2], af[3], xv.x, xv.y);
+    mma_bf16(c, af[4], af[5], af[6], af[7], xv.z, xv.w);
+    acc[0] += c[0] * f_lo, acc[1] += c[1] * f_lo;
+    acc[2] += c[2] * f_hi, acc[3] += c[3] * f_hi;
+  }
+}
+
+/// PB: a block's unscaled products cb[j] added to acc[j] with the block's scales (see
+/// chunk_product), for NT token tiles.
+template <int NT>
+__device__ __forceinline__ void block_scaled(float (&acc)[NT][4], const float (&cb)[NT][4],
+                                             float f_lo, float f_hi) {
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    acc[j][0] += cb[j][0] * f_lo, acc[j][1] += cb[j][1] * f_lo;
+    acc[j][2] += cb[j][2] * f_hi, acc[j][3] += cb[j][3] * f_hi;
+  }
+}
+
 }  // namespace hogwild::cuda::qdev

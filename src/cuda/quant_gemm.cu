@@ -119,33 +119,11 @@ __global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
         const uint32_t zz_lo = zero_pair(s_lo), zz_hi = zero_pair(s_hi);
         uint32_t af[8];
         chunk_fragments<F>(buf[i], u, zz_lo, zz_hi, af);
+        const float f_lo = scale_of(s_lo, F), f_hi = scale_of(s_hi, F);
 #pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          if constexpr (PB) {
-            mma_bf16(cb[j], af[0], af[1], af[2], af[3], xv[j][u].x, xv[j][u].y);
-            mma_bf16(cb[j], af[4], af[5], af[6], af[7], xv[j][u].z, xv[j][u].w);
-          } else {
-            const float f_lo = scale_of(s_lo, F), f_hi = scale_of(s_hi, F);
-            float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            mma_bf16(c, af[0], af[1], af[2], af[3], xv[j][u].x, xv[j][u].y);
-            mma_bf16(c, af[4], af[5], af[6], af[7], xv[j][u].z, xv[j][u].w);
-            acc[j][0] += c[0] * f_lo;
-            acc[j][1] += c[1] * f_lo;
-            acc[j][2] += c[2] * f_hi;
-            acc[j][3] += c[3] * f_hi;
-          }
-        }
+        for (int j = 0; j < NT; ++j) chunk_product<PB>(acc[j], cb[j], af, xv[j][u], f_lo, f_hi);
       }
-      if constexpr (PB) {
-        const float f_lo = scale_of(sv[0][0], F), f_hi = scale_of(sv[0][1], F);
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          acc[j][0] += cb[j][0] * f_lo;
-          acc[j][1] += cb[j][1] * f_lo;
-          acc[j][2] += cb[j][2] * f_hi;
-          acc[j][3] += cb[j][3] * f_hi;
-        }
-      }
+      if constexpr (PB) block_scaled(acc, cb, scale_of(sv[0][0], F), scale_of(sv[0][1], F));
       if (b + kStages * kWarps < a.n_blocks)
         load_block<F>(w_lo, w_hi, b + kStages * kWarps, t, buf[i]);
     }
@@ -299,30 +277,10 @@ __global__ void __launch_bounds__(kWideWarps * 32) quant_wide_kernel(WideArgs wa
           // x row 8 j + g (parity of g), chunk 4 u + t
           const uint4 xv = *reinterpret_cast<const uint4*>(xs + (8 * j + g) * 256 +
                                                            (((4 * u + t) ^ ((g & 1) << 2)) << 4));
-          if constexpr (PB) {
-            mma_bf16(cb[j], af[0], af[1], af[2], af[3], xv.x, xv.y);
-            mma_bf16(cb[j], af[4], af[5], af[6], af[7], xv.z, xv.w);
-          } else {
-            float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            mma_bf16(c, af[0], af[1], af[2], af[3], xv.x, xv.y);
-            mma_bf16(c, af[4], af[5], af[6], af[7], xv.z, xv.w);
-            acc[j][0] += c[0] * f_lo;
-            acc[j][1] += c[1] * f_lo;
-            acc[j][2] += c[2] * f_hi;
-            acc[j][3] += c[3] * f_hi;
-          }
+          chunk_product<PB>(acc[j], cb[j], af, xv, f_lo, f_hi);
         }
       }
-      if constexpr (PB) {
-        const float f_lo = scale_of(sv[0][0], F), f_hi = scale_of(sv[0][1], F);
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          acc[j][0] += cb[j][0] * f_lo;
-          acc[j][1] += cb[j][1] * f_lo;
-          acc[j][2] += cb[j][2] * f_hi;
-          acc[j][3] += cb[j][3] * f_hi;
-        }
-      }
+      if constexpr (PB) block_scaled(acc, cb, scale_of(sv[0][0], F), scale_of(sv[0][1], F));
       if (n + kWStages < nb) load_block<F>(w_lo, w_hi, b_begin + n + kWStages, t, buf[i]);
     }
   }
