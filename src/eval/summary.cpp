@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -53,6 +54,56 @@ std::string gp_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
   return q + "'";
+}
+
+/// Runs gnuplot on `script` (given on its stdin) and puts what it writes to stdout in *bytes.
+/// Returns "" or a note when it could not run (not installed, or it failed).
+std::string run_gnuplot(const std::string& script, std::string* bytes) {
+  int in[2], out[2];
+  if (pipe(in) != 0) return "plots not made: cannot start gnuplot";
+  if (pipe(out) != 0) {
+    close(in[0]);
+    close(in[1]);
+    return "plots not made: cannot start gnuplot";
+  }
+  // The script goes into the pipe before gnuplot starts (it is far below the pipe's 64 KiB
+  // buffer), so no write can block on gnuplot's output or meet a closed pipe.
+  bool fed = script.size() < 32768;
+  for (size_t off = 0; fed && off < script.size();) {
+    const ssize_t n = ::write(in[1], script.data() + off, script.size() - off);
+    if (n <= 0) fed = false;
+    else off += static_cast<size_t>(n);
+  }
+  close(in[1]);
+  const pid_t pid = fed ? fork() : -1;
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[0]);
+    close(out[0]);
+    close(out[1]);
+    execlp("gnuplot", "gnuplot", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  char buf[65536];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    bytes->append(buf, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0) return "plots not made: cannot start gnuplot";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    return "plots not made: gnuplot is not installed (apt-get install gnuplot-nox); the data "
+           "and script are in accuracy.dat / accuracy.gp";
+  if (!fed || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || bytes->empty())
+    return "plots not made: gnuplot failed on accuracy.gp";
+  return "";
 }
 
 std::string label_of(const json& c) {
@@ -224,31 +275,26 @@ std::string write_report(const fs::path& out, const std::vector<SeriesSummary>& 
     plot += fmt::format("{}{} index {} using 1:2:3:4 with yerrorlines lw 2 title {}",
                         i ? ", " : "plot ", gp_quote((out / "accuracy.dat").string()), i,
                         gp_quote(series[i].label));
-  std::string gp =
+  std::string head =
       "set xlabel 'serial steps (forward passes)'\nset ylabel 'accuracy, %'\n"
       "set yrange [0:100]\nset grid\nset key top left\n";
-  if (hi >= 4 * lo && lo > 0) gp += "set logscale x 2\n";
-  gp += fmt::format("set offsets graph 0.03, graph 0.03, 0, 0\n");
-  gp += "set terminal svg size 800,500 dynamic enhanced\nset output " +
-        gp_quote((out / "accuracy.svg").string()) + "\n" + plot + "\n";
-  gp += "set terminal pngcairo size 800,500\nset output " +
-        gp_quote((out / "accuracy.png").string()) + "\n" + plot + "\n";
-  write_text(out / "accuracy.gp", gp);
-  const std::string script = (out / "accuracy.gp").string();
-  pid_t pid = fork();
-  if (pid == 0) {
-    int devnull = open("/dev/null", O_WRONLY);
-    if (devnull >= 0) dup2(devnull, 1);
-    execlp("gnuplot", "gnuplot", script.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
+  if (hi >= 4 * lo && lo > 0) head += "set logscale x 2\n";
+  head += "set offsets graph 0.03, graph 0.03, 0, 0\n";
+  const std::string svg_term = "set terminal svg size 800,500 dynamic enhanced\n";
+  const std::string png_term = "set terminal pngcairo size 800,500\n";
+  // accuracy.gp, for the reader, writes both files itself; the report runs gnuplot once per
+  // picture with its output on stdout, so that the bytes go through the checked writer (a full
+  // disk is an error, and a picture is whole or absent).
+  write_text(out / "accuracy.gp",
+             head + svg_term + "set output " + gp_quote((out / "accuracy.svg").string()) + "\n" +
+                 plot + "\n" + png_term + "set output " +
+                 gp_quote((out / "accuracy.png").string()) + "\n" + plot + "\n");
+  for (const auto& [name, term] : {std::pair{"accuracy.svg", svg_term}, {"accuracy.png", png_term}}) {
+    std::string bytes;
+    const std::string note = run_gnuplot(head + term + plot + "\n", &bytes);
+    if (!note.empty()) return note;
+    write_text(out / name, bytes);
   }
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) < 0) return "plots not made: cannot start gnuplot";
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-    return "plots not made: gnuplot is not installed (apt-get install gnuplot-nox); the data "
-           "and script are in accuracy.dat / accuracy.gp";
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return "plots not made: gnuplot failed on accuracy.gp";
   return "";
 }
 

@@ -544,6 +544,60 @@ TEST_F(EvalCli, ReportWriteErrorsAreNotSilent) {
   EXPECT_NE(slurp(e).find("No space left on device"), std::string::npos) << slurp(e);
 }
 
+// A model directory's own hogwild_format.json is eval's default formatting, as it is run's: its
+// worker names label the transcripts, and its worker count bounds -w.
+TEST_F(EvalCli, ModelsOwnFormattingIsTheDefault) {
+  const fs::path model = root_ / "model_with_format";
+  fs::remove_all(model);
+  fs::copy(root_ / "model", model, fs::copy_options::recursive);
+  std::ofstream(model / "hogwild_format.json")
+      << R"({"base": "qwen3-math", "worker_names": ["Ann", "Ben", "Cy"]})";
+  const std::string common = kBin + " eval -m " + model.string() + " --dataset " +
+                             (root_ / "tiny.jsonl").string() +
+                             " --question-field q --answer-field a --budgets 2 --limit 1 ";
+  const std::string e = (root_ / "e.txt").string();
+  const fs::path out = root_ / "own_format";
+  ASSERT_EQ(sh(common + "-w 2 --greedy --out " + out.string() + " >/dev/null 2>" + e), 0)
+      << slurp(e);
+  ASSERT_TRUE(fs::exists(out / "transcripts"));
+  std::string transcripts;
+  for (const auto& f : fs::directory_iterator(out / "transcripts")) transcripts += slurp(f.path());
+  EXPECT_NE(transcripts.find("Ann"), std::string::npos) << transcripts.substr(0, 400);
+  EXPECT_EQ(transcripts.find("Alice"), std::string::npos);  // qwen3-math's own first name
+  EXPECT_EQ(sh(common + "-w 4 --out " + (root_ / "own_format4").string() + " >/dev/null 2>" + e),
+            1);
+  EXPECT_NE(slurp(e).find("workers is 4; the formatting"), std::string::npos) << slurp(e);
+}
+
+// The pictures go through the same checked writer: a full disk under accuracy.svg is exit 1
+// with the file and the reason, never exit 0 with an empty picture.
+TEST_F(EvalCli, PlotWriteErrorsAreNotSilent) {
+  if (sh("command -v gnuplot >/dev/null") != 0) GTEST_SKIP() << "gnuplot-nox not installed";
+  const fs::path dir = root_ / "full_plot";
+  write_folder(dir, kConfig, line("p1", "true"));
+  fs::create_symlink("/dev/full", dir / "accuracy.svg");
+  const std::string e = (root_ / "e.txt").string();
+  EXPECT_EQ(sh(kBin + " eval report " + dir.string() + " >/dev/null 2>" + e), 1);
+  EXPECT_NE(slurp(e).find("accuracy.svg"), std::string::npos) << slurp(e);
+  EXPECT_NE(slurp(e).find("No space left on device"), std::string::npos) << slurp(e);
+}
+
+// A report's pictures are whole files: the SVG document closes, the PNG has its signature and its
+// IEND chunk.
+TEST_F(EvalCli, PlotsAreWholeFiles) {
+  if (sh("command -v gnuplot >/dev/null") != 0) GTEST_SKIP() << "gnuplot-nox not installed";
+  const fs::path dir = root_ / "whole_plot";
+  write_folder(dir, kConfig, line("p1", "true") + line("p2", "false"));
+  ASSERT_EQ(sh(kBin + " eval report " + dir.string() + " >/dev/null 2>&1"), 0);
+  const std::string svg = slurp(dir / "accuracy.svg"), png = slurp(dir / "accuracy.png");
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u) << svg.substr(0, 80);
+  EXPECT_NE(svg.find("</svg>", svg.size() > 16 ? svg.size() - 16 : 0), std::string::npos);
+  ASSERT_GT(png.size(), 20u);
+  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(png.substr(png.size() - 8, 4), "IEND");
+  for (const char* f : {"accuracy.svg.tmp", "accuracy.png.tmp"}) EXPECT_FALSE(fs::exists(dir / f));
+}
+
 // Two evals into one folder: the second is refused while the first holds the folder's lock
 // (without it, every line would be written twice).
 TEST_F(EvalCli, SecondEvalIntoTheSameFolderIsRefused) {
