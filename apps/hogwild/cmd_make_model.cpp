@@ -92,6 +92,8 @@ void register_make_model(CLI::App& app) {
     o.config_file = args->config;
     if (!args->arch.empty()) {
       o.arch = arch_from_short_name(args->arch);
+    } else if (!args->config.empty()) {
+      o.arch = config_file_arch(args->config);  // the config's own "architectures"
     } else {
       int found = 0;
       for (const ModelPreset& p : model_presets())

@@ -138,6 +138,11 @@ RopeScaling parse_rope(const json& rs, const char* where) {
 // transformers 5.x maps "num_experts" to "num_local_experts" (Qwen3MoeConfig.attribute_map) and
 // save_pretrained writes the latter: either key is accepted, both only when they agree.
 void parse_moe(const json& j, ModelConfig& c) {
+  if (!present(j, "num_experts") && !present(j, "num_local_experts"))
+    c.defaulted.push_back("num_experts = 128");
+  for (const auto& [key, def] :
+       {std::pair{"num_experts_per_tok", 8}, {"moe_intermediate_size", 768}})
+    if (!present(j, key)) c.defaulted.push_back(fmt::format("{} = {}", key, def));
   c.num_experts = get_int(j, "num_local_experts", get_int(j, "num_experts", 128));
   if (present(j, "num_experts") && present(j, "num_local_experts") &&
       get_int(j, "num_experts", 0) != get_int(j, "num_local_experts", 0))

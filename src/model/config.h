@@ -76,6 +76,9 @@ struct ModelConfig {
   bool norm_topk_prob = false;           // renormalise the k chosen probabilities to sum 1
   int64_t decoder_sparse_step = 1;       // every decoder_sparse_step-th layer is MoE (>= 1)
   std::vector<int64_t> mlp_only_layers;  // layers that stay dense (intermediate_size)
+  /// "moe_intermediate_size = 768": size fields absent from config.json that took the reference
+  /// default (named in the loader's error when the tensors do not match).
+  std::vector<std::string> defaulted;
 
   /// Whether decoder layer `layer` (0-based) is a sparse MoE block, by the rule of
   /// Qwen3MoeDecoderLayer: not in mlp_only_layers, num_experts > 0 and

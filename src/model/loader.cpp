@@ -4,6 +4,7 @@
 #include "model/loader.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
 #include <map>
@@ -197,7 +198,16 @@ std::vector<CheckedTensor> check_checkpoint(const ModelConfig& c, const Checkpoi
                     q.method == QuantMethod::none
                         ? ""
                         : fmt::format(", quant_method {}", quant_method_name(q.method)));
-    for (const std::string& p : problems) msg += "; " + p;
+    constexpr size_t kShow = 6;
+    for (size_t i = 0; i < problems.size() && i < kShow; ++i) msg += "; " + problems[i];
+    if (problems.size() > kShow) msg += fmt::format("; ... and {} more", problems.size() - kShow);
+    std::vector<std::string> defaulted = c.defaulted;
+    defaulted.insert(defaulted.end(), q.defaulted.begin(), q.defaulted.end());
+    if (!defaulted.empty())
+      msg += fmt::format(
+          "; config.json does not give {}, so the default was used: add the checkpoint's own "
+          "value{}",
+          fmt::join(defaulted, ", "), defaulted.size() > 1 ? "s" : "");
     msg +=
         "; check that config.json and the safetensors files belong to the same model (re-download "
         "the directory)";

@@ -401,6 +401,15 @@ int64_t tokenizer_vocab_size(const std::string& path) {
   return max_id + 1;
 }
 
+Arch config_file_arch(const std::string& path) {
+  const json j = read_json_file(path, "--config");
+  try {
+    return parse_model_config(j).arch;
+  } catch (const Error& e) {
+    fail("{}: {}", path, e.what());
+  }
+}
+
 ModelConfig make_model(const MakeModelOptions& opt) {
   if (opt.out_dir.empty()) fail("make-model needs --out DIR");
   if (opt.preset.empty() == opt.config_file.empty())

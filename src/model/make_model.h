@@ -86,6 +86,10 @@ QuantConfig make_model_quant_config(const MakeModelOptions& opt, const ModelConf
 /// permutation is deterministic per seed and layer name.
 ModelConfig make_model(const MakeModelOptions& opt);
 
+/// The architecture an HF config.json names (its "architectures"[0]), for `make-model --config`
+/// without --arch. Throws hogwild::Error naming the file when it cannot be read or parsed.
+Arch config_file_arch(const std::string& path);
+
 /// The weights `make-model --dtype f32 --seed seed` writes for preset p, made in memory (as
 /// load_model would return them from those files; config.torch_dtype "float32"), on up to 16
 /// threads. For benchmarks that need a model's shape, not its files.

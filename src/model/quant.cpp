@@ -83,6 +83,7 @@ QuantConfig parse_awq(const json& j) {
   check_bits(j, "AWQ");
   q.bits = 4;
   q.group_size = q_int(j, "group_size", 128);
+  if (!present(j, "group_size")) q.defaulted.push_back("quantization_config.group_size = 128");
   if (q.group_size != 32 && q.group_size != 64 && q.group_size != 128)
     fail(
         "{}.group_size = {} is not supported for AWQ; use a checkpoint with group size 32, 64 "
@@ -111,6 +112,7 @@ QuantConfig parse_gptq(const json& j) {
   check_bits(j, "GPTQ");
   q.bits = 4;
   q.group_size = q_int(j, "group_size", 128);
+  if (!present(j, "group_size")) q.defaulted.push_back("quantization_config.group_size = 128");
   if (q.group_size != -1 && (q.group_size <= 0 || q.group_size % 16 != 0))
     fail(
         "{}.group_size = {} is not supported for GPTQ; use -1 (one group per layer) or a positive "

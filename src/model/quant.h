@@ -39,6 +39,9 @@ struct QuantConfig {
   int64_t block_n = 0;        // fp8 weight_block_size [block_n, block_k]
   int64_t block_k = 0;
   std::vector<std::string> modules_to_not_convert;  // module name fragments left in bf16/f16/f32
+  /// "group_size = 128": fields absent from quantization_config that took transformers' default
+  /// (named in the loader's error when the tensors do not match).
+  std::vector<std::string> defaulted;
 };
 
 /// "none", "awq", "gptq", "fp8" (the config.json quant_method).

@@ -93,6 +93,11 @@ TEST(ModelCli, ShardSizeDtypeAndImpliedArch) {
   CliResult y = run("info -m " + e.str());
   EXPECT_TRUE(contains(y.out, "Qwen3ForCausalLM")) << y.out;
   EXPECT_TRUE(contains(y.out, "yarn factor 4, original context 256")) << y.out;
+  // --config without --arch: the architecture is the config's own.
+  TempDir f;
+  ASSERT_EQ(
+      run("make-model --config " + (d / "config.json") + " --seed 2 -q --out " + f.str()).code, 0);
+  EXPECT_TRUE(contains(run("info -m " + f.str()).out, "Phi3ForCausalLM"));
 }
 
 TEST(ModelCli, BadInputExitsOneWithMessage) {

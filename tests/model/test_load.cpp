@@ -236,6 +236,14 @@ TEST(LoadModel, Qwen3MoeMismatchesAreNamed) {
       [&] { load_model(f.str(), {.show_progress = false}); },
       {"tensor model.layers.0.mlp.experts.0.gate_proj.weight: expected shape [48, 64], got [32, "
        "64]"});
+  // A size absent from config.json takes the reference default (Qwen3MoeConfig: 768); the error
+  // says so, and lists the first mismatches only.
+  TempDir g;
+  make(g, Arch::qwen3_moe, Dtype::bf16);
+  patch_config(g, "moe_intermediate_size", nullptr);
+  expect_error([&] { load_model(g.str(), {.show_progress = false}); },
+               {"expected shape [768, 64], got [32, 64]", "; ... and ",
+                "config.json does not give moe_intermediate_size = 768, so the default was used"});
 }
 
 TEST(LoadModel, Bf16AndF16AreRoundedCopiesOfTheFp32Values) {
