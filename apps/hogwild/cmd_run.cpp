@@ -236,11 +236,8 @@ void run(RunArgs a) {
   StopPolicy stop = model->stop_policy();
   stop.ignore_eos = a.ignore_eos;
 
-  // Independent workers all write under the first name: labelled "sample k", as eval does.
-  std::vector<std::string> names;
-  for (int w = 0; w < a.workers; ++w)
-    names.push_back(layout == Layout::independent ? fmt::format("sample {}", w + 1)
-                                                  : fmt.worker_name(w));
+  const std::vector<std::string> names =
+      worker_labels(fmt, a.workers, layout == Layout::independent, /*skeleton=*/false);
   std::FILE* view_out = files.uses_stdout() ? stderr : stdout;
   LiveView view(view_out, names, run_view_options(a, req, stop, snapshots.size(), view_out));
   MultiObserver obs;

@@ -225,15 +225,10 @@ Generation make_vote_generation(const RunSpec& spec, const SessionResult& r,
   return g;
 }
 
-/// The transcript's worker labels: the formatting's names; self-consistency "sample k",
-/// Skeleton-of-Thought "point k" (their workers all write under the first name).
+/// The transcript's worker labels (formatting.h worker_labels).
 std::vector<std::string> worker_labels(const RunSpec& spec) {
-  std::vector<std::string> names;
-  for (int w = 0; w < spec.workers; ++w)
-    names.push_back(spec.method == "self-consistency" ? fmt::format("sample {}", w + 1)
-                    : spec.method == "sot"            ? fmt::format("point {}", w + 1)
-                                                      : spec.formatting.worker_name(w));
-  return names;
+  return hogwild::worker_labels(spec.formatting, spec.workers, spec.method == "self-consistency",
+                                spec.method == "sot");
 }
 
 }  // namespace

@@ -538,6 +538,17 @@ std::string detect_formatting_family(std::string_view chat_template) {
   return "generic";
 }
 
+std::vector<std::string> worker_labels(const Formatting& f, int n_workers, bool independent,
+                                       bool skeleton) {
+  std::vector<std::string> names;
+  for (int w = 0; w < n_workers; ++w)
+    names.push_back(f.name == "plain" ? std::string("assistant")
+                    : skeleton        ? fmt::format("point {}", w + 1)
+                    : independent     ? fmt::format("sample {}", w + 1)
+                                      : f.worker_name(w));
+  return names;
+}
+
 std::string default_formatting_name(std::string_view chat_template, AnswerKind kind) {
   return detect_formatting_family(chat_template) + (kind == AnswerKind::boxed ? "-math" : "-code");
 }

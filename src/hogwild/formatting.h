@@ -233,6 +233,13 @@ std::string detect_formatting_family(std::string_view chat_template);
 /// "{family}-{variant}" for family from detect_formatting_family and variant "math" / "code".
 std::string default_formatting_name(std::string_view chat_template, AnswerKind kind);
 
+/// The labels of a session's n workers in live views, transcripts and API responses: the
+/// formatting's worker names; "sample k" (1-based) for independent workers (self-consistency),
+/// who all write under the first name; "point k" for Skeleton-of-Thought's point writers;
+/// "assistant" for the plain formatting's one worker. run, eval and serve label by this.
+std::vector<std::string> worker_labels(const Formatting& f, int n_workers, bool independent,
+                                       bool skeleton);
+
 /// The file a model directory ships its own formatting in (the one it was trained with).
 inline constexpr const char* kModelFormattingFile = "hogwild_format.json";
 

@@ -222,8 +222,11 @@ void LiveView::finish(const SessionResult& r, const std::string& title) {
   for (const std::string& s : opt_.settings) fmt::print(out_, "{}\n", s);
   for (const std::string& s : opt_.warnings) fmt::print(out_, "warning: {}\n", s);
   fmt::print(out_, "answer: {}\n", r.answer ? terminal_safe(*r.answer) : "(none)");
-  std::string who = r.answer_worker >= 0 ? names_[r.answer_worker] : r.finisher ? "finisher" : "-";
-  fmt::print(out_, "stop: {} (answer by {})\n", stop_reason_name(r.stop_reason), who);
+  const std::string who = r.answer_worker >= 0 ? names_[r.answer_worker]
+                          : r.finisher         ? "finisher"
+                                               : "";
+  fmt::print(out_, "stop: {}{}\n", stop_reason_name(r.stop_reason),
+             who.empty() ? std::string() : " (answer by " + who + ")");
   int64_t total = 0;
   std::string per;
   for (int w = 0; w < n; ++w) {

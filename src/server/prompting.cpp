@@ -218,12 +218,8 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
 }
 
 std::vector<std::string> worker_names(const GenerationRequest& g) {
-  if (g.formatting.name == "plain") return {"assistant"};
-  // Independent workers write under the first name (there may be more of them than names).
-  if (g.options.layout == Layout::independent)
-    return std::vector<std::string>(g.options.n_workers, g.formatting.worker_names.at(0));
-  return {g.formatting.worker_names.begin(),
-          g.formatting.worker_names.begin() + g.options.n_workers};
+  return worker_labels(g.formatting, g.options.n_workers, g.options.layout == Layout::independent,
+                       g.options.skeleton);
 }
 
 }  // namespace hogwild::server

@@ -33,6 +33,18 @@ TEST(Formatting, BuiltinNames) {
   for (const auto& n : want) EXPECT_EQ(builtin_formatting(n).name, n);
 }
 
+// One labelling of workers for run, eval and serve.
+TEST(Formatting, WorkerLabels) {
+  const Formatting f = builtin_formatting("qwen3-math");
+  using V = std::vector<std::string>;
+  EXPECT_EQ(worker_labels(f, 3, false, false), (V{"Alice", "Bob", "Carol"}));
+  EXPECT_EQ(worker_labels(f, 2, true, false), (V{"sample 1", "sample 2"}));
+  EXPECT_EQ(worker_labels(f, 2, true, true), (V{"point 1", "point 2"}));
+  EXPECT_EQ(worker_labels(builtin_formatting("plain"), 1, false, false), (V{"assistant"}));
+  // Independent samples may outnumber the names.
+  EXPECT_EQ(worker_labels(f, 12, true, false).back(), "sample 12");
+}
+
 TEST(Formatting, TwoWorkerRulesExact) {
   Formatting f = builtin_formatting("qwen3-math");
   const std::string want =

@@ -62,13 +62,13 @@ test('self-consistency: independent samples, the answer their vote, streamed or 
   assert.equal(content, ch.answer);
 });
 
-test('self-consistency beyond 8 samples: 12 workers under the first name, no seed shared across choices', async () => {
+test('self-consistency beyond 8 samples: 12 workers labelled sample 1..12 (as run and eval label them), no seed shared across choices', async () => {
   const args = { model: '', messages, seed: 9, temperature: 1.0, n: 2, hogwild: { workers: 12, layout: 'independent', budget: 8 } };
   const full = await client.chat.completions.create(args);
   assert.equal(full.choices.length, 2);
   for (const ch of full.hogwild.choices) {
     assert.equal(ch.workers.length, 12);
-    assert.ok(ch.workers.every((w) => w.name === 'Alice'));
+    assert.deepEqual(ch.workers.map((w) => w.name), Array.from({ length: 12 }, (_, i) => `sample ${i + 1}`));
     assert.equal(ch.worker_answers.length, 12);
   }
   // Choice 1 draws with seed + 12: as a request of that seed alone.
