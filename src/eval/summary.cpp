@@ -71,8 +71,10 @@ std::string run_gnuplot(const std::string& script, std::string* bytes) {
   bool fed = script.size() < 32768;
   for (size_t off = 0; fed && off < script.size();) {
     const ssize_t n = ::write(in[1], script.data() + off, script.size() - off);
-    if (n <= 0) fed = false;
-    else off += static_cast<size_t>(n);
+    if (n <= 0)
+      fed = false;
+    else
+      off += static_cast<size_t>(n);
   }
   close(in[1]);
   const pid_t pid = fed ? fork() : -1;
@@ -289,7 +291,8 @@ std::string write_report(const fs::path& out, const std::vector<SeriesSummary>& 
              head + svg_term + "set output " + gp_quote((out / "accuracy.svg").string()) + "\n" +
                  plot + "\n" + png_term + "set output " +
                  gp_quote((out / "accuracy.png").string()) + "\n" + plot + "\n");
-  for (const auto& [name, term] : {std::pair{"accuracy.svg", svg_term}, {"accuracy.png", png_term}}) {
+  for (const auto& [name, term] :
+       {std::pair{"accuracy.svg", svg_term}, {"accuracy.png", png_term}}) {
     std::string bytes;
     const std::string note = run_gnuplot(head + term + plot + "\n", &bytes);
     if (!note.empty()) return note;
