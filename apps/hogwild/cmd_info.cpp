@@ -101,12 +101,28 @@ nlohmann::json weight_format_json(const QuantConfig& q) {
   return j;
 }
 
-void run_info(const std::string& dir, bool as_json) {
-  ModelConfig c = load_model_config(dir);
+/// What `info` reports of a model directory, gathered once for both outputs.
+struct ModelFacts {
+  ModelConfig c;
+  size_t n_files = 0, n_tensors = 0;
+  uint64_t params = 0, bytes = 0, decode_bytes = 0, active_bytes = 0;
+  std::set<std::string> dtypes;
+  std::string dtype_list;
+  int64_t n_linear = 0, n_quantized = 0, kv16 = 0, kv32 = 0;
+  bool moe = false;
+  StopInfo stop;
+};
+
+ModelFacts gather_facts(const std::string& dir) {
+  ModelFacts f;
+  f.c = load_model_config(dir);
+  const ModelConfig& c = f.c;
   Checkpoint ck(dir);
   std::vector<CheckedTensor> tensors = check_checkpoint(c, ck, dir);
+  f.n_files = ck.files().size();
+  f.n_tensors = tensors.size();
   uint64_t params = 0, bytes = 0, decode_bytes = 0, expert_bytes = 0;
-  std::set<std::string> dtypes;
+  std::set<std::string>& dtypes = f.dtypes;
   for (const CheckedTensor& t : tensors) {
     uint64_t n = 1;
     for (int64_t d : t.spec.shape) n *= uint64_t(d);
@@ -129,56 +145,69 @@ void run_info(const std::string& dir, bool as_json) {
       moe ? bytes - expert_bytes +
                 expert_bytes / uint64_t(c.num_experts) * uint64_t(c.num_experts_per_tok)
           : bytes;
-  const QuantConfig& q = c.quantization_config;
-  int64_t n_linear = 0, n_quantized = 0;
   for (const CheckedTensor& t : tensors)
-    if (is_quantizable_linear(t.spec)) ++n_linear, n_quantized += t.format != WeightFormat::dense;
-  std::string dtype_list;
-  for (const std::string& d : dtypes) dtype_list += (dtype_list.empty() ? "" : "+") + d;
-  const int64_t kv16 = c.kv_bytes_per_token(2), kv32 = c.kv_bytes_per_token(4);
-  const StopInfo stop = stop_info(dir, c);
-  if (as_json) {
-    nlohmann::json j = {
-        {"architecture", arch_hf_name(c.arch)},
-        {"parameters", params},
-        {"torch_dtype", c.torch_dtype},
-        {"tensor_dtypes", dtypes},
-        {"weight_bytes", bytes},
-        {"decode_bytes_per_step", decode_bytes},
-        {"weight_format", weight_format_json(q)},
-        {"quantized_linear_layers", n_quantized},
-        {"linear_layers", n_linear},
-        {"files", ck.files().size()},
-        {"tensors", tensors.size()},
-        {"kv_bytes_per_token_bf16", kv16},
-        {"kv_bytes_per_token_fp32", kv32},
-        {"config", model_config_to_json(c)},
-    };
-    if (moe)
-      j["moe"] = {{"num_experts", c.num_experts},
-                  {"num_experts_per_tok", c.num_experts_per_tok},
-                  {"moe_intermediate_size", c.moe_intermediate_size},
-                  {"norm_topk_prob", c.norm_topk_prob},
-                  {"moe_layers", c.num_moe_layers()},
-                  {"active_parameters", c.num_active_parameters()},
-                  {"active_weight_bytes_per_token", active_bytes}};
-    if (stop.policy)
-      j["stop"] = {{"eos_ids", stop.policy->eos_ids}, {"sources", stop.policy->sources}};
-    else
-      j["stop"] = {{"error", stop.error}};
-    std::printf("%s\n", dump_json(j, 2).c_str());
-    return;
-  }
-  auto line = [](const char* k, const std::string& v) { std::printf("%-26s %s\n", k, v.c_str()); };
+    if (is_quantizable_linear(t.spec))
+      ++f.n_linear, f.n_quantized += t.format != WeightFormat::dense;
+  for (const std::string& d : dtypes) f.dtype_list += (f.dtype_list.empty() ? "" : "+") + d;
+  f.kv16 = c.kv_bytes_per_token(2), f.kv32 = c.kv_bytes_per_token(4);
+  f.stop = stop_info(dir, c);
+  f.params = params, f.bytes = bytes, f.decode_bytes = decode_bytes;
+  f.active_bytes = active_bytes, f.moe = moe;
+  return f;
+}
+
+void print_info_json(const ModelFacts& f) {
+  const ModelConfig& c = f.c;
+  const QuantConfig& q = c.quantization_config;
+  nlohmann::json j = {
+      {"architecture", arch_hf_name(c.arch)},
+      {"parameters", f.params},
+      {"torch_dtype", c.torch_dtype},
+      {"tensor_dtypes", f.dtypes},
+      {"weight_bytes", f.bytes},
+      {"decode_bytes_per_step", f.decode_bytes},
+      {"weight_format", weight_format_json(q)},
+      {"quantized_linear_layers", f.n_quantized},
+      {"linear_layers", f.n_linear},
+      {"files", f.n_files},
+      {"tensors", f.n_tensors},
+      {"kv_bytes_per_token_bf16", f.kv16},
+      {"kv_bytes_per_token_fp32", f.kv32},
+      {"config", model_config_to_json(c)},
+  };
+  if (f.moe)
+    j["moe"] = {{"num_experts", c.num_experts},
+                {"num_experts_per_tok", c.num_experts_per_tok},
+                {"moe_intermediate_size", c.moe_intermediate_size},
+                {"norm_topk_prob", c.norm_topk_prob},
+                {"moe_layers", c.num_moe_layers()},
+                {"active_parameters", c.num_active_parameters()},
+                {"active_weight_bytes_per_token", f.active_bytes}};
+  if (f.stop.policy)
+    j["stop"] = {{"eos_ids", f.stop.policy->eos_ids}, {"sources", f.stop.policy->sources}};
+  else
+    j["stop"] = {{"error", f.stop.error}};
+  std::printf("%s\n", dump_json(j, 2).c_str());
+}
+
+void info_line(const char* k, const std::string& v) { std::printf("%-26s %s\n", k, v.c_str()); }
+
+/// The text report's first part: what the weights are and what a step reads.
+void print_info_weights(const std::string& dir, const ModelFacts& f) {
+  const ModelConfig& c = f.c;
+  const uint64_t params = f.params, bytes = f.bytes, decode_bytes = f.decode_bytes,
+                 active_bytes = f.active_bytes;
+  const bool moe = f.moe;
+  auto line = info_line;
   line("model", dir);
   line("architecture", fmt::format("{} ({})", arch_hf_name(c.arch), arch_short_name(c.arch)));
   line("parameters", params >= 1000000000
                          ? fmt::format("{:.2f}B ({})", double(params) / 1e9, params)
                          : fmt::format("{:.2f}M ({})", double(params) / 1e6, params));
-  line("dtype", fmt::format("{} (tensors: {})", c.torch_dtype, dtype_list));
-  line("weight format", weight_format_desc(q, n_quantized, n_linear));
-  line("weights", fmt::format("{} in {} file{} (as stored)", human_bytes(double(bytes)),
-                              ck.files().size(), ck.files().size() == 1 ? "" : "s"));
+  line("dtype", fmt::format("{} (tensors: {})", c.torch_dtype, f.dtype_list));
+  line("weight format", weight_format_desc(c.quantization_config, f.n_quantized, f.n_linear));
+  line("weights", fmt::format("{} in {} file{} (as stored)", human_bytes(double(bytes)), f.n_files,
+                              f.n_files == 1 ? "" : "s"));
   if (moe) {
     const int64_t ap = c.num_active_parameters();
     line("active per token",
@@ -193,12 +222,18 @@ void run_info(const std::string& dir, bool as_json) {
            c.tie_word_embeddings ? "the tied embeddings in full, as lm_head"
                                  : "one embedding row per token",
            moe ? "; one token's experts: a step of several rows reads the union of theirs" : ""));
-  line("tensors", fmt::format("{} (names, dtypes and shapes match the {} table)", tensors.size(),
+  line("tensors", fmt::format("{} (names, dtypes and shapes match the {} table)", f.n_tensors,
                               arch_short_name(c.arch)));
+}
+
+/// The text report's second part: the configuration, the KV cache and the stop ids.
+void print_info_config(const ModelFacts& f) {
+  const ModelConfig& c = f.c;
+  auto line = info_line;
   line("num_hidden_layers", std::to_string(c.num_hidden_layers));
   line("hidden_size", std::to_string(c.hidden_size));
   line("intermediate_size", std::to_string(c.intermediate_size));
-  if (moe) {
+  if (f.moe) {
     std::string dense;
     for (int64_t l : c.mlp_only_layers) dense += (dense.empty() ? "" : ", ") + std::to_string(l);
     line("experts", fmt::format("{} per MoE layer, top-{} per token ({}), moe_intermediate_size {}",
@@ -228,6 +263,7 @@ void run_info(const std::string& dir, bool as_json) {
     flags += fmt::format("{}sliding_window {}", flags.empty() ? "" : ", ", c.sliding_window);
   line("quirks", flags.empty() ? "none" : flags);
   line("rms_norm_eps", fmt::format("{}", c.rms_norm_eps));
+  const int64_t kv16 = f.kv16, kv32 = f.kv32;
   line("KV cache per token", fmt::format("{} B bf16, {} B fp32", kv16, kv32));
   line(
       "KV cache at full context",
@@ -239,7 +275,14 @@ void run_info(const std::string& dir, bool as_json) {
        fmt::format("{} / {}", c.bos_token_id >= 0 ? std::to_string(c.bos_token_id) : "none",
                    eos.empty() ? "none" : eos));
   line("stop ids (generate, run)",
-       stop.policy ? stop.policy->describe() : "cannot be used: " + stop.error);
+       f.stop.policy ? f.stop.policy->describe() : "cannot be used: " + f.stop.error);
+}
+
+void run_info(const std::string& dir, bool as_json) {
+  const ModelFacts f = gather_facts(dir);
+  if (as_json) return print_info_json(f);
+  print_info_weights(dir, f);
+  print_info_config(f);
 }
 
 }  // namespace

@@ -193,7 +193,12 @@ void HttpServer::routes() {
       std::fprintf(stderr, "http: %s %s %s -> %d\n", req.remote_addr.c_str(), req.method.c_str(),
                    escaped(req.path).c_str(), res.status);
     });
+  api_routes();
+  page_and_method_routes();
+}
 
+void HttpServer::api_routes() {
+  httplib::Server& s = *svr_;
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     switch (state_.load()) {
       case State::loading:
@@ -243,6 +248,10 @@ void HttpServer::routes() {
   });
   s.Post(R"(/v1/hogwild/sessions/([^/]+)/messages)",
          [this](const httplib::Request& req, httplib::Response& res) { steer(req, res); });
+}
+
+void HttpServer::page_and_method_routes() {
+  httplib::Server& s = *svr_;
   auto page = [](const httplib::Request& req, httplib::Response& res) {
     const WebAsset* a = find_web_asset(req.path == "/index.html" ? "/" : req.path);
     if (!a) return send_error(res, error_for_status(404));

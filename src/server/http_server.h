@@ -51,7 +51,13 @@ class HttpServer {
   void stop();
 
  private:
+  /// Installs every handler: the API key check, error and exception pages, the request log,
+  /// then api_routes and page_and_method_routes.
   void routes();
+  /// /health, /metrics, /v1/models, the completions and the steering route.
+  void api_routes();
+  /// The web page and its assets; 405 (with Allow) and OPTIONS on the known paths.
+  void page_and_method_routes();
   void completions(const httplib::Request& req, httplib::Response& res, Endpoint ep);
   void steer(const httplib::Request& req, httplib::Response& res);
   void metrics(httplib::Response& res);
