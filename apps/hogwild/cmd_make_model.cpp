@@ -56,8 +56,10 @@ void register_make_model(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "make-model", "Write a deterministic random-weight model in Hugging Face format");
-  cmd->add_option("--arch", args->arch,
-                  "qwen3|qwen2|llama|mistral|phi3|qwen3_moe (implied by a real preset)");
+  cmd->add_option(
+      "--arch", args->arch,
+      "qwen3|qwen2|llama|mistral|phi3|qwen3_moe (implied by --config, or by a preset only one "
+      "architecture has)");
   auto* preset = cmd->add_option("--preset", args->preset,
                                  "tiny, tiny-yarn (qwen3), tiny-linear (llama), tiny-dense-layers, "
                                  "tiny-no-norm (qwen3_moe), qwen3-0.6b, qwen3-8b, qwq-32b, "

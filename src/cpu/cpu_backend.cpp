@@ -395,10 +395,11 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
   const ModelConfig& c = w_.config;
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   logits.clear();
-  if (T == 0) return;
-  Laps laps(profile_);
+  // A forced routing is for this forward only, an empty one included.
   const std::vector<std::vector<int32_t>> forced = std::move(forced_routing_);
   forced_routing_.clear();
+  if (T == 0) return;
+  Laps laps(profile_);
   if (!forced.empty() && static_cast<int64_t>(forced.size()) != c.num_moe_layers())
     fail("force_routing: {} layers given, the model has {} MoE layers", forced.size(),
          c.num_moe_layers());

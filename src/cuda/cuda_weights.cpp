@@ -85,7 +85,8 @@ std::vector<int32_t> CudaBackend::last_experts_touched() const {
 std::vector<std::vector<int32_t>> CudaBackend::last_routing(int64_t n_tokens) const {
   if (!moe_record_) fail("last_routing: the backend was built without CudaOptions::record_routing");
   if (n_tokens < 1 || n_tokens > opt_.max_batch_tokens)
-    fail("last_routing: {} tokens; the last forward held 1 to {}", n_tokens, opt_.max_batch_tokens);
+    fail("last_routing: {} tokens; give the last forward's token count (1 to {})", n_tokens,
+         opt_.max_batch_tokens);
   const int64_t k = cfg_.num_experts_per_tok;
   std::vector<std::vector<int32_t>> out;
   HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));

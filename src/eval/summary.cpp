@@ -56,41 +56,24 @@ std::string gp_quote(const std::string& s) {
   return q + "'";
 }
 
-/// Runs gnuplot on `script` (given on its stdin) and puts what it writes to stdout in *bytes.
-/// Returns "" or a note when it could not run (not installed, or it failed).
-std::string run_gnuplot(const std::string& script, std::string* bytes) {
-  int in[2], out[2];
-  if (pipe(in) != 0) return "plots not made: cannot start gnuplot";
-  if (pipe(out) != 0) {
-    close(in[0]);
-    close(in[1]);
-    return "plots not made: cannot start gnuplot";
-  }
-  // The script goes into the pipe before gnuplot starts (it is far below the pipe's 64 KiB
-  // buffer), so no write can block on gnuplot's output or meet a closed pipe.
-  bool fed = script.size() < 32768;
-  for (size_t off = 0; fed && off < script.size();) {
-    const ssize_t n = ::write(in[1], script.data() + off, script.size() - off);
-    if (n <= 0)
-      fed = false;
-    else
-      off += static_cast<size_t>(n);
-  }
-  close(in[1]);
-  const pid_t pid = fed ? fork() : -1;
+/// Runs gnuplot on the script file `script` and puts what it writes to stdout in *bytes (its one
+/// pipe is read to the end, so nothing can block). Returns "" or a note when it could not run
+/// (not installed, or it failed).
+std::string run_gnuplot(const fs::path& script, std::string* bytes) {
+  int out[2];
+  if (pipe(out) != 0) return "plots not made: cannot start gnuplot";
+  const std::string path = script.string();
+  const pid_t pid = fork();
   if (pid == 0) {
-    dup2(in[0], 0);
     dup2(out[1], 1);
-    close(in[0]);
     close(out[0]);
     close(out[1]);
-    execlp("gnuplot", "gnuplot", static_cast<char*>(nullptr));
+    execlp("gnuplot", "gnuplot", path.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  close(in[0]);
   close(out[1]);
   char buf[65536];
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) != 0;) {
+  for (ssize_t n; pid > 0 && (n = ::read(out[0], buf, sizeof buf)) != 0;) {
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
@@ -99,12 +82,14 @@ std::string run_gnuplot(const std::string& script, std::string* bytes) {
   }
   close(out[0]);
   int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) < 0) return "plots not made: cannot start gnuplot";
+  if (pid < 0) return "plots not made: cannot start gnuplot";
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return "plots not made: cannot start gnuplot";
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     return "plots not made: gnuplot is not installed (apt-get install gnuplot-nox); the data "
            "and script are in accuracy.dat / accuracy.gp";
-  if (!fed || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || bytes->empty())
-    return "plots not made: gnuplot failed on accuracy.gp";
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || bytes->empty())
+    return "plots not made: gnuplot failed (run gnuplot on accuracy.gp to see why)";
   return "";
 }
 
@@ -293,8 +278,13 @@ std::string write_report(const fs::path& out, const std::vector<SeriesSummary>& 
                  gp_quote((out / "accuracy.png").string()) + "\n" + plot + "\n");
   for (const auto& [name, term] :
        {std::pair{"accuracy.svg", svg_term}, {"accuracy.png", png_term}}) {
+    // The picture's own script, removed once gnuplot has run.
+    const fs::path gp = out / (std::string(name) + ".gp.tmp");
+    write_text(gp, head + term + plot + "\n");
     std::string bytes;
-    const std::string note = run_gnuplot(head + term + plot + "\n", &bytes);
+    const std::string note = run_gnuplot(gp, &bytes);
+    std::error_code rm;
+    fs::remove(gp, rm);
     if (!note.empty()) return note;
     write_text(out / name, bytes);
   }

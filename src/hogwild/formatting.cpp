@@ -542,10 +542,10 @@ std::vector<std::string> worker_labels(const Formatting& f, int n_workers, bool 
                                        bool skeleton) {
   std::vector<std::string> names;
   for (int w = 0; w < n_workers; ++w)
-    names.push_back(f.name == "plain" ? std::string("assistant")
-                    : skeleton        ? fmt::format("point {}", w + 1)
-                    : independent     ? fmt::format("sample {}", w + 1)
-                                      : f.worker_name(w));
+    names.push_back(f.name == "plain" && n_workers == 1 ? std::string("assistant")
+                    : skeleton                          ? fmt::format("point {}", w + 1)
+                    : independent                       ? fmt::format("sample {}", w + 1)
+                                                        : f.worker_name(w));
   return names;
 }
 

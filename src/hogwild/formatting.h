@@ -236,7 +236,7 @@ std::string default_formatting_name(std::string_view chat_template, AnswerKind k
 /// The labels of a session's n workers in live views, transcripts and API responses: the
 /// formatting's worker names; "sample k" (1-based) for independent workers (self-consistency),
 /// who all write under the first name; "point k" for Skeleton-of-Thought's point writers;
-/// "assistant" for the plain formatting's one worker. run, eval and serve label by this.
+/// "assistant" for the plain formatting's single worker. run, eval and serve label by this.
 std::vector<std::string> worker_labels(const Formatting& f, int n_workers, bool independent,
                                        bool skeleton);
 

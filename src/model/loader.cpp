@@ -184,13 +184,17 @@ std::vector<CheckedTensor> check_checkpoint(const ModelConfig& c, const Checkpoi
   }
   for (const auto& [name, e] : ck.tensors())
     if (!k.expected.count(name) && !is_ignorable_tensor(c, name)) unexpected.push_back(name);
-  std::vector<std::string>& problems = k.problems;
+  // The summaries of missing and unexpected tensors first: the per-tensor lines after them are
+  // cut at six.
+  std::vector<std::string> problems;
   if (!k.missing.empty())
     problems.push_back(
         fmt::format("{} missing tensor(s): {}", k.missing.size(), name_list(k.missing)));
   if (!unexpected.empty())
     problems.push_back(
         fmt::format("{} unexpected tensor(s): {}", unexpected.size(), name_list(unexpected)));
+  const size_t n_summaries = problems.size();
+  problems.insert(problems.end(), k.problems.begin(), k.problems.end());
   if (!problems.empty()) {
     std::string msg =
         fmt::format("{}: the weights do not match config.json ({}, {} layers{})", model_dir,
@@ -198,9 +202,9 @@ std::vector<CheckedTensor> check_checkpoint(const ModelConfig& c, const Checkpoi
                     q.method == QuantMethod::none
                         ? ""
                         : fmt::format(", quant_method {}", quant_method_name(q.method)));
-    constexpr size_t kShow = 6;
-    for (size_t i = 0; i < problems.size() && i < kShow; ++i) msg += "; " + problems[i];
-    if (problems.size() > kShow) msg += fmt::format("; ... and {} more", problems.size() - kShow);
+    const size_t show = n_summaries + 6;
+    for (size_t i = 0; i < problems.size() && i < show; ++i) msg += "; " + problems[i];
+    if (problems.size() > show) msg += fmt::format("; ... and {} more", problems.size() - show);
     std::vector<std::string> defaulted = c.defaulted;
     defaulted.insert(defaulted.end(), q.defaulted.begin(), q.defaulted.end());
     if (!defaulted.empty())

@@ -325,61 +325,64 @@ TEST(CudaMoe, QuantizedExpertsMatchTheirDequantizedDefinition) {
 TEST(CudaMoe, FusedNormAroundTheBlockMatchesNormThenBlockThenAdd) {
   HOGWILD_REQUIRE_GPU();
   const float eps = 1e-6f;
-  for (int64_t T : {1, 3, 8}) {
-    const Shape s{T, 256, 96, 16, 4, true};
-    SCOPED_TRACE(::testing::Message() << "T=" << T);
-    Inputs in = make_inputs(s, uint32_t(50 + T));
-    std::mt19937 rng{static_cast<uint32_t>(T)};
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> x_res(T * s.H), w(s.H), w_next(s.H);
-    for (float& v : x_res) v = 3.0f * nd(rng);
-    for (float& v : w) v = 0.8f + 0.1f * nd(rng);
-    for (float& v : w_next) v = 0.8f + 0.1f * nd(rng);
-    w = round_bf16(w);
-    w_next = round_bf16(w_next);
-    // CPU: h = rmsnorm(x_res) * w (bf16), the block over h, x += bf16(out), h' = rmsnorm(x) w'
-    std::vector<float> h(T * s.H), ss(T, 0.0f);
-    cpu::rmsnorm(x_res.data(), w.data(), h.data(), T, s.H, eps);
-    in.x = round_bf16(h);
-    const std::vector<float> out = moe_ref(s, in, route_ref(s, in.logits));
-    std::vector<float> x_new = x_res, want_ss(T, 0.0f), want_xw(T * s.H);
-    const std::vector<float> out_b = round_bf16(out);
-    for (int64_t i = 0; i < T * s.H; ++i) x_new[i] += out_b[i];
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t j = 0; j < s.H; ++j) {
-        const float v = x_new[t * s.H + j];
-        want_ss[t] += v * v;
-        want_xw[t * s.H + j] = v * w_next[j];
-        ss[t] += x_res[t * s.H + j] * x_res[t * s.H + j];
-      }
-    std::vector<float> xw_in(T * s.H);
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t j = 0; j < s.H; ++j) xw_in[t * s.H + j] = x_res[t * s.H + j] * w[j];
-    DeviceArray<float> logits(in.logits), dss(ss), dx(x_res), ss2(std::vector<float>(T, 0.0f)),
-        ss_zero(std::vector<float>(T, 7.0f));
-    DeviceArray<bf16> dxw(to_bf16(round_bf16(xw_in))), wgu(to_bf16(in.wgu)), wd(to_bf16(in.wd)),
-        dwn(to_bf16(w_next)), xw_out(T * s.H), act(T * s.k * s.I);
-    DeviceArray<char> mem(cuda::moe_route_bytes(T, s.E, s.k));
-    DeviceArray<float> y(T * s.k * s.H);
-    const cuda::MoeRoute r = cuda::moe_route_view(mem.p, T, s.E, s.k);
-    cuda::moe_route(logits.p, T, s.E, s.k, s.norm, r, nullptr);
-    cuda::moe_expert_swiglu(dxw.p, wgu.p, r, act.p, T, s.H, s.I, s.E, s.k, nullptr,
-                            {dss.p, s.H, eps});
-    cuda::moe_expert_down(act.p, wd.p, r, y.p, T, s.H, s.I, s.E, s.k, nullptr);
-    cuda::moe_combine_residual(y.p, r, T, s.H, s.k, {dx.p, dwn.p, ss2.p, ss_zero.p}, xw_out.p,
-                               nullptr);
-    HOGWILD_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> delta = dx.download(), want_delta = out_b;
-    for (int64_t i = 0; i < T * s.H; ++i) delta[i] -= x_res[i];
-    // The reference rounds the normalised input to bf16 before the block; the fused path rounds
-    // x_res * w and scales the fp32 products: two bf16 roundings apart, 2 * 2^-8.
-    EXPECT_LT(rel_error(delta, want_delta), 8e-3) << "the block's output added to the residual";
-    EXPECT_LT(rel_error(to_f32(xw_out.download()), want_xw), 4e-3) << "next norm input";
-    const std::vector<float> got_ss = ss2.download();
-    for (int64_t t = 0; t < T; ++t)
-      EXPECT_NEAR(got_ss[t], want_ss[t], 1e-4 * want_ss[t]) << "sum of squares, row " << t;
-    for (float v : ss_zero.download()) EXPECT_EQ(v, 0.0f) << "the next slot is zeroed";
-  }
+  // hidden 256: one column block of the combine per row; 320 and 2048: several, the last one
+  // partial at 320 (each block adds its part of the sums of squares).
+  for (int64_t H : {256, 320, 2048})
+    for (int64_t T : {1, 3, 8}) {
+      const Shape s{T, H, 96, 16, 4, true};
+      SCOPED_TRACE(::testing::Message() << "T=" << T << " H=" << H);
+      Inputs in = make_inputs(s, uint32_t(50 + T));
+      std::mt19937 rng{static_cast<uint32_t>(T)};
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      std::vector<float> x_res(T * s.H), w(s.H), w_next(s.H);
+      for (float& v : x_res) v = 3.0f * nd(rng);
+      for (float& v : w) v = 0.8f + 0.1f * nd(rng);
+      for (float& v : w_next) v = 0.8f + 0.1f * nd(rng);
+      w = round_bf16(w);
+      w_next = round_bf16(w_next);
+      // CPU: h = rmsnorm(x_res) * w (bf16), the block over h, x += bf16(out), h' = rmsnorm(x) w'
+      std::vector<float> h(T * s.H), ss(T, 0.0f);
+      cpu::rmsnorm(x_res.data(), w.data(), h.data(), T, s.H, eps);
+      in.x = round_bf16(h);
+      const std::vector<float> out = moe_ref(s, in, route_ref(s, in.logits));
+      std::vector<float> x_new = x_res, want_ss(T, 0.0f), want_xw(T * s.H);
+      const std::vector<float> out_b = round_bf16(out);
+      for (int64_t i = 0; i < T * s.H; ++i) x_new[i] += out_b[i];
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < s.H; ++j) {
+          const float v = x_new[t * s.H + j];
+          want_ss[t] += v * v;
+          want_xw[t * s.H + j] = v * w_next[j];
+          ss[t] += x_res[t * s.H + j] * x_res[t * s.H + j];
+        }
+      std::vector<float> xw_in(T * s.H);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < s.H; ++j) xw_in[t * s.H + j] = x_res[t * s.H + j] * w[j];
+      DeviceArray<float> logits(in.logits), dss(ss), dx(x_res), ss2(std::vector<float>(T, 0.0f)),
+          ss_zero(std::vector<float>(T, 7.0f));
+      DeviceArray<bf16> dxw(to_bf16(round_bf16(xw_in))), wgu(to_bf16(in.wgu)), wd(to_bf16(in.wd)),
+          dwn(to_bf16(w_next)), xw_out(T * s.H), act(T * s.k * s.I);
+      DeviceArray<char> mem(cuda::moe_route_bytes(T, s.E, s.k));
+      DeviceArray<float> y(T * s.k * s.H);
+      const cuda::MoeRoute r = cuda::moe_route_view(mem.p, T, s.E, s.k);
+      cuda::moe_route(logits.p, T, s.E, s.k, s.norm, r, nullptr);
+      cuda::moe_expert_swiglu(dxw.p, wgu.p, r, act.p, T, s.H, s.I, s.E, s.k, nullptr,
+                              {dss.p, s.H, eps});
+      cuda::moe_expert_down(act.p, wd.p, r, y.p, T, s.H, s.I, s.E, s.k, nullptr);
+      cuda::moe_combine_residual(y.p, r, T, s.H, s.k, {dx.p, dwn.p, ss2.p, ss_zero.p}, xw_out.p,
+                                 nullptr);
+      HOGWILD_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<float> delta = dx.download(), want_delta = out_b;
+      for (int64_t i = 0; i < T * s.H; ++i) delta[i] -= x_res[i];
+      // The reference rounds the normalised input to bf16 before the block; the fused path rounds
+      // x_res * w and scales the fp32 products: two bf16 roundings apart, 2 * 2^-8.
+      EXPECT_LT(rel_error(delta, want_delta), 8e-3) << "the block's output added to the residual";
+      EXPECT_LT(rel_error(to_f32(xw_out.download()), want_xw), 4e-3) << "next norm input";
+      const std::vector<float> got_ss = ss2.download();
+      for (int64_t t = 0; t < T; ++t)
+        EXPECT_NEAR(got_ss[t], want_ss[t], 1e-4 * want_ss[t]) << "sum of squares, row " << t;
+      for (float v : ss_zero.download()) EXPECT_EQ(v, 0.0f) << "the next slot is zeroed";
+    }
 }
 
 TEST(CudaMoe, RowsDoNotDependOnTheirNeighbours) {

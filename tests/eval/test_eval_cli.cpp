@@ -595,7 +595,9 @@ TEST_F(EvalCli, PlotsAreWholeFiles) {
   ASSERT_GT(png.size(), 20u);
   EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   EXPECT_EQ(png.substr(png.size() - 8, 4), "IEND");
-  for (const char* f : {"accuracy.svg.tmp", "accuracy.png.tmp"}) EXPECT_FALSE(fs::exists(dir / f));
+  for (const char* f :
+       {"accuracy.svg.tmp", "accuracy.png.tmp", "accuracy.svg.gp.tmp", "accuracy.png.gp.tmp"})
+    EXPECT_FALSE(fs::exists(dir / f)) << f;
 }
 
 // Two evals into one folder: the second is refused while the first holds the folder's lock

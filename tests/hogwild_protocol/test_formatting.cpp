@@ -41,6 +41,9 @@ TEST(Formatting, WorkerLabels) {
   EXPECT_EQ(worker_labels(f, 2, true, false), (V{"sample 1", "sample 2"}));
   EXPECT_EQ(worker_labels(f, 2, true, true), (V{"point 1", "point 2"}));
   EXPECT_EQ(worker_labels(builtin_formatting("plain"), 1, false, false), (V{"assistant"}));
+  EXPECT_EQ(worker_labels(builtin_formatting("plain"), 2, false, false), (V{"Alice", "Bob"}));
+  EXPECT_EQ(worker_labels(builtin_formatting("plain"), 2, true, false),
+            (V{"sample 1", "sample 2"}));
   // Independent samples may outnumber the names.
   EXPECT_EQ(worker_labels(f, 12, true, false).back(), "sample 12");
 }
