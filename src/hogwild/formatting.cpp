@@ -369,70 +369,11 @@ Formatting builtin_formatting(std::string_view name) {
        name, fmt::join(builtin_formatting_names(), ", "));
 }
 
-Formatting parse_formatting(const ojson& input, std::string_view origin) {
-  if (!input.is_object())
-    fail("{}: a formatting file must be a JSON object, got {}.", origin, type_name(input));
-  ojson j = input;
-  if (auto it = j.find("base"); it != j.end()) {
-    if (!it->is_string())
-      fail("{}: key 'base' must be a string naming a built-in formatting ({}).", origin,
-           fmt::join(builtin_formatting_names(), ", "));
-    ojson merged = builtin_formatting(it->get<std::string>()).to_json();
-    j.erase("base");
-    merge_into(merged, j);
-    j = std::move(merged);
-  }
-  ObjReader top(j, "", origin,
-                {"name", "chat", "rules", "rules_single", "example", "worker_names", "step_prefix",
-                 "step_separator", "note_prefix", "layout", "collab_check", "finisher", "forbidden",
-                 "answer", "sot"});
-  Formatting f;
-  f.name = top.str("name");
-  ObjReader chat =
-      top.object("chat", {"use_template", "enable_thinking", "system", "user", "assistant_prefix"});
-  f.chat.use_template = chat.boolean("use_template");
-  f.chat.enable_thinking = chat.optional_bool("enable_thinking", f.chat.has_enable_thinking);
-  f.chat.system = chat.str("system");
-  f.chat.user = chat.str("user");
-  f.chat.assistant_prefix = chat.str("assistant_prefix");
-  f.rules = top.str("rules");
-  f.rules_single = top.str("rules_single");
-  f.example = top.str("example");
-  f.worker_names = top.str_list("worker_names");
-  f.step_prefix = top.str("step_prefix");
-  f.step_separator = top.str("step_separator");
-  f.note_prefix = top.str("note_prefix");
-  ObjReader layout =
-      top.object("layout", {"history_header", "others_header", "other_separator", "own_header"});
-  f.layout.history_header = layout.str("history_header");
-  f.layout.others_header = layout.str("others_header");
-  f.layout.other_separator = layout.str("other_separator");
-  f.layout.own_header = layout.str("own_header");
-  ObjReader check = top.object("collab_check", {"every", "text"});
-  f.collab_check.every = check.integer("every", 0);
-  f.collab_check.text = check.str("text");
-  ObjReader fin = top.object("finisher", {"suffix", "max_tokens"});
-  f.finisher.suffix = fin.str("suffix");
-  f.finisher.max_tokens = fin.integer("max_tokens", 1);
-  ObjReader forb = top.object("forbidden", {"eos", "texts"});
-  f.forbidden.eos = forb.boolean("eos");
-  f.forbidden.texts = forb.str_list("texts");
-  ObjReader ans = top.object("answer", {"kind", "marker"});
-  std::string kind = ans.str("kind");
-  if (kind == "boxed")
-    f.answer.kind = AnswerKind::boxed;
-  else if (kind == "python")
-    f.answer.kind = AnswerKind::python;
-  else
-    fail("{}: key 'answer.kind' must be \"boxed\" (math) or \"python\" (code), got \"{}\".", origin,
-         kind);
-  f.answer.marker = ans.str("marker");
-  ObjReader sot = top.object(
-      "sot", {"rules", "outline_prefix", "point_prefix", "answer_prefix", "outline_max_tokens"});
-  f.sot = {sot.str("rules"), sot.str("outline_prefix"), sot.str("point_prefix"),
-           sot.str("answer_prefix"), sot.integer("outline_max_tokens", 1)};
+namespace {
 
-  // Values.
+/// The values of a parsed formatting (names, separators, placeholders), each refused with the
+/// key and what to do.
+void check_formatting_values(const Formatting& f, std::string_view origin) {
   if (f.worker_names.empty())
     fail("{}: key 'worker_names' is empty; give at least one name per worker.", origin);
   std::set<std::string> seen;
@@ -498,6 +439,74 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
   check_placeholders(origin, "sot.outline_prefix", f.sot.outline_prefix, 0, n);
   check_placeholders(origin, "sot.point_prefix", f.sot.point_prefix, kPhPoint, n);
   check_placeholders(origin, "sot.answer_prefix", f.sot.answer_prefix, 0, n);
+}
+
+}  // namespace
+
+Formatting parse_formatting(const ojson& input, std::string_view origin) {
+  if (!input.is_object())
+    fail("{}: a formatting file must be a JSON object, got {}.", origin, type_name(input));
+  ojson j = input;
+  if (auto it = j.find("base"); it != j.end()) {
+    if (!it->is_string())
+      fail("{}: key 'base' must be a string naming a built-in formatting ({}).", origin,
+           fmt::join(builtin_formatting_names(), ", "));
+    ojson merged = builtin_formatting(it->get<std::string>()).to_json();
+    j.erase("base");
+    merge_into(merged, j);
+    j = std::move(merged);
+  }
+  ObjReader top(j, "", origin,
+                {"name", "chat", "rules", "rules_single", "example", "worker_names", "step_prefix",
+                 "step_separator", "note_prefix", "layout", "collab_check", "finisher", "forbidden",
+                 "answer", "sot"});
+  Formatting f;
+  f.name = top.str("name");
+  ObjReader chat =
+      top.object("chat", {"use_template", "enable_thinking", "system", "user", "assistant_prefix"});
+  f.chat.use_template = chat.boolean("use_template");
+  f.chat.enable_thinking = chat.optional_bool("enable_thinking", f.chat.has_enable_thinking);
+  f.chat.system = chat.str("system");
+  f.chat.user = chat.str("user");
+  f.chat.assistant_prefix = chat.str("assistant_prefix");
+  f.rules = top.str("rules");
+  f.rules_single = top.str("rules_single");
+  f.example = top.str("example");
+  f.worker_names = top.str_list("worker_names");
+  f.step_prefix = top.str("step_prefix");
+  f.step_separator = top.str("step_separator");
+  f.note_prefix = top.str("note_prefix");
+  ObjReader layout =
+      top.object("layout", {"history_header", "others_header", "other_separator", "own_header"});
+  f.layout.history_header = layout.str("history_header");
+  f.layout.others_header = layout.str("others_header");
+  f.layout.other_separator = layout.str("other_separator");
+  f.layout.own_header = layout.str("own_header");
+  ObjReader check = top.object("collab_check", {"every", "text"});
+  f.collab_check.every = check.integer("every", 0);
+  f.collab_check.text = check.str("text");
+  ObjReader fin = top.object("finisher", {"suffix", "max_tokens"});
+  f.finisher.suffix = fin.str("suffix");
+  f.finisher.max_tokens = fin.integer("max_tokens", 1);
+  ObjReader forb = top.object("forbidden", {"eos", "texts"});
+  f.forbidden.eos = forb.boolean("eos");
+  f.forbidden.texts = forb.str_list("texts");
+  ObjReader ans = top.object("answer", {"kind", "marker"});
+  std::string kind = ans.str("kind");
+  if (kind == "boxed")
+    f.answer.kind = AnswerKind::boxed;
+  else if (kind == "python")
+    f.answer.kind = AnswerKind::python;
+  else
+    fail("{}: key 'answer.kind' must be \"boxed\" (math) or \"python\" (code), got \"{}\".", origin,
+         kind);
+  f.answer.marker = ans.str("marker");
+  ObjReader sot = top.object(
+      "sot", {"rules", "outline_prefix", "point_prefix", "answer_prefix", "outline_max_tokens"});
+  f.sot = {sot.str("rules"), sot.str("outline_prefix"), sot.str("point_prefix"),
+           sot.str("answer_prefix"), sot.integer("outline_max_tokens", 1)};
+
+  check_formatting_values(f, origin);
   return f;
 }
 
