@@ -400,6 +400,65 @@ void HttpServer::metrics(httplib::Response& res) {
   res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");
 }
 
+namespace {
+
+/// What the response builder needs of a request: ids, the worker labels, the reasoning split
+/// and the options echoed under "hogwild".
+ResponseMeta response_meta(const CompletionRequest& cr, const std::vector<GenerationRequest>& gens,
+                           Endpoint ep, const ServedModel& model, uint64_t seed,
+                           const std::string& chat_prompt) {
+  ResponseMeta meta;
+  meta.id = random_id(ep == Endpoint::chat ? "chatcmpl-" : "cmpl-");
+  meta.endpoint = ep;
+  meta.model = model.id;
+  meta.created = static_cast<int64_t>(std::time(nullptr));
+  meta.n = cr.n;
+  meta.hogwild = cr.hogwild.has_value();
+  meta.include_usage = cr.include_usage;
+  meta.worker_names = worker_names(gens[0]);
+  meta.seed = seed;
+  if (ep == Endpoint::chat && model.reasoning) {
+    meta.reasoning_parser = model.reasoning_parser;
+    meta.think_start = think_start(chat_prompt);
+    meta.hogwild_reasoning = true;
+    meta.include_reasoning = cr.include_reasoning;
+  }
+  if (cr.hogwild)
+    meta.options = {
+        {"workers", cr.hogwild->workers},
+        {"layout", layout_name(cr.hogwild->layout)},
+        {"budget", cr.hogwild->budget},
+        {"collab_every", gens[0].options.collab_every >= 0 ? gens[0].options.collab_every
+                                                           : gens[0].formatting.collab_check.every},
+        {"format", gens[0].formatting.name}};
+  if (cr.hogwild && cr.hogwild->skeleton) meta.options["skeleton"] = true;
+  return meta;
+}
+
+/// The method a request runs, as /metrics labels it.
+const char* method_name(const CompletionRequest& cr) {
+  return !cr.hogwild                                 ? "plain"
+         : cr.hogwild->skeleton                      ? "skeleton_of_thought"
+         : cr.hogwild->layout == Layout::independent ? "self_consistency"
+                                                     : "hogwild";
+}
+
+/// A streamed response's state, shared by the content provider's calls.
+struct Stream {
+  std::shared_ptr<Channel> ch;
+  std::shared_ptr<ResponseBuilder> builder;
+  std::shared_ptr<ConnectionProbe> probe;
+  std::vector<Event> pending;
+  Scheduler* sched;
+  std::string id;
+  bool started = false, ended = false;
+};
+
+/// Sends the events of st's channel as server-sent events; a closed connection cancels the job.
+void stream_response(httplib::Response& res, std::shared_ptr<Stream> st);
+
+}  // namespace
+
 void HttpServer::completions(const httplib::Request& req, httplib::Response& res, Endpoint ep) {
   auto received = Reception::current_request_whole();
   if (received == std::chrono::steady_clock::time_point{})
@@ -415,38 +474,11 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
     } catch (const Error& e) {  // tokenizer / formatting refusing this input
       throw bad_request(e.what());
     }
-    ResponseMeta meta;
-    meta.id = random_id(ep == Endpoint::chat ? "chatcmpl-" : "cmpl-");
-    meta.endpoint = ep;
-    meta.model = model_->id;
-    meta.created = static_cast<int64_t>(std::time(nullptr));
-    meta.n = cr.n;
-    meta.hogwild = cr.hogwild.has_value();
-    meta.include_usage = cr.include_usage;
-    meta.worker_names = worker_names(gens[0]);
-    meta.seed = seed;
-    if (ep == Endpoint::chat && model_->reasoning) {
-      meta.reasoning_parser = model_->reasoning_parser;
-      meta.think_start = think_start(chat_prompt);
-      meta.hogwild_reasoning = true;
-      meta.include_reasoning = cr.include_reasoning;
-    }
-    if (cr.hogwild)
-      meta.options = {{"workers", cr.hogwild->workers},
-                      {"layout", layout_name(cr.hogwild->layout)},
-                      {"budget", cr.hogwild->budget},
-                      {"collab_every", gens[0].options.collab_every >= 0
-                                           ? gens[0].options.collab_every
-                                           : gens[0].formatting.collab_check.every},
-                      {"format", gens[0].formatting.name}};
-    if (cr.hogwild && cr.hogwild->skeleton) meta.options["skeleton"] = true;
+    const ResponseMeta meta = response_meta(cr, gens, ep, *model_, seed, chat_prompt);
     Job job;
     job.id = meta.id;
     job.hogwild = meta.hogwild;
-    job.method = !cr.hogwild                                 ? "plain"
-                 : cr.hogwild->skeleton                      ? "skeleton_of_thought"
-                 : cr.hogwild->layout == Layout::independent ? "self_consistency"
-                                                             : "hogwild";
+    job.method = method_name(cr);
     job.choices = std::move(gens);
     job.stop = cr.stop;
     job.received = received;
@@ -485,51 +517,50 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
                        "session_failed");
       return send_json(res, 200, builder->response());
     }
-    struct Stream {
-      std::shared_ptr<Channel> ch;
-      std::shared_ptr<ResponseBuilder> builder;
-      std::shared_ptr<ConnectionProbe> probe;
-      std::vector<Event> pending;
-      Scheduler* sched;
-      std::string id;
-      bool started = false, ended = false;
-    };
     auto st = std::make_shared<Stream>(
         Stream{ch, builder, probe, std::move(pending), sched_, meta.id, false, false});
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [st](size_t, httplib::DataSink& sink) {
-          std::string out;
-          if (!st->started) {
-            st->started = true;
-            out = st->builder->stream_start();
-            for (auto& e : st->pending) out += st->builder->add(e);
-            st->pending.clear();
-          }
-          std::vector<Event> evs;
-          const bool open = st->ch->pop_all(evs, kPoll);
-          for (auto& e : evs) out += st->builder->add(e);
-          if (!open) out += st->builder->stream_end();
-          if (st->probe->closed() || (!out.empty() && !sink.write(out.data(), out.size()))) {
-            st->sched->cancel(st->id);
-            st->ended = true;
-            return false;
-          }
-          if (!open) {
-            st->ended = true;
-            sink.done();
-          }
-          return true;
-        },
-        [st](bool) {
-          if (!st->ended) st->sched->cancel(st->id);  // the library gave up on the connection
-        });
+    stream_response(res, st);
   } catch (const ApiError& e) {
     send_error(res, e);
   }
 }
+
+namespace {
+
+void stream_response(httplib::Response& res, std::shared_ptr<Stream> st) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st](size_t, httplib::DataSink& sink) {
+        std::string out;
+        if (!st->started) {
+          st->started = true;
+          out = st->builder->stream_start();
+          for (auto& e : st->pending) out += st->builder->add(e);
+          st->pending.clear();
+        }
+        std::vector<Event> evs;
+        const bool open = st->ch->pop_all(evs, kPoll);
+        for (auto& e : evs) out += st->builder->add(e);
+        if (!open) out += st->builder->stream_end();
+        if (st->probe->closed() || (!out.empty() && !sink.write(out.data(), out.size()))) {
+          st->sched->cancel(st->id);
+          st->ended = true;
+          return false;
+        }
+        if (!open) {
+          st->ended = true;
+          sink.done();
+        }
+        return true;
+      },
+      [st](bool) {
+        if (!st->ended) st->sched->cancel(st->id);  // the library gave up on the connection
+      });
+}
+
+}  // namespace
 
 void HttpServer::steer(const httplib::Request& req, httplib::Response& res) {
   try {
