@@ -263,6 +263,56 @@ int64_t ModelConfig::kv_bytes_per_token(int64_t elem_bytes) const {
 }
 
 namespace {
+
+// RoPE: newer transformers put rope_theta and the scaling into "rope_parameters".
+void parse_rotary(const json& j, ModelConfig& c) {
+  c.partial_rotary_factor = get_double(j, "partial_rotary_factor", 1.0);
+  c.rope_theta = get_double(j, "rope_theta", 10000.0);
+  if (present(j, "rope_parameters")) {
+    const json& rp = j["rope_parameters"];
+    c.rope_scaling = parse_rope(rp, "rope_parameters");
+    c.rope_theta = get_double(rp, "rope_theta", c.rope_theta);
+    c.partial_rotary_factor = get_double(rp, "partial_rotary_factor", c.partial_rotary_factor);
+  } else if (present(j, "rope_scaling")) {
+    c.rope_scaling = parse_rope(j["rope_scaling"], "rope_scaling");
+  }
+  if (!(c.rope_theta > 0)) fail("config.json: rope_theta must be positive");
+  if (!(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1))
+    fail("config.json: partial_rotary_factor must be in (0, 1], got {}", c.partial_rotary_factor);
+  if (c.rotary_dim() <= 0 || c.rotary_dim() % 2 != 0)
+    fail(
+        "config.json: rotary dimensions head_dim*partial_rotary_factor = {} must be even and "
+        "positive",
+        c.rotary_dim());
+}
+
+// Family quirks: biases, q/k norms, fused tensors, sliding windows, the activation.
+void parse_quirks(const json& j, ModelConfig& c) {
+  const Arch a = c.arch;
+  // Qwen2Attention: q/k/v always have a bias (o_proj none). Llama/Qwen3 `attention_bias: true`
+  // would also put a bias on o_proj, which no released checkpoint has and ModelWeights lacks.
+  c.attention_bias = a == Arch::qwen2;
+  if ((a == Arch::qwen3 || a == Arch::qwen3_moe || a == Arch::llama) &&
+      get_bool(j, "attention_bias", false))
+    fail(
+        "config.json: \"attention_bias\": true is not supported for {} (it adds biases to q/k/v "
+        "and o_proj; released checkpoints use false)",
+        arch_hf_name(a));
+  c.qk_norm = a == Arch::qwen3 || a == Arch::qwen3_moe;
+  c.fused_qkv = c.fused_gate_up = a == Arch::phi3;
+  if (a == Arch::llama && get_bool(j, "mlp_bias", false))
+    fail("config.json: \"mlp_bias\": true is not supported; use a Llama model without MLP biases");
+  if ((a == Arch::qwen2 || a == Arch::qwen3 || a == Arch::qwen3_moe) &&
+      get_bool(j, "use_sliding_window", false))
+    fail(
+        "config.json: \"use_sliding_window\": true is not supported; set it to false (the "
+        "released Qwen models do) or use another model");
+  if (a == Arch::mistral || a == Arch::phi3) c.sliding_window = get_int(j, "sliding_window", 0);
+  if (present(j, "hidden_act") && j["hidden_act"] != "silu")
+    fail("config.json: hidden_act {} is not supported; hogwild implements SwiGLU with silu",
+         j["hidden_act"].dump());
+}
+
 ModelConfig parse_model_config_impl(const json& j) {
   if (!j.is_object())
     fail("config.json is not a JSON object; use the model's original config.json");
@@ -318,51 +368,8 @@ ModelConfig parse_model_config_impl(const json& j) {
   c.rms_norm_eps = get_double(j, "rms_norm_eps", a == Arch::phi3 ? 1e-5 : 1e-6);
   if (!(c.rms_norm_eps > 0)) fail("config.json: rms_norm_eps must be positive");
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", false);
-  c.partial_rotary_factor = get_double(j, "partial_rotary_factor", 1.0);
-
-  // RoPE: newer transformers put rope_theta and the scaling into "rope_parameters".
-  c.rope_theta = get_double(j, "rope_theta", 10000.0);
-  if (present(j, "rope_parameters")) {
-    const json& rp = j["rope_parameters"];
-    c.rope_scaling = parse_rope(rp, "rope_parameters");
-    c.rope_theta = get_double(rp, "rope_theta", c.rope_theta);
-    c.partial_rotary_factor = get_double(rp, "partial_rotary_factor", c.partial_rotary_factor);
-  } else if (present(j, "rope_scaling")) {
-    c.rope_scaling = parse_rope(j["rope_scaling"], "rope_scaling");
-  }
-  if (!(c.rope_theta > 0)) fail("config.json: rope_theta must be positive");
-  if (!(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1))
-    fail("config.json: partial_rotary_factor must be in (0, 1], got {}", c.partial_rotary_factor);
-  if (c.rotary_dim() <= 0 || c.rotary_dim() % 2 != 0)
-    fail(
-        "config.json: rotary dimensions head_dim*partial_rotary_factor = {} must be even and "
-        "positive",
-        c.rotary_dim());
-
-  // Family quirks.
-  // Qwen2Attention: q/k/v always have a bias (o_proj none). Llama/Qwen3 `attention_bias: true`
-  // would also put a bias on o_proj, which no released checkpoint has and ModelWeights lacks.
-  c.attention_bias = a == Arch::qwen2;
-  if ((a == Arch::qwen3 || a == Arch::qwen3_moe || a == Arch::llama) &&
-      get_bool(j, "attention_bias", false))
-    fail(
-        "config.json: \"attention_bias\": true is not supported for {} (it adds biases to q/k/v "
-        "and o_proj; released checkpoints use false)",
-        arch_hf_name(a));
-  c.qk_norm = a == Arch::qwen3 || a == Arch::qwen3_moe;
-  c.fused_qkv = c.fused_gate_up = a == Arch::phi3;
-  if (a == Arch::llama && get_bool(j, "mlp_bias", false))
-    fail("config.json: \"mlp_bias\": true is not supported; use a Llama model without MLP biases");
-  if ((a == Arch::qwen2 || a == Arch::qwen3 || a == Arch::qwen3_moe) &&
-      get_bool(j, "use_sliding_window", false))
-    fail(
-        "config.json: \"use_sliding_window\": true is not supported; set it to false (the "
-        "released Qwen models do) or use another model");
-  if (a == Arch::mistral || a == Arch::phi3) c.sliding_window = get_int(j, "sliding_window", 0);
-  if (present(j, "hidden_act") && j["hidden_act"] != "silu")
-    fail("config.json: hidden_act {} is not supported; hogwild implements SwiGLU with silu",
-         j["hidden_act"].dump());
-
+  parse_rotary(j, c);
+  parse_quirks(j, c);
   if (a == Arch::qwen3_moe) parse_moe(j, c);
 
   c.torch_dtype = present(j, "torch_dtype") ? j["torch_dtype"].get<std::string>()
