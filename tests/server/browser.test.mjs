@@ -59,11 +59,23 @@ for (const workers of [2, 4]) {
         send.click();
       }).observe(send, { attributes: true, attributeFilter: ['disabled'] });
     });
+    // A column shows its worker's unfinished step and empties when the step ends, so a column may
+    // hold only a short step header once the run is over; the page records the longest text each
+    // column showed while it ran (a loaded machine may poll only after the end).
+    await page.evaluate(() => {
+      window.longestColumn = [];
+      new MutationObserver(() => {
+        document.querySelectorAll('#workers-grid .worker .body').forEach((c, i) => {
+          window.longestColumn[i] = Math.max(window.longestColumn[i] ?? 0, c.textContent.length);
+        });
+      }).observe(document.getElementById('workers-grid'), { childList: true, subtree: true, characterData: true });
+    });
     await page.click('#run');
     // Every worker's column gets text.
     await page.waitForFunction((n) => {
-      const cols = [...document.querySelectorAll('#workers-grid .worker .body')];
-      return cols.length === n && cols.every((c) => c.textContent.length > 20);
+      const seen = window.longestColumn;
+      return document.querySelectorAll('#workers-grid .worker .body').length === n &&
+        seen.length === n && seen.every((len) => len > 20);
     }, workers);
     const names = await page.$$eval('#workers-grid .worker .head span:first-child', (s) => s.map((x) => x.textContent));
     assert.deepEqual(names, ['Alice', 'Bob', 'Carol', 'Dave'].slice(0, workers));
