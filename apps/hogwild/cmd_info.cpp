@@ -118,41 +118,37 @@ ModelFacts gather_facts(const std::string& dir) {
   f.c = load_model_config(dir);
   const ModelConfig& c = f.c;
   Checkpoint ck(dir);
-  std::vector<CheckedTensor> tensors = check_checkpoint(c, ck, dir);
+  const std::vector<CheckedTensor> tensors = check_checkpoint(c, ck, dir);
   f.n_files = ck.files().size();
   f.n_tensors = tensors.size();
-  uint64_t params = 0, bytes = 0, decode_bytes = 0, expert_bytes = 0;
-  std::set<std::string>& dtypes = f.dtypes;
+  uint64_t expert_bytes = 0;
   for (const CheckedTensor& t : tensors) {
     uint64_t n = 1;
     for (int64_t d : t.spec.shape) n *= uint64_t(d);
-    params += n;
+    f.params += n;
     const uint64_t stored = stored_bytes(t);
-    bytes += stored;
+    f.bytes += stored;
     if (is_expert_tensor(t.spec.kind)) expert_bytes += stored;
     // A decode step reads every weight once, except the embeddings: one row per token, unless
     // they are tied and also serve as lm_head.
     if (t.spec.kind == TensorKind::embed_tokens && !c.tie_word_embeddings)
-      decode_bytes += stored / uint64_t(c.vocab_size);
+      f.decode_bytes += stored / uint64_t(c.vocab_size);
     else
-      decode_bytes += stored;
+      f.decode_bytes += stored;
     for (const Checkpoint::Entry* e : {t.entry, t.qzeros, t.scales, t.g_idx, t.scale_inv})
-      if (e) dtypes.insert(dtype_name(e->info->dtype));
-  }
-  // A token's forward reads num_experts_per_tok of the num_experts experts of each MoE layer.
-  const bool moe = c.num_moe_layers() > 0;
-  const uint64_t active_bytes =
-      moe ? bytes - expert_bytes +
-                expert_bytes / uint64_t(c.num_experts) * uint64_t(c.num_experts_per_tok)
-          : bytes;
-  for (const CheckedTensor& t : tensors)
+      if (e) f.dtypes.insert(dtype_name(e->info->dtype));
     if (is_quantizable_linear(t.spec))
       ++f.n_linear, f.n_quantized += t.format != WeightFormat::dense;
-  for (const std::string& d : dtypes) f.dtype_list += (f.dtype_list.empty() ? "" : "+") + d;
+  }
+  // A token's forward reads num_experts_per_tok of the num_experts experts of each MoE layer.
+  f.moe = c.num_moe_layers() > 0;
+  f.active_bytes =
+      f.moe ? f.bytes - expert_bytes +
+                  expert_bytes / uint64_t(c.num_experts) * uint64_t(c.num_experts_per_tok)
+            : f.bytes;
+  for (const std::string& d : f.dtypes) f.dtype_list += (f.dtype_list.empty() ? "" : "+") + d;
   f.kv16 = c.kv_bytes_per_token(2), f.kv32 = c.kv_bytes_per_token(4);
   f.stop = stop_info(dir, c);
-  f.params = params, f.bytes = bytes, f.decode_bytes = decode_bytes;
-  f.active_bytes = active_bytes, f.moe = moe;
   return f;
 }
 

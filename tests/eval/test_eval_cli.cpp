@@ -533,15 +533,25 @@ TEST_F(EvalCli, PromptBeyondTheContextIsNotStarted) {
       << slurp(root_ / "stdout.txt");
 }
 
+// `eval report` on a result folder whose `file` is /dev/full (a full disk): exit 1, and the
+// message names the file and the cause.
+void expect_report_write_error(const fs::path& root, const std::string& name,
+                               const std::string& file) {
+  const fs::path dir = root / name;
+  write_folder(dir, kConfig, line("p1", "true"));
+  fs::create_symlink("/dev/full", dir / file);
+  const std::string e = (root / "e.txt").string();
+  const int rc =
+      std::system((kBin + " eval report " + dir.string() + " >/dev/null 2>" + e).c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 1);
+  EXPECT_NE(slurp(e).find(file), std::string::npos) << slurp(e);
+  EXPECT_NE(slurp(e).find("No space left on device"), std::string::npos) << slurp(e);
+}
+
 // Writing the report to a full disk fails (exit 1), never exits 0 with a lost file.
 TEST_F(EvalCli, ReportWriteErrorsAreNotSilent) {
-  const fs::path dir = root_ / "full";
-  write_folder(dir, kConfig, line("p1", "true"));
-  fs::create_symlink("/dev/full", dir / "summary.md");
-  const std::string e = (root_ / "e.txt").string();
-  EXPECT_EQ(sh(kBin + " eval report " + dir.string() + " >/dev/null 2>" + e), 1);
-  EXPECT_NE(slurp(e).find("summary.md"), std::string::npos) << slurp(e);
-  EXPECT_NE(slurp(e).find("No space left on device"), std::string::npos) << slurp(e);
+  expect_report_write_error(root_, "full", "summary.md");
 }
 
 // A model directory's own hogwild_format.json is eval's default formatting, as it is run's: its
@@ -573,13 +583,7 @@ TEST_F(EvalCli, ModelsOwnFormattingIsTheDefault) {
 // with the file and the reason, never exit 0 with an empty picture.
 TEST_F(EvalCli, PlotWriteErrorsAreNotSilent) {
   if (sh("command -v gnuplot >/dev/null") != 0) GTEST_SKIP() << "gnuplot-nox not installed";
-  const fs::path dir = root_ / "full_plot";
-  write_folder(dir, kConfig, line("p1", "true"));
-  fs::create_symlink("/dev/full", dir / "accuracy.svg");
-  const std::string e = (root_ / "e.txt").string();
-  EXPECT_EQ(sh(kBin + " eval report " + dir.string() + " >/dev/null 2>" + e), 1);
-  EXPECT_NE(slurp(e).find("accuracy.svg"), std::string::npos) << slurp(e);
-  EXPECT_NE(slurp(e).find("No space left on device"), std::string::npos) << slurp(e);
+  expect_report_write_error(root_, "full_plot", "accuracy.svg");
 }
 
 // A report's pictures are whole files: the SVG document closes, the PNG has its signature and its
