@@ -259,6 +259,74 @@ struct QuantizedLayer {
   }
 };
 
+// (module, in_features) of every layer of c that 4-bit q packs. Throws hogwild::Error when a
+// layer's in or out features is not a multiple of 8 (eight values per int32).
+std::vector<std::pair<std::string, int64_t>> int4_in_features(const QuantConfig& q,
+                                                              const ModelConfig& c) {
+  const bool awq = q.method == QuantMethod::awq;
+  std::vector<std::pair<std::string, int64_t>> ins;
+  QuantConfig probe = q;
+  probe.group_size = 128;
+  for (const TensorSpec& s : model_tensor_specs(c)) {
+    if (tensor_format(probe, s) == WeightFormat::dense) continue;
+    if (s.shape[0] % 8 != 0 || s.shape[1] % 8 != 0)
+      fail(
+          "{} is [{}, {}]: 4-bit {} packs eight values per int32, so in_features and out_features "
+          "must be multiples of 8; use --quant fp8 or another shape",
+          module_name(s), s.shape[0], s.shape[1], awq ? "AWQ" : "GPTQ");
+    ins.emplace_back(module_name(s), s.shape[1]);
+  }
+  return ins;
+}
+
+// The group size of a 4-bit checkpoint: `asked` (--group-size; 0 = the largest of 128, 64, 32
+// that divides every layer's in_features, else -1 for GPTQ), checked against the format (AWQ:
+// 32, 64, 128; GPTQ: -1 or a multiple of 16) and the layers `ins`. Throws hogwild::Error naming
+// the sizes that fit.
+int64_t int4_group_size(int64_t asked, const std::vector<std::pair<std::string, int64_t>>& ins,
+                        bool awq) {
+  auto fits = [&](int64_t g) {
+    for (const auto& [m, in] : ins)
+      if (in % g != 0) return false;
+    return true;
+  };
+  std::string fitting;
+  for (int64_t g : {32, 64, 128})
+    if (fits(g)) fitting += (fitting.empty() ? "" : ", ") + std::to_string(g);
+  if (!awq) fitting += fitting.empty() ? "-1 (one group per layer)" : ", -1 (one group per layer)";
+  int64_t g = asked;
+  if (g == 0) {
+    for (int64_t cand : {128, 64, 32})
+      if (fits(cand)) {
+        g = cand;
+        break;
+      }
+    if (g == 0) {
+      if (awq)
+        fail(
+            "no AWQ group size (32, 64 or 128) divides the in_features of every layer of this "
+            "model; use --quant gptq --group-size -1 or --quant fp8");
+      g = -1;
+    }
+  } else if (awq && g != 32 && g != 64 && g != 128) {
+    fail("--group-size {}: AWQ (GEMM) uses 32, 64 or 128; for this model use {}", g,
+         fitting.empty() ? "--quant gptq --group-size -1" : fitting);
+  } else if (!awq && g != -1 && (g <= 0 || g % 16 != 0)) {
+    fail(
+        "--group-size {}: GPTQ uses -1 (one group per layer) or a positive multiple of 16; for "
+        "this model use {}",
+        g, fitting);
+  } else if (g != -1) {
+    for (const auto& [m, in] : ins)
+      if (in % g != 0)
+        fail(
+            "--group-size {} does not divide in_features {} of {}: every group must hold {} whole "
+            "input rows; for this model use {}",
+            g, in, m, g, fitting.empty() ? "--quant gptq --group-size -1" : fitting);
+  }
+  return g;
+}
+
 }  // namespace
 
 QuantConfig make_model_quant_config(const MakeModelOptions& opt, const ModelConfig& c) {
@@ -290,59 +358,7 @@ QuantConfig make_model_quant_config(const MakeModelOptions& opt, const ModelConf
   q.sym = awq ? true : opt.sym;
   q.desc_act = !awq && opt.desc_act;
   q.gptq_v1_zeros = true;
-  // Every layer to quantize: 4-bit packing needs multiples of 8; the group size must divide `in`.
-  std::vector<std::pair<std::string, int64_t>> ins;  // (module, in_features)
-  QuantConfig probe = q;
-  probe.group_size = 128;
-  for (const TensorSpec& s : model_tensor_specs(c)) {
-    if (tensor_format(probe, s) == WeightFormat::dense) continue;
-    if (s.shape[0] % 8 != 0 || s.shape[1] % 8 != 0)
-      fail(
-          "{} is [{}, {}]: 4-bit {} packs eight values per int32, so in_features and out_features "
-          "must be multiples of 8; use --quant fp8 or another shape",
-          module_name(s), s.shape[0], s.shape[1], awq ? "AWQ" : "GPTQ");
-    ins.emplace_back(module_name(s), s.shape[1]);
-  }
-  auto fits = [&](int64_t g) {
-    for (const auto& [m, in] : ins)
-      if (in % g != 0) return false;
-    return true;
-  };
-  std::string fitting;
-  for (int64_t g : {32, 64, 128})
-    if (fits(g)) fitting += (fitting.empty() ? "" : ", ") + std::to_string(g);
-  if (!awq) fitting += fitting.empty() ? "-1 (one group per layer)" : ", -1 (one group per layer)";
-  int64_t g = opt.group_size;
-  if (g == 0) {
-    for (int64_t cand : {128, 64, 32})
-      if (fits(cand)) {
-        g = cand;
-        break;
-      }
-    if (g == 0) {
-      if (awq)
-        fail(
-            "no AWQ group size (32, 64 or 128) divides the in_features of every layer of this "
-            "model; use --quant gptq --group-size -1 or --quant fp8");
-      g = -1;
-    }
-  } else if (awq && g != 32 && g != 64 && g != 128) {
-    fail("--group-size {}: AWQ (GEMM) uses 32, 64 or 128; for this model use {}", g,
-         fitting.empty() ? "--quant gptq --group-size -1" : fitting);
-  } else if (!awq && g != -1 && (g <= 0 || g % 16 != 0)) {
-    fail(
-        "--group-size {}: GPTQ uses -1 (one group per layer) or a positive multiple of 16; for "
-        "this model use {}",
-        g, fitting);
-  } else if (g != -1) {
-    for (const auto& [m, in] : ins)
-      if (in % g != 0)
-        fail(
-            "--group-size {} does not divide in_features {} of {}: every group must hold {} whole "
-            "input rows; for this model use {}",
-            g, in, m, g, fitting.empty() ? "--quant gptq --group-size -1" : fitting);
-  }
-  q.group_size = g;
+  q.group_size = int4_group_size(opt.group_size, int4_in_features(q, c), awq);
   return parse_quant_config(json{{"quantization_config", quant_config_to_json(q)}});
 }
 

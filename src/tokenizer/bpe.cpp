@@ -160,18 +160,14 @@ void Bpe::tokenize(std::string_view word, std::vector<int32_t>& out) const {
 }
 
 void Bpe::merge_word(std::string_view word, std::vector<int32_t>& out) const {
-  // Initial symbols: one per character (with prefix/suffix), byte fallback or unk for unknowns.
-  struct Sym {
-    int32_t id;
-    int32_t prev, next;
-    bool alive;
-  };
-  std::vector<Sym> syms;
-  syms.reserve(word.size());
-  auto add = [&](int32_t id) {
-    int32_t n = static_cast<int32_t>(syms.size());
-    syms.push_back({id, n - 1, n + 1, true});
-  };
+  const std::vector<int32_t> ids = initial_ids(word);
+  if (!ids.empty()) merge_by_rank(ids, out);
+}
+
+std::vector<int32_t> Bpe::initial_ids(std::string_view word) const {
+  std::vector<int32_t> ids;
+  ids.reserve(word.size());
+  auto add = [&](int32_t id) { ids.push_back(id); };
   int32_t pending_unk = -1;  // unk id waiting to be added (fuse_unk)
   std::string buf;
   for (size_t i = 0; i < word.size();) {
@@ -218,9 +214,22 @@ void Bpe::merge_word(std::string_view word, std::vector<int32_t>& out) const {
     // No unk token: HF drops the character.
   }
   if (pending_unk >= 0) add(pending_unk);
-  if (syms.empty()) return;
-  syms.back().next = -1;
+  return ids;
+}
 
+void Bpe::merge_by_rank(const std::vector<int32_t>& ids, std::vector<int32_t>& out) const {
+  struct Sym {
+    int32_t id;
+    int32_t prev, next;
+    bool alive;
+  };
+  std::vector<Sym> syms;
+  syms.reserve(ids.size());
+  for (int32_t id : ids) {
+    const auto n = static_cast<int32_t>(syms.size());
+    syms.push_back({id, n - 1, n + 1, true});
+  }
+  syms.back().next = -1;
   // Merge by rank, lowest first; ties go to the leftmost position (HF word.rs merge_all).
   struct Cand {
     int32_t rank, pos, new_id;

@@ -123,6 +123,11 @@ class Bpe {
 
  private:
   void merge_word(std::string_view word, std::vector<int32_t>& out) const;  // no cache
+  // The ids of word's characters before any merge (with prefix / suffix, byte fallback, unk).
+  std::vector<int32_t> initial_ids(std::string_view word) const;
+  // Applies the merges to ids (non-empty) by rank, lowest first, ties leftmost (HF word.rs
+  // merge_all), and appends the result to out.
+  void merge_by_rank(const std::vector<int32_t>& ids, std::vector<int32_t>& out) const;
   uint64_t uid_;  // identifies this model in the per-thread word cache
   StrMap vocab_;
   std::vector<const std::string*> id_to_token_;  // keys of vocab_; nullptr for holes
