@@ -16,14 +16,21 @@
 // end-of-turn token) unless --special. Generation stops at the stop policy's EOS ids
 // (sampling/stop_policy.h, shown on stderr) unless --ignore-eos.
 //
+// The completion runs on the Engine as a plain request (engine/plain.h: one worker, formatting
+// "plain", which inserts nothing), the one decode loop of every command and the server.
+//
 // --dump-logits FILE writes a NumPy .npy file, float32, shape (n_prompt + n_generated, vocab_size):
 // row i holds the logits at position i of prompt ++ generated (predicting token i + 1), in the
-// order transformers' `model(input_ids).logits[0]` returns them for that sequence.
+// order transformers' `model(input_ids).logits[0]` returns them for that sequence: after the
+// generation, one pass over that sequence computes them (on CUDA in bf16 they may differ from the
+// rows the tokens were drawn from by rounding; `run --dump-logits` keeps those).
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -38,11 +45,13 @@
 #include "core/error.h"
 #include "core/json_text.h"
 #include "core/request_fields.h"
+#include "engine/plain.h"
+#include "hogwild/codec.h"
 #include "model/weights.h"
-#include "sampling/generate.h"
 #include "sampling/generation_config.h"
 #include "sampling/npy.h"
 #include "sampling/stop_policy.h"
+#include "sampling/stop_strings.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hogwild::cli {
@@ -150,43 +159,108 @@ StopPolicy check_generate_model(const GenerateArgs& a, const ModelConfig& config
 /// What generate shows on stdout while it runs: text through the incremental detokenizer, held
 /// back while it could be the start of a stop string; ids when there is no tokenizer. Nothing is
 /// streamed with --json.
-struct GenerateStream {
-  std::unique_ptr<IncrementalDecoder> dec;
-  StopStrings shown;
-  size_t printed = 0;  // bytes of shown.text() already written
+class GenerateStream {
+ public:
+  GenerateStream(const Tokenizer* tok, const GenerateArgs& a) : shown_(a.stops), json_(a.json) {
+    if (tok) dec_ = std::make_unique<IncrementalDecoder>(*tok, /*skip_special_tokens=*/!a.special);
+    has_stops_ = !a.stops.empty();
+  }
 
-  explicit GenerateStream(const std::vector<std::string>& stops) : shown(stops) {}
-
-  /// Sets o.decode_piece / o.on_token to stream into stdout (this must outlive the generation).
-  void attach(GenerateOptions& o, const Tokenizer* tok, const GenerateArgs& a) {
-    if (tok) {
-      dec = std::make_unique<IncrementalDecoder>(*tok, /*skip_special_tokens=*/!a.special);
-      o.decode_piece = [this, json = a.json](int32_t id) {
-        std::string piece = dec->push(id);
-        shown.push(piece);
-        if (!json) {
-          const size_t n = shown.safe_length();
-          if (n > printed) std::fwrite(shown.text().data() + printed, 1, n - printed, stdout);
-          printed = std::max(printed, n);
-          std::fflush(stdout);
-        }
-        return piece;
-      };
-    } else if (!a.json) {
-      o.on_token = [](int32_t id) {
+  /// Shows one drawn id (an end-of-sequence id too: its text is "" unless --special); returns
+  /// true when a stop string is now complete.
+  bool push(int32_t id) {
+    if (!dec_) {
+      if (!json_) {
         std::printf("%d ", id);
         std::fflush(stdout);
-      };
+      }
+      return false;
     }
+    const bool stopped = shown_.push(dec_->push(id));
+    if (!json_) {
+      const size_t n = shown_.safe_length();
+      if (n > printed_) std::fwrite(shown_.text().data() + printed_, 1, n - printed_, stdout);
+      printed_ = std::max(printed_, n);
+      std::fflush(stdout);
+    }
+    return stopped && has_stops_;
   }
 
   /// The whole text, cut at a stop string ("" without a tokenizer).
   std::string finish() {
-    if (!dec) return {};
-    if (!shown.stopped()) shown.push(dec->flush());
-    return shown.text();
+    if (!dec_) return {};
+    if (!shown_.stopped()) shown_.push(dec_->flush());
+    return shown_.text();
   }
+  size_t printed() const { return printed_; }
+
+ private:
+  std::unique_ptr<IncrementalDecoder> dec_;
+  StopStrings shown_;
+  size_t printed_ = 0;  // bytes of shown_.text() already written
+  bool json_ = false, has_stops_ = false;
 };
+
+/// Runs the completion on the Engine (engine/plain.h), streaming into `stream`; with -n 0 only
+/// the prompt's prefill. Dumps the logits of prompt ++ generated to `npy` when given.
+PlainResult generate_on_engine(Backend& backend, const Tokenizer* tok, PlainRequest req,
+                               GenerateStream& stream, NpyWriter* npy) {
+  const ModelConfig& cfg = backend.config();
+  const std::vector<int32_t> prompt = req.prompt;
+  const int64_t chunk = std::max<int64_t>(512, static_cast<int64_t>(prompt.size()));
+  std::function<void(const float*, int64_t)> rows;
+  if (npy) rows = [npy](const float* l, int64_t n) { npy->append(l, n); };
+  PlainResult r;
+  if (req.max_tokens == 0) {  // the prompt's logits only
+    check_plain_prompt(cfg, prompt, req.max_context, 0);
+    r.stop_reason = StopReason::max_new_tokens;
+    r.session.prompt_tokens = static_cast<int64_t>(prompt.size());
+    r.session.prefill_seconds = sequence_logits(backend, prompt, chunk, rows);
+    return r;
+  }
+  std::unique_ptr<TextCodec> codec;
+  if (tok)
+    codec = std::make_unique<TokenizerCodec>(*tok);
+  else
+    codec = std::make_unique<IdCodec>(static_cast<int32_t>(cfg.vocab_size));
+  r = generate_plain(backend, *codec, std::move(req),
+                     [&stream](int32_t id) { return stream.push(id); });
+  if (npy) {
+    std::vector<int32_t> seq = prompt;
+    seq.insert(seq.end(), r.generated.begin(), r.generated.end());
+    sequence_logits(backend, seq, chunk, rows);
+  }
+  return r;
+}
+
+/// stdout (the JSON or the rest of the text) and the summary line on stderr.
+void print_generate_result(const GenerateArgs& a, const PlainResult& r, bool has_text,
+                           const std::string& text, size_t printed,
+                           const std::vector<int32_t>& prompt, uint64_t seed, const NpyWriter* npy,
+                           int64_t vocab_size) {
+  if (a.json) {
+    nlohmann::json j = {{"prompt_ids", prompt},
+                        {"generated_ids", r.generated},
+                        {"stop_reason", stop_reason_name(r.stop_reason)}};
+    if (has_text) set_text(j, "text", text);
+    j["seed"] = seed;
+    std::printf("%s\n", dump_json(j).c_str());
+  } else {
+    if (text.size() > printed) std::fwrite(text.data() + printed, 1, text.size() - printed, stdout);
+    std::printf("\n");
+  }
+  const SessionResult& s = r.session;
+  const double dec_tps = s.decode_seconds > 0 ? s.serial_steps / s.decode_seconds : 0;
+  std::fprintf(
+      stderr,
+      "prompt %lld tokens in %.3f s (%.1f tok/s); generated %zu tokens, decode %.1f "
+      "tok/s; stop: %s%s\n",
+      static_cast<long long>(s.prompt_tokens), s.prefill_seconds,
+      s.prompt_tokens / std::max(s.prefill_seconds, 1e-9), r.generated.size(), dec_tps,
+      std::string(stop_reason_name(r.stop_reason)).c_str(),
+      npy ? fmt::format("; logits ({} x {}) -> {}", npy->rows(), vocab_size, a.dump_logits).c_str()
+          : "");
+}
 
 void run_generate(GenerateArgs a) {
   const bool chat = a.chat || !a.chat_flags.system.empty() || !a.chat_flags.messages_path.empty();
@@ -201,66 +275,41 @@ void run_generate(GenerateArgs a) {
 
   const GenerationConfig gen = load_generation_config(a.model_dir);
   const uint64_t seed = resolve_seed(a.sampling.seed);
-  Sampler sampler(sampling_params(a.sampling, gen, seed));
-  const std::vector<int32_t> prompt = generate_prompt_ids(a, chat, tok.get());
+  PlainRequest req;
+  req.sampling = sampling_params(a.sampling, gen, seed);
+  check_sampling(req.sampling);  // sampling/sampler.h: the ranges, before anything loads
+  req.prompt = generate_prompt_ids(a, chat, tok.get());
+  const std::vector<int32_t> prompt = req.prompt;
   const ModelConfig config = load_model_config(a.model_dir);
   const StopPolicy stop = check_generate_model(a, config, gen, tok.get(), prompt);
   const std::string dev = resolve_device(a.device, config);
-  std::unique_ptr<Backend> backend_ptr =
+  std::unique_ptr<Backend> backend =
       make_backend(a.model_dir, dev, a.device, static_cast<int64_t>(prompt.size()));
-  Backend& backend = *backend_ptr;
-  const ModelConfig& cfg = backend.config();
+  const ModelConfig& cfg = backend->config();
 
-  GenerateOptions o;
-  o.max_new_tokens = a.max_new_tokens.value_or(gen.max_new_tokens.value_or(128));
-  if (o.max_new_tokens < 0) fail("-n must be >= 0, got {}", o.max_new_tokens);
-  o.max_context = a.max_context;
+  req.max_tokens = a.max_new_tokens.value_or(gen.max_new_tokens.value_or(128));
+  if (req.max_tokens < 0) fail("-n must be >= 0, got {}", req.max_tokens);
+  req.max_context = a.max_context;
   StopSignals signals;
-  o.interrupt = signals.flag();
-  const std::vector<int32_t> stop_ids = stop.stop_ids();
-  o.eos_token_ids.assign(stop_ids.begin(), stop_ids.end());
-  require_kv_tokens(backend, static_cast<int64_t>(prompt.size()) + o.max_new_tokens,
+  req.interrupt = signals.flag();
+  req.stop_ids = stop.eos_ids;
+  req.ignore_eos = stop.ignore_eos;
+  require_kv_tokens(*backend, static_cast<int64_t>(prompt.size()) + req.max_tokens,
                     "lower -n or raise --kv-tokens");
-  o.stop_strings = a.stops;
 
-  GenerateStream stream(a.stops);
-  stream.attach(o, tok.get(), a);
+  GenerateStream stream(tok.get(), a);
   std::unique_ptr<NpyWriter> npy;
-  if (!a.dump_logits.empty()) {
-    npy = std::make_unique<NpyWriter>(a.dump_logits, cfg.vocab_size);
-    o.on_logits = [&](const float* l, int64_t n) { npy->append(l, n); };
-  }
+  if (!a.dump_logits.empty()) npy = std::make_unique<NpyWriter>(a.dump_logits, cfg.vocab_size);
 
   // Ctrl-C / SIGTERM: stop after the current token, print what was generated, exit 130 / 143
   // (as `run`).
-  std::fprintf(stderr, "sampling: %s; stop ids: %s\n", sampler.params().describe().c_str(),
+  std::fprintf(stderr, "sampling: %s; stop ids: %s\n", req.sampling.describe().c_str(),
                stop.describe().c_str());
-  const GenerateResult r = generate(backend, prompt, sampler, o);
+  const PlainResult r = generate_on_engine(*backend, tok.get(), std::move(req), stream, npy.get());
   const std::string text = stream.finish();
   if (npy) npy->close();
-  if (a.json) {
-    nlohmann::json j = {{"prompt_ids", prompt},
-                        {"generated_ids", r.generated},
-                        {"stop_reason", stop_reason_name(r.stop_reason)}};
-    if (tok) set_text(j, "text", text);
-    j["seed"] = seed;
-    std::printf("%s\n", dump_json(j).c_str());
-  } else {
-    if (tok && text.size() > stream.printed)
-      std::fwrite(text.data() + stream.printed, 1, text.size() - stream.printed, stdout);
-    std::printf("\n");
-  }
-  const double dec_tps = r.decode_seconds > 0 ? r.decode_forwards / r.decode_seconds : 0;
-  std::fprintf(
-      stderr,
-      "prompt %lld tokens in %.3f s (%.1f tok/s); generated %zu tokens, decode %.1f "
-      "tok/s; stop: %s%s\n",
-      static_cast<long long>(r.prompt_tokens), r.prefill_seconds,
-      r.prompt_tokens / std::max(r.prefill_seconds, 1e-9), r.generated.size(), dec_tps,
-      std::string(stop_reason_name(r.stop_reason)).c_str(),
-      npy ? fmt::format("; logits ({} x {}) -> {}", npy->rows(), cfg.vocab_size, a.dump_logits)
-                .c_str()
-          : "");
+  print_generate_result(a, r, tok != nullptr, text, stream.printed(), prompt, seed, npy.get(),
+                        cfg.vocab_size);
   // The output is complete up to the interruption; scripts see the signal in the exit status.
   if (signals.stopped()) exit_after_signal(signals.exit_code());
 }

@@ -15,8 +15,8 @@ namespace hogwild {
 /// whose workers stopped for different reasons with mixed; a worker of the independent layout
 /// (WorkerResult) with answer, eos, max_tokens, max_context, or the session's own when it was
 /// still writing. The server reports stop when one of the request's stop strings ended a choice.
-/// Plain generation (sampling/generate.h) stops with eos, stop_string, max_new_tokens,
-/// context_length or interrupted.
+/// A plain completion (engine/plain.h, `hogwild generate`) stops with eos, stop_string,
+/// max_new_tokens, context_length or interrupted.
 enum class StopReason {
   none,            // "": still running
   answer,          // a finished step held a final answer

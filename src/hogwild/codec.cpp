@@ -3,6 +3,7 @@
 
 #include <array>
 
+#include "core/error.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hogwild {
@@ -82,6 +83,15 @@ std::string TokenizerCodec::token_bytes(int32_t id) const {
 std::vector<int32_t> TokenizerCodec::eos_ids() const {
   auto e = tok_->eos_id();
   return e ? std::vector<int32_t>{*e} : std::vector<int32_t>{};
+}
+
+std::vector<int32_t> IdCodec::encode(std::string_view text) const {
+  if (!text.empty())
+    fail(
+        "this model directory has no tokenizer.json, so text ('{}') cannot be encoded; feed token "
+        "ids",
+        text.substr(0, 40));
+  return {};
 }
 
 }  // namespace hogwild

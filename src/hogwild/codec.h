@@ -50,4 +50,19 @@ class TokenizerCodec : public TextCodec {
   std::vector<std::string> bytes_;  // (vocab_size) raw bytes per id
 };
 
+/// A codec for token ids without text (a model directory without tokenizer.json, fed ids as they
+/// are): every token's bytes are "" and the only text it encodes is "" (a one-worker "plain"
+/// session encodes nothing else). Throws hogwild::Error for any other text.
+class IdCodec : public TextCodec {
+ public:
+  explicit IdCodec(int32_t vocab_size) : vocab_size_(vocab_size) {}
+  std::vector<int32_t> encode(std::string_view text) const override;
+  std::string token_bytes(int32_t) const override { return {}; }
+  int32_t vocab_size() const override { return vocab_size_; }
+  std::vector<int32_t> eos_ids() const override { return {}; }
+
+ private:
+  int32_t vocab_size_;
+};
+
 }  // namespace hogwild

@@ -66,8 +66,11 @@ Session::Session(Backend& backend, const TextCodec& codec, const Formatting& for
     fail("formatting '{}': finisher.suffix is empty; the finisher needs text to continue from",
          fmt_.name);
   const ModelConfig& cfg = be_.config();
-  eos_ = eos_id_union(codec_.eos_ids(), cfg.eos_token_id,
-                      std::vector<int64_t>(opt_.extra_eos.begin(), opt_.extra_eos.end()));
+  if (!opt_.finisher && !opt_.snapshots.empty())
+    fail("snapshots run the finisher; a session without the finisher takes none");
+  if (!opt_.ignore_eos)
+    eos_ = eos_id_union(codec_.eos_ids(), cfg.eos_token_id,
+                        std::vector<int64_t>(opt_.extra_eos.begin(), opt_.extra_eos.end()));
   build_forbidden();
   if (opt_.kv.budget > 0 && !be_.can_forget())
     fail(
@@ -139,6 +142,10 @@ void Session::cancel(StopReason reason) {
   finishers_.clear();
   result_.stop_reason = reason;
   result_.serial_steps = serial_;
+  if (phase_ == Phase::decode)  // the decode time so far, as end_decoding counts it
+    result_.decode_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start_).count() -
+        result_.finisher_seconds;
   phase_ = Phase::done;
   release();
 }
@@ -156,7 +163,7 @@ int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt
                                   const ModelConfig& config, int64_t prompt_tokens) {
   const int64_t ctx = o.max_context > 0 ? o.max_context : config.max_position_embeddings;
   return run_kv_tokens({prompt_tokens, o.n_workers, serial_steps_bound(o), ctx,
-                        fmt.finisher.max_tokens, o.layout == Layout::independent});
+                        o.finisher ? fmt.finisher.max_tokens : 0, o.layout == Layout::independent});
 }
 
 LayoutState Session::layout_state() const {
@@ -253,7 +260,8 @@ bool Session::plan_prefill(SessionStep& step, int64_t max_prompt_tokens) {
             const_block(fmt_.layout.other_separator + fmt_.own_header(w)));
       }
     }
-    consts_.sep = const_block(fmt_.layout.other_separator);  // also used by the finisher
+    // Between the others' steps, and in the finisher's view.
+    if (n > 1 || opt_.finisher) consts_.sep = const_block(fmt_.layout.other_separator);
   }
   const size_t left = prompt_.size() - prompt_fed_;
   const size_t take =
@@ -432,6 +440,8 @@ void Session::complete_prefill(SessionStep& step, StepReport& rep) {
     result_.stop_reason = StopReason::answer;
     stop_ = true;
     advance();
+  } else {
+    note_capped();
   }
 }
 
@@ -508,10 +518,18 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
     result_.stop_reason = StopReason::answer;
     stop_ = true;
   }
-  if (!stop && opt_.max_tokens_per_worker > 0 &&
-      std::none_of(workers_.begin(), workers_.end(), [](auto& w) { return w.active; }))
-    result_.stop_reason = StopReason::max_tokens;
+  if (!stop) note_capped();
   advance();
+}
+
+// Every worker has stopped and one of them at its token cap: the session stops for max_tokens
+// (whether the cap was reached on the prompt's row or in a serial step). Workers that all drew
+// an end-of-sequence id leave the reason to plan_decode (eos), also when it was their last token
+// allowed.
+void Session::note_capped() {
+  if (std::any_of(workers_.begin(), workers_.end(), [](auto& w) { return w.active; })) return;
+  if (std::any_of(workers_.begin(), workers_.end(), [](auto& w) { return w.capped; }))
+    result_.stop_reason = StopReason::max_tokens;
 }
 
 void Session::advance() {
@@ -529,7 +547,7 @@ void Session::end_decoding() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start_).count() -
       result_.finisher_seconds;
   if (independent()) finish_independent();
-  if (!result_.answer && result_.stop_reason != StopReason::interrupted) {
+  if (!result_.answer && result_.stop_reason != StopReason::interrupted && opt_.finisher) {
     begin_finisher(serial_, true);
     return;
   }
@@ -643,6 +661,7 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
   StepEnd end = find_step_end(ws.step_bytes, ev.bytes.size(), fmt_.step_separator);
   if (opt_.max_tokens_per_worker > 0 && ws.generated >= opt_.max_tokens_per_worker) {
     ws.active = false;
+    ws.capped = true;
     ws.feed.clear();  // the worker stops; its last token is not fed (as after EOS)
     if (independent()) return stop_worker(w, StopReason::max_tokens, std::nullopt, rep);
     if (sot_ == SotPhase::expand) return sot_expansion_end(w);

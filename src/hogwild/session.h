@@ -114,6 +114,13 @@ struct SessionOptions {
   bool keep_logits = false;
   // Skeleton-of-Thought (above): layout must be independent; n_workers = the most points.
   bool skeleton = false;
+  // false: a run that ends without an answer ends there, without the finisher (a plain
+  // completion, engine/request.h make_plain_request: its text is the output, not an answer);
+  // snapshots need it.
+  bool finisher = true;
+  // true: no id ends a worker (`generate --ignore-eos`, vLLM's ignore_eos): an end-of-sequence
+  // id that is drawn is an ordinary token, fed like any other.
+  bool ignore_eos = false;
   // KV budget (hogwild/forgetting.h, docs/ARCHITECTURE.md "Bounded shared memory"): when the
   // shared history's tokens still read pass kv.budget, the session forgets the history's least
   // attended chunks. kv.budget 0 = unlimited (nothing is measured or forgotten). Needs the
@@ -375,6 +382,7 @@ class Session {
     int64_t generated = 0;
     bool collab_due = false;  // independent layout: its own collaboration check is due
     bool drain = false;       // skeleton: feed its waiting last token in the next forward, no row
+    bool capped = false;      // stopped at max_tokens_per_worker (not by an end-of-sequence id)
   };
   // A finisher in progress (snapshot or final), over its own temporary block; the independent
   // layout runs one per worker without an answer, all in the same forwards.
@@ -400,6 +408,7 @@ class Session {
   void complete_decode(SessionStep& step, StepReport& rep);
   void complete_finisher(SessionStep& step, StepReport& rep);
   // After a decode step or a finisher: the next snapshot, the end of the run, or more decoding.
+  void note_capped();
   void advance();
   void end_decoding();
   void begin_finisher(int64_t serial_step, bool final);

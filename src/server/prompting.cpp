@@ -5,6 +5,7 @@
 
 #include "chat/chat_template.h"
 #include "core/error.h"
+#include "engine/plain.h"
 #include "hogwild/prompt.h"
 #include "hogwild/request_check.h"
 #include "server/api_error.h"
@@ -179,30 +180,35 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
   g.options.device_sampling = true;
 
   if (!r.hogwild) {
-    // A plain completion: one worker, formatting "plain" (inserts nothing), to the end of the text.
-    g.formatting = builtin_formatting("plain");
-    g.formatting.finisher.max_tokens = 1;  // its answer is not used; keep the closing pass short
-    g.options.n_workers = 1;
-    g.options.stop_on_answer = false;
+    // A plain completion: the one builder of engine/plain.h (one worker, formatting "plain",
+    // to the end of the text), after the API's own checks.
+    PlainRequest p;
     if (r.endpoint == Endpoint::chat) {
       const std::string text = render_chat(r, m);
-      g.prompt = m.tokenizer->encode(text, false);
+      p.prompt = m.tokenizer->encode(text, false);
       if (chat_prompt) *chat_prompt = text;
     } else {
-      g.prompt = m.tokenizer->encode(r.prompt, true);
+      p.prompt = m.tokenizer->encode(r.prompt, true);
     }
-    if (g.prompt.empty())
+    if (p.prompt.empty())
       throw bad_request("the prompt is empty; give some text",
                         r.endpoint == Endpoint::chat ? "messages" : "prompt");
-    const int64_t room = m.max_context - static_cast<int64_t>(g.prompt.size());
-    check_context(g.prompt.size(), r.max_tokens.value_or(1), m, r);
+    const int64_t room = m.max_context - static_cast<int64_t>(p.prompt.size());
+    check_context(p.prompt.size(), r.max_tokens.value_or(1), m, r);
     // Without max_tokens: up to generation_config.json's max_new_tokens when the model sets one
     // (as `hogwild generate`), else to the end of the context; the KV reservation follows
     // (docs/SERVER.md "Engine thread").
     int64_t cap = room;
     if (m.generation.max_new_tokens && *m.generation.max_new_tokens > 0)
       cap = std::min(room, *m.generation.max_new_tokens);
-    g.options.max_tokens_per_worker = r.max_tokens.value_or(cap);
+    p.max_tokens = r.max_tokens.value_or(cap);
+    p.max_context = m.max_context;
+    p.stop_ids = m.stop_ids;
+    p.sampling = g.sampling;
+    SessionRequest s = make_plain_request(m.config, std::move(p));
+    g.prompt = std::move(s.prompt);
+    g.formatting = std::move(s.formatting);
+    g.options = std::move(s.options);
   } else {
     fill_hogwild(g, r, m);
   }

@@ -180,18 +180,10 @@ class Scheduler::ChoiceObserver : public SessionObserver {
       content(stop_.push(dec_[0].flush()));
       content(stop_.flush());
     }
-    d.stop_reason = stopped_ ? StopReason::stop : res->stop_reason;
     // A plain completion stops ("stop") on a stop string or an end-of-sequence token it drew;
-    // anything else is its length (max_tokens or the context), as OpenAI and vLLM report. A
-    // session whose one worker reached its cap on the token drawn at the end of the prefill
-    // (max_tokens 1, or room for one token) reports "eos" although it drew none.
-    if (!r_.job.hogwild && !stopped_ && !eos_seen_ && res->stop_reason == StopReason::eos) {
-      const SessionOptions& o = r_.job.choices.at(choice_).options;
-      const int64_t made = res->tokens_per_worker.empty() ? 0 : res->tokens_per_worker[0];
-      d.stop_reason = o.max_tokens_per_worker > 0 && made >= o.max_tokens_per_worker
-                          ? StopReason::max_tokens
-                          : StopReason::max_context;
-    }
+    // anything else is its length (max_tokens, which the context caps), as OpenAI and vLLM
+    // report (engine/plain.h).
+    d.stop_reason = stopped_ ? StopReason::stop : res->stop_reason;
     if ((res->stop_reason == StopReason::cancelled ||
          res->stop_reason == StopReason::interrupted) &&
         !stopped_)

@@ -11,13 +11,13 @@
 #include "chat/chat_template.h"
 #include "collab/problems.h"
 #include "cpu/cpu_backend.h"
+#include "engine/plain.h"
 #include "hogwild/codec.h"
 #include "hogwild/formatting.h"
 #include "hogwild/picker.h"
 #include "hogwild/prompt.h"
 #include "hogwild/session.h"
 #include "model/weights.h"
-#include "sampling/generate.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -71,12 +71,16 @@ TEST(CollabModel, LogitsMatchTransformers) {
                   std::ios::binary);
   f.read(reinterpret_cast<char*>(want.data()), static_cast<std::streamsize>(want.size() * 4));
   ASSERT_TRUE(f.good());
-  std::vector<float> got;
-  GenerateOptions go;
-  go.max_new_tokens = static_cast<int64_t>(want_ids.size());
-  go.on_logits = [&](const float* l, int64_t n) { got.insert(got.end(), l, l + n * vocab); };
-  Sampler greedy(SamplingParams{});
-  const auto res = generate(backend, prompt, greedy, go);
+  PlainRequest p;  // greedy, no stop ids
+  p.prompt = prompt;
+  p.max_tokens = static_cast<int64_t>(want_ids.size());
+  p.ignore_eos = true;
+  const auto res = generate_plain(backend, IdCodec(static_cast<int32_t>(vocab)), p);
+  std::vector<float> got;  // every position of prompt ++ generated
+  std::vector<int32_t> seq = prompt;
+  seq.insert(seq.end(), res.generated.begin(), res.generated.end());
+  sequence_logits(backend, seq, 512,
+                  [&](const float* l, int64_t n) { got.insert(got.end(), l, l + n * vocab); });
   EXPECT_EQ(res.generated, want_ids);
   ASSERT_EQ(got.size(), want.size());
   double worst = 0;

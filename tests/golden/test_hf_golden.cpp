@@ -15,10 +15,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cpu/cpu_backend.h"
+#include "engine/plain.h"
+#include "hogwild/codec.h"
 #include "model/dtype.h"
 #include "model/make_model.h"
 #include "model/weights.h"
-#include "sampling/generate.h"
 #include "sampling/sampler.h"
 
 namespace fs = std::filesystem;
@@ -106,12 +107,18 @@ TEST_P(HfGolden, LogitsAndGreedyTokensMatchTransformers) {
     ASSERT_TRUE(f.good()) << "truncated golden logits for " << name;
   }
 
-  std::vector<float> got;
-  hogwild::GenerateOptions go;
-  go.max_new_tokens = static_cast<int64_t>(want_ids.size());
-  go.on_logits = [&](const float* l, int64_t rows) { got.insert(got.end(), l, l + rows * vocab); };
-  hogwild::Sampler greedy(hogwild::SamplingParams{});  // do_sample = false
-  const auto res = hogwild::generate(backend, prompt, greedy, go);
+  hogwild::PlainRequest p;  // greedy (do_sample = false), no stop ids
+  p.prompt = prompt;
+  p.max_tokens = static_cast<int64_t>(want_ids.size());
+  p.ignore_eos = true;
+  const auto res =
+      hogwild::generate_plain(backend, hogwild::IdCodec(static_cast<int32_t>(vocab)), p);
+  std::vector<float> got;  // every position of prompt ++ generated
+  std::vector<int32_t> seq = prompt;
+  seq.insert(seq.end(), res.generated.begin(), res.generated.end());
+  hogwild::sequence_logits(backend, seq, 512, [&](const float* l, int64_t rows) {
+    got.insert(got.end(), l, l + rows * vocab);
+  });
 
   EXPECT_EQ(res.generated, want_ids) << name << ": greedy tokens differ from transformers";
   ASSERT_EQ(got.size(), want.size());

@@ -19,10 +19,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cpu/cpu_backend.h"
+#include "engine/plain.h"
+#include "hogwild/codec.h"
 #include "model/dtype.h"
 #include "model/make_model.h"
 #include "model/weights.h"
-#include "sampling/generate.h"
 #include "sampling/sampler.h"
 
 namespace fs = std::filesystem;
@@ -123,14 +124,18 @@ TEST(HfGoldenQuant, LogitsAndGreedyTokensMatchTransformers) {
         read_logits(meta.at("logits_file").get<std::string>(), size_t(n_rows * vocab));
     ASSERT_FALSE(want.empty()) << "truncated golden logits";
 
-    std::vector<float> got;
-    hogwild::GenerateOptions go;
-    go.max_new_tokens = static_cast<int64_t>(want_ids.size());
-    go.on_logits = [&](const float* l, int64_t rows) {
+    hogwild::PlainRequest p;  // greedy, no stop ids
+    p.prompt = prompt;
+    p.max_tokens = static_cast<int64_t>(want_ids.size());
+    p.ignore_eos = true;
+    const auto res =
+        hogwild::generate_plain(backend, hogwild::IdCodec(static_cast<int32_t>(vocab)), p);
+    std::vector<float> got;  // every position of prompt ++ generated
+    std::vector<int32_t> seq = prompt;
+    seq.insert(seq.end(), res.generated.begin(), res.generated.end());
+    hogwild::sequence_logits(backend, seq, 512, [&](const float* l, int64_t rows) {
       got.insert(got.end(), l, l + rows * vocab);
-    };
-    hogwild::Sampler greedy(hogwild::SamplingParams{});
-    const auto res = hogwild::generate(backend, prompt, greedy, go);
+    });
     EXPECT_EQ(res.generated, want_ids) << "greedy tokens differ from transformers (fp32)";
     ASSERT_EQ(got.size(), want.size());
     int64_t worst_row = -1;
@@ -149,14 +154,11 @@ TEST(HfGoldenQuant, LogitsAndGreedyTokensMatchTransformers) {
       std::vector<int32_t> ids = prompt;
       ids.insert(ids.end(), nat_ids.begin(), nat_ids.end());  // n_rows positions
       std::vector<float> got_nat;
-      hogwild::GenerateOptions g1;
-      g1.max_new_tokens = 1;
-      g1.on_logits = [&](const float* l, int64_t rows) {
-        if (got_nat.empty()) got_nat.assign(l, l + rows * vocab);  // the prefill rows
-      };
       hogwild::cpu::CpuBackend b2(hogwild::load_model(dir.string(), lo));
-      hogwild::Sampler g2(hogwild::SamplingParams{});
-      hogwild::generate(b2, ids, g2, g1);
+      hogwild::sequence_logits(b2, ids, static_cast<int64_t>(ids.size()),
+                               [&](const float* l, int64_t rows) {
+                                 got_nat.insert(got_nat.end(), l, l + rows * vocab);
+                               });
       ASSERT_EQ(got_nat.size(), want_nat.size());
       const double bound = nat.at("hf_fp32_max_rel_error").get<double>() + 1e-4;
       int64_t row = -1;

@@ -11,7 +11,6 @@
 #include "cpu/cpu_backend.h"
 #include "hogwild/answer.h"
 #include "hogwild/picker.h"
-#include "sampling/generate.h"
 #include "tests/hogwild/test_support.h"
 
 namespace hogwild::testing {
@@ -54,8 +53,8 @@ const test::TinySpec& qwen3_spec() {
 std::vector<int32_t> toy_prompt() { return ByteCodec().encode("Q: what is 6 times 7?\n"); }
 
 // With one worker and a formatting that inserts nothing, a seeded hogwild run samples exactly
-// the tokens of plain generation (sampling/generate.h) on the same prompt (docs/ARCHITECTURE.md
-// §2).
+// the tokens of plain generation on the same prompt (docs/ARCHITECTURE.md §2): here the dense
+// reference's, drawn by a Sampler of the same seed.
 TEST(Scheduler, OneWorkerPlainEqualsPlainGeneration) {
   for (bool greedy : {false, true}) {
     SamplingParams sp;
@@ -78,13 +77,10 @@ TEST(Scheduler, OneWorkerPlainEqualsPlainGeneration) {
     SessionResult res = s.run(toy_prompt());
     std::vector<int32_t> got = rec.ids(0);
 
-    cpu::CpuBackend be2(session_model(qwen3_spec()));
     Sampler sampler(sp);
-    GenerateOptions g;
-    g.max_new_tokens = static_cast<int64_t>(got.size());
-    g.eos_token_ids = {kEos};
-    GenerateResult want = generate(be2, toy_prompt(), sampler, g);
-    EXPECT_EQ(got, want.generated) << (greedy ? "greedy" : "sampled");
+    const std::vector<int32_t> want = reference_generation(
+        session_model(qwen3_spec()), toy_prompt(), sampler, static_cast<int64_t>(got.size()));
+    EXPECT_EQ(got, want) << (greedy ? "greedy" : "sampled");
     EXPECT_EQ(got.size(), res.stop_reason == StopReason::budget ? size_t(budget + 1) : got.size());
   }
 }
@@ -110,15 +106,10 @@ TEST(Scheduler, FinisherEqualsGreedyContinuation) {
   fed.pop_back();  // the last sampled token was never fed
   seq.insert(seq.end(), fed.begin(), fed.end());
   for (int32_t t : codec.encode(f.finisher.suffix)) seq.push_back(t);
-  cpu::CpuBackend be2(session_model(qwen3_spec()));
-  SamplingParams greedy;
-  Sampler sampler(greedy);
-  GenerateOptions g;
-  g.max_new_tokens = f.finisher.max_tokens;
-  g.eos_token_ids = {kEos};
-  GenerateResult want = generate(be2, seq, sampler, g);
+  Sampler sampler(SamplingParams{});
   std::string want_text;
-  for (int32_t t : want.generated) {
+  for (int32_t t :
+       reference_generation(session_model(qwen3_spec()), seq, sampler, f.finisher.max_tokens)) {
     if (t == kEos) break;
     want_text += codec.token_bytes(t);
     if (finisher_done(want_text, AnswerKind::boxed)) break;

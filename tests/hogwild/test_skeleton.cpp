@@ -9,7 +9,6 @@
 #include "hogwild/answer.h"
 #include "hogwild/skeleton.h"
 #include "hogwild/transcript.h"
-#include "sampling/generate.h"
 #include "tests/hogwild/session_checker.h"
 #include "tests/hogwild/test_support.h"
 
@@ -144,14 +143,9 @@ TEST(Skeleton, FinisherInTheOutlineIsGreedyContinuation) {
     for (auto& t : r.tokens)
       if (t.role == FeedRole::generated) seq.push_back(t.token);
   seq = cat({seq, codec.encode(f.finisher.suffix)});
-  cpu::CpuBackend be2(session_model(spec));
-  SamplingParams greedy;
-  Sampler sampler(greedy);
-  GenerateOptions g;
-  g.max_new_tokens = f.finisher.max_tokens;
-  g.eos_token_ids = {kEos};
+  Sampler sampler(SamplingParams{});
   std::string want;
-  for (int32_t t : generate(be2, seq, sampler, g).generated) {
+  for (int32_t t : reference_generation(session_model(spec), seq, sampler, f.finisher.max_tokens)) {
     if (t == kEos) break;
     want += codec.token_bytes(t);
     if (finisher_done(want, AnswerKind::boxed)) break;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "hogwild/formatting.h"
 #include "hogwild/session.h"
 #include "model/make_model.h"
+#include "sampling/sampler.h"
+#include "tests/cpu/reference_model.h"
 #include "tests/cpu/tiny_model.h"
 
 namespace hogwild::testing {
@@ -111,6 +114,24 @@ inline ModelWeights session_model(const test::TinySpec& spec, uint64_t seed = 7)
   c.vocab_size = kToyVocab;
   c.max_position_embeddings = 8192;
   return test::tiny_weights(c, seed);
+}
+
+/// Plain generation by the dense reference (tests/cpu/reference_model.h dense_logits: one causal
+/// forward over the whole sequence, RoPE at absolute positions): each token drawn by `sampler`
+/// from the last row for prompt ++ the tokens so far, n tokens or up to kEos (kept).
+inline std::vector<int32_t> reference_generation(const ModelWeights& w, std::vector<int32_t> seq,
+                                                 Sampler& sampler, int64_t n) {
+  const int64_t vocab = w.config.vocab_size;
+  std::vector<int32_t> out;
+  while (static_cast<int64_t>(out.size()) < n) {
+    const std::vector<float> l = test::dense_logits(w, seq);
+    const int32_t t =
+        sampler.sample(std::span<const float>(l.data() + l.size() - vocab, vocab), seq);
+    out.push_back(t);
+    seq.push_back(t);
+    if (t == kEos) break;
+  }
+  return out;
 }
 
 /// A quantized checkpoint's weights (make-model --quant on the tiny preset of `arch`, with the toy

@@ -13,10 +13,11 @@
 #include <set>
 
 #include "cpu/cpu_backend.h"
+#include "engine/plain.h"
+#include "hogwild/codec.h"
 #include "model/loader.h"
 #include "model/make_model.h"
 #include "model/weights.h"
-#include "sampling/generate.h"
 #include "sampling/sampler.h"
 #include "tests/model/quant_reference.h"
 #include "tests/model/test_util.h"
@@ -67,12 +68,17 @@ std::vector<float> run_logits(const ModelWeights& w) {
   cpu::CpuBackend backend{ModelWeights(w)};
   const int64_t vocab = backend.config().vocab_size;
   const std::vector<int32_t> prompt = {3, 17, 250, 9, 1, 77, 402, 5, 63, 311, 8, 120};
-  std::vector<float> got;
-  GenerateOptions go;
-  go.max_new_tokens = 6;
-  go.on_logits = [&](const float* l, int64_t rows) { got.insert(got.end(), l, l + rows * vocab); };
-  Sampler greedy(SamplingParams{});
-  generate(backend, prompt, greedy, go);
+  PlainRequest p;  // greedy, no stop ids
+  p.prompt = prompt;
+  p.max_tokens = 6;
+  p.ignore_eos = true;
+  const PlainResult res = generate_plain(backend, IdCodec(static_cast<int32_t>(vocab)), p);
+  std::vector<float> got;  // every position of prompt ++ generated
+  std::vector<int32_t> seq = prompt;
+  seq.insert(seq.end(), res.generated.begin(), res.generated.end());
+  sequence_logits(backend, seq, 512, [&](const float* l, int64_t rows) {
+    got.insert(got.end(), l, l + rows * vocab);
+  });
   return got;
 }
 

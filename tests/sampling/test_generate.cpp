@@ -1,5 +1,6 @@
-// Plain generation driver: stop conditions and logit rows on a scripted backend, greedy decoding on
-// a tiny CpuBackend model against the dense reference, stop strings, the .npy logits format.
+// Plain completions on the Engine (engine/plain.h): stop conditions and the logits of every
+// position on a scripted backend, greedy and seeded decoding on a tiny CpuBackend model against
+// the dense reference, stop strings, the .npy logits format.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,12 +9,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
+#include <span>
 
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
-#include "sampling/generate.h"
+#include "engine/plain.h"
+#include "hogwild/codec.h"
 #include "sampling/npy.h"
 #include "sampling/row_draw.h"
+#include "sampling/stop_strings.h"
 #include "tests/cpu/reference_model.h"
 #include "tests/cpu/tiny_model.h"
 
@@ -29,6 +34,7 @@ class CountingBackend : public Backend {
   }
   const ModelConfig& config() const override { return cfg_; }
   BlockId new_block() override {
+    ++created;
     len_.push_back(0);
     return static_cast<BlockId>(len_.size() - 1);
   }
@@ -55,7 +61,7 @@ class CountingBackend : public Backend {
   }
   int64_t kv_used_tokens() const override { return 0; }
   int64_t live_blocks() const override { return 0; }
-  int forwards = 0, freed = 0;
+  int forwards = 0, created = 0, freed = 0;
   std::vector<int32_t> fed;
 
  private:
@@ -63,95 +69,96 @@ class CountingBackend : public Backend {
   std::vector<int64_t> len_;
 };
 
-Sampler greedy() { return Sampler(SamplingParams{}); }
+// A greedy plain request of prompt and max_tokens that no id ends (as a request without stop ids).
+PlainRequest plain(std::vector<int32_t> prompt, int64_t max_tokens) {
+  PlainRequest p;
+  p.prompt = std::move(prompt);
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  return p;
+}
+
+PlainResult generate(Backend& be, PlainRequest p,
+                     const std::function<bool(int32_t)>& on_token = {}) {
+  const IdCodec codec(static_cast<int32_t>(be.config().vocab_size));
+  return generate_plain(be, codec, std::move(p), on_token);
+}
 
 TEST(Generate, StopsAtEosAndMaxTokens) {
   CountingBackend be(20, 100);
-  Sampler s = greedy();
-  GenerateOptions o;
-  o.max_new_tokens = 10;
-  o.eos_token_ids = {7};
+  PlainRequest p = plain({3, 4}, 10);
+  p.stop_ids = {7};
+  p.ignore_eos = false;
   std::vector<int32_t> streamed;
-  o.on_token = [&](int32_t t) { streamed.push_back(t); };
-  const std::vector<int32_t> prompt = {3, 4};
-  GenerateResult r = generate(be, prompt, s, o);
+  PlainResult r = generate(be, p, [&](int32_t t) {
+    streamed.push_back(t);
+    return false;
+  });
   EXPECT_EQ(r.generated, (std::vector<int32_t>{5, 6, 7}));
   EXPECT_EQ(streamed, r.generated);
   EXPECT_EQ(r.stop_reason, StopReason::eos);
   EXPECT_EQ(be.forwards, 3);  // prefill + feeding 5 and 6; EOS is not fed
-  EXPECT_EQ(be.freed, 1);
-  o.eos_token_ids = {};
-  o.max_new_tokens = 4;
-  r = generate(be, prompt, s, o);
+  EXPECT_EQ(be.freed, be.created);
+  r = generate(be, plain({3, 4}, 4));
   EXPECT_EQ(r.generated, (std::vector<int32_t>{5, 6, 7, 8}));
   EXPECT_EQ(r.stop_reason, StopReason::max_new_tokens);
 }
 
 TEST(Generate, ContextLimit) {
   CountingBackend be(20, 5);
-  Sampler s = greedy();
-  GenerateOptions o;
-  o.max_new_tokens = 10;
-  GenerateResult r = generate(be, std::vector<int32_t>{1, 2, 3}, s, o);
+  PlainResult r = generate(be, plain({1, 2, 3}, 10));
   EXPECT_EQ(r.generated, (std::vector<int32_t>{4, 5}));
   EXPECT_EQ(r.stop_reason, StopReason::context_length);
   // A prompt that fills the context leaves no room: an error (as in `hogwild run`), except when
-  // no new token is asked for (the prompt's logits only).
+  // no new token is asked for (the prompt's logits only, `generate -n 0`).
   try {
-    generate(be, std::vector<int32_t>{1, 2, 3, 4, 5}, s, o);
+    generate(be, plain({1, 2, 3, 4, 5}, 10));
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("5 tokens, which leaves no room to generate"),
               std::string::npos)
         << e.what();
   }
-  o.max_new_tokens = 0;
-  r = generate(be, std::vector<int32_t>{1, 2, 3, 4, 5}, s, o);
-  EXPECT_TRUE(r.generated.empty());
-  EXPECT_EQ(r.stop_reason, StopReason::max_new_tokens);
-  o.max_new_tokens = 10;
+  EXPECT_NO_THROW(check_plain_prompt(be.config(), {1, 2, 3, 4, 5}, 0, 0));
   try {
-    generate(be, std::vector<int32_t>{1, 2, 3, 4, 5, 6}, s, o);
+    generate(be, plain({1, 2, 3, 4, 5, 6}, 10));
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("6 tokens"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(generate(be, std::vector<int32_t>{}, s, o), Error);
-  EXPECT_THROW(generate(be, std::vector<int32_t>{25}, s, o), Error);
+  EXPECT_THROW(check_plain_prompt(be.config(), {1, 2, 3, 4, 5, 6}, 0, 0), Error);
+  EXPECT_THROW(generate(be, plain({}, 10)), Error);
+  EXPECT_THROW(generate(be, plain({25}, 10)), Error);
 }
 
 TEST(Generate, LogitRowsCoverEveryPosition) {
   CountingBackend be(20, 100);
-  Sampler s = greedy();
-  GenerateOptions o;
-  o.max_new_tokens = 3;
+  PlainResult r = generate(be, plain({3, 4}, 3));
+  ASSERT_EQ(r.generated, (std::vector<int32_t>{5, 6, 7}));
   std::vector<float> rows;
   int64_t n_rows = 0;
-  o.on_logits = [&](const float* l, int64_t n) {
+  be.fed.clear();
+  // Rows for positions of 3 4 5 6 7 (the last generated token is fed for its row), in chunks.
+  const std::vector<int32_t> seq = {3, 4, 5, 6, 7};
+  sequence_logits(be, seq, 2, [&](const float* l, int64_t n) {
     rows.insert(rows.end(), l, l + n * 20);
     n_rows += n;
-  };
-  GenerateResult r = generate(be, std::vector<int32_t>{3, 4}, s, o);
-  ASSERT_EQ(r.generated, (std::vector<int32_t>{5, 6, 7}));
-  // Rows for positions of 3 4 5 6 7 (the last generated token is fed once more for its row).
+  });
   ASSERT_EQ(n_rows, 5);
-  const std::vector<int32_t> seq = {3, 4, 5, 6, 7};
   for (int i = 0; i < 5; ++i) {
     const auto it = std::max_element(rows.begin() + i * 20, rows.begin() + (i + 1) * 20);
     EXPECT_EQ(it - (rows.begin() + i * 20), (seq[i] + 1) % 20);
   }
   EXPECT_EQ(be.fed, (std::vector<int32_t>{3, 4, 5, 6, 7}));
+  EXPECT_EQ(be.freed, be.created);
 }
 
 TEST(Generate, GreedyOnCpuBackendMatchesDenseReference) {
   const ModelConfig cfg = test::tiny_config(test::tiny_spec("q3", Arch::qwen3, false, true, false));
   const ModelWeights w = test::tiny_weights(cfg, 31);
   cpu::CpuBackend be(w);
-  Sampler s = greedy();
-  GenerateOptions o;
-  o.max_new_tokens = 12;
   const std::vector<int32_t> prompt = {5, 17, 2, 40, 33};
-  GenerateResult r = generate(be, prompt, s, o);
+  PlainResult r = generate(be, plain(prompt, 12));
   ASSERT_EQ(r.generated.size(), 12u);
   // Dense forward over prompt ++ generated: each generated token is the argmax of the previous
   // position's logits.
@@ -180,18 +187,89 @@ TEST(StopStrings, CutsBeforeTheEarliestMatchAcrossPieces) {
   EXPECT_EQ(h.safe_length(), 10u);
 }
 
-TEST(Generate, StopStringsNeedTextAndStopTheRun) {
+TEST(Generate, StopStringsStopTheRun) {
   CountingBackend be(20, 100);
-  Sampler s = greedy();
-  GenerateOptions o;
-  o.max_new_tokens = 10;
-  o.stop_strings = {"67"};
-  EXPECT_THROW(generate(be, std::vector<int32_t>{3}, s, o), Error);  // no decode hook
-  o.decode_piece = [](int32_t t) { return std::to_string(t); };
-  GenerateResult r = generate(be, std::vector<int32_t>{3}, s, o);
+  StopStrings text({"67"});
+  PlainResult r =
+      generate(be, plain({3}, 10), [&](int32_t t) { return text.push(std::to_string(t)); });
   EXPECT_EQ(r.generated, (std::vector<int32_t>{4, 5, 6, 7}));
   EXPECT_EQ(r.stop_reason, StopReason::stop_string);
-  EXPECT_EQ(r.text, "45");
+  EXPECT_EQ(text.text(), "45");
+  EXPECT_EQ(be.forwards, 4);  // prefill + feeding 4, 5, 6; the token completing it is not fed
+}
+
+// The stop rules where plain generation could go either way, decided as HF transformers'
+// generate() and vLLM decide them (engine/plain.h).
+
+// max_tokens 1: the token drawn from the prompt's row, then "length" (vLLM's finish_reason; HF
+// stops at max_new_tokens), not an end of sequence that was never drawn.
+TEST(Generate, OneTokenStopsForLength) {
+  CountingBackend be(20, 100);
+  PlainRequest p = plain({3}, 1);
+  p.stop_ids = {7};
+  p.ignore_eos = false;
+  const PlainResult r = generate(be, p);
+  EXPECT_EQ(r.generated, (std::vector<int32_t>{4}));
+  EXPECT_EQ(r.stop_reason, StopReason::max_new_tokens);
+  EXPECT_EQ(r.session.stop_reason, StopReason::max_tokens);
+  EXPECT_EQ(be.forwards, 1);  // the prefill alone
+}
+
+// An end-of-sequence id drawn as the last token allowed ends the run as eos (vLLM: "stop"), and
+// it wins over a stop string it completes.
+TEST(Generate, EosWinsOverLengthAndStopStrings) {
+  CountingBackend be(20, 100);
+  PlainRequest p = plain({3, 4}, 3);
+  p.stop_ids = {7};
+  p.ignore_eos = false;
+  PlainResult r = generate(be, p);
+  EXPECT_EQ(r.generated, (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_EQ(r.stop_reason, StopReason::eos);
+  EXPECT_EQ(r.session.stop_reason, StopReason::eos);
+  p.max_tokens = 10;
+  StopStrings text({"67"});
+  r = generate(be, p, [&](int32_t t) { return text.push(std::to_string(t)); });
+  EXPECT_EQ(r.generated, (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_EQ(r.stop_reason, StopReason::eos);
+  EXPECT_EQ(text.text(), "5");
+}
+
+// ignore_eos (vLLM's): an end-of-sequence id is drawn and fed like any other token.
+TEST(Generate, IgnoreEosFeedsTheEndOfSequenceId) {
+  CountingBackend be(20, 100);
+  PlainRequest p = plain({3, 4}, 5);
+  p.stop_ids = {7};
+  const PlainResult r = generate(be, p);
+  EXPECT_EQ(r.generated, (std::vector<int32_t>{5, 6, 7, 8, 9}));
+  EXPECT_EQ(r.stop_reason, StopReason::max_new_tokens);
+  EXPECT_EQ(be.fed, (std::vector<int32_t>{3, 4, 5, 6, 7, 8}));
+}
+
+// A seed draws what a Sampler with that seed draws from the model's logits, token by token (the
+// stream of the sampling library, so a seed gives the same text in every command).
+TEST(Generate, SeededSamplingDrawsAsTheSamplerWithThatSeed) {
+  const ModelConfig cfg = test::tiny_config(test::tiny_spec("q3", Arch::qwen3, false, true, false));
+  const ModelWeights w = test::tiny_weights(cfg, 31);
+  cpu::CpuBackend be(w);
+  const std::vector<int32_t> prompt = {5, 17, 2, 40, 33};
+  PlainRequest p = plain(prompt, 8);
+  p.sampling.do_sample = true;
+  p.sampling.temperature = 1.5f;
+  p.sampling.top_k = 0;
+  p.sampling.seed = 11;
+  const PlainResult r = generate(be, p);
+  ASSERT_EQ(r.generated.size(), 8u);
+  Sampler ref(p.sampling);
+  std::vector<int32_t> seq = prompt;
+  const int64_t V = cfg.vocab_size;
+  for (size_t i = 0; i < r.generated.size(); ++i) {
+    const std::vector<float> l = test::dense_logits(w, seq);
+    EXPECT_EQ(r.generated[i], ref.sample(std::span<const float>(l.data() + l.size() - V, V), seq))
+        << "token " << i;
+    seq.push_back(r.generated[i]);
+  }
+  std::set<int32_t> distinct(r.generated.begin(), r.generated.end());
+  EXPECT_GT(distinct.size(), 1u) << "not a sampled run";
 }
 
 TEST(Npy, HeaderAndDataAsNumpyWritesThem) {

@@ -1,6 +1,6 @@
 // End to end: make_model (tiny presets, every architecture) -> load_model -> CpuBackend: greedy
-// generation equals the dense reference; `hogwild generate --json --dump-logits` writes rows that
-// match the dense reference's logits of prompt ++ generated.
+// plain completions on the Engine equal the dense reference; `hogwild generate --json
+// --dump-logits` writes rows that match the dense reference's logits of prompt ++ generated.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,9 +14,10 @@
 
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
+#include "engine/plain.h"
+#include "hogwild/codec.h"
 #include "model/make_model.h"
 #include "model/weights.h"
-#include "sampling/generate.h"
 #include "tests/cpu/reference_model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -53,11 +54,12 @@ TEST_P(Archs, GreedyGenerationOfALoadedModelMatchesDenseReference) {
   const std::string dir = make_tiny(arch, preset, std::string(arch_short_name(arch)) + preset);
   const ModelWeights w = load_model(dir, {.show_progress = false});
   cpu::CpuBackend be(w);
-  Sampler s{SamplingParams{}};
-  GenerateOptions o;
-  o.max_new_tokens = 10;
   const std::vector<int32_t> prompt = prompt_ids(w.config.vocab_size);
-  const GenerateResult r = generate(be, prompt, s, o);
+  PlainRequest p;
+  p.prompt = prompt;
+  p.max_tokens = 10;
+  p.ignore_eos = true;  // no stop ids: ten tokens
+  const PlainResult r = generate_plain(be, IdCodec(static_cast<int32_t>(w.config.vocab_size)), p);
   ASSERT_EQ(r.generated.size(), 10u);
   std::vector<int32_t> seq = prompt;
   seq.insert(seq.end(), r.generated.begin(), r.generated.end());
