@@ -56,6 +56,16 @@ inline CLI::Option* add_kv_tokens_flag(CLI::App* c, int64_t& tokens) {
       ->default_str("0");
 }
 
+/// --no-prefix-cache (serve, run, eval): turns off the engine's automatic prefix caching
+/// (EngineOptions::prefix_cache, docs/ARCHITECTURE.md §2 "Prefix sharing"), under which sessions
+/// whose prompts begin with the same 64-token pages share their K/V instead of prefilling them
+/// again (vLLM: --enable-prefix-caching / --no-enable-prefix-caching).
+inline CLI::Option* add_prefix_cache_flag(CLI::App* c, bool& off) {
+  return c->add_flag("--no-prefix-cache", off,
+                     "prefill every prompt whole: no K/V shared between sessions whose prompts "
+                     "begin alike (the prefix cache is on by default)");
+}
+
 /// -t/--threads N (llama.cpp): CPU threads of the CPU backend, for its own loops (cpu/parallel.h
 /// reads HOGWILD_THREADS) and OpenBLAS; 0 = every core (the default). Applied while the flag is
 /// parsed, before any backend exists.

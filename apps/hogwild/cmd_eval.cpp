@@ -4,6 +4,7 @@
 //   hogwild eval -m DIR --dataset NAME|PATH --out DIR
 //       [--method hogwild|single|self-consistency|sot] [-w N]
 //       [--layout L] [--budgets 256,512,1024] [--samples K] [--limit N] [--concurrency S]
+//       [--no-prefix-cache]
 //       [--seed S] [--compat paper] [--format NAME|FILE] [--datasets-dir DIR]
 //       [--question-field F --answer-field F --id-field F] [--lenient] [sampling flags]
 //       [--judge-url URL --judge-model NAME]  (collaboration score; key: $HOGWILD_JUDGE_API_KEY)
@@ -52,7 +53,7 @@ struct EvalArgs {
   std::optional<int> workers;
   int samples = 1, concurrency = 1;
   int64_t limit = 0, collab_every = -1, max_context = 0, kv_budget = 0, kv_chunk = 0;
-  bool lenient = false;
+  bool lenient = false, no_prefix_cache = false;
   SamplingFlags sampling;
   DeviceFlags device;
 };
@@ -232,6 +233,7 @@ RunSpec make_run_spec(const EvalArgs& a, const EvalPlan& plan, const Dataset& da
   spec.max_context = a.max_context;
   spec.kv_budget = a.kv_budget;
   spec.kv_chunk = a.kv_chunk;
+  spec.prefix_cache = !a.no_prefix_cache;
   return spec;
 }
 
@@ -443,6 +445,7 @@ void register_eval(CLI::App& app) {
                 "chunks are forgotten (0 = unlimited; CPU backend; docs/ARCHITECTURE.md)");
   c->add_option("--kv-chunk", a->kv_chunk,
                 "with --kv-budget: tokens forgotten together, aligned in the history (0 = 16)");
+  add_prefix_cache_flag(c, a->no_prefix_cache);
   c->add_flag("--lenient", a->lenient,
               "also accept numbers within 1e-4 relative and p% as p/100 (default: exact)");
   c->add_option("--python", a->python, "python for code problems (default /usr/bin/python3)");

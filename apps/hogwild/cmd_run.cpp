@@ -6,7 +6,7 @@
 //   hogwild run -m DIR [-w N] [--layout combined|interleaved|contiguous|independent] [--budget N]
 //       [--snapshots 256,512] [--collab-every N] [--format NAME|FILE] [--print-format]
 //       [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R] [--greedy]
-//       [--seed N] [--max-context N] [--n-predict N] [--ignore-eos] [--no-live]
+//       [--seed N] [--max-context N] [--n-predict N] [--ignore-eos] [--no-live] [--no-prefix-cache]
 //       [--json FILE|-] [--dump-views FILE|-] [--dump-logits FILE] ("problem" | -f FILE)
 //
 // The problem "-" is read from stdin. Sampling defaults come from DIR/generation_config.json;
@@ -64,7 +64,7 @@ struct RunArgs {
   int workers = 2;
   int64_t budget = 0, collab_every = -1, max_context = 0, n_predict = 0, kv_budget = 0,
           kv_chunk = 0;
-  bool print_format = false, no_live = false, ignore_eos = false;
+  bool print_format = false, no_live = false, ignore_eos = false, no_prefix_cache = false;
   SamplingFlags sampling;
   DeviceFlags device;
 };
@@ -252,6 +252,7 @@ void run(RunArgs a) {
   eo.max_sessions = 1;
   eo.max_batch_tokens = 4096;
   eo.prefill_chunk = 4096;
+  eo.prefix_cache = !a.no_prefix_cache;
   Engine engine(model->backend(), model->codec(), eo);
   const SessionId id = engine.submit(std::move(req));
   const Session& session = *engine.session(id);
@@ -302,6 +303,7 @@ void register_run(CLI::App& app) {
   c->add_flag("--ignore-eos", a->ignore_eos,
               "never sample EOS, whatever the formatting's forbidden.eos says");
   add_threads_flag(c);
+  add_prefix_cache_flag(c, a->no_prefix_cache);
   c->add_flag("--no-live", a->no_live,
               "no redrawn live view on a terminal: one line per finished step");
   c->add_option("--json", a->files.json,

@@ -5,7 +5,7 @@
 //       [--max-queue N] [--max-sessions N] [--kv-tokens N] [--device auto|cuda|cpu]
 //       [--served-model-name NAME] [--max-context N] [--max-body-bytes N] [--threads N]
 //       [--max-connections N] [--drain-timeout S] [--format NAME|FILE]
-//       [--reasoning-parser auto|qwen3|deepseek_r1|none] [--quiet]
+//       [--reasoning-parser auto|qwen3|deepseek_r1|none] [--quiet] [--no-prefix-cache]
 //
 // The server listens at once; /health answers 503 while the model loads (progress on stderr) and
 // 200 when it is ready. SIGTERM / Ctrl-C drain: no new requests (503), running ones finish (or
@@ -51,7 +51,7 @@ struct ServeArgs {
   int port = 8080;
   int64_t max_queue = 128, max_sessions = 16, max_context = 0, threads = 0;
   int64_t max_body_bytes = 4 << 20, drain_timeout = 30, max_connections = 0;
-  bool quiet = false;
+  bool quiet = false, no_prefix_cache = false;
   DeviceFlags device;
 };
 
@@ -124,6 +124,7 @@ void load(const ServeArgs& a, Loaded& L, HttpServer& http) {
   // Every admitted request may hold up to n (RequestLimits::max_n) sessions.
   eo.max_queue = (a.max_queue + a.max_sessions) * server::RequestLimits{}.max_n;
   eo.kv_tokens = a.device.max_kv_tokens;
+  eo.prefix_cache = !a.no_prefix_cache;
   L.scheduler = std::make_unique<server::Scheduler>(
       [&model, eo] {
         return std::make_unique<server::ServerEngine>(model.backend(), model.codec(), eo);
@@ -285,6 +286,7 @@ void register_serve(CLI::App& app) {
                 "in reasoning_content, apart from the content: auto (default: from the chat "
                 "template), qwen3, deepseek_r1, or none (everything in content)");
   c->add_flag("--quiet", a->quiet, "no request log lines");
+  add_prefix_cache_flag(c, a->no_prefix_cache);
   add_device_flags(c, a->device);
   c->callback([a] { serve(*a); });
 }

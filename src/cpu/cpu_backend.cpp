@@ -220,6 +220,44 @@ void CpuBackend::append_block(BlockId dst, BlockId src) {
   table_.append_gaps(dst, src, shift);
 }
 
+int64_t CpuBackend::share_prefix(BlockId b, const int32_t* tokens, int64_t n) {
+  const int64_t len = table_.share(b, tokens, n);
+  const int64_t hd = w_.config.head_dim, page = kPageTokens * hd;
+  Block& blk = blocks_[b];
+  for (size_t lg = 0; lg < blk.k.size(); ++lg) {  // (layer, kv head)
+    blk.k[lg].resize(len * hd);
+    blk.v[lg].resize(len * hd);
+  }
+  const std::vector<int32_t>& pages = table_.pages(b);
+  for (size_t i = 0; i < pages.size(); ++i) {
+    const Block& src = page_kv_[pages[i]];
+    HOGWILD_CHECK(src.k.size() == blk.k.size());
+    for (size_t lg = 0; lg < blk.k.size(); ++lg) {
+      std::copy(src.k[lg].begin(), src.k[lg].end(), blk.k[lg].begin() + i * page);
+      std::copy(src.v[lg].begin(), src.v[lg].end(), blk.v[lg].begin() + i * page);
+    }
+  }
+  return len;
+}
+
+void CpuBackend::cache_prefix(BlockId b, const int32_t* tokens, int64_t n) {
+  const auto added = table_.publish(b, tokens, n);
+  for (int32_t p : table_.take_evicted())
+    if (p < static_cast<int32_t>(page_kv_.size())) page_kv_[p] = Block{};
+  const int64_t page = kPageTokens * w_.config.head_dim;
+  const Block& blk = blocks_[b];
+  for (const auto& [i, p] : added) {
+    if (p >= static_cast<int32_t>(page_kv_.size())) page_kv_.resize(p + 1);
+    Block& dst = page_kv_[p];
+    dst.k.resize(blk.k.size());
+    dst.v.resize(blk.v.size());
+    for (size_t lg = 0; lg < blk.k.size(); ++lg) {
+      dst.k[lg].assign(blk.k[lg].begin() + i * page, blk.k[lg].begin() + (i + 1) * page);
+      dst.v[lg].assign(blk.v[lg].begin() + i * page, blk.v[lg].begin() + (i + 1) * page);
+    }
+  }
+}
+
 void CpuBackend::forget_tokens(BlockId b, int64_t begin, int64_t end) {
   table_.forget(b, begin, end);
 }

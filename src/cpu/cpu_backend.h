@@ -72,6 +72,20 @@ class CpuBackend : public Backend {
                              const std::vector<std::vector<int32_t>>& banned_sets,
                              const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
                              std::vector<float>& logits) override;
+  /// The prefix cache (Backend): the blocks keep contiguous K/V (this backend's attention reads a
+  /// block's keys as one array), so a cached page's K/V is also kept in a copy by page id, taken
+  /// when cache_prefix caches it and dropped when the table evicts it; share_prefix copies the
+  /// pages into the new block. What it saves here is the prefill's compute; the table counts the
+  /// shared pages once, as the CUDA pool holds them.
+  PrefixHit find_prefix(const int32_t* tokens, int64_t n) const override {
+    return table_.find_prefix(tokens, n);
+  }
+  int64_t share_prefix(BlockId b, const int32_t* tokens, int64_t n) override;
+  void cache_prefix(BlockId b, const int32_t* tokens, int64_t n) override;
+  int64_t kv_unowned_tokens() const override { return table_.unowned_pages() * kPageTokens; }
+  /// The block table, for tests (pages, reference counts, the prefix cache's state).
+  const BlockTable& table() const { return table_; }
+
   int64_t kv_capacity_tokens() const override { return table_.num_pages() * kPageTokens; }
   int64_t kv_used_tokens() const override { return table_.used_pages() * kPageTokens; }
   int64_t live_blocks() const override { return table_.live_blocks(); }
@@ -122,6 +136,10 @@ class CpuBackend : public Backend {
   RopeTable rope_;
   BlockTable table_;
   std::vector<Block> blocks_;  // by BlockId
+  // Copies of the cached pages' K/V (share_prefix reads them), by page id: [layer *
+  // num_key_value_heads + kv head] -> (kPageTokens * head_dim) for K and for V; empty when the
+  // page is not cached.
+  std::vector<Block> page_kv_;
   CpuProfile* profile_ = nullptr;
   bool record_routing_ = false;
   std::vector<MoeTrace> routing_;

@@ -115,6 +115,20 @@ class CudaBackend : public Backend {
                              const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
                              std::vector<float>& logits) override;
 
+  /// The prefix cache (Backend; model/block_table.h): K/V are addressed by page in the pool, so
+  /// a shared page is read in place by every block that holds it, and no copy is kept.
+  PrefixHit find_prefix(const int32_t* tokens, int64_t n) const override {
+    return table_.find_prefix(tokens, n);
+  }
+  int64_t share_prefix(BlockId b, const int32_t* tokens, int64_t n) override {
+    return table_.share(b, tokens, n);
+  }
+  void cache_prefix(BlockId b, const int32_t* tokens, int64_t n) override {
+    table_.publish(b, tokens, n);
+    table_.take_evicted();  // nothing to free: the pool holds the only copy
+  }
+  int64_t kv_unowned_tokens() const override { return table_.unowned_pages() * kPageTokens; }
+
   /// KV pool capacity, use and free space, in tokens (page granularity: a block holds whole
   /// pages of kPageTokens).
   int64_t kv_capacity_tokens() const override { return layout_.num_pages * kPageTokens; }

@@ -37,6 +37,7 @@ SessionId Engine::submit(SessionRequest request) {
   if (!r.picker)
     r.picker = std::make_unique<SamplerPicker>(r.sampling, r.options.n_workers, r.prompt);
   e->session = std::make_unique<Session>(be_, codec_, r.formatting, r.options, *r.picker);
+  if (opt_.prefix_cache) e->session->use_prefix_cache();
   e->session->start(r.prompt);  // checks the prompt against the context; creates no blocks
   if (r.observer) e->session->set_observer(r.observer);
   e->kv_need = Session::kv_tokens_needed(r.options, r.formatting, be_.config(),
@@ -58,8 +59,20 @@ SessionId Engine::submit(SessionRequest request) {
 void Engine::admit() {
   while (!queue_.empty() && static_cast<int64_t>(active_.size()) < opt_.max_sessions) {
     Entry& e = *queue_.front();
-    if (limit_ > 0 && reserved_ + e.kv_need > limit_) break;  // FIFO: later ones wait too
-    reserved_ += e.kv_need;
+    // The cached pages of its prompt: shared, they need no reservation of their own, but the
+    // idle ones join the pages no reservation covers.
+    const PrefixHit hit = e.session->cached_prompt();
+    const int64_t need = e.kv_need - hit.tokens;
+    if (limit_ > 0 &&
+        reserved_ + need + be_.kv_unowned_tokens() + hit.idle_pages * kKvPageTokens > limit_)
+      break;  // FIFO: later ones wait too
+    e.kv_hit = e.session->share_prompt();
+    HOGWILD_CHECK(e.kv_hit == hit.tokens);
+    if (opt_.prefix_cache) {
+      stats_.prefix_query_tokens += static_cast<int64_t>(e.request.prompt.size());
+      stats_.prefix_hit_tokens += e.kv_hit;
+    }
+    reserved_ += e.kv_need - e.kv_hit;
     active_.push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
@@ -67,7 +80,7 @@ void Engine::admit() {
 
 void Engine::finish(Entry& e) {
   e.session->release();
-  reserved_ -= e.kv_need;
+  reserved_ -= e.kv_need - e.kv_hit;
 }
 
 void Engine::cancel(SessionId id) {

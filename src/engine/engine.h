@@ -13,6 +13,14 @@
 // can never fit is refused at submit with the sizes. A finished or cancelled session frees its
 // blocks at once.
 //
+// Prefix sharing (EngineOptions::prefix_cache, docs/ARCHITECTURE.md §2 "Prefix sharing"): when it
+// admits a session, the engine starts its history block with the cached pages of its prompt
+// (Session::share_prompt) and reserves only what the session can still take: its need minus the
+// shared tokens. Shared pages that no reservation covers any more (their first session ended, or
+// they came back from the idle cache: Backend::kv_unowned_tokens) count beside the reservations,
+// so the pages in use never pass what admission allowed: a session's own pages stay within its
+// reservation, and a page its first session leaves behind was within that session's.
+//
 // Determinism: a session's result does not depend on the other sessions in its forwards when
 // the backend computes each row independently of the batch (the CPU backend: identical tokens).
 // On CUDA, bf16 GEMMs of different batch shapes may round differently, so a sampled run beside
@@ -45,6 +53,11 @@ struct EngineOptions {
   int64_t prefill_chunk = 512;      // most prompt tokens of one session in one forward
   int64_t kv_tokens =
       0;  // KV pool the engine may fill; 0 = Backend::kv_capacity_tokens (0 = no limit)
+  // Automatic prefix caching: sessions whose prompts begin with the same pages share their K/V
+  // (a prompt's pages are cached once computed; a new session's prefill skips the cached ones).
+  // Exact on the CPU backend (the same K/V bits); on CUDA within bf16 tolerance, as sessions
+  // sharing forwards (docs/ARCHITECTURE.md §7). false: every session prefills its whole prompt.
+  bool prefix_cache = true;
 };
 
 /// What happened to one session in an engine step.
@@ -59,6 +72,11 @@ struct EngineStats {
   int64_t forward_tokens = 0;  // tokens fed, all sessions
   int64_t sampled_tokens = 0;  // tokens sampled by workers
   int64_t prompt_tokens = 0;   // prompt tokens prefilled
+  // Prefix cache (EngineOptions::prefix_cache), over the sessions admitted with it on: prompt
+  // tokens looked up (whole prompts) and of them the tokens shared from the cache (not
+  // prefilled). The hit rate is prefix_hit_tokens / prefix_query_tokens.
+  int64_t prefix_query_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
   double forward_seconds = 0;  // time inside the forwards
   double step_seconds = 0;     // time inside step() (planning, forwards, completion, observers)
 };
@@ -109,8 +127,10 @@ class Engine {
   const Session* session(SessionId id) const;
   /// The error that ended the session ("" when none).
   std::string error(SessionId id) const;
-  /// KV tokens reserved by the active sessions, and the pool size (0 = no limit).
-  int64_t kv_reserved() const { return reserved_; }
+  /// KV tokens reserved by the active sessions (each its need minus its shared prompt tokens)
+  /// plus the shared pages no reservation covers (Backend::kv_unowned_tokens), and the pool size
+  /// (0 = no limit).
+  int64_t kv_reserved() const { return reserved_ + be_.kv_unowned_tokens(); }
   int64_t kv_limit() const { return limit_; }
   const EngineStats& stats() const { return stats_; }
   /// The forward of the last step() (for /metrics: how many sessions share a forward).
@@ -122,7 +142,8 @@ class Engine {
     SessionId id = 0;
     SessionRequest request;
     std::unique_ptr<Session> session;
-    int64_t kv_need = 0;
+    int64_t kv_need = 0;  // Session::kv_tokens_needed
+    int64_t kv_hit = 0;   // prompt tokens shared from the prefix cache at admission
     std::string error;
   };
   void admit();

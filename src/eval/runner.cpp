@@ -251,6 +251,7 @@ void run_jobs(Model& model, const RunSpec& spec, const std::vector<Problem>& pro
   EngineOptions eo;
   eo.max_sessions = concurrency;
   eo.max_queue = concurrency;
+  eo.prefix_cache = spec.prefix_cache;
   Engine engine(model.backend(), model.codec(), eo);
   std::map<SessionId, Active> active;
   size_t next = 0;

@@ -55,8 +55,9 @@ struct RunSpec {
   SamplingParams sampling;  ///< seed is replaced per job
   int64_t collab_every = -1;
   int64_t max_context = 0;
-  int64_t kv_budget = 0;  // ProblemRequest::kv_budget: 0 = no KV budget
-  int64_t kv_chunk = 0;   // ProblemRequest::kv_chunk: 0 = the default
+  int64_t kv_budget = 0;     // ProblemRequest::kv_budget: 0 = no KV budget
+  int64_t kv_chunk = 0;      // ProblemRequest::kv_chunk: 0 = the default
+  bool prefix_cache = true;  // EngineOptions::prefix_cache (--no-prefix-cache: false)
 };
 
 /// One budget point of one generation.

@@ -234,9 +234,11 @@ void LiveView::finish(const SessionResult& r, const std::string& title) {
     per += fmt::format("{}{}={}", w ? " " : "", names_[w], r.tokens_per_worker[w]);
   }
   const double tps = r.decode_seconds > 0 ? total / r.decode_seconds : 0.0;
-  fmt::print(out_, "serial steps: {}{}   tokens: {} ({})   prompt: {} tokens\n", r.serial_steps,
-             opt_.budget > 0 ? fmt::format(" of {}", opt_.budget) : "", total, per,
-             r.prompt_tokens);
+  fmt::print(out_, "serial steps: {}{}   tokens: {} ({})   prompt: {} tokens{}\n", r.serial_steps,
+             opt_.budget > 0 ? fmt::format(" of {}", opt_.budget) : "", total, per, r.prompt_tokens,
+             r.prompt_cached_tokens > 0
+                 ? fmt::format(" ({} from the prefix cache)", r.prompt_cached_tokens)
+                 : "");
   fmt::print(out_,
              "speed: {:.1f} tok/s total, {:.1f} tok/s per worker   time: prefill {:.2f} s, "
              "decode {:.2f} s ({:.2f} s in forwards), finisher {:.2f} s\n",

@@ -249,20 +249,41 @@ bool Session::plan(SessionStep& step, int64_t max_prompt_tokens) {
   }
 }
 
+void Session::create_blocks() {
+  const int n = opt_.n_workers;
+  history_ = new_block();
+  if (n > 1 && opt_.layout != Layout::interleaved && opt_.layout != Layout::independent) {
+    for (int w = 0; w < n; ++w) {
+      consts_.others_header.push_back(const_block(fmt_.others_header(w)));
+      consts_.sep_own_header.push_back(
+          const_block(fmt_.layout.other_separator + fmt_.own_header(w)));
+    }
+  }
+  // Between the others' steps, and in the finisher's view.
+  if (n > 1 || opt_.finisher) consts_.sep = const_block(fmt_.layout.other_separator);
+}
+
+PrefixHit Session::cached_prompt() const {
+  if (!prefix_cache_ || phase_ != Phase::prefill || history_ >= 0) return {};
+  return be_.find_prefix(prompt_.data(), static_cast<int64_t>(prompt_.size()) - 1);
+}
+
+int64_t Session::share_prompt() {
+  if (phase_ != Phase::prefill || history_ >= 0)
+    fail("Session::share_prompt: call it once, after start() and before the first plan()");
+  create_blocks();
+  if (!prefix_cache_) return 0;
+  const int64_t n =
+      be_.share_prefix(history_, prompt_.data(), static_cast<int64_t>(prompt_.size()) - 1);
+  prompt_fed_ = static_cast<size_t>(n);
+  block_tokens_[history_].assign(prompt_.begin(), prompt_.begin() + n);
+  result_.prompt_cached_tokens = n;
+  return n;
+}
+
 bool Session::plan_prefill(SessionStep& step, int64_t max_prompt_tokens) {
   const int n = opt_.n_workers;
-  if (history_ < 0) {
-    history_ = new_block();
-    if (n > 1 && opt_.layout != Layout::interleaved && opt_.layout != Layout::independent) {
-      for (int w = 0; w < n; ++w) {
-        consts_.others_header.push_back(const_block(fmt_.others_header(w)));
-        consts_.sep_own_header.push_back(
-            const_block(fmt_.layout.other_separator + fmt_.own_header(w)));
-      }
-    }
-    // Between the others' steps, and in the finisher's view.
-    if (n > 1 || opt_.finisher) consts_.sep = const_block(fmt_.layout.other_separator);
-  }
+  if (history_ < 0) create_blocks();
   const size_t left = prompt_.size() - prompt_fed_;
   const size_t take =
       static_cast<size_t>(std::min<int64_t>(left, std::max<int64_t>(0, max_prompt_tokens)));
@@ -411,6 +432,9 @@ void Session::complete_prefill(SessionStep& step, StepReport& rep) {
   rep.phase = StepReport::Phase::prefill;
   result_.prefill_seconds += step.forward_seconds;
   const bool last = prompt_fed_ == prompt_.size();
+  // The prompt's pages computed so far may now serve other sessions (they are never written
+  // again: the history grows into pages of its own).
+  if (prefix_cache_) be_.cache_prefix(history_, prompt_.data(), static_cast<int64_t>(prompt_fed_));
   if (obs_) {
     ForwardRecord rec{0,
                       step.batch.views,

@@ -270,6 +270,9 @@ struct SessionResult {
   int answer_worker = -1;    // worker whose step held the answer (-1: finisher / none)
   int64_t serial_steps = 0;  // forwards after the prefill
   int64_t prompt_tokens = 0;
+  // Of prompt_tokens, those whose K/V came from the prefix cache (Session::share_prompt): not
+  // fed in the prefill. A multiple of kKvPageTokens; 0 without a hit.
+  int64_t prompt_cached_tokens = 0;
   std::vector<int64_t> tokens_per_worker;  // generated (sampled) tokens
   double prefill_seconds = 0, decode_seconds = 0, finisher_seconds = 0;
   // Of decode_seconds, the time inside the backend's forwards (Backend::forward / forward_sample:
@@ -309,6 +312,20 @@ class Session {
   /// Creates no blocks yet. Throws hogwild::Error for an empty prompt or one that leaves no room
   /// below max_context. Callable once.
   void start(const std::vector<int32_t>& prompt);
+  /// Automatic prefix caching (docs/ARCHITECTURE.md §2 "Prefix sharing"; the engine turns it on,
+  /// EngineOptions::prefix_cache): after each prefill forward the full pages of the prompt fed so
+  /// far are cached (Backend::cache_prefix), and share_prompt may start the history block with
+  /// cached pages. Call before share_prompt and the first plan().
+  void use_prefix_cache() { prefix_cache_ = true; }
+  /// What share_prompt would share now: the cached pages that begin the prompt, at most up to
+  /// its last token, which is always fed (its logits row starts the workers). {} without
+  /// use_prefix_cache or after the prefill began.
+  PrefixHit cached_prompt() const;
+  /// Creates the session's blocks now and, with use_prefix_cache, starts the history block with
+  /// the cached pages cached_prompt() finds: the prefill feeds only the rest of the prompt.
+  /// Returns the prompt tokens shared (SessionResult::prompt_cached_tokens). Callable once,
+  /// after start() and before the first plan() (the engine calls it when it admits the session).
+  int64_t share_prompt();
   /// Fills `step` (cleared first) with this session's part of the next forward. At most
   /// max_prompt_tokens prompt tokens are planned (a chunk of the prefill; the last chunk also
   /// holds the constant blocks, whatever their size); with 0 a session still prefilling plans
@@ -399,6 +416,8 @@ class Session {
   enum class SotPhase { off, outline, expand, answer };
 
   void build_forbidden();
+  // The history block and the constant blocks (before the prefill's first forward).
+  void create_blocks();
   BlockId const_block(const std::string& text);
   BlockId new_block();
   bool plan_prefill(SessionStep& step, int64_t max_prompt_tokens);
@@ -456,7 +475,8 @@ class Session {
   Phase phase_ = Phase::idle;
 
   std::vector<int32_t> prompt_;
-  size_t prompt_fed_ = 0;  // prompt tokens planned so far
+  size_t prompt_fed_ = 0;      // prompt tokens planned so far (shared ones included)
+  bool prefix_cache_ = false;  // use_prefix_cache
   BlockId history_ = -1;
   ConstBlocks consts_;
   std::vector<std::pair<std::string, BlockId>> const_texts_;  // distinct constant texts

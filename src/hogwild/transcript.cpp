@@ -139,6 +139,7 @@ nlohmann::json stats_json(const SessionResult& r) {
     per.push_back(r.decode_seconds > 0 ? t / r.decode_seconds : 0.0);
   return {{"serial_steps", r.serial_steps},
           {"prompt_tokens", r.prompt_tokens},
+          {"prompt_cached_tokens", r.prompt_cached_tokens},
           {"tokens_per_worker", r.tokens_per_worker},
           {"total_tokens", total},
           {"prefill_seconds", r.prefill_seconds},

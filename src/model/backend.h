@@ -25,6 +25,14 @@ using BlockId = int32_t;
 /// (hogwild/kv_budget.h) allows one partly filled page per live block.
 inline constexpr int64_t kKvPageTokens = 64;
 
+/// What a prefix-cache lookup found (Backend::find_prefix, model/block_table.h): the leading
+/// tokens of a sequence whose K/V the cache holds, in whole kKvPageTokens pages, and how many of
+/// those pages are idle (no live block holds them; sharing them takes them from the free pages).
+struct PrefixHit {
+  int64_t tokens = 0;      // a multiple of kKvPageTokens
+  int64_t idle_pages = 0;  // of the tokens / kKvPageTokens pages
+};
+
 /// One token fed in a forward.
 struct TokenInput {
   int32_t token_id = 0;  // vocabulary id
@@ -136,6 +144,28 @@ class Backend {
         "this backend cannot return the logits it samples from; sample on the host (no device "
         "sampling) to see them");
   }
+
+  // ---- prefix cache (automatic prefix caching, docs/ARCHITECTURE.md §2 "Prefix sharing"). A
+  // block that begins with a prompt (fed as the block's first tokens, in a view of that block
+  // alone) holds, page by page, the same K/V in every session whose prompt begins with the same
+  // tokens: keys are rotated at block-local positions. The defaults: a backend without a cache.
+
+  /// The cached pages that begin tokens[0, n) (model/block_table.h find_prefix). Changes nothing.
+  virtual PrefixHit find_prefix(const int32_t* /*tokens*/, int64_t /*n*/) const { return {}; }
+  /// Starts the empty block b with those pages (shared, not copied where the backend addresses
+  /// K/V by page); returns the tokens b then holds (a multiple of kKvPageTokens; 0 = no hit).
+  /// Throws hogwild::Error for an unknown or non-empty block.
+  virtual int64_t share_prefix(BlockId /*b*/, const int32_t* /*tokens*/, int64_t /*n*/) {
+    return 0;
+  }
+  /// Caches the full pages of block b's first n tokens, tokens[0, n), after the forward that
+  /// computed them as a prefix reading nothing before it (a prompt). Throws hogwild::Error for
+  /// an unknown block or n > block_len(b).
+  virtual void cache_prefix(BlockId /*b*/, const int32_t* /*tokens*/, int64_t /*n*/) {}
+  /// KV in use (tokens, whole pages) that no live block holding it filled: shared prompt pages
+  /// whose first session has ended, or that came back from the idle cache. The engine's
+  /// admission counts them beside the sessions' reservations (BlockTable::unowned_pages).
+  virtual int64_t kv_unowned_tokens() const { return 0; }
 
   /// KV cache capacity in tokens, counted as the backend allocates (the CUDA pool rounds every
   /// block up to whole pages); 0 = no fixed limit (host memory).

@@ -42,10 +42,41 @@ void BlockTable::retain(BlockId b) { ref(b, "retain").refs += 1; }
 void BlockTable::free_block(BlockId b) {
   Block& blk = ref(b, "free_block");
   if (--blk.refs > 0) return;
-  free_.insert(free_.end(), blk.pages.rbegin(), blk.pages.rend());
-  used_pages_ -= static_cast<int64_t>(blk.pages.size());
+  for (auto it = blk.pages.rbegin(); it != blk.pages.rend(); ++it) drop_page(*it, b);
   blk = Block{};
   --live_;
+}
+
+void BlockTable::drop_page(int32_t p, BlockId b) {
+  Page& pg = pages_[p];
+  HOGWILD_CHECK(pg.refs > 0);
+  if (--pg.refs > 0) {
+    if (pg.owner == b) pg.owner = -1, ++unowned_;  // the others hold it on no reservation
+    return;
+  }
+  if (pg.owner != b) --unowned_;
+  pg.owner = -1;
+  --used_pages_;
+  if (!pg.cached) {
+    free_.push_back(p);
+    return;
+  }
+  pg.idle = idle_.insert(idle_.end(), p);  // most recently used last
+  if (num_pages_ == 0 && idle_pages() > kMaxIdlePagesUnbounded) {
+    const int32_t old = idle_.front();
+    uncache(old);
+    free_.push_back(old);
+  }
+}
+
+void BlockTable::uncache(int32_t p) {
+  Page& pg = pages_[p];
+  HOGWILD_CHECK(pg.cached);
+  if (pg.refs == 0) idle_.erase(pg.idle);
+  cached_.erase(pg.hash);
+  pg.cached = false;
+  pg.tokens.clear();
+  evicted_.push_back(p);
 }
 
 int64_t BlockTable::len(BlockId b) const { return ref(b, "block_len").len; }
@@ -63,13 +94,23 @@ int64_t BlockTable::pages_to_grow(BlockId b, int64_t new_len) const {
   return std::max<int64_t>(0, want - static_cast<int64_t>(blk.pages.size()));
 }
 
-int32_t BlockTable::take_page() {
+int32_t BlockTable::take_page(BlockId owner) {
+  int32_t p = 0;
   if (!free_.empty()) {
-    const int32_t p = free_.back();
+    p = free_.back();
     free_.pop_back();
-    return p;
+  } else if (num_pages_ == 0 || next_page_ < num_pages_) {
+    p = next_page_++;
+    pages_.emplace_back();
+  } else {  // the pool is made of held and idle pages: the least recently used idle one goes
+    HOGWILD_CHECK(!idle_.empty());
+    p = idle_.front();
+    uncache(p);
   }
-  return next_page_++;
+  pages_[p].refs = 1;
+  pages_[p].owner = owner;
+  ++used_pages_;
+  return p;
 }
 
 void BlockTable::grow(BlockId b, int64_t new_len) {
@@ -81,8 +122,7 @@ void BlockTable::grow(BlockId b, int64_t new_len) {
         "KV cache full: a block needs {} more tokens but only {} are free ({} total); use fewer "
         "workers or a shorter context",
         new_len - blk.len, free_pages() * page_tokens_, num_pages_ * page_tokens_);
-  for (int64_t i = 0; i < more; ++i) blk.pages.push_back(take_page());
-  used_pages_ += more;
+  for (int64_t i = 0; i < more; ++i) blk.pages.push_back(take_page(b));
   blk.len = new_len;
 }
 
@@ -91,10 +131,20 @@ void BlockTable::truncate(BlockId b, int64_t new_len) {
   if (new_len < 0 || new_len > blk.len)
     fail("truncate_block: new length {} is outside [0, {}]", new_len, blk.len);
   const size_t keep = static_cast<size_t>((new_len + page_tokens_ - 1) / page_tokens_);
+  if (new_len % page_tokens_ != 0 && keep <= blk.pages.size()) {
+    // The page that takes the next token is written again: it must be b's alone.
+    const int32_t last = blk.pages[keep - 1];
+    if (pages_[last].refs > 1)
+      fail(
+          "truncate_block: block {} shares its page {} (tokens [{}, {})) with other blocks "
+          "through the prefix cache, and writing it again would change what they read; truncate "
+          "at a multiple of {} tokens",
+          b, keep - 1, (keep - 1) * page_tokens_, keep * page_tokens_, page_tokens_);
+    if (pages_[last].cached) uncache(last);
+  }
   while (blk.pages.size() > keep) {
-    free_.push_back(blk.pages.back());
+    drop_page(blk.pages.back(), b);
     blk.pages.pop_back();
-    --used_pages_;
   }
   blk.len = new_len;
   // Gaps beyond the new length go; one that straddles it is cut.
@@ -102,6 +152,93 @@ void BlockTable::truncate(BlockId b, int64_t new_len) {
   while (!g.empty() && g.back().first >= new_len) g.pop_back();
   if (!g.empty() && g.back().second > new_len) g.back().second = new_len;
 }
+
+int32_t BlockTable::page_refs(int32_t p) const {
+  HOGWILD_CHECK(p >= 0 && p < static_cast<int32_t>(pages_.size()));
+  return pages_[p].refs;
+}
+
+uint64_t BlockTable::page_hash(uint64_t parent, const int32_t* tokens, int64_t n) {
+  // splitmix64's finaliser over the parent hash and each token in turn.
+  auto mix = [](uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  uint64_t h = mix(parent + 0x9e3779b97f4a7c15ULL);
+  for (int64_t i = 0; i < n; ++i) h = mix(h ^ static_cast<uint32_t>(tokens[i]));
+  return h;
+}
+
+std::vector<int32_t> BlockTable::match(const int32_t* tokens, int64_t n) const {
+  std::vector<int32_t> hit;
+  uint64_t parent = 0;
+  for (int64_t i = 0; (i + 1) * page_tokens_ <= n; ++i) {
+    const int32_t* t = tokens + i * page_tokens_;
+    const uint64_t h = page_hash(parent, t, page_tokens_);
+    const auto it = cached_.find(h);
+    if (it == cached_.end()) break;
+    const Page& pg = pages_[it->second];
+    if (pg.parent != parent || !std::equal(pg.tokens.begin(), pg.tokens.end(), t)) break;
+    hit.push_back(it->second);
+    parent = h;
+  }
+  return hit;
+}
+
+PrefixHit BlockTable::find_prefix(const int32_t* tokens, int64_t n) const {
+  PrefixHit r;
+  for (int32_t p : match(tokens, n)) {
+    r.tokens += page_tokens_;
+    r.idle_pages += pages_[p].refs == 0 ? 1 : 0;
+  }
+  return r;
+}
+
+int64_t BlockTable::share(BlockId b, const int32_t* tokens, int64_t n) {
+  Block& blk = ref(b, "share_prefix");
+  if (blk.len != 0 || !blk.pages.empty())
+    fail("share_prefix: block {} is not empty ({} tokens); share into a new block", b, blk.len);
+  for (int32_t p : match(tokens, n)) {
+    Page& pg = pages_[p];
+    if (pg.refs == 0) {  // idle: back in use, on no block's reservation
+      idle_.erase(pg.idle);
+      ++used_pages_;
+      ++unowned_;
+    }
+    pg.refs += 1;
+    blk.pages.push_back(p);
+  }
+  blk.len = static_cast<int64_t>(blk.pages.size()) * page_tokens_;
+  return blk.len;
+}
+
+std::vector<std::pair<int64_t, int32_t>> BlockTable::publish(BlockId b, const int32_t* tokens,
+                                                             int64_t n) {
+  const Block& blk = ref(b, "cache_prefix");
+  if (n < 0 || n > blk.len) fail("cache_prefix: {} tokens given, block {} holds {}", n, b, blk.len);
+  std::vector<std::pair<int64_t, int32_t>> added;
+  uint64_t parent = 0;
+  for (int64_t i = 0; (i + 1) * page_tokens_ <= n; ++i) {
+    const int32_t* t = tokens + i * page_tokens_;
+    const uint64_t h = page_hash(parent, t, page_tokens_);
+    const int32_t p = blk.pages[i];
+    Page& pg = pages_[p];
+    HOGWILD_CHECK(!pg.cached || pg.hash == h);  // cached pages hold what they were cached for
+    if (!pg.cached && !cached_.count(h)) {
+      pg.cached = true;
+      pg.hash = h;
+      pg.parent = parent;
+      pg.tokens.assign(t, t + page_tokens_);
+      cached_[h] = p;
+      added.emplace_back(i, p);
+    }
+    parent = h;
+  }
+  return added;
+}
+
+std::vector<int32_t> BlockTable::take_evicted() { return std::exchange(evicted_, {}); }
 
 void BlockTable::check_append(BlockId dst, BlockId src) const {
   if (dst == src) fail("append_block: a block cannot be appended to itself (block {})", dst);

@@ -45,6 +45,7 @@ struct Event {
   StopReason stop_reason = StopReason::none;  // the session's (SessionResult::stop_reason) or stop
   std::optional<std::string> error;
   int64_t prompt_tokens = 0;
+  int64_t prompt_cached_tokens = 0;  // of them, shared from the prefix cache
   std::vector<int64_t> tokens_per_worker;
   int64_t serial_steps = 0;
   double prefill_seconds = 0, decode_seconds = 0, finisher_seconds = 0;

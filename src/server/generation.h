@@ -39,6 +39,10 @@ struct EngineGauges {
   int64_t queued_sessions = 0;  // sessions waiting for KV memory or a slot
   int64_t kv_reserved = 0;      // KV tokens reserved by the active sessions (what they can fill)
   int64_t kv_capacity = 0;      // KV tokens the engine may reserve (0 = no limit)
+  // Prefix cache (EngineOptions::prefix_cache; counters since the engine started): prompt tokens
+  // looked up, and of them the tokens shared from the cache (EngineStats).
+  int64_t prefix_query_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
 };
 
 class GenerationEngine {

@@ -386,6 +386,18 @@ void HttpServer::metrics(httplib::Response& res) {
     metric("hogwild_kv_cache_capacity_tokens", "gauge",
            "KV tokens the engine may reserve (0: no limit).",
            static_cast<double>(st.cache.kv_capacity));
+    // vLLM's names: vllm:prefix_cache_queries / vllm:prefix_cache_hits (tokens).
+    metric("hogwild_prefix_cache_queries_total", "counter",
+           "Prompt tokens looked up in the prefix cache (every admitted session's whole prompt).",
+           static_cast<double>(st.cache.prefix_query_tokens));
+    metric("hogwild_prefix_cache_hits_total", "counter",
+           "Prompt tokens shared from the prefix cache instead of prefilled.",
+           static_cast<double>(st.cache.prefix_hit_tokens));
+    metric("hogwild_prefix_cache_hit_rate", "gauge",
+           "prefix_cache_hits_total / prefix_cache_queries_total (0 before any query).",
+           st.cache.prefix_query_tokens > 0 ? static_cast<double>(st.cache.prefix_hit_tokens) /
+                                                  static_cast<double>(st.cache.prefix_query_tokens)
+                                            : 0.0);
     metric("hogwild_sessions_active", "gauge", "Sessions in the engine's forwards.",
            static_cast<double>(st.cache.active_sessions));
     metric("hogwild_sessions_queued", "gauge", "Sessions waiting for KV memory or a slot.",

@@ -126,6 +126,7 @@ json ResponseBuilder::stats_json(const Event& d) {
     per.push_back(d.decode_seconds > 0 ? static_cast<double>(t) / d.decode_seconds : 0.0);
   return {{"serial_steps", d.serial_steps},
           {"prompt_tokens", d.prompt_tokens},
+          {"prompt_cached_tokens", d.prompt_cached_tokens},
           {"tokens_per_worker", d.tokens_per_worker},
           {"total_tokens", total},
           {"prefill_seconds", d.prefill_seconds},
@@ -244,6 +245,7 @@ std::string ResponseBuilder::finish(const Event& e) {
   c.finish_reason = e.finish_reason;
   c.stop_reason = e.stop_reason;
   c.prompt_tokens = e.prompt_tokens;
+  c.cached_tokens = e.prompt_cached_tokens;
   c.completion_tokens =
       std::accumulate(e.tokens_per_worker.begin(), e.tokens_per_worker.end(), int64_t{0});
   c.stats = stats_json(e);
@@ -276,8 +278,12 @@ std::string ResponseBuilder::finish(const Event& e) {
 
 json ResponseBuilder::usage() const {
   int64_t p = choices_.empty() ? 0 : choices_[0].prompt_tokens, g = 0;
+  const int64_t cached = choices_.empty() ? 0 : choices_[0].cached_tokens;
   for (auto& c : choices_) g += c.completion_tokens;
-  return {{"prompt_tokens", p}, {"completion_tokens", g}, {"total_tokens", p + g}};
+  return {{"prompt_tokens", p},
+          {"completion_tokens", g},
+          {"total_tokens", p + g},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
 std::string ResponseBuilder::stream_end() const {

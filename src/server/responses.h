@@ -56,7 +56,9 @@ class ResponseBuilder {
   nlohmann::json response() const;
   /// The first error of a choice ("" when none).
   const std::string& error() const { return error_; }
-  /// Token counts so far: {prompt_tokens, completion_tokens, total_tokens}.
+  /// Token counts so far: {prompt_tokens, completion_tokens, total_tokens,
+  /// prompt_tokens_details: {cached_tokens}} (OpenAI's and vLLM's fields; cached_tokens: the
+  /// prompt tokens the first choice shared from the prefix cache).
   nlohmann::json usage() const;
 
  private:
@@ -80,6 +82,7 @@ class ResponseBuilder {
     nlohmann::json method = nlohmann::json::object();  // worker_answers / outline, when given
     std::optional<std::string> answer;
     int64_t prompt_tokens = 0, completion_tokens = 0;
+    int64_t cached_tokens = 0;  // of prompt_tokens, shared from the prefix cache
   };
 
   nlohmann::json chunk(nlohmann::json choices) const;

@@ -193,6 +193,7 @@ class Scheduler::ChoiceObserver : public SessionObserver {
     else
       d.finish_reason = stopped_ || eos_seen_ ? "stop" : "length";
     d.prompt_tokens = res->prompt_tokens;
+    d.prompt_cached_tokens = res->prompt_cached_tokens;
     d.tokens_per_worker = res->tokens_per_worker;
     d.serial_steps = res->serial_steps;
     d.prefill_seconds = res->prefill_seconds;

@@ -23,8 +23,14 @@ class ServerEngine : public GenerationEngine {
   bool finished(SessionId id) const override { return engine_.finished(id); }
   SessionResult take_result(SessionId id) override;
   EngineGauges gauges() const override {
-    return {be_.live_blocks(),         be_.kv_used_tokens(),  engine_.active_sessions(),
-            engine_.queued_sessions(), engine_.kv_reserved(), engine_.kv_limit()};
+    return {be_.live_blocks(),
+            be_.kv_used_tokens(),
+            engine_.active_sessions(),
+            engine_.queued_sessions(),
+            engine_.kv_reserved(),
+            engine_.kv_limit(),
+            engine_.stats().prefix_query_tokens,
+            engine_.stats().prefix_hit_tokens};
   }
 
  private:
