@@ -110,6 +110,144 @@ std::string bench_device(const std::string& device, const std::vector<std::strin
   return resolve_device(device, c);
 }
 
+// The flags of `hogwild bench` (register_bench's help texts say what each does).
+struct BenchArgs {
+  std::vector<std::string> presets;
+  std::vector<std::string> dirs;
+  std::vector<int> workers;
+  std::vector<int64_t> contexts;
+  std::vector<int> sessions;
+  std::string device = "auto";
+  std::string output = "table";
+  std::string json_file;
+  int repeat = 0;
+  int64_t kv_tokens = 0;  // 0: the free GPU memory
+  bool session_layout = false;
+  std::string hf_script;
+  std::string quant;
+  int64_t group_size = 128;
+  bool desc_act = false;
+  // The options whose presence matters (count() > 0), set by add_bench_flags.
+  CLI::Option* repeat_opt = nullptr;
+  CLI::Option* kv_opt = nullptr;
+  CLI::Option* hf_opt = nullptr;
+  CLI::Option* quant_opt = nullptr;
+  CLI::Option* group_opt = nullptr;
+};
+
+// Declares the flags of `hogwild bench` on `cmd`, parsed into `a`.
+void add_bench_flags(CLI::App* cmd, BenchArgs& a) {
+  cmd->add_option("-p,--preset", a.presets,
+                  "model presets with random weights (default: CUDA qwen3-8b qwq-32b, bf16 made on "
+                  "the GPU; CPU qwen3-0.6b, fp32)");
+  cmd->add_option("-m,--model", a.dirs, "Hugging Face model directories to load instead/as well");
+  cmd->add_option("-w,--workers", a.workers, "worker counts per session (default: 1 2 4 8)");
+  cmd->add_option("-c,--context", a.contexts,
+                  "shared context lengths (default: CUDA 1024 8192 16384, CPU 256)");
+  cmd->add_option("-s,--sessions", a.sessions,
+                  "concurrent problems, each with its own shared context and W workers, in one "
+                  "forward (default: 1)");
+  a.repeat_opt =
+      cmd->add_option("-r,--repeat", a.repeat, "timed steps per configuration, median reported")
+          ->default_str("20 on CUDA, 5 on the CPU");
+  cmd->add_option("--device", a.device,
+                  "auto (default: cuda when this binary has it and a GPU is usable), cuda or cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  add_threads_flag(cmd);
+  a.kv_opt = add_kv_tokens_flag(cmd, a.kv_tokens);  // a small cache leaves room for a profiler
+  cmd->add_flag("--session-layout", a.session_layout,
+                "views as hogwild run builds them (header, separator and own-header blocks "
+                "besides the workers' steps) instead of [context] [other steps] [own step]");
+  cmd->add_option("-o,--output", a.output, "table or json (on stdout)")
+      ->check(CLI::IsMember({"table", "json"}));
+  cmd->add_option("--json-file", a.json_file, "also write the JSON results to this file");
+  a.hf_opt = cmd->add_option("--hf-baseline", a.hf_script,
+                             "CUDA: also run HF transformers on the presets (path of "
+                             "tools/hf_baseline.py; needs python3 with torch + transformers)");
+  a.quant_opt = cmd->add_option("--quant", a.quant,
+                                "CUDA presets with quantized projections, random packed weights: "
+                                "awq or gptq (4-bit) or fp8 (128 x 128 blocks)")
+                    ->check(CLI::IsMember({"awq", "gptq", "fp8"}));
+  a.group_opt = cmd->add_option("--group-size", a.group_size,
+                                "group size of --quant awq|gptq: a multiple of 32, or -1 for one "
+                                "group");
+  cmd->add_flag("--desc-act", a.desc_act, "with --quant gptq: act-order (a permuted input)");
+}
+
+// The flags common to both devices, over either device's defaults in `o`.
+void apply_sweep_flags(const BenchArgs& a, bench::DecodeBenchOptions& o) {
+  if (!a.workers.empty()) o.workers = a.workers;
+  if (!a.contexts.empty()) o.contexts = a.contexts;
+  if (!a.sessions.empty()) o.sessions = a.sessions;
+  if (a.repeat_opt->count() > 0) o.repeat = a.repeat;
+  o.session_layout = a.session_layout;
+}
+
+// Checks the flags that depend on the device the bench runs on (`dev`, "cuda" or "cpu") and on
+// each other: --hf-baseline, --quant, --kv-tokens are CUDA's; --desc-act and --group-size need
+// their --quant; the baseline script exists and has presets. Throws hogwild::Error naming the
+// flag, before a run of minutes.
+void check_bench_flags(const BenchArgs& a, const std::string& dev) {
+  std::error_code ec;
+  const char* why_cpu =
+      a.device == "cpu" ? "with --device cpu" : "here: no usable GPU, so the bench runs on the CPU";
+  if (dev == "cpu" && a.hf_opt->count() > 0)
+    fail(
+        "--hf-baseline compares with HF transformers on the GPU and needs the CUDA backend; it "
+        "cannot be used {}",
+        why_cpu);
+  if (dev == "cpu" && a.quant_opt->count() > 0)
+    fail(
+        "--quant makes random packed weights on the GPU; it cannot be used {} (for the CPU, "
+        "write a checkpoint with `hogwild make-model --quant` and pass it with -m)",
+        why_cpu);
+  if (a.desc_act && a.quant != "gptq") fail("--desc-act is an option of --quant gptq");
+  if (a.group_opt->count() > 0 && a.quant != "awq" && a.quant != "gptq")
+    fail(
+        "--group-size is an option of --quant awq|gptq (a checkpoint given with -m keeps its "
+        "own)");
+  if (!a.quant.empty() && a.quant != "fp8" && a.group_size != -1 &&
+      (a.group_size <= 0 || a.group_size % 32 != 0))
+    fail("--group-size {}: use -1 (one group) or a positive multiple of 32", a.group_size);
+  if (dev == "cpu" && a.kv_opt->count() > 0)
+    fail("--kv-tokens sizes the CUDA KV pool; the CPU backend has none, so it cannot be used {}",
+         why_cpu);
+  if (!a.hf_script.empty() && !std::filesystem::is_regular_file(a.hf_script, ec))
+    fail("--hf-baseline: {} not found; give the path of tools/hf_baseline.py", a.hf_script);
+  if (!a.hf_script.empty() && a.presets.empty() && !a.dirs.empty())
+    fail("--hf-baseline needs presets (-p); HF runs the preset shapes, not -m directories");
+}
+
+// Runs the sweep on `dev` ("cpu": bench/cpu_bench.h; "cuda": bench/cuda_bench.h, then the HF
+// baseline when asked) and returns its JSON results. Throws hogwild::Error as the benches do.
+nlohmann::json run_bench(const BenchArgs& a, const std::string& dev) {
+  nlohmann::json j;
+  if (dev == "cpu") {
+    bench::CpuBenchOptions o;
+    if (!a.presets.empty() || !a.dirs.empty()) o.presets = a.presets;
+    o.model_dirs = a.dirs;
+    apply_sweep_flags(a, o);
+    j = bench::run_cpu_bench(o);
+  } else {
+#ifdef HOGWILD_HAVE_CUDA
+    bench::CudaBenchOptions o;
+    if (!a.presets.empty() || !a.dirs.empty()) o.presets = a.presets;
+    o.model_dirs = a.dirs;
+    apply_sweep_flags(a, o);
+    o.kv_tokens = a.kv_tokens;
+    o.quant = a.quant;
+    o.group_size = a.group_size;
+    o.desc_act = a.desc_act;
+    j = bench::run_cuda_bench(o);
+    if (!a.hf_script.empty()) {
+      if (o.presets.empty()) fail("--hf-baseline needs presets (-p); HF runs the preset shapes");
+      add_hf_baseline(j, a.hf_script, o.presets, o.workers, o.contexts);
+    }
+#endif
+  }
+  return j;
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app) {
@@ -117,132 +255,24 @@ void register_bench(CLI::App& app) {
       "bench",
       "Decode throughput of S sessions x W workers over a shared context each, on the GPU or the "
       "CPU (table or JSON)");
-  struct Args {
-    std::vector<std::string> presets;
-    std::vector<std::string> dirs;
-    std::vector<int> workers;
-    std::vector<int64_t> contexts;
-    std::vector<int> sessions;
-    std::string device = "auto";
-    std::string output = "table";
-    std::string json_file;
-    int repeat = 0;
-    int64_t kv_tokens = 0;  // 0: the free GPU memory
-    bool session_layout = false;
-    std::string hf_script;
-    std::string quant;
-    int64_t group_size = 128;
-    bool desc_act = false;
-  };
-  auto a = std::make_shared<Args>();
-  cmd->add_option("-p,--preset", a->presets,
-                  "model presets with random weights (default: CUDA qwen3-8b qwq-32b, bf16 made on "
-                  "the GPU; CPU qwen3-0.6b, fp32)");
-  cmd->add_option("-m,--model", a->dirs, "Hugging Face model directories to load instead/as well");
-  cmd->add_option("-w,--workers", a->workers, "worker counts per session (default: 1 2 4 8)");
-  cmd->add_option("-c,--context", a->contexts,
-                  "shared context lengths (default: CUDA 1024 8192 16384, CPU 256)");
-  cmd->add_option("-s,--sessions", a->sessions,
-                  "concurrent problems, each with its own shared context and W workers, in one "
-                  "forward (default: 1)");
-  auto* repeat =
-      cmd->add_option("-r,--repeat", a->repeat, "timed steps per configuration, median reported")
-          ->default_str("20 on CUDA, 5 on the CPU");
-  cmd->add_option("--device", a->device,
-                  "auto (default: cuda when this binary has it and a GPU is usable), cuda or cpu")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  add_threads_flag(cmd);
-  auto* kv = add_kv_tokens_flag(cmd, a->kv_tokens);  // a small cache leaves room for a profiler
-  cmd->add_flag("--session-layout", a->session_layout,
-                "views as hogwild run builds them (header, separator and own-header blocks "
-                "besides the workers' steps) instead of [context] [other steps] [own step]");
-  cmd->add_option("-o,--output", a->output, "table or json (on stdout)")
-      ->check(CLI::IsMember({"table", "json"}));
-  cmd->add_option("--json-file", a->json_file, "also write the JSON results to this file");
-  auto* hf = cmd->add_option("--hf-baseline", a->hf_script,
-                             "CUDA: also run HF transformers on the presets (path of "
-                             "tools/hf_baseline.py; needs python3 with torch + transformers)");
-  auto* quant = cmd->add_option("--quant", a->quant,
-                                "CUDA presets with quantized projections, random packed weights: "
-                                "awq or gptq (4-bit) or fp8 (128 x 128 blocks)")
-                    ->check(CLI::IsMember({"awq", "gptq", "fp8"}));
-  auto* group = cmd->add_option("--group-size", a->group_size,
-                                "group size of --quant awq|gptq: a multiple of 32, or -1 for one "
-                                "group");
-  cmd->add_flag("--desc-act", a->desc_act, "with --quant gptq: act-order (a permuted input)");
-  cmd->callback([a, repeat, kv, hf, quant, group] {
+  auto a = std::make_shared<BenchArgs>();
+  add_bench_flags(cmd, *a);
+  cmd->callback([a] {
     std::error_code ec;  // argument checks first: a run takes minutes
-    // The flags common to both devices, over either device's defaults.
-    auto apply = [&](bench::DecodeBenchOptions& o) {
-      if (!a->workers.empty()) o.workers = a->workers;
-      if (!a->contexts.empty()) o.contexts = a->contexts;
-      if (!a->sessions.empty()) o.sessions = a->sessions;
-      if (repeat->count() > 0) o.repeat = a->repeat;
-      o.session_layout = a->session_layout;
-    };
     bench::DecodeBenchOptions sweep;
-    apply(sweep);
+    apply_sweep_flags(*a, sweep);
     bench::check_decode_bench_options(sweep);
     for (const std::string& d : a->dirs)
       if (!std::filesystem::is_directory(d, ec))
         fail("-m {}: model directory does not exist; pass an HF model directory", d);
     const std::string dev = bench_device(a->device, a->presets, a->dirs);
-    const char* why_cpu = a->device == "cpu" ? "with --device cpu"
-                                             : "here: no usable GPU, so the bench runs on the CPU";
-    if (dev == "cpu" && hf->count() > 0)
-      fail(
-          "--hf-baseline compares with HF transformers on the GPU and needs the CUDA backend; it "
-          "cannot be used {}",
-          why_cpu);
-    if (dev == "cpu" && quant->count() > 0)
-      fail(
-          "--quant makes random packed weights on the GPU; it cannot be used {} (for the CPU, "
-          "write a checkpoint with `hogwild make-model --quant` and pass it with -m)",
-          why_cpu);
-    if (a->desc_act && a->quant != "gptq") fail("--desc-act is an option of --quant gptq");
-    if (group->count() > 0 && a->quant != "awq" && a->quant != "gptq")
-      fail(
-          "--group-size is an option of --quant awq|gptq (a checkpoint given with -m keeps its "
-          "own)");
-    if (!a->quant.empty() && a->quant != "fp8" && a->group_size != -1 &&
-        (a->group_size <= 0 || a->group_size % 32 != 0))
-      fail("--group-size {}: use -1 (one group) or a positive multiple of 32", a->group_size);
-    if (dev == "cpu" && kv->count() > 0)
-      fail("--kv-tokens sizes the CUDA KV pool; the CPU backend has none, so it cannot be used {}",
-           why_cpu);
-    if (!a->hf_script.empty() && !std::filesystem::is_regular_file(a->hf_script, ec))
-      fail("--hf-baseline: {} not found; give the path of tools/hf_baseline.py", a->hf_script);
-    if (!a->hf_script.empty() && a->presets.empty() && !a->dirs.empty())
-      fail("--hf-baseline needs presets (-p); HF runs the preset shapes, not -m directories");
+    check_bench_flags(*a, dev);
     // The results file is created now (as FILE.tmp, renamed at the end), so a path that cannot
     // be written fails before a run of minutes, not after it.
     std::unique_ptr<AtomicOutputFile> json_out;
     if (!a->json_file.empty())
       json_out = std::make_unique<AtomicOutputFile>(a->json_file, "--json-file");
-    nlohmann::json j;
-    if (dev == "cpu") {
-      bench::CpuBenchOptions o;
-      if (!a->presets.empty() || !a->dirs.empty()) o.presets = a->presets;
-      o.model_dirs = a->dirs;
-      apply(o);
-      j = bench::run_cpu_bench(o);
-    } else {
-#ifdef HOGWILD_HAVE_CUDA
-      bench::CudaBenchOptions o;
-      if (!a->presets.empty() || !a->dirs.empty()) o.presets = a->presets;
-      o.model_dirs = a->dirs;
-      apply(o);
-      o.kv_tokens = a->kv_tokens;
-      o.quant = a->quant;
-      o.group_size = a->group_size;
-      o.desc_act = a->desc_act;
-      j = bench::run_cuda_bench(o);
-      if (!a->hf_script.empty()) {
-        if (o.presets.empty()) fail("--hf-baseline needs presets (-p); HF runs the preset shapes");
-        add_hf_baseline(j, a->hf_script, o.presets, o.workers, o.contexts);
-      }
-#endif
-    }
+    const nlohmann::json j = run_bench(*a, dev);
     if (a->output == "json") {
       std::printf("%s\n", dump_json(j, 2).c_str());
     } else {

@@ -50,6 +50,60 @@ struct Args {
   bool quiet = false, force = false, desc_act = false, no_sym = false;
 };
 
+// The architecture of the model to make: --arch, else --config's own "architectures", else the one
+// architecture that has --preset. Throws hogwild::Error for an unknown name, an unreadable config
+// or a preset name that several architectures (or none) have.
+Arch chosen_arch(const Args& args) {
+  if (!args.arch.empty()) return arch_from_short_name(args.arch);
+  if (!args.config.empty()) return config_file_arch(args.config);  // the config's own
+  Arch arch{};
+  int found = 0;
+  for (const ModelPreset& p : model_presets())
+    if (p.name == args.preset) arch = p.config.arch, ++found;
+  if (found != 1)
+    fail("make-model: pass --arch (qwen3|qwen2|llama|mistral|phi3|qwen3_moe){}",
+         found > 1 ? fmt::format("; preset {} exists for several architectures", args.preset) : "");
+  return arch;
+}
+
+// The options of make_model from the flags: the preset or config, architecture, --dtype and
+// --quant names, --max-shard-size in bytes. Throws hogwild::Error naming the flag whose value is
+// unknown.
+MakeModelOptions make_model_options(const Args& args) {
+  MakeModelOptions o;
+  o.preset = args.preset;
+  o.config_file = args.config;
+  o.arch = chosen_arch(args);
+  if (args.dtype == "bf16")
+    o.dtype = Dtype::bf16;
+  else if (args.dtype == "f16")
+    o.dtype = Dtype::f16;
+  else if (args.dtype == "f32")
+    o.dtype = Dtype::f32;
+  else
+    fail("--dtype {}: use bf16, f16 or f32", args.dtype);
+  o.tokenizer_dir = args.tokenizer;
+  o.seed = args.seed;
+  o.out_dir = args.out;
+  o.max_shard_size = parse_size(args.max_shard);
+  o.show_progress = !args.quiet;
+  o.force = args.force;
+  if (args.quant.empty())
+    o.quant = QuantMethod::none;
+  else if (args.quant == "awq")
+    o.quant = QuantMethod::awq;
+  else if (args.quant == "gptq")
+    o.quant = QuantMethod::gptq;
+  else if (args.quant == "fp8")
+    o.quant = QuantMethod::fp8;
+  else
+    fail("--quant {}: use awq, gptq or fp8", args.quant);
+  o.group_size = args.group_size;
+  o.desc_act = args.desc_act;
+  o.sym = !args.no_sym;
+  return o;
+}
+
 }  // namespace
 
 void register_make_model(CLI::App& app) {
@@ -89,49 +143,7 @@ void register_make_model(CLI::App& app) {
   cmd->add_flag("--force", args->force,
                 "write into a non-empty --out, replacing the model files there");
   cmd->callback([args] {
-    MakeModelOptions o;
-    o.preset = args->preset;
-    o.config_file = args->config;
-    if (!args->arch.empty()) {
-      o.arch = arch_from_short_name(args->arch);
-    } else if (!args->config.empty()) {
-      o.arch = config_file_arch(args->config);  // the config's own "architectures"
-    } else {
-      int found = 0;
-      for (const ModelPreset& p : model_presets())
-        if (p.name == args->preset) o.arch = p.config.arch, ++found;
-      if (found != 1)
-        fail("make-model: pass --arch (qwen3|qwen2|llama|mistral|phi3|qwen3_moe){}",
-             found > 1 ? fmt::format("; preset {} exists for several architectures", args->preset)
-                       : "");
-    }
-    if (args->dtype == "bf16")
-      o.dtype = Dtype::bf16;
-    else if (args->dtype == "f16")
-      o.dtype = Dtype::f16;
-    else if (args->dtype == "f32")
-      o.dtype = Dtype::f32;
-    else
-      fail("--dtype {}: use bf16, f16 or f32", args->dtype);
-    o.tokenizer_dir = args->tokenizer;
-    o.seed = args->seed;
-    o.out_dir = args->out;
-    o.max_shard_size = parse_size(args->max_shard);
-    o.show_progress = !args->quiet;
-    o.force = args->force;
-    if (args->quant.empty())
-      o.quant = QuantMethod::none;
-    else if (args->quant == "awq")
-      o.quant = QuantMethod::awq;
-    else if (args->quant == "gptq")
-      o.quant = QuantMethod::gptq;
-    else if (args->quant == "fp8")
-      o.quant = QuantMethod::fp8;
-    else
-      fail("--quant {}: use awq, gptq or fp8", args->quant);
-    o.group_size = args->group_size;
-    o.desc_act = args->desc_act;
-    o.sym = !args->no_sym;
+    const MakeModelOptions o = make_model_options(*args);
     ModelConfig c = make_model(o);
     if (!args->quiet)
       std::fprintf(stderr, "made %s: %s, %.3fM parameters, %s%s, seed %llu\n", o.out_dir.c_str(),

@@ -143,7 +143,10 @@ void load(const ServeArgs& a, Loaded& L, HttpServer& http) {
                std::string(server::reasoning_parser_name(m.reasoning_parser)).c_str());
 }
 
-void serve(ServeArgs a) {
+// Checks the flags of `hogwild serve` before anything listens: the model directory and its
+// tokenizer, each count within its range, the format and reasoning parser names; reads
+// --api-key-file into a.api_key. Throws hogwild::Error naming the flag.
+void check_serve_flags(ServeArgs& a) {
   std::error_code ec;
   if (a.model_dir.empty() || !fs::is_directory(a.model_dir, ec))
     fail("model directory '{}' does not exist; pass an HF model directory with -m", a.model_dir);
@@ -170,7 +173,11 @@ void serve(ServeArgs a) {
       fail("--reasoning-parser: {} (or auto: from the model's chat template)", e.what());
     }
   if (!a.api_key_file.empty()) a.api_key = read_key_file(a.api_key_file);
+}
 
+// The HTTP server's options from the flags: one worker thread per admitted request plus 16
+// unless --threads says otherwise.
+server::ServerOptions http_options(const ServeArgs& a) {
   server::ServerOptions o;
   o.host = a.host;
   o.port = a.port;
@@ -183,10 +190,13 @@ void serve(ServeArgs a) {
       a.threads > 0 ? a.threads : std::min(a.max_queue + a.max_sessions + 16, kMaxHttpThreads));
   o.max_connections = static_cast<size_t>(a.max_connections);
   o.log_requests = !a.quiet;
+  return o;
+}
 
-  // Signals: SIGTERM / SIGINT only set a flag that the loop below reads (whichever thread the
-  // kernel picks runs the handler; SA_RESTART keeps the library's accept() going); a client that
-  // goes away must not kill the process with SIGPIPE.
+// Signals: SIGTERM / SIGINT only set a flag that serve's loop reads (whichever thread the
+// kernel picks runs the handler; SA_RESTART keeps the library's accept() going); a client that
+// goes away must not kill the process with SIGPIPE.
+void install_stop_handlers() {
   g_stop_signal.store(0);
   struct sigaction sa = {};
   sa.sa_handler = on_stop_signal;
@@ -195,6 +205,30 @@ void serve(ServeArgs a) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+}
+
+// After SIGTERM / SIGINT with the model loaded: new requests get 503, running ones have
+// drain_timeout seconds to finish, then are cancelled; returns when none is running.
+void drain(Loaded& L, HttpServer& http, int64_t drain_timeout) {
+  http.set_draining();
+  if (L.scheduler) {
+    L.scheduler->drain();
+    const auto t0 = std::chrono::steady_clock::now();
+    while (L.scheduler->active() > 0 && seconds_since(t0) < static_cast<double>(drain_timeout))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (L.scheduler->active() > 0) {
+      std::fprintf(stderr, "serve: %zu requests still running after %lld s: cancelling them\n",
+                   L.scheduler->active(), static_cast<long long>(drain_timeout));
+      L.scheduler->cancel_all();
+    }
+    while (L.scheduler->active() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void serve(ServeArgs a) {
+  check_serve_flags(a);
+  const server::ServerOptions o = http_options(a);
+  install_stop_handlers();
 
   HttpServer http(o);
   http.bind();
@@ -231,19 +265,7 @@ void serve(ServeArgs a) {
   }
   std::fprintf(stderr, "serve: %s: draining\n", name);
   loader.join();
-  http.set_draining();
-  if (L.scheduler) {
-    L.scheduler->drain();
-    const auto t0 = std::chrono::steady_clock::now();
-    while (L.scheduler->active() > 0 && seconds_since(t0) < static_cast<double>(a.drain_timeout))
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (L.scheduler->active() > 0) {
-      std::fprintf(stderr, "serve: %zu requests still running after %lld s: cancelling them\n",
-                   L.scheduler->active(), static_cast<long long>(a.drain_timeout));
-      L.scheduler->cancel_all();
-    }
-    while (L.scheduler->active() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  drain(L, http, a.drain_timeout);
   http.stop();
   if (L.scheduler) L.scheduler->stop();
   std::fprintf(stderr, "serve: stopped\n");

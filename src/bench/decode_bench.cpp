@@ -22,32 +22,37 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// One (context, workers, sessions) point (decode_bench.h).
-nlohmann::json bench_point(const DecodeBenchModel& m, int64_t ctx, int W, int S,
-                           const DecodeBenchOptions& opt) {
+// The blocks and the batch of one (context, workers, sessions) point.
+struct PointBlocks {
+  std::vector<BlockId> owned;  // every block made for the point, freed by the caller
+  std::vector<BlockId> step;   // (sessions * workers) the workers' current step blocks
+  ForwardBatch batch;          // views filled; tokens are set per step
+};
+
+// Fills the backend's blocks of one point: per session a shared context block of ctx tokens and
+// W step blocks of opt.step_tokens, plus the constant text blocks when opt.session_layout, and
+// the combined-layout views over them. Throws what the backend's new_block/fill_block throw.
+PointBlocks make_point_blocks(const DecodeBenchModel& m, int64_t ctx, int W, int S,
+                              const DecodeBenchOptions& opt) {
   Backend& be = *m.backend;
-  const int64_t steps_total = opt.warmup + opt.repeat;
-  if (m.require_kv_tokens)
-    m.require_kv_tokens(S * run_kv_tokens({ctx, W, opt.step_tokens + steps_total, 0, 0}));
-  std::vector<BlockId> owned;
+  PointBlocks p;
   auto block = [&](int64_t len, uint64_t seed) {
-    owned.push_back(be.new_block());
-    m.fill_block(owned.back(), len, seed);
-    return owned.back();
+    p.owned.push_back(be.new_block());
+    m.fill_block(p.owned.back(), len, seed);
+    return p.owned.back();
   };
-  ForwardBatch b;
-  std::vector<BlockId> step(static_cast<size_t>(S) * W);
+  p.step.resize(static_cast<size_t>(S) * W);
   for (int s = 0; s < S; ++s) {
     const uint64_t seed = opt.seed + 1000 * static_cast<uint64_t>(s);
     const BlockId shared = block(ctx, seed + 1);
-    for (int w = 0; w < W; ++w) step[s * W + w] = block(opt.step_tokens, seed + 100 + w);
+    for (int w = 0; w < W; ++w) p.step[s * W + w] = block(opt.step_tokens, seed + 100 + w);
     // The combined layout of hogwild/layout.h, as a session builds it. Session layout: the
     // constant blocks too, header 8 tokens, separator 2, separator + own header 10 (Qwen3 tokens
     // of the default formatting are of that order); else only the context and the steps.
     LayoutState st;
     st.layout = Layout::combined;
     st.history = shared;
-    st.current.assign(step.begin() + s * W, step.begin() + (s + 1) * W);
+    st.current.assign(p.step.begin() + s * W, p.step.begin() + (s + 1) * W);
     st.text.others_header.assign(W, -1);
     st.text.sep_own_header.assign(W, -1);
     if (opt.session_layout && W > 1) {
@@ -55,47 +60,79 @@ nlohmann::json bench_point(const DecodeBenchModel& m, int64_t ctx, int W, int S,
       st.text.sep = block(2, seed + 3);
       for (int w = 0; w < W; ++w) st.text.sep_own_header[w] = block(10, seed + 200 + w);
     }
-    for (std::vector<BlockId>& v : build_views(st)) b.views.push_back(std::move(v));
+    for (std::vector<BlockId>& v : build_views(st)) p.batch.views.push_back(std::move(v));
   }
-  // Tokens of the constant blocks the views read (each distinct block once).
-  int64_t const_tokens = 0;
-  {
-    std::vector<BlockId> seen;
-    for (const auto& v : b.views)
-      for (BlockId x : v)
-        if (std::find(seen.begin(), seen.end(), x) == seen.end()) {
-          seen.push_back(x);
-          if (std::find(step.begin(), step.end(), x) == step.end()) const_tokens += be.block_len(x);
-        }
-  }
+  return p;
+}
 
-  std::vector<double> ms;
-  int64_t kv_tokens_read = 0;
-  double weight_bytes = 0, experts_touched = 0;  // MoE: means over the timed steps
-  const int rows = S * W;
-  const int64_t vocab = be.config().vocab_size;
+// Tokens of the constant blocks the views read (each distinct block once): every block in a
+// view that is not a step block.
+int64_t constant_tokens(Backend& be, const PointBlocks& p) {
+  int64_t const_tokens = 0;
+  std::vector<BlockId> seen;
+  for (const auto& v : p.batch.views)
+    for (BlockId x : v)
+      if (std::find(seen.begin(), seen.end(), x) == seen.end()) {
+        seen.push_back(x);
+        if (std::find(p.step.begin(), p.step.end(), x) == p.step.end())
+          const_tokens += be.block_len(x);
+      }
+  return const_tokens;
+}
+
+// What the timed steps of one point measured.
+struct StepTimes {
+  std::vector<double> ms;      // (repeat) wall time of each timed step, milliseconds
+  int64_t kv_tokens_read = 0;  // KV tokens a step must read, summed over the timed steps
+  double weight_bytes = 0;     // MoE (last_step_reads): mean bytes of weights read per step
+  double experts_touched = 0;  // MoE: mean experts touched per step
+};
+
+// Runs opt.warmup + opt.repeat decode steps of one token per row (ids spread over the
+// vocabulary) on the point's batch and times the last opt.repeat of them.
+StepTimes time_steps(const DecodeBenchModel& m, PointBlocks& p, const DecodeBenchOptions& opt) {
+  const int64_t steps_total = opt.warmup + opt.repeat;
+  const int64_t const_tokens = constant_tokens(*m.backend, p);
+  const int rows = static_cast<int>(p.step.size());
+  const int64_t vocab = m.backend->config().vocab_size;
+  ForwardBatch& b = p.batch;
+  StepTimes st;
   for (int64_t t = 0; t < steps_total; ++t) {
     b.tokens.clear();
     for (int r = 0; r < rows; ++r)
-      b.tokens.push_back({static_cast<int32_t>((t * 131 + r * 17) % vocab), r, step[r], true});
+      b.tokens.push_back({static_cast<int32_t>((t * 131 + r * 17) % vocab), r, p.step[r], true});
     const auto t0 = std::chrono::steady_clock::now();
     m.step(b);
     const auto t1 = std::chrono::steady_clock::now();
     if (t >= opt.warmup) {
-      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      st.ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       // every distinct block once: the contexts and constants, and the steps as they grow
-      kv_tokens_read += const_tokens + rows * (opt.step_tokens + t + 1);
+      st.kv_tokens_read += const_tokens + rows * (opt.step_tokens + t + 1);
       if (m.last_step_reads) {
         const auto [bytes, touched] = m.last_step_reads();
-        weight_bytes += bytes / opt.repeat;
-        experts_touched += touched / opt.repeat;
+        st.weight_bytes += bytes / opt.repeat;
+        st.experts_touched += touched / opt.repeat;
       }
     }
   }
-  for (BlockId x : owned) be.free_block(x);
+  return st;
+}
 
-  const double step_ms = median(ms);
-  const double kv_bytes = double(kv_tokens_read) / opt.repeat * m.kv_bytes_per_token;
+// One (context, workers, sessions) point (decode_bench.h).
+nlohmann::json bench_point(const DecodeBenchModel& m, int64_t ctx, int W, int S,
+                           const DecodeBenchOptions& opt) {
+  Backend& be = *m.backend;
+  const int64_t steps_total = opt.warmup + opt.repeat;
+  if (m.require_kv_tokens)
+    m.require_kv_tokens(S * run_kv_tokens({ctx, W, opt.step_tokens + steps_total, 0, 0}));
+  PointBlocks p = make_point_blocks(m, ctx, W, S, opt);
+  StepTimes st = time_steps(m, p, opt);
+  for (BlockId x : p.owned) be.free_block(x);
+
+  const int rows = S * W;
+  const double step_ms = median(st.ms);
+  const double kv_bytes = double(st.kv_tokens_read) / opt.repeat * m.kv_bytes_per_token;
+  const double weight_bytes = m.last_step_reads ? st.weight_bytes : m.weight_bytes;
   nlohmann::json r;
   r["model"] = m.name;
   r["context"] = ctx;
@@ -104,12 +141,11 @@ nlohmann::json bench_point(const DecodeBenchModel& m, int64_t ctx, int W, int S,
   r["rows"] = rows;
   r["layout"] = opt.session_layout ? "session" : "bench";
   r["step_ms"] = step_ms;
-  r["step_ms_min"] = *std::min_element(ms.begin(), ms.end());
+  r["step_ms_min"] = *std::min_element(st.ms.begin(), st.ms.end());
   r["tok_s_per_worker"] = 1000.0 / step_ms;
   r["tok_s_aggregate"] = rows * 1000.0 / step_ms;
-  if (!m.last_step_reads) weight_bytes = m.weight_bytes;
   r["weight_bytes"] = weight_bytes;
-  if (m.last_step_reads) r["experts_touched"] = experts_touched;
+  if (m.last_step_reads) r["experts_touched"] = st.experts_touched;
   r["kv_bytes"] = kv_bytes;
   // What a step must read at least: the weights once and every visible KV block once.
   r["GBps"] = (weight_bytes + kv_bytes) / (step_ms * 1e-3) / 1e9;

@@ -117,31 +117,14 @@ Flow Interp::exec_stmt(const Stmt& s, const std::shared_ptr<Scope>& scope, std::
       inner->parent = scope;
       exec(s.body, inner, buf);
       Value v(std::move(buf));
-      if (s.expr) {  // `{% set x | filter %}`: the chain's innermost argument is the body
-        const Expr* e = s.expr.get();
-        std::vector<const Expr*> chain;
-        while (e->kind == Expr::Kind::Filter) {
-          chain.push_back(e);
-          e = e->args[0].get();
-        }
-        for (auto it = chain.rbegin(); it != chain.rend(); ++it)
-          v = apply_filter((*it)->name, v, eval_args(**it, 1, scope), **it);
-      }
+      if (s.expr) v = apply_filter_chain(*s.expr, std::move(v), scope);  // `{% set x | filter %}`
       exec_set(s, scope, std::move(v));
       return Flow::Normal;
     }
     case Stmt::Kind::FilterBlock: {
       std::string buf;
       exec(s.body, scope, buf);
-      Value v(std::move(buf));
-      const Expr* e = s.expr.get();
-      std::vector<const Expr*> chain;
-      while (e->kind == Expr::Kind::Filter) {
-        chain.push_back(e);
-        e = e->args[0].get();
-      }
-      for (auto it = chain.rbegin(); it != chain.rend(); ++it)
-        v = apply_filter((*it)->name, v, eval_args(**it, 1, scope), **it);
+      Value v = apply_filter_chain(*s.expr, Value(std::move(buf)), scope);
       append(out, to_str(v), s.line, s.col);
       return Flow::Normal;
     }
@@ -155,29 +138,50 @@ Flow Interp::exec_stmt(const Stmt& s, const std::shared_ptr<Scope>& scope, std::
       scope->vars[s.text] = Value(FnRef(fn));
       return Flow::Normal;
     }
-    case Stmt::Kind::CallBlock: {
-      auto caller = std::make_shared<Callable>();
-      caller->kind = Callable::Kind::Macro;
-      caller->name = "caller";
-      caller->macro = &s;
-      caller->closure = scope;
-      caller->owner = program_;
-      const Expr& call = *s.expr;
-      Value fn = eval(*call.args[0], scope);
-      Args args = eval_args(call, 1, scope);
-      if (!fn.is_callable() || std::get<FnRef>(fn.v)->kind != Callable::Kind::Macro)
-        error(call, "'call' needs a macro.");
-      Value callerv{FnRef(caller)};
-      append(out, to_str(call_macro(*std::get<FnRef>(fn.v), std::move(args), call, &callerv)),
-             s.line, s.col);
+    case Stmt::Kind::CallBlock:
+      exec_call_block(s, scope, out);
       return Flow::Normal;
-    }
     case Stmt::Kind::Break:
       return Flow::Break;
     case Stmt::Kind::Continue:
       return Flow::Continue;
   }
   return Flow::Normal;
+}
+
+// The filters of a `{% set x | f | g %}` or `{% filter f | g %}` block applied to `v`, the
+// block's rendered body: `chain` is the Filter expression whose innermost argument stands for the
+// body, and the filters run innermost first. Throws TemplateError as apply_filter.
+Value Interp::apply_filter_chain(const Expr& chain, Value v, const std::shared_ptr<Scope>& scope) {
+  const Expr* e = &chain;
+  std::vector<const Expr*> filters;
+  while (e->kind == Expr::Kind::Filter) {
+    filters.push_back(e);
+    e = e->args[0].get();
+  }
+  for (auto it = filters.rbegin(); it != filters.rend(); ++it)
+    v = apply_filter((*it)->name, v, eval_args(**it, 1, scope), **it);
+  return v;
+}
+
+// `{% call m(args) %}body{% endcall %}`: calls macro m with a `caller` macro whose body is the
+// block's, and appends the result to `out`. Throws TemplateError when m is not a macro, and as
+// call_macro.
+void Interp::exec_call_block(const Stmt& s, const std::shared_ptr<Scope>& scope, std::string& out) {
+  auto caller = std::make_shared<Callable>();
+  caller->kind = Callable::Kind::Macro;
+  caller->name = "caller";
+  caller->macro = &s;
+  caller->closure = scope;
+  caller->owner = program_;
+  const Expr& call = *s.expr;
+  Value fn = eval(*call.args[0], scope);
+  Args args = eval_args(call, 1, scope);
+  if (!fn.is_callable() || std::get<FnRef>(fn.v)->kind != Callable::Kind::Macro)
+    error(call, "'call' needs a macro.");
+  Value callerv{FnRef(caller)};
+  append(out, to_str(call_macro(*std::get<FnRef>(fn.v), std::move(args), call, &callerv)), s.line,
+         s.col);
 }
 
 static void bind_targets(Interp& in, const Stmt& s, Scope& scope, const Value& item,
@@ -288,25 +292,41 @@ Args Interp::eval_args(const Expr& e, size_t first, const std::shared_ptr<Scope>
   return a;
 }
 
+// The value of variable `name` in `scope` (innermost first), else the global function of that
+// name (range, namespace, raise_exception, dict, strftime_now), else Undefined. Throws nothing.
+static Value lookup_name(const std::string& name, const Scope& scope) {
+  if (const Value* v = scope.lookup(name)) return *v;
+  static const char* globals[] = {"range", "namespace", "raise_exception", "dict", "strftime_now"};
+  for (const char* g : globals) {
+    if (name == g) {
+      auto fn = std::make_shared<Callable>();
+      fn->kind = Callable::Kind::Global;
+      fn->name = g;
+      return Value(FnRef(fn));
+    }
+  }
+  return Value(Undefined{name});
+}
+
+// Unary `-v` or `+v` (e.kind says which) of a number: bools become ints, ints stay int64. Throws
+// TemplateError for a non-number and for -INT64_MIN.
+static Value unary_sign(const Interp& in, const Expr& e, const Value& v) {
+  if (!v.is_number())
+    in.error(e, fmt::format("bad operand type for unary {}: '{}'.",
+                            e.kind == Expr::Kind::Neg ? '-' : '+', type_name(v)));
+  if (e.kind == Expr::Kind::Pos) return v.is_bool() ? Value(v.as_int()) : v;
+  if (v.is_float()) return Value(-v.as_double());
+  if (v.as_int() == INT64_MIN) in.error(e, "integer overflow.");
+  return Value(-v.as_int());
+}
+
 Value Interp::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
   NestGuard guard(*this, e);
   switch (e.kind) {
     case Expr::Kind::Literal:
       return e.value;
-    case Expr::Kind::Name: {
-      if (const Value* v = scope->lookup(e.name)) return *v;
-      static const char* globals[] = {"range", "namespace", "raise_exception", "dict",
-                                      "strftime_now"};
-      for (const char* g : globals) {
-        if (e.name == g) {
-          auto fn = std::make_shared<Callable>();
-          fn->kind = Callable::Kind::Global;
-          fn->name = g;
-          return Value(FnRef(fn));
-        }
-      }
-      return Value(Undefined{e.name});
-    }
+    case Expr::Kind::Name:
+      return lookup_name(e.name, *scope);
     case Expr::Kind::ListLit:
     case Expr::Kind::TupleLit: {
       List l;
@@ -345,16 +365,8 @@ Value Interp::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
       return Value(e.negate ? !r : r);
     }
     case Expr::Kind::Neg:
-    case Expr::Kind::Pos: {
-      Value v = eval(*e.args[0], scope);
-      if (!v.is_number())
-        error(e, fmt::format("bad operand type for unary {}: '{}'.",
-                             e.kind == Expr::Kind::Neg ? '-' : '+', type_name(v)));
-      if (e.kind == Expr::Kind::Pos) return v.is_bool() ? Value(v.as_int()) : v;
-      if (v.is_float()) return Value(-v.as_double());
-      if (v.as_int() == INT64_MIN) error(e, "integer overflow.");
-      return Value(-v.as_int());
-    }
+    case Expr::Kind::Pos:
+      return unary_sign(*this, e, eval(*e.args[0], scope));
     case Expr::Kind::Not:
       return Value(!truthy(eval(*e.args[0], scope)));
     case Expr::Kind::And: {

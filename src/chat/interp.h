@@ -85,6 +85,8 @@ class Interp {
   Flow exec_stmt(const Stmt& s, const std::shared_ptr<Scope>& scope, std::string& out);
   Flow exec_for(const Stmt& s, const std::shared_ptr<Scope>& scope, std::string& out);
   void exec_set(const Stmt& s, const std::shared_ptr<Scope>& scope, Value v);
+  void exec_call_block(const Stmt& s, const std::shared_ptr<Scope>& scope, std::string& out);
+  Value apply_filter_chain(const Expr& chain, Value v, const std::shared_ptr<Scope>& scope);
   Value eval(const Expr& e, const std::shared_ptr<Scope>& scope);
   Value eval_binary(const Expr& e, const std::string& op, const Value& a, const Value& b);
   bool compare(const Expr& e, const std::string& op, const Value& a, const Value& b);

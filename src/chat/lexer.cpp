@@ -256,24 +256,91 @@ class Lexer {
     return e;
   }
 
+  // The code point of the n hex digits at s_[i, i + n) of a \x, \u or \U escape in the string
+  // literal that starts at `pos`; advances i past them. Throws Error when the digits are
+  // truncated or not hex, or the value is past U+10FFFF.
+  char32_t hex_escape(size_t pos, size_t& i, size_t n) {
+    if (i + n > s_.size()) error(pos, "truncated \\x/\\u escape in a string literal.");
+    char32_t v = 0;
+    for (size_t k = 0; k < n; ++k) {
+      char h = s_[i + k];
+      if (!std::isxdigit(static_cast<unsigned char>(h)))
+        error(pos, "bad \\x/\\u escape in a string literal.");
+      v = v * 16 +
+          (std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
+    }
+    i += n;
+    if (v > 0x10FFFF) error(pos, "escape \\U is past U+10FFFF.");
+    return v;
+  }
+
+  // Appends to `out` what the escape `\e` means with Python's rules: the one-character escapes,
+  // a line continuation, \xHH, \uHHHH, \UHHHHHHHH, up to 3 octal digits; an unknown escape stays
+  // as written. `i` is just past `e` and advances past any digits; `pos` is where the literal
+  // starts. Throws as hex_escape.
+  void lex_escape(size_t pos, char e, size_t& i, std::string& out) {
+    switch (e) {
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case '\n':
+        break;  // line continuation
+      case 'x':
+        utf8_append(out, hex_escape(pos, i, 2));
+        break;
+      case 'u':
+        utf8_append(out, hex_escape(pos, i, 4));
+        break;
+      case 'U':
+        utf8_append(out, hex_escape(pos, i, 8));
+        break;
+      default:
+        if (e >= '0' && e <= '7') {
+          char32_t v = e - '0';
+          for (int k = 0; k < 2 && i < s_.size() && s_[i] >= '0' && s_[i] <= '7'; ++k)
+            v = v * 8 + (s_[i++] - '0');
+          utf8_append(out, v);
+        } else {
+          out += '\\';
+          out += e;
+        }
+    }
+  }
+
+  // The string literal quoted by s_[pos] (' or "), escapes decoded, pushed as a String token;
+  // returns the index after its closing quote. Throws Error when it is unterminated or has a bad
+  // escape.
   size_t lex_string(size_t pos) {
     char q = s_[pos];
     std::string out;
     size_t i = pos + 1;
-    auto hex = [&](size_t n) -> char32_t {
-      if (i + n > s_.size()) error(pos, "truncated \\x/\\u escape in a string literal.");
-      char32_t v = 0;
-      for (size_t k = 0; k < n; ++k) {
-        char h = s_[i + k];
-        if (!std::isxdigit(static_cast<unsigned char>(h)))
-          error(pos, "bad \\x/\\u escape in a string literal.");
-        v = v * 16 +
-            (std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
-      }
-      i += n;
-      if (v > 0x10FFFF) error(pos, "escape \\U is past U+10FFFF.");
-      return v;
-    };
     while (true) {
       if (i >= s_.size()) error(pos, "unterminated string literal.");
       char c = s_[i];
@@ -286,59 +353,7 @@ class Lexer {
       if (i + 1 >= s_.size()) error(pos, "unterminated string literal.");
       char e = s_[i + 1];
       i += 2;
-      switch (e) {
-        case 'n':
-          out += '\n';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case '\'':
-          out += '\'';
-          break;
-        case '"':
-          out += '"';
-          break;
-        case 'a':
-          out += '\a';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'v':
-          out += '\v';
-          break;
-        case '\n':
-          break;  // line continuation
-        case 'x':
-          utf8_append(out, hex(2));
-          break;
-        case 'u':
-          utf8_append(out, hex(4));
-          break;
-        case 'U':
-          utf8_append(out, hex(8));
-          break;
-        default:
-          if (e >= '0' && e <= '7') {
-            char32_t v = e - '0';
-            for (int k = 0; k < 2 && i < s_.size() && s_[i] >= '0' && s_[i] <= '7'; ++k)
-              v = v * 8 + (s_[i++] - '0');
-            utf8_append(out, v);
-          } else {
-            out += '\\';
-            out += e;
-          }
-      }
+      lex_escape(pos, e, i, out);
     }
     push(Token::Type::String, std::move(out), pos);
     return i + 1;

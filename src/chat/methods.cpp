@@ -104,6 +104,77 @@ static std::string str_format(Interp& in, const Expr& at, const std::string& f, 
   return out;
 }
 
+// str.find / rfind / index / count on `s`: positions and counts in code points, as Python's.
+// Returns nullopt when `name` is none of these. Throws TemplateError when the substring is not a
+// string, and for index() when it is not found.
+static std::optional<Value> string_search(Interp& in, const std::string& s, const std::string& name,
+                                          const Args& a, const Expr& at) {
+  if (name == "find" || name == "rfind" || name == "index") {
+    const std::string& t = need_str(in, at, a.get(0, "sub"), "find: substring");
+    size_t p = name == "rfind" ? s.rfind(t) : s.find(t);
+    if (p == std::string::npos) {
+      if (name == "index") in.error(at, "substring not found.");
+      return Value(int64_t{-1});
+    }
+    return Value(static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, p))));
+  }
+  if (name == "count") {
+    const std::string& t = need_str(in, at, a.get(0, "sub"), "count: substring");
+    if (t.empty()) return Value(static_cast<int64_t>(utf8_length(s) + 1));
+    int64_t n = 0;
+    for (size_t p = s.find(t); p != std::string::npos; p = s.find(t, p + t.size())) ++n;
+    return Value(n);
+  }
+  return std::nullopt;
+}
+
+// `sep.join(iterable)`: the items of argument 0, all strings, joined by `sep`. Throws
+// TemplateError when the argument is missing, an item is not a string or the result exceeds
+// Limits::max_bytes.
+static std::string str_join(Interp& in, const Expr& at, const std::string& sep, const Args& a) {
+  const Value* it = a.get(0, "iterable");
+  if (!it) in.error(at, "join needs an argument.");
+  std::string out;
+  bool first = true;
+  for (const Value& x : in.iterate(*it, at)) {
+    if (!x.is_string())
+      in.error(at, fmt::format("sequence item: expected str instance, {} found.", type_name(x)));
+    if (!first) out += sep;
+    first = false;
+    out += x.str();
+    in.check_size(at, out.size());
+  }
+  return out;
+}
+
+// The character-class tests isdigit / isalpha / isalnum / isspace / islower / isupper of `s`,
+// over its code points with Python's rules (an empty string is false; islower/isupper need at
+// least one cased character). Returns nullopt when `name` is none of these; throws nothing.
+static std::optional<bool> string_predicate(const std::string& s, const std::string& name) {
+  std::u32string cps = utf8_decode(s);
+  auto all = [&](auto pred) { return !cps.empty() && std::all_of(cps.begin(), cps.end(), pred); };
+  if (name == "isdigit") return all(cp_is_digit);
+  if (name == "isalpha") return all(cp_is_alpha);
+  if (name == "isalnum") return all([](char32_t c) { return cp_is_alpha(c) || cp_is_digit(c); });
+  if (name == "isspace") return all(py_isspace);
+  if (name == "islower" || name == "isupper") {
+    bool cased = false, ok = true;
+    for (char32_t c : cps) {
+      if (cp_is_upper(c)) {
+        cased = true;
+        ok &= name == "isupper";
+      } else if (cp_is_lower(c)) {
+        cased = true;
+        ok &= name == "islower";
+      }
+    }
+    return cased && ok;
+  }
+  return std::nullopt;
+}
+
+// Python str method `name` called on `s` with `a`: the search, join and character-class families
+// in their own functions above. Throws TemplateError for a bad argument or an unknown method.
 static Value string_method(Interp& in, const std::string& s, const std::string& name, const Args& a,
                            const Expr& at) {
   in.step(at, 1 + static_cast<int64_t>(s.size() / 4096));
@@ -142,37 +213,8 @@ static Value string_method(Interp& in, const std::string& s, const std::string& 
     in.check_size(at, r.size());
     return Value(std::move(r));
   }
-  if (name == "find" || name == "rfind" || name == "index") {
-    const std::string& t = need_str(in, at, a.get(0, "sub"), "find: substring");
-    size_t p = name == "rfind" ? s.rfind(t) : s.find(t);
-    if (p == std::string::npos) {
-      if (name == "index") in.error(at, "substring not found.");
-      return Value(int64_t{-1});
-    }
-    return Value(static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, p))));
-  }
-  if (name == "count") {
-    const std::string& t = need_str(in, at, a.get(0, "sub"), "count: substring");
-    if (t.empty()) return Value(static_cast<int64_t>(utf8_length(s) + 1));
-    int64_t n = 0;
-    for (size_t p = s.find(t); p != std::string::npos; p = s.find(t, p + t.size())) ++n;
-    return Value(n);
-  }
-  if (name == "join") {
-    const Value* it = a.get(0, "iterable");
-    if (!it) in.error(at, "join needs an argument.");
-    std::string out;
-    bool first = true;
-    for (const Value& x : in.iterate(*it, at)) {
-      if (!x.is_string())
-        in.error(at, fmt::format("sequence item: expected str instance, {} found.", type_name(x)));
-      if (!first) out += s;
-      first = false;
-      out += x.str();
-      in.check_size(at, out.size());
-    }
-    return Value(std::move(out));
-  }
+  if (auto r = string_search(in, s, name, a, at)) return std::move(*r);
+  if (name == "join") return Value(str_join(in, at, s, a));
   if (name == "format") return Value(str_format(in, at, s, a));
   if (name == "removeprefix" || name == "removesuffix") {
     const std::string& t = need_str(in, at, a.get(0, "affix"), name.c_str());
@@ -183,26 +225,7 @@ static Value string_method(Interp& in, const std::string& s, const std::string& 
     return Value(s);
   }
   if (name == "splitlines") return str_list(py_splitlines(s));
-  std::u32string cps = utf8_decode(s);
-  auto all = [&](auto pred) { return !cps.empty() && std::all_of(cps.begin(), cps.end(), pred); };
-  if (name == "isdigit") return Value(all(cp_is_digit));
-  if (name == "isalpha") return Value(all(cp_is_alpha));
-  if (name == "isalnum")
-    return Value(all([](char32_t c) { return cp_is_alpha(c) || cp_is_digit(c); }));
-  if (name == "isspace") return Value(all(py_isspace));
-  if (name == "islower" || name == "isupper") {
-    bool cased = false, ok = true;
-    for (char32_t c : cps) {
-      if (cp_is_upper(c)) {
-        cased = true;
-        ok &= name == "isupper";
-      } else if (cp_is_lower(c)) {
-        cased = true;
-        ok &= name == "islower";
-      }
-    }
-    return Value(cased && ok);
-  }
+  if (auto r = string_predicate(s, name)) return Value(*r);
   in.error(at, "str." + name + "() is not supported.");
 }
 

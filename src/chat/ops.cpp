@@ -13,6 +13,133 @@ std::string percent_format(Interp& in, const Expr& at, const std::string& fmt, c
 
 static const Undefined& undef(const Value& v) { return std::get<Undefined>(v.v); }
 
+// Python's TypeError for `a op b` when neither operand type supports `op`: always throws
+// TemplateError.
+[[noreturn]] static void operand_type_error(const Interp& in, const Expr& e, const std::string& op,
+                                            const Value& a, const Value& b) {
+  in.error(e, fmt::format("unsupported operand type(s) for {}: '{}' and '{}'.", op, type_name(a),
+                          type_name(b)));
+}
+
+// `a + b`: checked int64 sum of ints/bools, float sum of numbers, concatenation of two strings
+// or two lists (the list keeps a's tuple-ness). Throws TemplateError on integer overflow, on a
+// result over the size/item limits and on mixed types (Python's wording for str + non-str).
+static Value add(Interp& in, const Expr& e, const Value& a, const Value& b, bool ints, bool nums) {
+  if (ints) {
+    int64_t r = 0;
+    if (__builtin_add_overflow(a.as_int(), b.as_int(), &r)) in.error(e, "integer overflow.");
+    return Value(r);
+  }
+  if (nums) return Value(a.as_double() + b.as_double());
+  if (a.is_string() && b.is_string()) {
+    in.check_size(e, a.str().size() + b.str().size());
+    return Value(a.str() + b.str());
+  }
+  if (a.is_list() && b.is_list()) {
+    in.check_items(e, a.list().size() + b.list().size());
+    List l = a.list();
+    l.insert(l.end(), b.list().begin(), b.list().end());
+    in.step(e, static_cast<int64_t>(l.size()));
+    return Value(std::move(l), std::get<ListRef>(a.v).tuple);
+  }
+  if (a.is_string() || b.is_string())
+    in.error(e, fmt::format("can only concatenate str (not \"{}\") to str.",
+                            type_name(a.is_string() ? b : a)));
+  operand_type_error(in, e, "+", a, b);
+}
+
+// `a * b`: checked int64 product of ints/bools, float product of numbers, or a string/list
+// repeated by an int on either side (a negative count gives an empty one; a list keeps its
+// tuple-ness). Throws TemplateError on integer overflow, on a result over the size/item limits
+// and on other types.
+static Value multiply(Interp& in, const Expr& e, const Value& a, const Value& b, bool ints,
+                      bool nums) {
+  if (ints) {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(a.as_int(), b.as_int(), &r)) in.error(e, "integer overflow.");
+    return Value(r);
+  }
+  if (nums) return Value(a.as_double() * b.as_double());
+  const Value* seq = (a.is_string() || a.is_list()) ? &a : &b;
+  const Value* cnt = seq == &a ? &b : &a;
+  if (!(seq->is_string() || seq->is_list()) || !(cnt->is_int() || cnt->is_bool()))
+    operand_type_error(in, e, "*", a, b);
+  int64_t n = std::max<int64_t>(cnt->as_int(), 0);
+  const Limits& limits = in.limits();
+  if (seq->is_string()) {
+    if (n > 0 && seq->str().size() > limits.max_bytes / static_cast<uint64_t>(n))
+      in.check_size(e, limits.max_bytes + 1);
+    std::string s;
+    for (int64_t i = 0; i < n; ++i) s += seq->str();
+    return Value(std::move(s));
+  }
+  if (n > 0 && seq->list().size() > limits.max_items / static_cast<uint64_t>(n))
+    in.check_items(e, limits.max_items + 1);
+  List l;
+  for (int64_t i = 0; i < n; ++i) l.insert(l.end(), seq->list().begin(), seq->list().end());
+  in.step(e, static_cast<int64_t>(l.size()));
+  return Value(std::move(l), std::get<ListRef>(seq->v).tuple);
+}
+
+// `a // b` or numeric `a % b` (op says which) with Python's floor semantics: the quotient rounds
+// toward -inf and the remainder takes the divisor's sign; ints stay int64, else float
+// (CPython float_divmod). The caller has checked both are numbers. Throws TemplateError on a
+// zero divisor and on INT64_MIN // -1.
+static Value floor_div_mod(const Interp& in, const Expr& e, const std::string& op, const Value& a,
+                           const Value& b, bool ints) {
+  if (ints) {
+    int64_t x = a.as_int(), y = b.as_int();
+    if (y == 0) in.error(e, "integer division or modulo by zero.");
+    if (x == INT64_MIN && y == -1) in.error(e, "integer overflow.");
+    int64_t q = x / y, m = x % y;
+    if (m != 0 && ((m < 0) != (y < 0))) {
+      --q;
+      m += y;
+    }
+    return Value(op == "//" ? q : m);
+  }
+  double x = a.as_double(), y = b.as_double();
+  if (y == 0) in.error(e, "float division or modulo by zero.");
+  // CPython float_divmod.
+  double m = std::fmod(x, y);
+  double div = (x - m) / y;
+  if (m != 0) {
+    if ((y < 0) != (m < 0)) {
+      m += y;
+      div -= 1.0;
+    }
+  } else {
+    m = std::copysign(0.0, y);
+  }
+  if (op == "%") return Value(m);
+  double fl = std::copysign(0.0, x / y);
+  if (div != 0) {
+    fl = std::floor(div);
+    if (div - fl > 0.5) fl += 1.0;
+  }
+  return Value(fl);
+}
+
+// `a ** b`: exact int64 power by squaring for ints/bools with b >= 0, else std::pow of the two
+// numbers. Throws TemplateError on integer overflow, on 0.0 to a negative power and on
+// non-numbers.
+static Value power(const Interp& in, const Expr& e, const Value& a, const Value& b, bool ints,
+                   bool nums) {
+  if (ints && b.as_int() >= 0) {
+    int64_t base = a.as_int(), ex = b.as_int(), acc = 1;
+    while (ex > 0) {
+      if ((ex & 1) && __builtin_mul_overflow(acc, base, &acc)) in.error(e, "integer overflow.");
+      ex >>= 1;
+      if (ex > 0 && __builtin_mul_overflow(base, base, &base)) in.error(e, "integer overflow.");
+    }
+    return Value(acc);
+  }
+  if (!nums) operand_type_error(in, e, "**", a, b);
+  if (a.as_double() == 0 && b.as_double() < 0)
+    in.error(e, "0.0 cannot be raised to a negative power.");
+  return Value(std::pow(a.as_double(), b.as_double()));
+}
+
 Value Interp::eval_binary(const Expr& e, const std::string& op, const Value& a, const Value& b) {
   if (op == "~") {
     std::string s = to_str(a);
@@ -22,123 +149,30 @@ Value Interp::eval_binary(const Expr& e, const std::string& op, const Value& a, 
   }
   if (a.is_undefined() || b.is_undefined())
     error(e, fmt::format("'{}' is undefined.", undef(a.is_undefined() ? a : b).name));
-  auto type_error = [&]() -> Value {
-    error(e, fmt::format("unsupported operand type(s) for {}: '{}' and '{}'.", op, type_name(a),
-                         type_name(b)));
-  };
   bool ints = (a.is_int() || a.is_bool()) && (b.is_int() || b.is_bool());
   bool nums = a.is_number() && b.is_number();
-  int64_t r = 0;
-  if (op == "+") {
-    if (ints) {
-      if (__builtin_add_overflow(a.as_int(), b.as_int(), &r)) error(e, "integer overflow.");
-      return Value(r);
-    }
-    if (nums) return Value(a.as_double() + b.as_double());
-    if (a.is_string() && b.is_string()) {
-      check_size(e, a.str().size() + b.str().size());
-      return Value(a.str() + b.str());
-    }
-    if (a.is_list() && b.is_list()) {
-      check_items(e, a.list().size() + b.list().size());
-      List l = a.list();
-      l.insert(l.end(), b.list().begin(), b.list().end());
-      step(e, static_cast<int64_t>(l.size()));
-      return Value(std::move(l), std::get<ListRef>(a.v).tuple);
-    }
-    if (a.is_string() || b.is_string())
-      error(e, fmt::format("can only concatenate str (not \"{}\") to str.",
-                           type_name(a.is_string() ? b : a)));
-    return type_error();
-  }
+  if (op == "+") return add(*this, e, a, b, ints, nums);
   if (op == "-") {
+    int64_t r = 0;
     if (ints) {
       if (__builtin_sub_overflow(a.as_int(), b.as_int(), &r)) error(e, "integer overflow.");
       return Value(r);
     }
     if (nums) return Value(a.as_double() - b.as_double());
-    return type_error();
+    operand_type_error(*this, e, op, a, b);
   }
-  if (op == "*") {
-    if (ints) {
-      if (__builtin_mul_overflow(a.as_int(), b.as_int(), &r)) error(e, "integer overflow.");
-      return Value(r);
-    }
-    if (nums) return Value(a.as_double() * b.as_double());
-    const Value* seq = (a.is_string() || a.is_list()) ? &a : &b;
-    const Value* cnt = seq == &a ? &b : &a;
-    if (!(seq->is_string() || seq->is_list()) || !(cnt->is_int() || cnt->is_bool()))
-      return type_error();
-    int64_t n = std::max<int64_t>(cnt->as_int(), 0);
-    if (seq->is_string()) {
-      if (n > 0 && seq->str().size() > limits_.max_bytes / static_cast<uint64_t>(n))
-        check_size(e, limits_.max_bytes + 1);
-      std::string s;
-      for (int64_t i = 0; i < n; ++i) s += seq->str();
-      return Value(std::move(s));
-    }
-    if (n > 0 && seq->list().size() > limits_.max_items / static_cast<uint64_t>(n))
-      check_items(e, limits_.max_items + 1);
-    List l;
-    for (int64_t i = 0; i < n; ++i) l.insert(l.end(), seq->list().begin(), seq->list().end());
-    step(e, static_cast<int64_t>(l.size()));
-    return Value(std::move(l), std::get<ListRef>(seq->v).tuple);
-  }
+  if (op == "*") return multiply(*this, e, a, b, ints, nums);
   if (op == "/") {
-    if (!nums) return type_error();
+    if (!nums) operand_type_error(*this, e, op, a, b);
     if (b.as_double() == 0) error(e, "division by zero.");
     return Value(a.as_double() / b.as_double());
   }
   if (op == "//" || (op == "%" && !a.is_string())) {
-    if (!nums) return type_error();
-    if (ints) {
-      int64_t x = a.as_int(), y = b.as_int();
-      if (y == 0) error(e, "integer division or modulo by zero.");
-      if (x == INT64_MIN && y == -1) error(e, "integer overflow.");
-      int64_t q = x / y, m = x % y;
-      if (m != 0 && ((m < 0) != (y < 0))) {
-        --q;
-        m += y;
-      }
-      return Value(op == "//" ? q : m);
-    }
-    double x = a.as_double(), y = b.as_double();
-    if (y == 0) error(e, "float division or modulo by zero.");
-    // CPython float_divmod.
-    double m = std::fmod(x, y);
-    double div = (x - m) / y;
-    if (m != 0) {
-      if ((y < 0) != (m < 0)) {
-        m += y;
-        div -= 1.0;
-      }
-    } else {
-      m = std::copysign(0.0, y);
-    }
-    if (op == "%") return Value(m);
-    double fl = std::copysign(0.0, x / y);
-    if (div != 0) {
-      fl = std::floor(div);
-      if (div - fl > 0.5) fl += 1.0;
-    }
-    return Value(fl);
+    if (!nums) operand_type_error(*this, e, op, a, b);
+    return floor_div_mod(*this, e, op, a, b, ints);
   }
   if (op == "%") return Value(percent_format(*this, e, a.str(), b));
-  if (op == "**") {
-    if (ints && b.as_int() >= 0) {
-      int64_t base = a.as_int(), ex = b.as_int(), acc = 1;
-      while (ex > 0) {
-        if ((ex & 1) && __builtin_mul_overflow(acc, base, &acc)) error(e, "integer overflow.");
-        ex >>= 1;
-        if (ex > 0 && __builtin_mul_overflow(base, base, &base)) error(e, "integer overflow.");
-      }
-      return Value(acc);
-    }
-    if (!nums) return type_error();
-    if (a.as_double() == 0 && b.as_double() < 0)
-      error(e, "0.0 cannot be raised to a negative power.");
-    return Value(std::pow(a.as_double(), b.as_double()));
-  }
+  if (op == "**") return power(*this, e, a, b, ints, nums);
   error(e, "internal: unknown operator " + op);
 }
 

@@ -238,6 +238,78 @@ std::string Oracle::sum_text(const std::vector<std::optional<int64_t>>& r) const
   return s;
 }
 
+// The pieces of a claim: `opening` (ending "take part "), the hole for the part's number, then
+// "." and the step separator.
+static void add_claim_pieces(StepPlan& plan, std::string opening, const std::string& sep) {
+  plan.pieces.push_back({std::move(opening), true});
+  plan.pieces.push_back({"", true});
+  plan.pieces.push_back({"." + sep, false});
+}
+
+int Oracle::claimers_before(const SeenState& s, const Derived& d) const {
+  const int me = s.me;
+  int claimers = 0;
+  for (int o = 0; o < n_workers_; ++o) {
+    if (o == me || d.held[o] != 0 || d.stopped[o]) continue;
+    if (!sees_current(layout_)) {
+      claimers += o < me;
+    } else if (d.visible[o]) {
+      const std::string& c = d.current[o];
+      const bool claiming = ends_with(c, kTake) || (!c.empty() && starts_with(" I take part ", c));
+      claimers += claiming || (o < me && d.fresh[o]);
+    }
+  }
+  return claimers;
+}
+
+void Oracle::plan_held(const SeenState& s, const Derived& d, bool check, bool can_switch,
+                       StepPlan& plan) const {
+  const std::string& sep = fmt_.step_separator;
+  const int me = s.me;
+  const int my = d.held[me];
+  int other = -1;  // the worker whose hold or result makes my part redundant
+  bool lose = false;
+  if (d.result[my - 1]) {
+    other = d.result_writer[my - 1];
+    lose = true;
+  }
+  for (int o = 0; o < n_workers_ && other < 0; ++o)
+    if (o != me && d.held[o] == my) other = o, lose = o < me;
+  const std::string name = other >= 0 ? fmt_.worker_name(other) : "";
+  if (lose) {
+    if (can_switch) {
+      plan.kind = StepPlan::Kind::switch_part;
+      add_claim_pieces(plan, fmt::format(" {} took part {} too, so I take part ", name, my), sep);
+    } else {
+      plan.kind = StepPlan::Kind::leave;
+      plan.pieces.push_back(
+          {fmt::format(" {} took part {} too, so I leave it.", name, my) + sep, true});
+    }
+  } else if (check && other >= 0) {
+    plan.kind = StepPlan::Kind::keep;
+    plan.pieces.push_back(
+        {fmt::format(" {} took part {} too, but I keep it.", name, my) + sep, true});
+  } else {
+    plan.kind = StepPlan::Kind::work;
+    const Part& part = pack_.parts[my - 1];
+    plan.pieces.push_back(
+        {fmt::format(" Part {}: {} Part {} = {}.", my, part.equations(), my, part.result) + sep,
+         true});
+  }
+}
+
+bool Oracle::other_sums(const SeenState& s, const Derived& d) const {
+  const int me = s.me;
+  bool someone = false;
+  for (int o = 0; o < n_workers_ && !someone; ++o) {
+    if (o == me) continue;
+    if (d.summing[o]) someone = true;
+    if (o < me && d.held[o] == 0 && !d.stopped[o])
+      someone = !sees_current(layout_) || (d.visible[o] && d.fresh[o]);
+  }
+  return someone;
+}
+
 StepPlan Oracle::plan_step(const SeenState& s, bool check) const {
   const Derived d = derive(s);
   const std::string& sep = fmt_.step_separator;
@@ -250,73 +322,22 @@ StepPlan Oracle::plan_step(const SeenState& s, bool check) const {
     plan.pieces.push_back({*plan.check_answer ? " yes." : " no.", true});
   }
   const std::vector<int> f = free_parts(s, d);
-  // Workers that will claim before my digit: lower-index ones starting with me (they take the
-  // first free parts) and any that already write a claim (their digit comes first).
-  int claimers = 0;
-  for (int o = 0; o < n_workers_; ++o) {
-    if (o == me || d.held[o] != 0 || d.stopped[o]) continue;
-    if (!sees_current(layout_)) {
-      claimers += o < me;
-    } else if (d.visible[o]) {
-      const std::string& c = d.current[o];
-      const bool claiming = ends_with(c, kTake) || (!c.empty() && starts_with(" I take part ", c));
-      claimers += claiming || (o < me && d.fresh[o]);
-    }
-  }
-  auto claim_pieces = [&](std::string opening) {
-    plan.pieces.push_back({std::move(opening), true});
-    plan.pieces.push_back({"", true});
-    plan.pieces.push_back({"." + sep, false});
-  };
+  // A free part is left for me when fewer workers claim before my digit than there are free parts.
+  const bool part_left = claimers_before(s, d) < static_cast<int>(f.size());
   if (my > 0 && my <= k) {
-    int other = -1;  // the worker whose hold or result makes my part redundant
-    bool lose = false;
-    if (d.result[my - 1]) {
-      other = d.result_writer[my - 1];
-      lose = true;
-    }
-    for (int o = 0; o < n_workers_ && other < 0; ++o)
-      if (o != me && d.held[o] == my) other = o, lose = o < me;
-    const std::string name = other >= 0 ? fmt_.worker_name(other) : "";
-    if (lose) {
-      if (claimers < static_cast<int>(f.size())) {
-        plan.kind = StepPlan::Kind::switch_part;
-        claim_pieces(fmt::format(" {} took part {} too, so I take part ", name, my));
-      } else {
-        plan.kind = StepPlan::Kind::leave;
-        plan.pieces.push_back(
-            {fmt::format(" {} took part {} too, so I leave it.", name, my) + sep, true});
-      }
-    } else if (check && other >= 0) {
-      plan.kind = StepPlan::Kind::keep;
-      plan.pieces.push_back(
-          {fmt::format(" {} took part {} too, but I keep it.", name, my) + sep, true});
-    } else {
-      plan.kind = StepPlan::Kind::work;
-      const Part& part = pack_.parts[my - 1];
-      plan.pieces.push_back(
-          {fmt::format(" Part {}: {} Part {} = {}.", my, part.equations(), my, part.result) + sep,
-           true});
-    }
+    plan_held(s, d, check, part_left, plan);
     return plan;
   }
   const bool all_done = std::all_of(d.result.begin(), d.result.end(), [](auto& r) { return r; });
   if (all_done) {
-    bool someone = false;
-    for (int o = 0; o < n_workers_ && !someone; ++o) {
-      if (o == me) continue;
-      if (d.summing[o]) someone = true;
-      if (o < me && d.held[o] == 0 && !d.stopped[o])
-        someone = !sees_current(layout_) || (d.visible[o] && d.fresh[o]);
-    }
-    if (!someone) {
+    if (!other_sums(s, d)) {
       plan.kind = StepPlan::Kind::sum;
       plan.pieces.push_back({sum_text(d.result) + sep, true});
       return plan;
     }
-  } else if (claimers < static_cast<int>(f.size())) {
+  } else if (part_left) {
     plan.kind = StepPlan::Kind::claim;
-    claim_pieces(" I take part ");
+    add_claim_pieces(plan, " I take part ", sep);
     return plan;
   }
   if (d.stopped[me]) {  // said so in my last step: leave the run

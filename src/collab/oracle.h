@@ -121,6 +121,17 @@ class Oracle {
   Derived derive(const SeenState& s) const;
   std::vector<int> free_parts(const SeenState& s, const Derived& d) const;
   std::string sum_text(const std::vector<std::optional<int64_t>>& r) const;
+  /// How many other workers will write a claim digit before s.me's: lower-index idle ones when
+  /// current steps are not seen, else the visible ones already claiming and lower-index ones with
+  /// a fresh step.
+  int claimers_before(const SeenState& s, const Derived& d) const;
+  /// Fills `plan` for worker s.me, who holds part d.held[s.me]: switch_part (or leave, when no
+  /// free part is left for it: !can_switch) when another worker's result or lower-index hold
+  /// makes the part redundant, keep when the check found a higher-index holder, else work.
+  void plan_held(const SeenState& s, const Derived& d, bool check, bool can_switch,
+                 StepPlan& plan) const;
+  /// True when another worker writes the sum now or will before s.me (a lower-index idle one).
+  bool other_sums(const SeenState& s, const Derived& d) const;
 
   const Pack& pack_;
   const Formatting& fmt_;

@@ -112,14 +112,41 @@ void write_all(std::FILE* f, const void* p, size_t bytes, const std::string& wha
   if (bytes && std::fwrite(p, 1, bytes, f) != bytes) fail("writing {} failed (disk full?)", what);
 }
 
+/// Appends one example to a tokens-format shard: its ids as uint16 to .tok, its loss flags to
+/// .msk, {offset, length} (int64, in tokens) to .idx. Throws hogwild::Error naming the file when
+/// a write fails.
+void write_token_example(Writer& w, const Example& e, const std::string& prefix) {
+  std::vector<uint16_t> ids(e.tokens.begin(), e.tokens.end());
+  write_all(w.tok, ids.data(), ids.size() * 2, prefix + " tokens");
+  write_all(w.msk, e.loss.data(), e.loss.size(), prefix + " loss flags");
+  const int64_t idx[2] = {w.offset, static_cast<int64_t>(ids.size())};
+  write_all(w.idx, idx, sizeof idx, prefix + " index");
+  w.offset += static_cast<int64_t>(ids.size());
+}
+
+/// Prints to stderr the first session `i` whose scripted run did not reach the pack's answer
+/// (never expected: the oracle is exact), with its spec, stop reason, answer and history.
+void report_wrong_session(int64_t i, const TraceSpec& spec, const Trace& tr) {
+  std::fprintf(stderr,
+               "wrong session %lld (k %d, %d workers, %s, check every %lld): stop %s, "
+               "answer %s, expected %lld\n%s\n",
+               static_cast<long long>(i), spec.k, spec.n_workers, layout_name(spec.layout),
+               static_cast<long long>(spec.collab_every),
+               std::string(stop_reason_name(tr.result.stop_reason)).c_str(),
+               tr.result.answer.value_or("-").c_str(), static_cast<long long>(tr.pack.total),
+               tr.result.history_text.c_str());
+}
+
 }  // namespace
 
 void check_probability(const char* flag, double p) {
   if (!(p >= 0.0 && p <= 1.0)) fail("{} must be a probability in [0, 1], got {:g}", flag, p);
 }
 
-GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
-                         const chat::ChatTemplate* tmpl, const TextCodec& codec) {
+/// Checks the options of generate before any file is created: thread count, parts per pack,
+/// session count, the mix probabilities, the output format and, for tokens, a vocabulary that
+/// fits uint16 ids. Throws hogwild::Error naming the flag to fix.
+static void check_generate_options(const GenerateOptions& opt, const TextCodec& codec) {
   if (opt.threads < 1 || opt.threads > cpu::kMaxThreads)
     fail("--threads must be 1..{} (one output shard each), got {}", cpu::kMaxThreads, opt.threads);
   if (opt.mix.k_min < 2 || opt.mix.k_max < opt.mix.k_min || opt.mix.k_max > 9)
@@ -134,6 +161,11 @@ GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
   if (opt.format == "tokens" && codec.vocab_size() > 65536)
     fail("the vocabulary has {} ids; token files hold uint16 ids (at most 65536)",
          codec.vocab_size());
+}
+
+GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
+                         const chat::ChatTemplate* tmpl, const TextCodec& codec) {
+  check_generate_options(opt, codec);
   std::vector<Writer> writers(opt.format == "tokens" ? opt.threads : 1);
   if (opt.format == "tokens") {
     for (int t = 0; t < opt.threads; ++t) {
@@ -159,15 +191,7 @@ GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
         Trace tr = run_trace(spec, fmt, tmpl, codec);
         sum.sessions += 1;
         if (!tr.correct) {  // never expected: the oracle is exact; such runs are left out
-          if (sum.wrong++ == 0)
-            std::fprintf(stderr,
-                         "wrong session %lld (k %d, %d workers, %s, check every %lld): stop %s, "
-                         "answer %s, expected %lld\n%s\n",
-                         static_cast<long long>(i), spec.k, spec.n_workers,
-                         layout_name(spec.layout), static_cast<long long>(spec.collab_every),
-                         std::string(stop_reason_name(tr.result.stop_reason)).c_str(),
-                         tr.result.answer.value_or("-").c_str(),
-                         static_cast<long long>(tr.pack.total), tr.result.history_text.c_str());
+          if (sum.wrong++ == 0) report_wrong_session(i, spec, tr);
           continue;
         }
         sum.stats += tr.stats;
@@ -176,13 +200,7 @@ GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
           sum.tokens += static_cast<int64_t>(e.tokens.size());
           for (uint8_t l : e.loss) sum.loss_tokens += l;
           if (opt.format == "tokens") {
-            Writer& w = writers[t];
-            std::vector<uint16_t> ids(e.tokens.begin(), e.tokens.end());
-            write_all(w.tok, ids.data(), ids.size() * 2, opt.prefix + " tokens");
-            write_all(w.msk, e.loss.data(), e.loss.size(), opt.prefix + " loss flags");
-            const int64_t idx[2] = {w.offset, static_cast<int64_t>(ids.size())};
-            write_all(w.idx, idx, sizeof idx, opt.prefix + " index");
-            w.offset += static_cast<int64_t>(ids.size());
+            write_token_example(writers[t], e, opt.prefix);
           } else {
             const std::string line = nlohmann::json{{"text", codec.bytes(e.tokens)}}.dump(
                                          -1, ' ', false, nlohmann::json::error_handler_t::replace) +

@@ -12,7 +12,10 @@
 namespace hogwild::eval {
 namespace {
 
-void replace_all(std::string& s, std::string_view from, std::string_view to) {
+// replace_all and replace_command are noipa: specialised for a constant replacement (as the
+// normalisation steps below call them), std::string::replace trips GCC 12's false -Wrestrict
+// (GCC PR 105329). Neither is on a hot path.
+[[gnu::noipa]] void replace_all(std::string& s, std::string_view from, std::string_view to) {
   if (from.empty()) return;
   for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
     s.replace(p, from.size(), to);
@@ -20,7 +23,7 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
 
 /// Replaces the command `cmd` (e.g. "\left") only where no letter follows it (so \leftarrow and
 /// \le stay when removing \left / \l...).
-void replace_command(std::string& s, std::string_view cmd, std::string_view to) {
+[[gnu::noipa]] void replace_command(std::string& s, std::string_view cmd, std::string_view to) {
   for (size_t p = s.find(cmd); p != std::string::npos;) {
     size_t end = p + cmd.size();
     if (end < s.size() && std::isalpha(static_cast<unsigned char>(s[end]))) {
@@ -117,10 +120,10 @@ bool looks_like_word(std::string_view run) {
   return vowel;
 }
 
-Normalized normalize_answer(std::string_view answer) {
-  Normalized r;
-  std::string s = trim(std::string(answer));
-  // A box around the whole answer (or inside it) is unwrapped.
+namespace {
+
+/// Unwraps up to three nested \boxed{...} / \fbox{...} around (or inside) the answer in `s`.
+void unwrap_boxes(std::string& s) {
   for (int i = 0;
        i < 3 && (s.find("\\boxed") != std::string::npos || s.find("\\fbox") != std::string::npos);
        ++i) {
@@ -129,6 +132,11 @@ Normalized normalize_answer(std::string_view answer) {
     else
       break;
   }
+}
+
+/// Rewrites the Unicode math symbols models write (−, ×, π, √, ≤, ∈, no-break spaces, ...) in `s`
+/// as their LaTeX commands or ASCII.
+void unicode_to_latex(std::string& s) {
   static const std::array<std::pair<const char*, const char*>, 18> uni = {{{"−", "-"},
                                                                            {"–", "-"},
                                                                            {"×", "\\times "},
@@ -148,6 +156,11 @@ Normalized normalize_answer(std::string_view answer) {
                                                                            {"’", "'"},
                                                                            {"∈", "\\in "}}};
   for (auto [from, to] : uni) replace_all(s, from, to);
+}
+
+/// Removes from `s` the math delimiters (\( \) \[ \] $) and the LaTeX-spaced thousands
+/// separators (1{,}000, 1\,000), and turns matrix row breaks (\\) into \cr.
+void drop_delimiters(std::string& s) {
   // Matrix row breaks before the spacing commands (whose "\\ " would eat one backslash).
   replace_all(s, "\\\\", " \\cr ");
   // Math delimiters.
@@ -163,12 +176,13 @@ Normalized normalize_answer(std::string_view answer) {
     s = std::regex_replace(s, brace_comma, "$1$2");
     s = std::regex_replace(s, thin, "$1$2");
   }
-  // Percent, degrees.
-  if (s.find('%') != std::string::npos) r.had_percent = true;
-  replace_all(s, "\\%", "");
-  replace_all(s, "%", "");
-  for (const char* deg : {"^{\\circ}", "^\\circ", "^{\\degree}", "\\degree", "\\circ"})
-    replace_all(s, deg, " ");
+}
+
+/// Canonical commands in `s`: spacing and sizing commands become spaces, \dfrac/\tfrac ->
+/// \frac, \dbinom/\tbinom -> \binom, \leq/\geq/\neq (and slanted forms) -> \le/\ge/\ne,
+/// \lt/\gt -> </>, and the text and font wrappers are unwrapped (text-like ones keep word
+/// boundaries).
+void canonical_commands(std::string& s) {
   // Spacing and sizing.
   for (const char* sp : {"\\qquad", "\\quad", "\\displaystyle", "\\left", "\\right", "\\bigl",
                          "\\bigr", "\\Bigl", "\\Bigr", "\\big", "\\Big"})
@@ -190,6 +204,23 @@ Normalized normalize_answer(std::string_view answer) {
   for (const char* w :
        {"\\mathrm", "\\mathbf", "\\mathit", "\\boldsymbol", "\\operatorname", "\\mathsf"})
     unwrap(s, w, false);
+}
+
+}  // namespace
+
+Normalized normalize_answer(std::string_view answer) {
+  Normalized r;
+  std::string s = trim(std::string(answer));
+  unwrap_boxes(s);
+  unicode_to_latex(s);
+  drop_delimiters(s);
+  // Percent, degrees.
+  if (s.find('%') != std::string::npos) r.had_percent = true;
+  replace_all(s, "\\%", "");
+  replace_all(s, "%", "");
+  for (const char* deg : {"^{\\circ}", "^\\circ", "^{\\degree}", "\\degree", "\\circ"})
+    replace_all(s, deg, " ");
+  canonical_commands(s);
   s = trim(s);
   // "x \in [-2,7]": the set is the answer.
   static const std::regex member(R"(^[A-Za-z]\s*\\in\s+)");

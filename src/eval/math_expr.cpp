@@ -350,6 +350,69 @@ std::optional<Value> power_value(const Value& b, const Value& e) {
   return approx(powl(x, y));
 }
 
+/// n! of an exact integer 0 <= n <= 20000, else Gamma(n + 1) in long double; nullopt at the
+/// poles (negative integers).
+std::optional<Value> factorial_value(const Value& a) {
+  if (a.exact && a.q.get_den() == 1 && a.q >= 0 && a.q <= 20000) {
+    mpz_class r;
+    mpz_fac_ui(r.get_mpz_t(), a.q.get_num().get_ui());
+    return exact(mpq_class(r));
+  }
+  long double x = a.approx();
+  if (x < 0 && x == std::floor(x)) return std::nullopt;
+  return approx(tgammal(x + 1));
+}
+
+/// binom(n, k): exact for integers 0 <= n <= 10^6 and k >= 0 (0 when k > n), else through
+/// Gamma in long double.
+Value binomial_value(const Value& n, const Value& k) {
+  if (n.exact && k.exact && n.q.get_den() == 1 && k.q.get_den() == 1 && n.q >= 0 &&
+      n.q <= 1000000 && k.q >= 0) {
+    if (k.q > n.q) return exact(0);
+    mpz_class r;
+    mpz_bin_uiui(r.get_mpz_t(), n.q.get_num().get_ui(), k.q.get_num().get_ui());
+    return exact(mpq_class(r));
+  }
+  long double x = n.approx(), y = k.approx();
+  return approx(tgammal(x + 1) / (tgammal(y + 1) * tgammal(x - y + 1)));
+}
+
+std::optional<Value> eval(const Expr& e, const std::map<std::string, Value>& vars);
+
+/// The named function e.name (\ln, \log with an optional base e.args[1], \exp, the trig and
+/// hyperbolic functions and their inverses) of its first argument's value x, in long double;
+/// nullopt outside the domain or for an unknown name.
+std::optional<Value> function_value(const Expr& e, long double x,
+                                    const std::map<std::string, Value>& vars) {
+  const std::string& f = e.name;
+  if (f == "\\ln" || f == "\\log") {
+    if (x <= 0) return std::nullopt;
+    if (e.args.size() == 2) {
+      auto b = eval(e.args[1], vars);
+      if (!b || b->approx() <= 0 || b->approx() == 1) return std::nullopt;
+      return approx(logl(x) / logl(b->approx()));
+    }
+    return approx(logl(x));
+  }
+  if (f == "\\exp") return approx(expl(x));
+  if (f == "\\sin") return approx(sinl(x));
+  if (f == "\\cos") return approx(cosl(x));
+  if (f == "\\tan") return approx(tanl(x));
+  if (f == "\\cot") return approx(1 / tanl(x));
+  if (f == "\\sec") return approx(1 / cosl(x));
+  if (f == "\\csc") return approx(1 / sinl(x));
+  if (f == "\\arcsin" || f == "\\arccos") {
+    if (x < -1 || x > 1) return std::nullopt;
+    return approx(f == "\\arcsin" ? asinl(x) : acosl(x));
+  }
+  if (f == "\\arctan") return approx(atanl(x));
+  if (f == "\\sinh") return approx(sinhl(x));
+  if (f == "\\cosh") return approx(coshl(x));
+  if (f == "\\tanh") return approx(tanhl(x));
+  return std::nullopt;
+}
+
+/// The value of e with `vars` bound; nullopt when a variable is unbound or a step is undefined.
 std::optional<Value> eval(const Expr& e, const std::map<std::string, Value>& vars) {
   auto sub = [&](size_t i) { return eval(e.args[i], vars); };
   switch (e.kind) {
@@ -387,27 +450,12 @@ std::optional<Value> eval(const Expr& e, const std::map<std::string, Value>& var
     case Expr::fact: {
       auto a = sub(0);
       if (!a) return std::nullopt;
-      if (a->exact && a->q.get_den() == 1 && a->q >= 0 && a->q <= 20000) {
-        mpz_class r;
-        mpz_fac_ui(r.get_mpz_t(), a->q.get_num().get_ui());
-        return exact(mpq_class(r));
-      }
-      long double x = a->approx();
-      if (x < 0 && x == std::floor(x)) return std::nullopt;
-      return approx(tgammal(x + 1));
+      return factorial_value(*a);
     }
     case Expr::binom: {
       auto n = sub(0), k = sub(1);
       if (!n || !k) return std::nullopt;
-      if (n->exact && k->exact && n->q.get_den() == 1 && k->q.get_den() == 1 && n->q >= 0 &&
-          n->q <= 1000000 && k->q >= 0) {
-        if (k->q > n->q) return exact(0);
-        mpz_class r;
-        mpz_bin_uiui(r.get_mpz_t(), n->q.get_num().get_ui(), k->q.get_num().get_ui());
-        return exact(mpq_class(r));
-      }
-      long double x = n->approx(), y = k->approx();
-      return approx(tgammal(x + 1) / (tgammal(y + 1) * tgammal(x - y + 1)));
+      return binomial_value(*n, *k);
     }
     case Expr::floor:
     case Expr::ceil: {
@@ -435,33 +483,7 @@ std::optional<Value> eval(const Expr& e, const std::map<std::string, Value>& var
     case Expr::func: {
       auto a = sub(0);
       if (!a) return std::nullopt;
-      long double x = a->approx();
-      const std::string& f = e.name;
-      if (f == "\\ln" || f == "\\log") {
-        if (x <= 0) return std::nullopt;
-        if (e.args.size() == 2) {
-          auto b = sub(1);
-          if (!b || b->approx() <= 0 || b->approx() == 1) return std::nullopt;
-          return approx(logl(x) / logl(b->approx()));
-        }
-        return approx(logl(x));
-      }
-      if (f == "\\exp") return approx(expl(x));
-      if (f == "\\sin") return approx(sinl(x));
-      if (f == "\\cos") return approx(cosl(x));
-      if (f == "\\tan") return approx(tanl(x));
-      if (f == "\\cot") return approx(1 / tanl(x));
-      if (f == "\\sec") return approx(1 / cosl(x));
-      if (f == "\\csc") return approx(1 / sinl(x));
-      if (f == "\\arcsin" || f == "\\arccos") {
-        if (x < -1 || x > 1) return std::nullopt;
-        return approx(f == "\\arcsin" ? asinl(x) : acosl(x));
-      }
-      if (f == "\\arctan") return approx(atanl(x));
-      if (f == "\\sinh") return approx(sinhl(x));
-      if (f == "\\cosh") return approx(coshl(x));
-      if (f == "\\tanh") return approx(tanhl(x));
-      return std::nullopt;
+      return function_value(e, a->approx(), vars);
     }
   }
   return std::nullopt;

@@ -231,12 +231,10 @@ std::vector<std::string> worker_labels(const RunSpec& spec) {
                                 spec.method == "sot");
 }
 
-}  // namespace
-
-void run_jobs(Model& model, const RunSpec& spec, const std::vector<Problem>& problems,
-              const std::vector<Job>& jobs, int concurrency,
-              const std::function<void(const Job&, Generation&&)>& done,
-              const std::function<void(int64_t)>& progress) {
+/// Checks what run_jobs needs of the run before it starts: a known method, strictly increasing
+/// budgets >= 1, concurrency >= 1 and a worker count its layout allows (check_workers). Throws
+/// hogwild::Error naming the flag to fix.
+void check_run_spec(const RunSpec& spec, int concurrency) {
   const bool vote = spec.method == "self-consistency", sot = spec.method == "sot";
   if (spec.method != "hogwild" && spec.method != "single" && !vote && !sot)
     fail("method '{}' is unknown; use hogwild, single, self-consistency or sot", spec.method);
@@ -247,6 +245,43 @@ void run_jobs(Model& model, const RunSpec& spec, const std::vector<Problem>& pro
   if (concurrency < 1) fail("--concurrency must be >= 1 sessions");
   check_workers(spec.workers, vote || sot ? Layout::independent : spec.layout, sot,
                 spec.formatting);
+}
+
+/// The session request of one job: `problem` in the run's prompt format, its workers and layout
+/// (independent for self-consistency), a skeleton for sot, the largest budget with the snapshot
+/// points of the others, the run's cache and sampling options with the job's `seed`;
+/// compat_tokens > 0 caps the finisher (--compat paper). The caller sets the observer and the
+/// interrupt. Throws hogwild::Error as make_request.
+SessionRequest job_request(Model& model, const RunSpec& spec, const std::string& problem,
+                           uint64_t seed, int64_t compat_tokens) {
+  ProblemRequest pr;
+  pr.problem = problem;
+  pr.formatting = spec.format_ref;
+  pr.workers = spec.workers;
+  pr.layout = spec.method == "self-consistency" ? Layout::independent : spec.layout;
+  pr.skeleton = spec.method == "sot";
+  pr.budget = spec.budgets.back();
+  pr.snapshots = snapshot_steps(spec);
+  pr.collab_every = spec.collab_every;
+  pr.max_context = spec.max_context;
+  pr.kv_budget = spec.kv_budget;
+  pr.kv_chunk = spec.kv_chunk;
+  pr.sampling = spec.sampling;
+  pr.sampling.seed = seed;
+  SessionRequest req = make_request(model, pr);
+  req.formatting = spec.formatting;
+  if (compat_tokens > 0) req.formatting.finisher.max_tokens = compat_tokens;
+  return req;
+}
+
+}  // namespace
+
+void run_jobs(Model& model, const RunSpec& spec, const std::vector<Problem>& problems,
+              const std::vector<Job>& jobs, int concurrency,
+              const std::function<void(const Job&, Generation&&)>& done,
+              const std::function<void(int64_t)>& progress) {
+  check_run_spec(spec, concurrency);
+  const bool vote = spec.method == "self-consistency";
 
   EngineOptions eo;
   eo.max_sessions = concurrency;
@@ -267,23 +302,8 @@ void run_jobs(Model& model, const RunSpec& spec, const std::vector<Problem>& pro
       Active a{job, std::make_unique<JobObserver>(names, stop_all_on_eos),
                std::chrono::steady_clock::now()};
       try {
-        ProblemRequest pr;
-        pr.problem = problems.at(job.problem).text;
-        pr.formatting = spec.format_ref;
-        pr.workers = spec.workers;
-        pr.layout = vote ? Layout::independent : spec.layout;
-        pr.skeleton = sot;
-        pr.budget = spec.budgets.back();
-        pr.snapshots = snapshot_steps(spec);
-        pr.collab_every = spec.collab_every;
-        pr.max_context = spec.max_context;
-        pr.kv_budget = spec.kv_budget;
-        pr.kv_chunk = spec.kv_chunk;
-        pr.sampling = spec.sampling;
-        pr.sampling.seed = job.seed;
-        SessionRequest req = make_request(model, pr);
-        req.formatting = spec.formatting;
-        if (compat_tokens > 0) req.formatting.finisher.max_tokens = compat_tokens;
+        SessionRequest req =
+            job_request(model, spec, problems.at(job.problem).text, job.seed, compat_tokens);
         req.options.interrupt = a.obs->interrupt();
         req.observer = a.obs.get();
         a.prompt_bytes = model.codec().bytes(req.prompt).size();

@@ -136,6 +136,75 @@ double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+/// The running program's process group (the child called setpgid(0, 0)), SIGKILLed at most once.
+struct ProcessGroup {
+  pid_t pid;
+  bool killed = false;
+  void kill_all() {
+    if (!killed) kill(-pid, SIGKILL);
+    killed = true;
+  }
+};
+
+/// Reads the program's stdout (out_fd) and stderr (err_fd) into res.out / res.err, each kept up
+/// to its cap in `limits` (the rest of stderr is drained and dropped), until both close. Stops
+/// early, killing the group, when the wall limit counted from t0 passes (res.timed_out) or stdout
+/// passes output_bytes (res.output_limit). Throws nothing.
+void drain_output(ProcessGroup& group, int out_fd, int err_fd, const SandboxLimits& limits,
+                  std::chrono::steady_clock::time_point t0, SandboxResult& res) {
+  struct pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  bool open_fd[2] = {true, true};
+  char buf[65536];
+  while (open_fd[0] || open_fd[1]) {
+    double left = limits.wall_seconds - since(t0);
+    if (left <= 0) {
+      res.timed_out = !group.killed;
+      group.kill_all();
+      break;
+    }
+    for (int i = 0; i < 2; ++i) fds[i].fd = open_fd[i] ? (i ? err_fd : out_fd) : -1;
+    int n = poll(fds, 2, static_cast<int>(std::min(left * 1000 + 1, 1000.0)));
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (!open_fd[i] || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t got = read(fds[i].fd, buf, sizeof buf);
+      if (got <= 0) {
+        open_fd[i] = false;
+        continue;
+      }
+      std::string& dst = i ? res.err : res.out;
+      const int64_t cap = i ? limits.stderr_bytes : limits.output_bytes;
+      const int64_t room = cap - static_cast<int64_t>(dst.size());
+      dst.append(buf, static_cast<size_t>(std::min<int64_t>(room, got)));
+      if (i == 0 && got > room) {
+        res.output_limit = true;
+        group.kill_all();
+        open_fd[0] = open_fd[1] = false;
+      }
+    }
+  }
+}
+
+/// Waits for the program, whose pipes are closed (or which was killed), to exit within the wall
+/// limit counted from t0; past it kills the group and sets res.timed_out unless it was killed
+/// already. Returns the waitpid status (0 when waitpid failed). Throws nothing.
+int wait_exit(ProcessGroup& group, const SandboxLimits& limits,
+              std::chrono::steady_clock::time_point t0, SandboxResult& res) {
+  int status = 0;
+  for (;;) {
+    pid_t w = waitpid(group.pid, &status, WNOHANG);
+    if (w == group.pid || (w < 0 && errno != EINTR)) break;
+    if (since(t0) > limits.wall_seconds) {
+      res.timed_out = res.timed_out || !group.killed;
+      group.kill_all();
+      waitpid(group.pid, &status, 0);
+      break;
+    }
+    usleep(2000);
+  }
+  return status;
+}
+
 }  // namespace
 
 std::string SandboxResult::status() const {
@@ -233,55 +302,9 @@ SandboxResult Sandbox::run_python(const std::string& code, const std::string& in
   close(err_pipe[1]);
 
   SandboxResult res;
-  struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  bool open_fd[2] = {true, true};
-  bool killed = false;
-  char buf[65536];
-  auto kill_all = [&] {
-    if (!killed) kill(-pid, SIGKILL);
-    killed = true;
-  };
-  while (open_fd[0] || open_fd[1]) {
-    double left = limits_.wall_seconds - since(t0);
-    if (left <= 0) {
-      res.timed_out = !killed;
-      kill_all();
-      break;
-    }
-    for (int i = 0; i < 2; ++i) fds[i].fd = open_fd[i] ? (i ? err_pipe[0] : out_pipe[0]) : -1;
-    int n = poll(fds, 2, static_cast<int>(std::min(left * 1000 + 1, 1000.0)));
-    if (n < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (!open_fd[i] || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      ssize_t got = read(fds[i].fd, buf, sizeof buf);
-      if (got <= 0) {
-        open_fd[i] = false;
-        continue;
-      }
-      std::string& dst = i ? res.err : res.out;
-      const int64_t cap = i ? limits_.stderr_bytes : limits_.output_bytes;
-      const int64_t room = cap - static_cast<int64_t>(dst.size());
-      dst.append(buf, static_cast<size_t>(std::min<int64_t>(room, got)));
-      if (i == 0 && got > room) {
-        res.output_limit = true;
-        kill_all();
-        open_fd[0] = open_fd[1] = false;
-      }
-    }
-  }
-  // The program closed its pipes (or was killed): wait for it, within the wall limit.
-  int status = 0;
-  for (;;) {
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid || (w < 0 && errno != EINTR)) break;
-    if (since(t0) > limits_.wall_seconds) {
-      res.timed_out = res.timed_out || !killed;
-      kill_all();
-      waitpid(pid, &status, 0);
-      break;
-    }
-    usleep(2000);
-  }
+  ProcessGroup group{pid};
+  drain_output(group, out_pipe[0], err_pipe[0], limits_, t0, res);
+  int status = wait_exit(group, limits_, t0, res);
   kill(-pid, SIGKILL);  // anything the program left behind in its group
   reap_orphans(uid_, 2.0);
   close(out_pipe[0]);

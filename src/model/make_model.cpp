@@ -426,10 +426,12 @@ Arch config_file_arch(const std::string& path) {
   }
 }
 
-ModelConfig make_model(const MakeModelOptions& opt) {
-  if (opt.out_dir.empty()) fail("make-model needs --out DIR");
-  if (opt.preset.empty() == opt.config_file.empty())
-    fail("make-model needs exactly one of --preset NAME and --config FILE");
+namespace {
+
+// The preset make-model writes: --preset NAME of --arch, or the model of --config FILE (its
+// initializer_range as init_std, 0.02 when absent). Throws hogwild::Error for an unknown preset, a
+// config that does not parse or one of another architecture than --arch.
+ModelPreset chosen_preset(const MakeModelOptions& opt) {
   ModelPreset p;
   if (!opt.preset.empty()) {
     p = find_preset(opt.arch, opt.preset);
@@ -446,17 +448,18 @@ ModelConfig make_model(const MakeModelOptions& opt) {
            arch_hf_name(p.config.arch), arch_short_name(opt.arch));
     p.init_std = j.value("initializer_range", 0.02);
   }
-  if (opt.max_shard_size == 0) fail("--max-shard-size must be positive");
-  ModelConfig& c = p.config;
-  c.torch_dtype = dtype_torch_name(opt.dtype);
-  c.quantization_config = make_model_quant_config(opt, c);
-  const QuantConfig& q = c.quantization_config;
+  return p;
+}
 
-  const fs::path out(opt.out_dir);
+// Makes `out` an empty-enough directory for a model: creates it, refuses a file or (without
+// force) a non-empty directory, and with force removes the files of an earlier model that the
+// loader could pick up beside the new ones (old shards, a tokenizer that does not fit the new
+// vocab_size). Throws hogwild::Error naming the directory.
+void prepare_out_dir(const fs::path& out, bool force) {
   std::error_code ec;
   if (fs::exists(out, ec) && !fs::is_directory(out, ec))
     fail("--out {}: is a file, not a directory; give a directory for the model", out.string());
-  if (fs::is_directory(out, ec) && !fs::is_empty(out, ec) && !opt.force)
+  if (fs::is_directory(out, ec) && !fs::is_empty(out, ec) && !force)
     fail(
         "--out {}: the directory is not empty; give a new directory, or pass --force to replace "
         "the model files in it",
@@ -464,8 +467,6 @@ ModelConfig make_model(const MakeModelOptions& opt) {
   fs::create_directories(out, ec);
   if (!fs::is_directory(out))
     fail("cannot create output directory {}: {}", out.string(), ec.message());
-  // --force: remove the files of an earlier model, which the loader could pick up beside the new
-  // ones (old shards, a tokenizer that does not fit the new vocab_size).
   for (const auto& e : fs::directory_iterator(out)) {
     const std::string f = e.path().filename().string();
     if (f == "model.safetensors" || f == "model.safetensors.index.json" || f == "config.json" ||
@@ -474,6 +475,45 @@ ModelConfig make_model(const MakeModelOptions& opt) {
         (f.rfind("model-", 0) == 0 && f.size() > 12 && f.ends_with(".safetensors")))
       fs::remove(e.path(), ec);
   }
+}
+
+// The shards of the checkpoint: indices into `tensors` in table order, a new shard when the next
+// tensor would pass max_shard_size bytes (the pieces of one quantized layer stay together; a
+// tensor larger than the limit gets a shard of its own). `total`: bytes of all tensors.
+std::vector<std::vector<size_t>> plan_shards(const std::vector<OutTensor>& tensors,
+                                             uint64_t max_shard_size, uint64_t& total) {
+  std::vector<std::vector<size_t>> shards(1);
+  uint64_t in_shard = 0;
+  total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const uint64_t nb = tensors[i].t.nbytes();
+    const bool same_layer = i > 0 && tensors[i - 1].spec == tensors[i].spec;
+    if (!shards.back().empty() && !same_layer && in_shard + nb > max_shard_size) {
+      shards.emplace_back();
+      in_shard = 0;
+    }
+    shards.back().push_back(i);
+    in_shard += nb;
+    total += nb;
+  }
+  return shards;
+}
+
+}  // namespace
+
+ModelConfig make_model(const MakeModelOptions& opt) {
+  if (opt.out_dir.empty()) fail("make-model needs --out DIR");
+  if (opt.preset.empty() == opt.config_file.empty())
+    fail("make-model needs exactly one of --preset NAME and --config FILE");
+  ModelPreset p = chosen_preset(opt);
+  if (opt.max_shard_size == 0) fail("--max-shard-size must be positive");
+  ModelConfig& c = p.config;
+  c.torch_dtype = dtype_torch_name(opt.dtype);
+  c.quantization_config = make_model_quant_config(opt, c);
+  const QuantConfig& q = c.quantization_config;
+
+  const fs::path out(opt.out_dir);
+  prepare_out_dir(out, opt.force);
   if (!opt.tokenizer_dir.empty()) apply_tokenizer(opt.tokenizer_dir, out, c);
 
   json cj = model_config_to_json(c);
@@ -490,19 +530,8 @@ ModelConfig make_model(const MakeModelOptions& opt) {
   std::vector<TensorSpec> specs = model_tensor_specs(c);
   std::vector<OutTensor> tensors;
   for (size_t i = 0; i < specs.size(); ++i) out_tensors(q, specs[i], i, opt.dtype, tensors);
-  std::vector<std::vector<size_t>> shards(1);
-  uint64_t in_shard = 0, total = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const uint64_t nb = tensors[i].t.nbytes();
-    const bool same_layer = i > 0 && tensors[i - 1].spec == tensors[i].spec;
-    if (!shards.back().empty() && !same_layer && in_shard + nb > opt.max_shard_size) {
-      shards.emplace_back();
-      in_shard = 0;
-    }
-    shards.back().push_back(i);
-    in_shard += nb;
-    total += nb;
-  }
+  uint64_t total = 0;
+  const std::vector<std::vector<size_t>> shards = plan_shards(tensors, opt.max_shard_size, total);
   json weight_map = json::object();
   QuantizedLayer layer;
   for (size_t k = 0; k < shards.size(); ++k) {

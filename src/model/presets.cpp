@@ -40,9 +40,9 @@ ModelPreset real_preset(const std::string& name, ModelConfig c) {
   return ModelPreset{name, normalise(c), 0.02, 0.0, 0.0};
 }
 
-std::vector<ModelPreset> build_presets() {
-  std::vector<ModelPreset> p;
-
+// Appends the tiny dense presets, one per architecture plus rope_scaling variants: each shows the
+// family quirk its comment names (test shapes, init std 0.1).
+void add_tiny_dense_presets(std::vector<ModelPreset>& p) {
   // qwen3: q_norm/k_norm, explicit head_dim 32 != hidden_size/heads, tied embeddings (as 0.6B).
   ModelConfig q3 = tiny(Arch::qwen3);
   q3.head_dim = 32;
@@ -93,7 +93,11 @@ std::vector<ModelPreset> build_presets() {
   ph.partial_rotary_factor = 0.75;
   ph.rms_norm_eps = 1e-5;
   p.push_back(tiny_preset("tiny", ph));
+}
 
+// Appends the tiny qwen3_moe presets: all layers sparse, dense layers among the sparse ones, and
+// top-k probabilities without renormalisation.
+void add_tiny_moe_presets(std::vector<ModelPreset>& p) {
   // qwen3_moe (configuration_qwen3_moe.py): 8 experts of inner size 32, top-2 renormalised (as
   // Qwen3-30B-A3B), head_dim 32 != hidden_size/heads; every layer sparse.
   ModelConfig qm = tiny(Arch::qwen3_moe);
@@ -117,8 +121,11 @@ std::vector<ModelPreset> build_presets() {
   qn.norm_topk_prob = false;
   qn.num_experts_per_tok = 3;
   p.push_back(tiny_preset("tiny-no-norm", qn));
+}
 
-  // Real shapes.
+// Appends the real shapes of released checkpoints (values from their config.json on the Hugging
+// Face hub; init std 0.02 as transformers' initializer_range).
+void add_real_presets(std::vector<ModelPreset>& p) {
   ModelConfig r;
   r.arch = Arch::qwen3;  // Qwen/Qwen3-0.6B
   r.hidden_size = 1024, r.intermediate_size = 3072, r.num_hidden_layers = 28;
@@ -171,6 +178,13 @@ std::vector<ModelPreset> build_presets() {
   r.hidden_size = 4096, r.intermediate_size = 12288, r.num_hidden_layers = 94;  // Qwen3-235B-A22B
   r.num_attention_heads = 64, r.moe_intermediate_size = 1536;
   p.push_back(real_preset("qwen3-235b-a22b", r));
+}
+
+std::vector<ModelPreset> build_presets() {
+  std::vector<ModelPreset> p;
+  add_tiny_dense_presets(p);
+  add_tiny_moe_presets(p);
+  add_real_presets(p);
   return p;
 }
 

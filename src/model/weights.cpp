@@ -111,6 +111,80 @@ std::vector<TensorDestination> tensor_destinations(ModelWeights& w, const Tensor
   return {};
 }
 
+namespace {
+
+// The conversion jobs of a load (plan_load).
+struct LoadPlan {
+  std::vector<Piece> pieces;                    // dense tensors, <= 4M elements a piece
+  std::vector<const CheckedTensor*> quantized;  // one job per quantized layer
+  uint64_t total_bytes = 0;                     // stored bytes of every tensor
+};
+
+// Sizes every destination of w (one LayerWeights per layer) and cuts the dense tensors into
+// pieces (<= 4M elements each, so threads share big tensors and progress moves smoothly). A
+// quantized layer is one job (dequantize_layer). Throws nothing of its own.
+LoadPlan plan_load(ModelWeights& w, const std::vector<CheckedTensor>& tensors) {
+  w.layers.resize(size_t(w.config.num_hidden_layers));
+  LoadPlan plan;
+  constexpr size_t kChunk = size_t(1) << 22;
+  for (const CheckedTensor& t : tensors) {
+    plan.total_bytes += stored_bytes(t);
+    if (t.format != WeightFormat::dense) {
+      for (const TensorDestination& d : tensor_destinations(w, t.spec)) d.field->resize(d.elements);
+      plan.quantized.push_back(&t);
+      continue;
+    }
+    const Dtype dt = t.entry->info->dtype;
+    const uint8_t* src = t.entry->file->data(*t.entry->info);
+    for (const TensorDestination& d : tensor_destinations(w, t.spec)) {
+      d.field->resize(d.elements);
+      for (size_t off = 0; off < d.elements; off += kChunk) {
+        size_t n = std::min(kChunk, d.elements - off);
+        plan.pieces.push_back(Piece{src + off * dtype_size(dt), dt, d.field->data() + off, n});
+      }
+      src += d.elements * dtype_size(dt);
+    }
+  }
+  return plan;
+}
+
+// One quantized layer: unpack, dequantize to fp32 (model/quant.h), then split into w's fields
+// like a dense tensor (fused Phi3 tensors), whose sizes plan_load set. Throws hogwild::Error as
+// read_int4 / read_fp8.
+void dequantize_layer(ModelWeights& w, const CheckedTensor& t) {
+  const QuantConfig& q = w.config.quantization_config;
+  std::vector<float> full(size_t(t.spec.shape[0] * t.spec.shape[1]));
+  if (t.format == WeightFormat::int4)
+    dequantize(read_int4(t, q), full.data());
+  else
+    dequantize(read_fp8(t, q), full.data());
+  size_t off = 0;
+  for (const TensorDestination& d : tensor_destinations(w, t.spec)) {
+    std::copy(full.begin() + std::ptrdiff_t(off), full.begin() + std::ptrdiff_t(off + d.elements),
+              d.field->begin());
+    off += d.elements;
+  }
+}
+
+// The line printed to stderr after a load: architecture, quantization, parameters, GiB read from
+// how many files in how long; tty: clear the progress line first.
+void report_loaded(const std::string& model_dir, const ModelConfig& c, uint64_t total_bytes,
+                   size_t n_files, double s, bool tty) {
+  std::fprintf(stderr,
+               "%sloaded %s: %s%s, %.3fB parameters, %.2f GiB from %zu file%s in %.2f s "
+               "(%.2f GiB/s)\n",
+               tty ? "\r\033[K" : "", model_dir.c_str(), arch_hf_name(c.arch),
+               c.quantization_config.method == QuantMethod::none
+                   ? ""
+                   : fmt::format(" ({}, dequantized to fp32)",
+                                 quant_method_name(c.quantization_config.method))
+                         .c_str(),
+               double(c.num_parameters()) / 1e9, double(total_bytes) / kGiB, n_files,
+               n_files == 1 ? "" : "s", s, s > 0 ? double(total_bytes) / kGiB / s : 0.0);
+}
+
+}  // namespace
+
 ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
@@ -121,45 +195,10 @@ ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt) {
   std::vector<CheckedTensor> tensors = check_checkpoint(c, ck, model_dir);
   for (const auto& f : ck.files()) f->prefetch();
 
-  // Allocate every destination and cut the dense tensors into pieces (<= 4M elements each, so
-  // threads share big tensors and progress moves smoothly). A quantized layer is one job: unpack,
-  // dequantize to fp32 (model/quant.h), then split like a dense tensor (fused Phi3 tensors).
-  w.layers.resize(size_t(c.num_hidden_layers));
-  std::vector<Piece> pieces;
-  std::vector<const CheckedTensor*> quantized;
-  uint64_t total_bytes = 0;
-  constexpr size_t kChunk = size_t(1) << 22;
-  for (const CheckedTensor& t : tensors) {
-    total_bytes += stored_bytes(t);
-    if (t.format != WeightFormat::dense) {
-      for (const TensorDestination& d : tensor_destinations(w, t.spec)) d.field->resize(d.elements);
-      quantized.push_back(&t);
-      continue;
-    }
-    const Dtype dt = t.entry->info->dtype;
-    const uint8_t* src = t.entry->file->data(*t.entry->info);
-    for (const TensorDestination& d : tensor_destinations(w, t.spec)) {
-      d.field->resize(d.elements);
-      for (size_t off = 0; off < d.elements; off += kChunk) {
-        size_t n = std::min(kChunk, d.elements - off);
-        pieces.push_back(Piece{src + off * dtype_size(dt), dt, d.field->data() + off, n});
-      }
-      src += d.elements * dtype_size(dt);
-    }
-  }
-  auto dequantize_layer = [&](const CheckedTensor& t) {
-    std::vector<float> full(size_t(t.spec.shape[0] * t.spec.shape[1]));
-    if (t.format == WeightFormat::int4)
-      dequantize(read_int4(t, c.quantization_config), full.data());
-    else
-      dequantize(read_fp8(t, c.quantization_config), full.data());
-    size_t off = 0;
-    for (const TensorDestination& d : tensor_destinations(w, t.spec)) {
-      std::copy(full.begin() + std::ptrdiff_t(off), full.begin() + std::ptrdiff_t(off + d.elements),
-                d.field->begin());
-      off += d.elements;
-    }
-  };
+  const LoadPlan plan = plan_load(w, tensors);
+  const std::vector<Piece>& pieces = plan.pieces;
+  const std::vector<const CheckedTensor*>& quantized = plan.quantized;
+  const uint64_t total_bytes = plan.total_bytes;
 
   std::atomic<size_t> next{0}, next_quantized{0};
   std::atomic<uint64_t> done_bytes{0};
@@ -168,7 +207,7 @@ ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt) {
   auto work = [&] {
     for (size_t i; (i = next_quantized.fetch_add(1)) < quantized.size();) {
       try {
-        dequantize_layer(*quantized[i]);
+        dequantize_layer(w, *quantized[i]);
       } catch (const Error& e) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (error.empty()) error = e.what();
@@ -208,20 +247,9 @@ ModelWeights load_model(const std::string& model_dir, const LoadOptions& opt) {
     if (tty) std::fprintf(stderr, "\r\033[K");
     fail("{}: {}", model_dir, error);
   }
-  if (opt.show_progress) {
-    double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::fprintf(stderr,
-                 "%sloaded %s: %s%s, %.3fB parameters, %.2f GiB from %zu file%s in %.2f s "
-                 "(%.2f GiB/s)\n",
-                 tty ? "\r\033[K" : "", model_dir.c_str(), arch_hf_name(c.arch),
-                 c.quantization_config.method == QuantMethod::none
-                     ? ""
-                     : fmt::format(" ({}, dequantized to fp32)",
-                                   quant_method_name(c.quantization_config.method))
-                           .c_str(),
-                 double(c.num_parameters()) / 1e9, double(total_bytes) / kGiB, n_files,
-                 n_files == 1 ? "" : "s", s, s > 0 ? double(total_bytes) / kGiB / s : 0.0);
-  }
+  if (opt.show_progress)
+    report_loaded(model_dir, c, total_bytes, n_files,
+                  std::chrono::duration<double>(Clock::now() - t0).count(), tty);
   return w;
 }
 

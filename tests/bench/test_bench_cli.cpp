@@ -127,6 +127,10 @@ TEST(BenchCli, BadInputExitsOneWithMessage) {
            {"--kv-tokens 4096",
             "--kv-tokens sizes the CUDA KV pool; the CPU backend has none, so it cannot be used "
             "with --device cpu"},
+           {"--quant awq",
+            "--quant makes random packed weights on the GPU; it cannot be used with --device cpu"},
+           {"--desc-act", "--desc-act is an option of --quant gptq"},
+           {"--group-size 64", "--group-size is an option of --quant awq|gptq"},
        }) {
     const CliResult r = run("bench --device cpu -p tiny -c 8 " + c.args);
     EXPECT_EQ(r.code, 1) << c.args << "\n" << r.out;

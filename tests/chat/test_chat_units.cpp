@@ -122,6 +122,24 @@ TEST(ChatExpr, OperatorsAndPrecedence) {
   EXPECT_EQ(render("{{ [1, 2, 3][::-1] }} {{ 'héllo'[::-2] }}"), "[3, 2, 1] olh");
 }
 
+TEST(ChatExpr, EscapesRepeatsAndStrMethodsAsPython) {
+  // Python: '\101' is octal 65 ('A'), '\U0001F600' one code point.
+  EXPECT_EQ(render(R"({{ '\101\U0001F600' }})"), "A\xF0\x9F\x98\x80");
+  EXPECT_EQ(render("{{ [1] * 2 }} {{ 3 * 'ab' }} {{ 'ab' * -1 }}|"), "[1, 1] ababab |");
+  EXPECT_EQ(render("{{ -7.5 // 2 }} {{ -7.5 % 2 }}"), "-4.0 0.5");
+  EXPECT_EQ(render("{{ 'ab'.islower() }}{{ 'aB'.islower() }}{{ '12'.islower() }}"),
+            "TrueFalseFalse");
+  EXPECT_EQ(render("{{ 'aXbX'.index('X') }} {{ 'ab'.rfind('z') }}"), "1 -1");
+  // Filters of a set block run left to right: trim, then upper.
+  EXPECT_EQ(render("{% set x | trim | upper %}  ab  {% endset %}[{{ x }}]"), "[AB]");
+  EXPECT_NE(error_of("{{ 'abc'.index('z') }}").find("substring not found."), std::string::npos);
+  EXPECT_NE(error_of("{{ 4611686018427387904 * 2 }}").find("integer overflow."), std::string::npos);
+  EXPECT_NE(error_of("{{ 0.0 ** -1 }}").find("0.0 cannot be raised to a negative power."),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ 'a' - 1 }}").find("unsupported operand type(s) for -: 'str' and 'int'."),
+            std::string::npos);
+}
+
 TEST(ChatStmt, LoopsScopesAndMacros) {
   EXPECT_EQ(render("{% for a, b in [[1, 2], [3, 4]] %}{{ a * b }}{% if not loop.last %},{% endif "
                    "%}{% endfor %}"),

@@ -125,6 +125,19 @@ TEST(CollabOracle, CollisionLowerIndexKeeps) {
                                         " Part 1 = " + std::to_string(p.parts[0].result) + ".\n\n");
 }
 
+TEST(CollabOracle, CollisionWithNoFreePartLeaves) {
+  const Pack p = pack(2);
+  Oracle o(p, fmt(), 3, Layout::combined);
+  const std::string h = "Alice: I take part 1.\n\nBob: I take part 2.\n\nCarol: I take part 1.\n\n";
+  // Carol (higher index) loses part 1 to Alice and Bob holds part 2: nothing to switch to.
+  const SeenState carol = o.read(2, {history(h), kHeader, step(0, "Alice: Part 1: 1"),
+                                     step(1, "Bob: Part 2: 3"), step(2, "Carol:")});
+  const StepPlan plan = o.plan_step(carol, false);
+  EXPECT_EQ(plan.kind, StepPlan::Kind::leave);
+  ASSERT_EQ(plan.pieces.size(), 1u);
+  EXPECT_EQ(plan.pieces[0].text, " Alice took part 1 too, so I leave it.\n\n");
+}
+
 TEST(CollabOracle, InterleavedCountsIdleLowerWorkers) {
   const Pack p = pack(4);
   Oracle o(p, fmt(), 3, Layout::interleaved);
