@@ -20,6 +20,7 @@
 #include "tests/hogwild/block_ops_script.h"
 #include "tests/hogwild/engine_checker.h"
 #include "tests/hogwild/forwarding_backend.h"
+#include "tests/hogwild/prefix_cache_run.h"
 #include "tests/hogwild/session_checker.h"
 #include "tests/hogwild/test_support.h"
 
@@ -151,6 +152,25 @@ TEST(CudaBlockOps, SameAnswersAsTheCpuBackend) {
   const double key_err = rel_err(k, got.promoted_k.data());
   EXPECT_LE(key_err, kLogitsTol);
   std::printf("[ block ops ] promoted keys rel %.3g (tol %.2g)\n", key_err, kLogitsTol);
+}
+
+// Prefix sharing on the GPU, where a shared page is read in place from the KV pool: sessions
+// that begin with the same prompt, one after the other on one engine, give the same tokens and
+// logits as without the cache, bit for bit (each forward has the same rows in both runs: the
+// prefill chunks of 32 tokens fall on the same boundaries, and a shared page holds the bits its
+// first session wrote), and share 128 / 64 tokens as on the CPU.
+TEST(CudaPrefixCache, SessionsOneAfterAnotherGiveTheSameRunWithAndWithoutTheCache) {
+  HOGWILD_REQUIRE_GPU();
+  const ModelWeights w = cuda_session_model(session_specs().at(2));
+  auto gpu = [&]() -> std::unique_ptr<Backend> {
+    return std::make_unique<cuda::CudaBackend>(w, options());
+  };
+  using namespace prefix_run;
+  const prefix_run::Planned first{2, "test", kPrompt};
+  const std::vector<prefix_run::Planned> then = {
+      {2, "test", kPrompt}, {1, "plain", kPrompt}, {2, "test", kOther}};
+  expect_same_runs(run_engine(gpu, true, false, first, then),
+                   run_engine(gpu, false, false, first, then), {0, 128, 128, 64});
 }
 
 TEST(CudaSessionBreakage, WorkersBlindToEachOtherFailTheCheck) {
