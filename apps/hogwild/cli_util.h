@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/io.h"
 #include "core/request_fields.h"
+#include "sampling/npy.h"
 
 namespace hogwild::cli {
 
@@ -80,6 +81,11 @@ inline CLI::Validator non_empty_path() {
                          : std::string();
       },
       "FILE");
+}
+
+/// CLI11 check for flags naming a .npy file (sampling/npy.h npy_path_problem: "" and "-" refused).
+inline CLI::Validator npy_path() {
+  return CLI::Validator([](std::string& s) { return npy_path_problem(s); }, "FILE");
 }
 
 /// `text`, or all of stdin when text is "-".

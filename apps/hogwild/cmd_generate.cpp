@@ -346,7 +346,7 @@ void register_generate(CLI::App& app) {
   c->add_flag("--json", a->json, "print {prompt_ids, generated_ids, stop_reason, text} as JSON");
   c->add_option("--dump-logits", a->dump_logits,
                 "write fp32 logits of every position to FILE (.npy, shape (positions, vocab))")
-      ->check(non_empty_path());
+      ->check(npy_path());
   c->add_option("--stop", a->stops, "stop when the output contains STR (repeatable)");
   c->callback([a] { run_generate(*a); });
 }

@@ -316,7 +316,7 @@ void register_run(CLI::App& app) {
   c->add_option("--dump-logits", a->files.dump_logits,
                 "write the fp32 logits each sampled token was drawn from to FILE (.npy) and "
                 "their serial steps and workers to FILE.json")
-      ->check(non_empty_path());
+      ->check(npy_path());
   c->add_option("-f,--file", a->problem_file, "read the problem from FILE (- = stdin)")
       ->check(non_empty_path());
   c->add_option("problem", a->problem, "the problem text (- = read stdin)");

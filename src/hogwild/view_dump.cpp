@@ -186,9 +186,7 @@ void ViewDumper::on_finisher_forward(const ForwardRecord& r) { write(r); }
 
 LogitsDumper::LogitsDumper(const std::string& path, int64_t vocab_size)
     : path_(path), vocab_(vocab_size) {
-  if (path.empty()) fail("--dump-logits: the file name is empty; give a path for the .npy file");
-  if (path == "-")
-    fail("--dump-logits: a .npy file needs a seekable file; give a path instead of -");
+  check_npy_path(path, "--dump-logits");
   OutputFile probe(path, "--dump-logits");  // the same checks and messages as every output
   probe.close();
   npy_ = std::make_unique<NpyWriter>(path, vocab_size);

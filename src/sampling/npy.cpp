@@ -12,6 +12,16 @@ namespace {
 constexpr size_t kHeaderBytes = 128;
 }  // namespace
 
+std::string npy_path_problem(const std::string& path) {
+  if (path.empty()) return "the file name is empty; give a path for the .npy file";
+  if (path == "-") return "a .npy file needs a seekable file; give a path instead of -";
+  return "";
+}
+
+void check_npy_path(const std::string& path, const std::string& flag) {
+  if (const std::string p = npy_path_problem(path); !p.empty()) fail("{}: {}", flag, p);
+}
+
 NpyWriter::NpyWriter(const std::string& path, int64_t n_cols) : path_(path), cols_(n_cols) {
   static_assert(std::endian::native == std::endian::little,
                 "the .npy writer assumes little endian");

@@ -9,6 +9,12 @@
 
 namespace hogwild {
 
+/// What is wrong with `path` as a .npy file name, "" if nothing: "" and "-" are refused (the
+/// header's shape is rewritten at close, so the file must be seekable: standard output is not).
+std::string npy_path_problem(const std::string& path);
+/// Throws hogwild::Error "flag: <npy_path_problem>" when there is one.
+void check_npy_path(const std::string& path, const std::string& flag);
+
 class NpyWriter {
  public:
   /// Creates/truncates path for rows of n_cols floats. Throws hogwild::Error if it cannot.

@@ -92,6 +92,8 @@ TEST(RunCli, BadArgumentsStopWithTheirMessage) {
       {m + "--json '' x", "--json: the file name is empty"},
       {m + "--dump-views '' x", "--dump-views: the file name is empty"},
       {m + "--dump-logits '' x", "--dump-logits: the file name is empty"},
+      {m + "--dump-logits - x",
+       "--dump-logits: a .npy file needs a seekable file; give a path instead of -"},
       {m + "--json - --dump-views - x", "--json and --dump-views both name '-'"},
       {m + "--json " + json + " --dump-logits " + json + " x",
        "--json and --dump-logits both name"},

@@ -179,6 +179,19 @@ TEST(GenerateCli, JsonAndDumpLogitsMatchTheReference) {
   run_cli("generate -m " + dir + " --device tpu --ids 1", &rc, &err);
   EXPECT_NE(err.find("--device: tpu not in {auto,cuda,cpu}"), std::string::npos) << err;
   EXPECT_NE(rc, 0);
+  // A .npy file's header is rewritten at the end: standard output cannot hold it (the file "-"
+  // was written in the working directory before).
+  run_cli("generate -m " + dir + " --ids 1 -n 1 --dump-logits -", &rc, &err);
+  EXPECT_NE(err.find("--dump-logits: a .npy file needs a seekable file; give a path instead of -"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(rc, 0);
+  EXPECT_FALSE(fs::exists("-"));
+  run_cli("generate -m " + dir + " --ids 1 -n 1 --dump-logits ''", &rc, &err);
+  EXPECT_NE(err.find("--dump-logits: the file name is empty; give a path for the .npy file"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(rc, 0);
   fs::remove_all(dir);
   std::remove(npy.c_str());
 }
