@@ -56,7 +56,9 @@ std::unique_ptr<Backend> make_backend(const std::string& model_dir, const std::s
   (void)max_batch_tokens;
   HOGWILD_CHECK(device == "cpu");
   if (kv_tokens > 0)
-    std::fprintf(stderr, "note: --kv-tokens applies to the CUDA backend; ignored on the CPU\n");
+    std::fprintf(stderr,
+                 "note: the CPU backend has no fixed KV pool, so --kv-tokens reserves no memory "
+                 "there (serve still admits requests by it)\n");
   return std::make_unique<cpu::CpuBackend>(load_model(model_dir));
 }
 
