@@ -19,6 +19,7 @@
 #include "hogwild/session.h"
 #include "model/weights.h"
 #include "sampling/sampler.h"
+#include "tests/greedy_logits.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hogwild::collab {
@@ -71,16 +72,9 @@ TEST(CollabModel, LogitsMatchTransformers) {
                   std::ios::binary);
   f.read(reinterpret_cast<char*>(want.data()), static_cast<std::streamsize>(want.size() * 4));
   ASSERT_TRUE(f.good());
-  PlainRequest p;  // greedy, no stop ids
-  p.prompt = prompt;
-  p.max_tokens = static_cast<int64_t>(want_ids.size());
-  p.ignore_eos = true;
-  const auto res = generate_plain(backend, IdCodec(static_cast<int32_t>(vocab)), p);
-  std::vector<float> got;  // every position of prompt ++ generated
-  std::vector<int32_t> seq = prompt;
-  seq.insert(seq.end(), res.generated.begin(), res.generated.end());
-  sequence_logits(backend, seq, 512,
-                  [&](const float* l, int64_t n) { got.insert(got.end(), l, l + n * vocab); });
+  const testing::GreedyLogits res =
+      testing::greedy_logits(backend, prompt, static_cast<int64_t>(want_ids.size()));
+  const std::vector<float>& got = res.logits;  // every position of prompt ++ generated
   EXPECT_EQ(res.generated, want_ids);
   ASSERT_EQ(got.size(), want.size());
   double worst = 0;

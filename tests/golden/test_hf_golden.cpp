@@ -21,6 +21,7 @@
 #include "model/make_model.h"
 #include "model/weights.h"
 #include "sampling/sampler.h"
+#include "tests/greedy_logits.h"
 
 namespace fs = std::filesystem;
 using hogwild::Arch;
@@ -107,18 +108,9 @@ TEST_P(HfGolden, LogitsAndGreedyTokensMatchTransformers) {
     ASSERT_TRUE(f.good()) << "truncated golden logits for " << name;
   }
 
-  hogwild::PlainRequest p;  // greedy (do_sample = false), no stop ids
-  p.prompt = prompt;
-  p.max_tokens = static_cast<int64_t>(want_ids.size());
-  p.ignore_eos = true;
-  const auto res =
-      hogwild::generate_plain(backend, hogwild::IdCodec(static_cast<int32_t>(vocab)), p);
-  std::vector<float> got;  // every position of prompt ++ generated
-  std::vector<int32_t> seq = prompt;
-  seq.insert(seq.end(), res.generated.begin(), res.generated.end());
-  hogwild::sequence_logits(backend, seq, 512, [&](const float* l, int64_t rows) {
-    got.insert(got.end(), l, l + rows * vocab);
-  });
+  const hogwild::testing::GreedyLogits res =
+      hogwild::testing::greedy_logits(backend, prompt, static_cast<int64_t>(want_ids.size()));
+  const std::vector<float>& got = res.logits;  // every position of prompt ++ generated
 
   EXPECT_EQ(res.generated, want_ids) << name << ": greedy tokens differ from transformers";
   ASSERT_EQ(got.size(), want.size());

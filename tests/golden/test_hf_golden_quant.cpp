@@ -25,6 +25,7 @@
 #include "model/make_model.h"
 #include "model/weights.h"
 #include "sampling/sampler.h"
+#include "tests/greedy_logits.h"
 
 namespace fs = std::filesystem;
 
@@ -124,18 +125,9 @@ TEST(HfGoldenQuant, LogitsAndGreedyTokensMatchTransformers) {
         read_logits(meta.at("logits_file").get<std::string>(), size_t(n_rows * vocab));
     ASSERT_FALSE(want.empty()) << "truncated golden logits";
 
-    hogwild::PlainRequest p;  // greedy, no stop ids
-    p.prompt = prompt;
-    p.max_tokens = static_cast<int64_t>(want_ids.size());
-    p.ignore_eos = true;
-    const auto res =
-        hogwild::generate_plain(backend, hogwild::IdCodec(static_cast<int32_t>(vocab)), p);
-    std::vector<float> got;  // every position of prompt ++ generated
-    std::vector<int32_t> seq = prompt;
-    seq.insert(seq.end(), res.generated.begin(), res.generated.end());
-    hogwild::sequence_logits(backend, seq, 512, [&](const float* l, int64_t rows) {
-      got.insert(got.end(), l, l + rows * vocab);
-    });
+    const hogwild::testing::GreedyLogits res =
+        hogwild::testing::greedy_logits(backend, prompt, static_cast<int64_t>(want_ids.size()));
+    const std::vector<float>& got = res.logits;  // every position of prompt ++ generated
     EXPECT_EQ(res.generated, want_ids) << "greedy tokens differ from transformers (fp32)";
     ASSERT_EQ(got.size(), want.size());
     int64_t worst_row = -1;

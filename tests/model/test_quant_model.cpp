@@ -19,6 +19,7 @@
 #include "model/make_model.h"
 #include "model/weights.h"
 #include "sampling/sampler.h"
+#include "tests/greedy_logits.h"
 #include "tests/model/quant_reference.h"
 #include "tests/model/test_util.h"
 
@@ -66,20 +67,8 @@ MakeModelOptions options(Arch a, const QCase& q, const std::string& dir, Dtype d
 // Logits of every position of a 12-token prompt and 6 greedy steps.
 std::vector<float> run_logits(const ModelWeights& w) {
   cpu::CpuBackend backend{ModelWeights(w)};
-  const int64_t vocab = backend.config().vocab_size;
   const std::vector<int32_t> prompt = {3, 17, 250, 9, 1, 77, 402, 5, 63, 311, 8, 120};
-  PlainRequest p;  // greedy, no stop ids
-  p.prompt = prompt;
-  p.max_tokens = 6;
-  p.ignore_eos = true;
-  const PlainResult res = generate_plain(backend, IdCodec(static_cast<int32_t>(vocab)), p);
-  std::vector<float> got;  // every position of prompt ++ generated
-  std::vector<int32_t> seq = prompt;
-  seq.insert(seq.end(), res.generated.begin(), res.generated.end());
-  sequence_logits(backend, seq, 512, [&](const float* l, int64_t rows) {
-    got.insert(got.end(), l, l + rows * vocab);
-  });
-  return got;
+  return testing::greedy_logits(backend, prompt, 6).logits;
 }
 
 void expect_same_weights(const ModelWeights& a, const ModelWeights& b) {
