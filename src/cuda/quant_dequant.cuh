@@ -52,6 +52,17 @@ __device__ __forceinline__ uint32_t fp8_pair(uint32_t v) {
   return *reinterpret_cast<uint32_t*>(&r);
 }
 
+/// The A fragments of one int4 word of rows g (q_lo) and g + 8 (q_hi), the chunk's eight k values:
+/// a[0..3] for elements 0-3, a[4..7] for 4-7; zz_*: the rows' bf16x2(128 + z).
+__device__ __forceinline__ void int4_word_fragments(uint32_t q_lo, uint32_t q_hi, uint32_t zz_lo,
+                                                    uint32_t zz_hi, uint32_t a[8]) {
+  uint32_t pl[4], ph[4];
+  int4_pairs(q_lo, zz_lo, pl);
+  int4_pairs(q_hi, zz_hi, ph);
+  a[0] = pl[0], a[1] = ph[0], a[2] = pl[1], a[3] = ph[1];
+  a[4] = pl[2], a[5] = ph[2], a[6] = pl[3], a[7] = ph[3];
+}
+
 template <int F>
 struct WBlock;  // one K block of rows g and g + 8, as the lane loads it
 template <>
@@ -95,11 +106,7 @@ template <int F>
 __device__ __forceinline__ void chunk_fragments(const WBlock<F>& wb, int u, uint32_t zz_lo,
                                                 uint32_t zz_hi, uint32_t a[8]) {
   if constexpr (F == int(WeightFormat::int4)) {
-    uint32_t pl[4], ph[4];
-    int4_pairs(word(wb.lo, u), zz_lo, pl);
-    int4_pairs(word(wb.hi, u), zz_hi, ph);
-    a[0] = pl[0], a[1] = ph[0], a[2] = pl[1], a[3] = ph[1];
-    a[4] = pl[2], a[5] = ph[2], a[6] = pl[3], a[7] = ph[3];
+    int4_word_fragments(word(wb.lo, u), word(wb.hi, u), zz_lo, zz_hi, a);
   } else {
     // bytes 8 u .. 8 u + 7 of the lane's 32: words 2 u, 2 u + 1
     const uint4& l = wb.lo[u / 2];

@@ -510,9 +510,10 @@ void quant_linear(Gemm& gemm, const bf16* x, const QuantWeight& W, const bf16* b
     a.y = y + r0 * W.out;
     a.n_rows = static_cast<int>(std::min<int64_t>(kQuantMaxRows, n_rows - r0));
     const bool wide = a.n_rows > kQuantNarrowRows;
-    if (W.format == WeightFormat::int4)
-      (wide ? launch_wide<int(WeightFormat::int4)> : launch_rows<int(WeightFormat::int4)>)(a,
-                                                                                           stream);
+    if (W.format == WeightFormat::int4 && wide)
+      quant_wide_int4(a.x, W, bias, a.y, a.n_rows, stream);
+    else if (W.format == WeightFormat::int4)
+      launch_rows<int(WeightFormat::int4)>(a, stream);
     else
       (wide ? launch_wide<int(WeightFormat::fp8)> : launch_rows<int(WeightFormat::fp8)>)(a, stream);
   }

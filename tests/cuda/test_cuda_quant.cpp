@@ -44,7 +44,10 @@ struct Case {
   std::vector<float> W;  // (out, in): the dequantized weight, columns in input order
 };
 
-Case int4_case(int64_t out, int64_t in, int64_t G, bool act_order, uint32_t seed) {
+// extreme: scales spread over 2^-6 .. 2^6 of the usual and one group in 11 with scale 0 (a group
+// of zero weights), for kernels that carry the accumulator in units of a group's scale.
+Case int4_case(int64_t out, int64_t in, int64_t G, bool act_order, uint32_t seed,
+               bool extreme = false) {
   std::mt19937 rng(seed);
   Case c;
   Int4Weight& w = c.w4;
@@ -57,7 +60,9 @@ Case int4_case(int64_t out, int64_t in, int64_t G, bool act_order, uint32_t seed
   std::uniform_real_distribution<float> us(0.5f, 1.5f);
   for (int64_t i = 0; i < out * ng; ++i) {
     // fp16-exact scales, as AWQ and GPTQ store them
-    w.scales[i] = __half2float(__float2half_rn(us(rng) / std::sqrt(float(in)) / 4.6f));
+    const float spread = !extreme ? 1.0f : i % 5 == 0 ? 64.0f : i % 5 == 1 ? 1.0f / 64 : 1.0f;
+    w.scales[i] = __half2float(__float2half_rn(us(rng) * spread / std::sqrt(float(in)) / 4.6f));
+    if (extreme && i % 11 == 3) w.scales[i] = 0.0f;
     w.zeros[i] = float(rng() % 17);  // 0..16: GPTQ v1's stored + 1 reaches 16
   }
   if (act_order) {
@@ -97,7 +102,9 @@ Case fp8_case(int64_t out, int64_t in, int64_t bn, int64_t bk, uint32_t seed) {
   return c;
 }
 
-void check_linear(const Case& c, WeightFormat f, const std::string& what) {
+// per_row: also each output feature on its own (its values over the token rows, from 8 rows on),
+// so that rows with small scales are not hidden by the rest.
+void check_linear(const Case& c, WeightFormat f, const std::string& what, bool per_row = false) {
   const int64_t out = f == WeightFormat::int4 ? c.w4.out : c.w8.out;
   const int64_t in = f == WeightFormat::int4 ? c.w4.in : c.w8.in;
   cuda::QuantWeight W = cuda::upload_quant_weight(
@@ -130,7 +137,16 @@ void check_linear(const Case& c, WeightFormat f, const std::string& what) {
     DeviceArray<uint8_t> scratch(cuda::quant_scratch_bytes(W, rows));
     HOGWILD_CUDA_CHECK(cudaMemset(dy.p, 0xff, rows * out * 2));  // poison (NaN)
     cuda::quant_linear(gemm, dx.p, W, db.p, dy.p, rows, scratch.p, nullptr);
-    EXPECT_LT(rel_error(to_f32(dy.download()), want), 4e-3) << what << " rows " << rows;
+    const std::vector<float> got = to_f32(dy.download());
+    EXPECT_LT(rel_error(got, want), 4e-3) << what << " rows " << rows;
+    if (!per_row || rows < 8) continue;
+    int64_t bad_rows = 0;
+    for (int64_t o = 0; o < out; ++o) {
+      std::vector<float> g(rows), w(rows);
+      for (int64_t r = 0; r < rows; ++r) g[r] = got[r * out + o], w[r] = want[r * out + o];
+      bad_rows += !(rel_error(g, w) < 4e-3);
+    }
+    EXPECT_EQ(bad_rows, 0) << what << " rows " << rows << ": output features off on their own";
   }
   cuda::free_quant_weight(W);
 }
@@ -139,15 +155,17 @@ TEST(CudaQuant, Int4LinearMatchesDequantizedWeight) {
   HOGWILD_REQUIRE_GPU();
   struct Shape {
     int64_t out, in, G;
-    bool act_order;
+    bool act_order, extreme = false;
   };
   for (const Shape s :
        {Shape{48, 64, 32, false}, Shape{96, 256, 64, true}, Shape{1040, 4096, 128, false},
-        Shape{64, 12288, 128, true}, Shape{200, 384, 384, false}, Shape{33, 160, 32, true}}) {
+        Shape{64, 12288, 128, true}, Shape{200, 384, 384, false}, Shape{33, 160, 32, true},
+        Shape{300, 1024, 32, false, true}, Shape{256, 2048, 128, true, true}}) {
     const std::string what = "int4 " + std::to_string(s.out) + "x" + std::to_string(s.in) + " g" +
-                             std::to_string(s.G) + (s.act_order ? " act-order" : "");
-    check_linear(int4_case(s.out, s.in, s.G, s.act_order, uint32_t(s.out + s.in)),
-                 WeightFormat::int4, what);
+                             std::to_string(s.G) + (s.act_order ? " act-order" : "") +
+                             (s.extreme ? " extreme scales" : "");
+    check_linear(int4_case(s.out, s.in, s.G, s.act_order, uint32_t(s.out + s.in), s.extreme),
+                 WeightFormat::int4, what, s.extreme);
   }
 }
 

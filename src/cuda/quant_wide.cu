@@ -1,0 +1,367 @@
+// The wide int4 kernel (quant_gemm.h quant_wide_int4; docs/CUDA.md "Quantized weights"): 33 to 64
+// token rows times a packed int4 weight, with the weights, scales and x streamed through shared
+// memory by cp.async in a kStages-deep ring, so that no register waits on global memory.
+//
+// A CTA is kRows = 128 W rows x 64 token rows, 8 warps: warp w takes W rows 64 (w & 1) + [0, 64)
+// (four mma M tiles), token rows 32 ((w >> 1) & 1) + [0, 32) (four n-tiles of 8) and, of each
+// 128-k block, the chunks u = 2 (w >> 2) and 2 (w >> 2) + 1 (the lane layout of quant_dequant.cuh).
+// A warp's tile of 64 x 32 reads 96 bytes of shared memory per mma, a third of the 16 x 64 tile of
+// quant_gemm.cu's wide kernel, whose shared-memory reads bounded it.
+//
+// The group scales: instead of a second accumulator per group, the accumulator is kept in units
+// of the current group's scale (Horner's rule): when the group changes from scale s to s', acc *=
+// s / s' and the group's exact products go straight into acc; at the end acc *= s_last. A group
+// whose scale is 0 contributes nothing: its weight fragments are zeroed and s is kept. Every
+// rounding is an fp32 one (the weights enter the tensor cores as the exact bf16 integers q - z).
+//
+// Shared memory of a stage: x (64 token rows x 256 bytes, chunk c of row r at c ^ 4 (r & 1), as in
+// quant_gemm.cu), W (128 rows x 64 bytes: the block's 16 words of a row, the 8-byte pair p at
+// p ^ ((r >> 1) & 1), so that the 16 lanes of an 8-byte load phase hit 32 banks), and the rows'
+// (scale, zero point) words of the block's four chunks.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
+#include "cuda/cuda_check.h"
+#include "cuda/mma.cuh"
+#include "cuda/pdl.cuh"
+#include "cuda/pdl.h"
+#include "cuda/quant_dequant.cuh"
+#include "cuda/quant_gemm.h"
+
+namespace hogwild::cuda {
+namespace {
+
+using bf16 = __nv_bfloat16;
+using namespace qdev;
+
+constexpr int kWarps = 8;
+constexpr int kRows = 128;  // W rows per CTA
+constexpr int kTok = 64;    // token rows per CTA
+constexpr int kStages = 4;
+constexpr int kXBytes = kTok * 256;
+constexpr int kWBytes = kRows * 64;
+constexpr int kSzBytes = kRows * 4 * 4;
+constexpr int kStageBytes = kXBytes + kWBytes + kSzBytes;
+constexpr int kSmemBytes = kStages * kStageBytes;
+constexpr int kMaxSplits = 8;  // the portable cluster size
+static_assert(kSmemBytes >= 2 * 4 * 64 * 32 * 4, "the reductions reuse the stages");
+
+struct Args {
+  const bf16* x;  // (n_rows, in)
+  const uint32_t* w;
+  const uint32_t* sz;
+  const bf16* bias;  // (out) or null
+  bf16* y;           // (n_rows, out)
+  int n_rows, in, out, group_size, n_groups, words_per_row, n_blocks;
+  bool cluster_split;  // the split-K CTAs of a tile form a cluster (grid.y = splits)
+};
+
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(src));
+}
+
+__device__ __forceinline__ int group_of(const Args& a, int b, int u) {
+  return min((b * 128 + 32 * u) / a.group_size, a.n_groups - 1);
+}
+
+// W rows row0 + [0, kRows) of block b and their scale words into the stage (all threads).
+__device__ __forceinline__ void copy_weights(const Args& a, int row0, int b, unsigned char* st) {
+  unsigned char* ws = st + kXBytes;
+  auto* szs = reinterpret_cast<uint32_t*>(st + kXBytes + kWBytes);
+  for (int q = threadIdx.x; q < kRows * 8; q += kWarps * 32) {
+    const int r = q >> 3, p = q & 7;
+    const int row = min(row0 + r, a.out - 1);
+    cp_async8(ws + r * 64 + ((p ^ ((r >> 1) & 1)) << 3),
+              a.w + int64_t(row) * a.words_per_row + b * 16 + 2 * p);
+  }
+  for (int q = threadIdx.x; q < kRows * 4; q += kWarps * 32) {
+    const int r = q >> 2, u = q & 3;
+    const int row = min(row0 + r, a.out - 1);
+    cp_async4(szs + q, a.sz + int64_t(row) * a.n_groups + group_of(a, b, u));
+  }
+}
+
+// x rows [0, 64) x k [128 b, 128 b + 128) into the stage; rows past n_rows and k past in are 0.
+__device__ __forceinline__ void copy_x(const Args& a, int b, unsigned char* st) {
+  for (int q = threadIdx.x; q < kTok * 16; q += kWarps * 32) {
+    const int r = q >> 4, c = q & 15, k = b * 128 + c * 8;
+    const bool valid = r < a.n_rows && k < a.in;
+    const bf16* src = valid ? a.x + int64_t(r) * a.in + k : a.x;
+    cp_async16(st + r * 256 + ((c ^ ((r & 1) << 2)) << 4), src, valid);
+  }
+}
+
+// The products of block b's chunks u = 2 kh, 2 kh + 1 (one stage) into acc (see the file
+// comment). f: the scale acc is in, per M tile m and row (g, g + 8); grp: the group of the previous
+// chunk (-1 at first).
+__device__ __forceinline__ void block(const Args& a, const unsigned char* st, int b, int kh, int fh,
+                                      int th, int n_tiles, float (&acc)[4][4][4], float (&f)[4][2],
+                                      int& grp) {
+  constexpr int kInt4 = int(WeightFormat::int4);
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const unsigned char* ws = st + kXBytes;
+  const auto* szs = reinterpret_cast<const uint32_t*>(st + kXBytes + kWBytes);
+  // words 4 t + 2 kh, + 1 of rows g, g + 8 of each M tile: pair 2 t + kh, at pair ^ ((r >> 1) & 1)
+  uint2 q[4][2];
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = fh * 64 + 16 * m + g + 8 * h;
+      q[m][h] = *reinterpret_cast<const uint2*>(ws + r * 64 + (((2 * t + kh) ^ ((r >> 1) & 1)) << 3));
+    }
+#pragma unroll
+  for (int uu = 0; uu < 2; ++uu) {
+    const int u = 2 * kh + uu;
+    const int gr = group_of(a, b, u);
+    if (gr != grp) {  // warp-uniform: rescale acc into the new group's scales
+      grp = gr;
+#pragma unroll
+      for (int m = 0; m < 4; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float s = scale_of(szs[(fh * 64 + 16 * m + g + 8 * h) * 4 + u], kInt4);
+          if (s == 0.0f) continue;  // a zero group: its fragments are zeroed below, f kept
+          const float r = f[m][h] / s;
+          f[m][h] = s;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) acc[m][j][2 * h] *= r, acc[m][j][2 * h + 1] *= r;
+        }
+    }
+    uint4 xv[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      xv[j] = j < n_tiles ? *reinterpret_cast<const uint4*>(
+                                st + (32 * th + 8 * j + g) * 256 + (((4 * u + t) ^ ((g & 1) << 2)) << 4))
+                          : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const uint32_t s_lo = szs[(fh * 64 + 16 * m + g) * 4 + u];
+      const uint32_t s_hi = szs[(fh * 64 + 16 * m + g + 8) * 4 + u];
+      uint32_t af[8];
+      int4_word_fragments(uu ? q[m][0].y : q[m][0].x, uu ? q[m][1].y : q[m][1].x, zero_pair(s_lo),
+                          zero_pair(s_hi), af);
+      const uint32_t keep_lo = scale_of(s_lo, kInt4) == 0.0f ? 0u : ~0u;
+      const uint32_t keep_hi = scale_of(s_hi, kInt4) == 0.0f ? 0u : ~0u;
+#pragma unroll
+      for (int i = 0; i < 8; i += 2) af[i] &= keep_lo, af[i + 1] &= keep_hi;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (j < n_tiles) {
+          mma_bf16(acc[m][j], af[0], af[1], af[2], af[3], xv[j].x, xv[j].y);
+          mma_bf16(acc[m][j], af[4], af[5], af[6], af[7], xv[j].z, xv[j].w);
+        }
+    }
+  }
+}
+
+// Split-K over a cluster (sm_90): each CTA leaves its sums in its shared memory; piece p = (owner
+// warp o, M tile m) of the tile is added up by split p % splits, in split order (the bits do not
+// depend on timing). Returns whether this warp writes M tile m (always, without splits).
+__device__ __forceinline__ unsigned cluster_sum(const Args& a, int o, float (&acc)[4][4][4],
+                                                unsigned char* smem) {
+  unsigned mine = 0xfu;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (!a.cluster_split) return mine;
+  const int lane = threadIdx.x & 31, splits = int(gridDim.y);
+  float* red = reinterpret_cast<float*>(smem);
+  __syncthreads();  // every warp is done with the stages
+  if (o >= 0)
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane] = acc[m][j][i];
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  mine = 0;
+  if (o >= 0)
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      if ((o * 4 + m) % splits != int(blockIdx.y)) continue;
+      mine |= 1u << m;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[m][j][i] = 0.0f;
+      for (int sp = 0; sp < splits; ++sp)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const unsigned local = unsigned(
+                __cvta_generic_to_shared(&red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane]));
+            unsigned remote;
+            float v;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(sp));
+            asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+            acc[m][j][i] += v;
+          }
+    }
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else
+  if (gridDim.y != 1) __trap();  // the launcher splits only as clusters
+#endif
+  return mine;
+}
+
+// grid (ceil(out / kRows), splits), kWarps * 32 threads, kSmemBytes of dynamic shared memory.
+__global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_int4_kernel(Args a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int fh = warp & 1, th = (warp >> 1) & 1, kh = warp >> 2;
+  const int row0 = int(blockIdx.x) * kRows;
+  const int per_split = (a.n_blocks + int(gridDim.y) - 1) / int(gridDim.y);
+  const int b_begin = int(blockIdx.y) * per_split;
+  const int nb = max(0, min(a.n_blocks, b_begin + per_split) - b_begin);
+  const int n_tiles = min(4, max(0, (a.n_rows - 32 * th + 7) / 8));
+
+  // The weights are constants: the first stages' weights stream in before the wait for the
+  // kernel that wrote x (pdl.cuh); commit group s holds x of stage s (and group 0 those weights).
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s)
+    if (s < nb) copy_weights(a, row0, b_begin + s, smem + s * kStageBytes);
+  pdl_wait();
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < nb) copy_x(a, b_begin + s, smem + s * kStageBytes);
+    cp_async_commit();
+  }
+
+  float acc[4][4][4];
+  float f[4][2];
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    f[m][0] = f[m][1] = 1.0f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][j][i] = 0.0f;
+  }
+  int grp = -1;
+  for (int n = 0; n < nb; ++n) {
+    cp_async_wait<kStages - 2>();  // stage n has landed (this thread's copies) ...
+    __syncthreads();               // ... everyone's; and stage n - 1 is free
+    if (n + kStages - 1 < nb) {
+      unsigned char* st = smem + ((n + kStages - 1) % kStages) * kStageBytes;
+      copy_weights(a, row0, b_begin + n + kStages - 1, st);
+      copy_x(a, b_begin + n + kStages - 1, st);
+    }
+    cp_async_commit();
+    const unsigned char* st = smem + (n % kStages) * kStageBytes;
+    block(a, st, b_begin + n, kh, fh, th, n_tiles, acc, f, grp);
+  }
+  cp_async_wait<0>();
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][j][i] *= f[m][i >> 1];
+
+  // The two k halves of a (W rows, token rows) tile: kh = 1 leaves its sums in shared memory,
+  // kh = 0 adds them (always in this order).
+  __syncthreads();  // every warp is done with the stages
+  float* red = reinterpret_cast<float*>(smem);
+  const int o = warp & 3;
+  if (kh == 1)
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane] = acc[m][j][i];
+  __syncthreads();
+  if (kh == 0)
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[m][j][i] += red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane];
+  const unsigned mine = cluster_sum(a, kh == 0 ? o : -1, acc, smem + 4 * 64 * 32 * 4);
+  if (kh != 0) return;
+
+  // c0, c1: W row g of the M tile, token rows 8 j + 2 t, + 1; c2, c3: W row g + 8.
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    if (!(mine >> m & 1u)) continue;
+    const int o_lo = row0 + fh * 64 + 16 * m + g, o_hi = o_lo + 8;
+    const float b_lo = a.bias && o_lo < a.out ? __bfloat162float(a.bias[o_lo]) : 0.0f;
+    const float b_hi = a.bias && o_hi < a.out ? __bfloat162float(a.bias[o_hi]) : 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int tok = 32 * th + 8 * j + 2 * t + (i & 1), oo = i < 2 ? o_lo : o_hi;
+        if (tok < a.n_rows && oo < a.out)
+          a.y[int64_t(tok) * a.out + oo] = __float2bfloat16(acc[m][j][i] + (i < 2 ? b_lo : b_hi));
+      }
+  }
+}
+
+// The split count (<= kMaxSplits, >= 2 blocks each) whose CTA count wastes the least of the last
+// wave of `slots` resident CTAs; 1 without the cluster path.
+int splits_for(int64_t tiles, int n_blocks, int64_t slots, bool clusters) {
+  if (!clusters) return 1;
+  int best = 1;
+  double best_eff = 0.0;
+  for (int s = 1; s <= kMaxSplits && (s == 1 || n_blocks / s >= 2); ++s) {
+    const int64_t ctas = tiles * s, waves = (ctas + slots - 1) / slots;
+    const double eff = double(ctas) / double(waves * slots);
+    if (eff > best_eff + 0.02) best = s, best_eff = eff;
+  }
+  const int per = (n_blocks + best - 1) / best;
+  return (n_blocks + per - 1) / per;  // every split has blocks
+}
+
+}  // namespace
+
+void quant_wide_int4(const bf16* x, const QuantWeight& W, const bf16* bias, bf16* y, int n_rows,
+                     cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(W.format == WeightFormat::int4 && n_rows >= 1 && n_rows <= kTok);
+  struct Setup {
+    int slots = 0;
+    bool clusters = false;
+  };
+  static const Setup setup = [] {
+    HOGWILD_CUDA_CHECK(cudaFuncSetAttribute(
+        quant_wide_int4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    int dev = 0, sms = 0, per_sm = 0;
+    HOGWILD_CUDA_CHECK(cudaGetDevice(&dev));
+    HOGWILD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    HOGWILD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, quant_wide_int4_kernel, kWarps * 32, kSmemBytes));
+    cudaFuncAttributes at{};
+    HOGWILD_CUDA_CHECK(cudaFuncGetAttributes(&at, quant_wide_int4_kernel));
+    // the cluster merge exists in the sm_90a code only (not in the compute_80 PTX)
+    return Setup{std::max(1, sms * per_sm), at.binaryVersion >= 90 && hopper_or_later()};
+  }();
+  Args a{};
+  a.x = x;
+  a.w = W.w;
+  a.sz = W.sz;
+  a.bias = bias;
+  a.y = y;
+  a.n_rows = n_rows;
+  a.in = static_cast<int>(W.in);
+  a.out = static_cast<int>(W.out);
+  a.group_size = static_cast<int>(W.group_size);
+  a.n_groups = static_cast<int>(W.n_groups);
+  a.n_blocks = static_cast<int>((W.in + 127) / 128);
+  a.words_per_row = a.n_blocks * 16;
+  const int64_t tiles = (W.out + kRows - 1) / kRows;
+  const int splits = splits_for(tiles, a.n_blocks, setup.slots, setup.clusters);
+  a.cluster_split = splits > 1;
+  launch_pdl_clusters(quant_wide_int4_kernel,
+                      dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(splits)),
+                      dim3(kWarps * 32), dim3(1, static_cast<unsigned>(splits), 1), kSmemBytes,
+                      stream, a);
+}
+
+}  // namespace hogwild::cuda
