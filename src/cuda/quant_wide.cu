@@ -110,7 +110,8 @@ __device__ __forceinline__ void block(const Args& a, const unsigned char* st, in
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = fh * 64 + 16 * m + g + 8 * h;
-      q[m][h] = *reinterpret_cast<const uint2*>(ws + r * 64 + (((2 * t + kh) ^ ((r >> 1) & 1)) << 3));
+      q[m][h] =
+          *reinterpret_cast<const uint2*>(ws + r * 64 + (((2 * t + kh) ^ ((r >> 1) & 1)) << 3));
     }
 #pragma unroll
   for (int uu = 0; uu < 2; ++uu) {
@@ -133,8 +134,8 @@ __device__ __forceinline__ void block(const Args& a, const unsigned char* st, in
     uint4 xv[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      xv[j] = j < n_tiles ? *reinterpret_cast<const uint4*>(
-                                st + (32 * th + 8 * j + g) * 256 + (((4 * u + t) ^ ((g & 1) << 2)) << 4))
+      xv[j] = j < n_tiles ? *reinterpret_cast<const uint4*>(st + (32 * th + 8 * j + g) * 256 +
+                                                            (((4 * u + t) ^ ((g & 1) << 2)) << 4))
                           : make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
@@ -174,7 +175,8 @@ __device__ __forceinline__ unsigned cluster_sum(const Args& a, int o, float (&ac
 #pragma unroll
       for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane] = acc[m][j][i];
+        for (int i = 0; i < 4; ++i)
+          red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane] = acc[m][j][i];
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
   mine = 0;
@@ -196,7 +198,9 @@ __device__ __forceinline__ unsigned cluster_sum(const Args& a, int o, float (&ac
                 __cvta_generic_to_shared(&red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane]));
             unsigned remote;
             float v;
-            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(sp));
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                         : "=r"(remote)
+                         : "r"(local), "r"(sp));
             asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
             acc[m][j][i] += v;
           }
@@ -275,7 +279,8 @@ __global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_int4_kernel(Args a)
 #pragma unroll
       for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane] = acc[m][j][i];
+        for (int i = 0; i < 4; ++i)
+          red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane] = acc[m][j][i];
   __syncthreads();
   if (kh == 0)
 #pragma unroll
@@ -283,11 +288,12 @@ __global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_int4_kernel(Args a)
 #pragma unroll
       for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) acc[m][j][i] += red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane];
+        for (int i = 0; i < 4; ++i)
+          acc[m][j][i] += red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane];
   const unsigned mine = cluster_sum(a, kh == 0 ? o : -1, acc, smem + 4 * 64 * 32 * 4);
   if (kh != 0) return;
 
-  // c0, c1: W row g of the M tile, token rows 8 j + 2 t, + 1; c2, c3: W row g + 8.
+    // c0, c1: W row g of the M tile, token rows 8 j + 2 t, + 1; c2, c3: W row g + 8.
 #pragma unroll
   for (int m = 0; m < 4; ++m) {
     if (!(mine >> m & 1u)) continue;
@@ -358,10 +364,9 @@ void quant_wide_int4(const bf16* x, const QuantWeight& W, const bf16* bias, bf16
   const int64_t tiles = (W.out + kRows - 1) / kRows;
   const int splits = splits_for(tiles, a.n_blocks, setup.slots, setup.clusters);
   a.cluster_split = splits > 1;
-  launch_pdl_clusters(quant_wide_int4_kernel,
-                      dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(splits)),
-                      dim3(kWarps * 32), dim3(1, static_cast<unsigned>(splits), 1), kSmemBytes,
-                      stream, a);
+  launch_pdl_clusters(
+      quant_wide_int4_kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(splits)),
+      dim3(kWarps * 32), dim3(1, static_cast<unsigned>(splits), 1), kSmemBytes, stream, a);
 }
 
 }  // namespace hogwild::cuda
