@@ -94,9 +94,9 @@ void quant_linear(Gemm& gemm, const __nv_bfloat16* x, const QuantWeight& W,
                   cudaStream_t stream);
 int64_t quant_scratch_bytes(const QuantWeight& W, int64_t n_rows);
 
-/// quant_linear's product for int4 W at kQuantNarrowRows + 1 .. kQuantMaxRows rows (quant_wide.cu;
-/// x already in W's act-order when W.perm is set): y (n_rows, out) bf16 = x W^T + bias.
-void quant_wide_int4(const __nv_bfloat16* x, const QuantWeight& W, const __nv_bfloat16* bias,
+/// quant_linear's product at kQuantNarrowRows + 1 .. kQuantMaxRows rows (quant_wide.cu; x already
+/// in W's act-order when W.perm is set): y (n_rows, out) bf16 = x W^T + bias, W int4 or fp8.
+void quant_wide_linear(const __nv_bfloat16* x, const QuantWeight& W, const __nv_bfloat16* bias,
                      __nv_bfloat16* y, int n_rows, cudaStream_t stream);
 
 /// x (n_rows, in) bf16 with its columns in W's act-order (column j = x column W.perm[j]), written

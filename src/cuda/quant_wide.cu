@@ -35,17 +35,25 @@ namespace {
 using bf16 = __nv_bfloat16;
 using namespace qdev;
 
+constexpr int kInt4 = int(WeightFormat::int4);
 constexpr int kWarps = 8;
 constexpr int kRows = 128;  // W rows per CTA
 constexpr int kTok = 64;    // token rows per CTA
-constexpr int kStages = 4;
 constexpr int kXBytes = kTok * 256;
-constexpr int kWBytes = kRows * 64;
 constexpr int kSzBytes = kRows * 4 * 4;
-constexpr int kStageBytes = kXBytes + kWBytes + kSzBytes;
-constexpr int kSmemBytes = kStages * kStageBytes;
 constexpr int kMaxSplits = 8;  // the portable cluster size
-static_assert(kSmemBytes >= 2 * 4 * 64 * 32 * 4, "the reductions reuse the stages");
+
+// The stage ring of format F: a W row of a block is 64 (int4) or 128 (fp8) bytes; two CTAs of
+// kStages stages fit one SM's shared memory.
+template <int F>
+struct Ring {
+  static constexpr int kRowBytes = F == kInt4 ? 64 : 128;
+  static constexpr int kStages = F == kInt4 ? 4 : 3;
+  static constexpr int kWBytes = kRows * kRowBytes;
+  static constexpr int kStageBytes = kXBytes + kWBytes + kSzBytes;
+  static constexpr int kSmemBytes = kStages * kStageBytes;
+  static_assert(kSmemBytes >= 2 * 4 * 64 * 32 * 4, "the reductions reuse the stages");
+};
 
 struct Args {
   const bf16* x;  // (n_rows, in)
@@ -66,15 +74,25 @@ __device__ __forceinline__ int group_of(const Args& a, int b, int u) {
   return min((b * 128 + 32 * u) / a.group_size, a.n_groups - 1);
 }
 
+// Where a W row r keeps its 8-byte unit p: at p ^ unit_swizzle(r), so that the lanes of an 8-byte
+// load phase (rows g = 0..3 of an M tile, t = 0..3) hit 32 banks. int4 (8 units a row): a lane
+// reads unit 2 t + kh; fp8 (16): unit 4 t + 2 kh + uu.
+template <int F>
+__device__ __forceinline__ int unit_swizzle(int r) {
+  return F == kInt4 ? (r >> 1) & 1 : ((r & 1) << 1) | ((r >> 1) & 1);
+}
+
 // W rows row0 + [0, kRows) of block b and their scale words into the stage (all threads).
+template <int F>
 __device__ __forceinline__ void copy_weights(const Args& a, int row0, int b, unsigned char* st) {
   unsigned char* ws = st + kXBytes;
-  auto* szs = reinterpret_cast<uint32_t*>(st + kXBytes + kWBytes);
-  for (int q = threadIdx.x; q < kRows * 8; q += kWarps * 32) {
-    const int r = q >> 3, p = q & 7;
+  auto* szs = reinterpret_cast<uint32_t*>(st + kXBytes + Ring<F>::kWBytes);
+  constexpr int kUnits = Ring<F>::kRowBytes / 8;  // 8-byte units of a row
+  for (int q = threadIdx.x; q < kRows * kUnits; q += kWarps * 32) {
+    const int r = q / kUnits, p = q % kUnits;
     const int row = min(row0 + r, a.out - 1);
-    cp_async8(ws + r * 64 + ((p ^ ((r >> 1) & 1)) << 3),
-              a.w + int64_t(row) * a.words_per_row + b * 16 + 2 * p);
+    cp_async8(ws + r * Ring<F>::kRowBytes + ((p ^ unit_swizzle<F>(r)) << 3),
+              a.w + int64_t(row) * a.words_per_row + b * (2 * kUnits) + 2 * p);
   }
   for (int q = threadIdx.x; q < kRows * 4; q += kWarps * 32) {
     const int r = q >> 2, u = q & 3;
@@ -96,23 +114,25 @@ __device__ __forceinline__ void copy_x(const Args& a, int b, unsigned char* st) 
 // The products of block b's chunks u = 2 kh, 2 kh + 1 (one stage) into acc (see the file
 // comment). f: the scale acc is in, per M tile m and row (g, g + 8); grp: the group of the previous
 // chunk (-1 at first).
+template <int F>
 __device__ __forceinline__ void block(const Args& a, const unsigned char* st, int b, int kh, int fh,
                                       int th, int n_tiles, float (&acc)[4][4][4], float (&f)[4][2],
                                       int& grp) {
-  constexpr int kInt4 = int(WeightFormat::int4);
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const unsigned char* ws = st + kXBytes;
-  const auto* szs = reinterpret_cast<const uint32_t*>(st + kXBytes + kWBytes);
-  // words 4 t + 2 kh, + 1 of rows g, g + 8 of each M tile: pair 2 t + kh, at pair ^ ((r >> 1) & 1)
+  const auto* szs = reinterpret_cast<const uint32_t*>(st + kXBytes + Ring<F>::kWBytes);
+  // words 4 t + 2 kh + uu (int4: unit 2 t + kh, both uu) or 8 t + 4 kh + 2 uu, + 1 (fp8: unit
+  // 4 t + 2 kh + uu, loaded per uu) of rows g, g + 8 of each M tile
+  auto load = [&](int m, int h, int uu) {
+    const int r = fh * 64 + 16 * m + g + 8 * h;
+    const int unit = F == kInt4 ? 2 * t + kh : 4 * t + 2 * kh + uu;
+    return *reinterpret_cast<const uint2*>(ws + r * Ring<F>::kRowBytes +
+                                           ((unit ^ unit_swizzle<F>(r)) << 3));
+  };
   uint2 q[4][2];
+  if constexpr (F == kInt4)
 #pragma unroll
-  for (int m = 0; m < 4; ++m)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = fh * 64 + 16 * m + g + 8 * h;
-      q[m][h] =
-          *reinterpret_cast<const uint2*>(ws + r * 64 + (((2 * t + kh) ^ ((r >> 1) & 1)) << 3));
-    }
+    for (int m = 0; m < 4; ++m) q[m][0] = load(m, 0, 0), q[m][1] = load(m, 1, 0);
 #pragma unroll
   for (int uu = 0; uu < 2; ++uu) {
     const int u = 2 * kh + uu;
@@ -123,7 +143,7 @@ __device__ __forceinline__ void block(const Args& a, const unsigned char* st, in
       for (int m = 0; m < 4; ++m)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const float s = scale_of(szs[(fh * 64 + 16 * m + g + 8 * h) * 4 + u], kInt4);
+          const float s = scale_of(szs[(fh * 64 + 16 * m + g + 8 * h) * 4 + u], F);
           if (s == 0.0f) continue;  // a zero group: its fragments are zeroed below, f kept
           const float r = f[m][h] / s;
           f[m][h] = s;
@@ -142,10 +162,15 @@ __device__ __forceinline__ void block(const Args& a, const unsigned char* st, in
       const uint32_t s_lo = szs[(fh * 64 + 16 * m + g) * 4 + u];
       const uint32_t s_hi = szs[(fh * 64 + 16 * m + g + 8) * 4 + u];
       uint32_t af[8];
-      int4_word_fragments(uu ? q[m][0].y : q[m][0].x, uu ? q[m][1].y : q[m][1].x, zero_pair(s_lo),
-                          zero_pair(s_hi), af);
-      const uint32_t keep_lo = scale_of(s_lo, kInt4) == 0.0f ? 0u : ~0u;
-      const uint32_t keep_hi = scale_of(s_hi, kInt4) == 0.0f ? 0u : ~0u;
+      if constexpr (F == kInt4) {
+        int4_word_fragments(uu ? q[m][0].y : q[m][0].x, uu ? q[m][1].y : q[m][1].x, zero_pair(s_lo),
+                            zero_pair(s_hi), af);
+      } else {
+        const uint2 l = load(m, 0, uu), h = load(m, 1, uu);
+        fp8_word_fragments(l.x, l.y, h.x, h.y, af);
+      }
+      const uint32_t keep_lo = scale_of(s_lo, F) == 0.0f ? 0u : ~0u;
+      const uint32_t keep_hi = scale_of(s_hi, F) == 0.0f ? 0u : ~0u;
 #pragma unroll
       for (int i = 0; i < 8; i += 2) af[i] &= keep_lo, af[i + 1] &= keep_hi;
 #pragma unroll
@@ -213,8 +238,11 @@ __device__ __forceinline__ unsigned cluster_sum(const Args& a, int o, float (&ac
   return mine;
 }
 
-// grid (ceil(out / kRows), splits), kWarps * 32 threads, kSmemBytes of dynamic shared memory.
-__global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_int4_kernel(Args a) {
+// grid (ceil(out / kRows), splits), kWarps * 32 threads, Ring<F>::kSmemBytes of dynamic shared
+// memory.
+template <int F>
+__global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_kernel(Args a) {
+  constexpr int kStages = Ring<F>::kStages, kStageBytes = Ring<F>::kStageBytes;
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
@@ -229,7 +257,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_int4_kernel(Args a)
   // kernel that wrote x (pdl.cuh); commit group s holds x of stage s (and group 0 those weights).
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s)
-    if (s < nb) copy_weights(a, row0, b_begin + s, smem + s * kStageBytes);
+    if (s < nb) copy_weights<F>(a, row0, b_begin + s, smem + s * kStageBytes);
   pdl_wait();
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -253,12 +281,12 @@ __global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_int4_kernel(Args a)
     __syncthreads();               // ... everyone's; and stage n - 1 is free
     if (n + kStages - 1 < nb) {
       unsigned char* st = smem + ((n + kStages - 1) % kStages) * kStageBytes;
-      copy_weights(a, row0, b_begin + n + kStages - 1, st);
+      copy_weights<F>(a, row0, b_begin + n + kStages - 1, st);
       copy_x(a, b_begin + n + kStages - 1, st);
     }
     cp_async_commit();
     const unsigned char* st = smem + (n % kStages) * kStageBytes;
-    block(a, st, b_begin + n, kh, fh, th, n_tiles, acc, f, grp);
+    block<F>(a, st, b_begin + n, kh, fh, th, n_tiles, acc, f, grp);
   }
   cp_async_wait<0>();
 #pragma unroll
@@ -326,25 +354,25 @@ int splits_for(int64_t tiles, int n_blocks, int64_t slots, bool clusters) {
   return (n_blocks + per - 1) / per;  // every split has blocks
 }
 
-}  // namespace
-
-void quant_wide_int4(const bf16* x, const QuantWeight& W, const bf16* bias, bf16* y, int n_rows,
-                     cudaStream_t stream) {
-  HOGWILD_CUDA_REQUIRE(W.format == WeightFormat::int4 && n_rows >= 1 && n_rows <= kTok);
+template <int F>
+void launch(const bf16* x, const QuantWeight& W, const bf16* bias, bf16* y, int n_rows,
+            cudaStream_t stream) {
+  constexpr auto kernel = quant_wide_kernel<F>;
+  constexpr int smem = Ring<F>::kSmemBytes;
   struct Setup {
     int slots = 0;
     bool clusters = false;
   };
-  static const Setup setup = [] {
-    HOGWILD_CUDA_CHECK(cudaFuncSetAttribute(
-        quant_wide_int4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  static const Setup setup = [&] {
+    HOGWILD_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     int dev = 0, sms = 0, per_sm = 0;
     HOGWILD_CUDA_CHECK(cudaGetDevice(&dev));
     HOGWILD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    HOGWILD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, quant_wide_int4_kernel, kWarps * 32, kSmemBytes));
+    HOGWILD_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, smem));
     cudaFuncAttributes at{};
-    HOGWILD_CUDA_CHECK(cudaFuncGetAttributes(&at, quant_wide_int4_kernel));
+    HOGWILD_CUDA_CHECK(cudaFuncGetAttributes(&at, kernel));
     // the cluster merge exists in the sm_90a code only (not in the compute_80 PTX)
     return Setup{std::max(1, sms * per_sm), at.binaryVersion >= 90 && hopper_or_later()};
   }();
@@ -360,13 +388,26 @@ void quant_wide_int4(const bf16* x, const QuantWeight& W, const bf16* bias, bf16
   a.group_size = static_cast<int>(W.group_size);
   a.n_groups = static_cast<int>(W.n_groups);
   a.n_blocks = static_cast<int>((W.in + 127) / 128);
-  a.words_per_row = a.n_blocks * 16;
+  a.words_per_row = a.n_blocks * (F == kInt4 ? 16 : 32);
   const int64_t tiles = (W.out + kRows - 1) / kRows;
   const int splits = splits_for(tiles, a.n_blocks, setup.slots, setup.clusters);
   a.cluster_split = splits > 1;
-  launch_pdl_clusters(
-      quant_wide_int4_kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(splits)),
-      dim3(kWarps * 32), dim3(1, static_cast<unsigned>(splits), 1), kSmemBytes, stream, a);
+  launch_pdl_clusters(kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(splits)),
+                      dim3(kWarps * 32), dim3(1, static_cast<unsigned>(splits), 1), smem, stream,
+                      a);
+}
+
+}  // namespace
+
+void quant_wide_linear(const bf16* x, const QuantWeight& W, const bf16* bias, bf16* y, int n_rows,
+                       cudaStream_t stream) {
+  HOGWILD_CUDA_REQUIRE(n_rows >= 1 && n_rows <= kTok);
+  if (W.format == WeightFormat::int4)
+    launch<kInt4>(x, W, bias, y, n_rows, stream);
+  else if (W.format == WeightFormat::fp8)
+    launch<int(WeightFormat::fp8)>(x, W, bias, y, n_rows, stream);
+  else
+    HOGWILD_CUDA_REQUIRE(!"quant_wide_linear: int4 or fp8 weights");
 }
 
 }  // namespace hogwild::cuda
