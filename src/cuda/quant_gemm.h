@@ -5,13 +5,12 @@
 //
 // Kernels (quant_gemm.cu): up to 32 token rows, the skinny kernel's layout (skinny_gemm.h): a CTA
 // is 16 W rows (the mma.sync m16n8k16 M side) x the token rows in n-tiles of 8 (the N side), K
-// split over warps. 33 to 64 rows: a CTA is 8 warps of 16 W rows x the token rows, x copied once
-// per CTA into shared memory, K split over the CTAs of a cluster where the tiles cannot fill the
-// GPU. A
-// weight value enters the tensor cores as the exact bf16 integer q - z (int4) or the exact bf16
-// value of the e4m3 number (fp8); the group's scale multiplies the fp32 product of each 32-wide k
-// chunk (a chunk never straddles a group), so the only roundings are the fp32 sums. Rows above
-// kQuantChunkedRows go through a bf16 copy of W made per call (dequantize_to_bf16) and cuBLAS
+// split over warps. 33 to 64 rows (quant_wide.cu): a CTA is 128 W rows x 64 token rows, W, its
+// scales and x streamed through shared memory, K split over the CTAs of a cluster where the tiles
+// cannot fill the GPU. A weight value enters the tensor cores as the exact bf16 integer q - z
+// (int4) or the exact bf16 value of the e4m3 number (fp8), and the group scales are applied in
+// fp32, so the only roundings are fp32 ones. Rows above kQuantChunkedRows go through a bf16 copy of
+// W made per call (dequantize_to_bf16) and cuBLAS
 // (gemm.h): prefill, where the product is compute-bound. CPU twin: hogwild::dequantize
 // (model/quant.h) then hogwild::cpu::matmul.
 #pragma once
