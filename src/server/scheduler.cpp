@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "hogwild/transcript.h"
+#include "sampling/stop_strings.h"
 #include "server/api_error.h"
 #include "server/text_stream.h"
 
@@ -223,7 +224,7 @@ class Scheduler::ChoiceObserver : public SessionObserver {
   SessionId sid_ = 0;
   std::vector<Utf8Decoder> dec_;  // (n_workers)
   std::vector<int> step_;         // (n_workers) each worker's current step
-  StopFilter stop_;
+  StopStrings stop_;
   bool stopped_ = false, started_ = false;
   bool eos_seen_ = false;  // a worker drew an end-of-sequence token
   Clock::time_point last_{};
