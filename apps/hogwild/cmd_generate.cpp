@@ -161,9 +161,8 @@ StopPolicy check_generate_model(const GenerateArgs& a, const ModelConfig& config
 /// streamed with --json.
 class GenerateStream {
  public:
-  GenerateStream(const Tokenizer* tok, const GenerateArgs& a) : shown_(a.stops), json_(a.json) {
+  GenerateStream(const Tokenizer* tok, const GenerateArgs& a) : stop_(a.stops), json_(a.json) {
     if (tok) dec_ = std::make_unique<IncrementalDecoder>(*tok, /*skip_special_tokens=*/!a.special);
-    has_stops_ = !a.stops.empty();
   }
 
   /// Shows one drawn id (an end-of-sequence id too: its text is "" unless --special); returns
@@ -176,29 +175,34 @@ class GenerateStream {
       }
       return false;
     }
-    const bool stopped = shown_.push(dec_->push(id));
-    if (!json_) {
-      const size_t n = shown_.safe_length();
-      if (n > printed_) std::fwrite(shown_.text().data() + printed_, 1, n - printed_, stdout);
-      printed_ = std::max(printed_, n);
-      std::fflush(stdout);
-    }
-    return stopped && has_stops_;
+    show(stop_.push(dec_->push(id)));
+    return stop_.stopped();
   }
 
   /// The whole text, cut at a stop string ("" without a tokenizer).
   std::string finish() {
     if (!dec_) return {};
-    if (!shown_.stopped()) shown_.push(dec_->flush());
-    return shown_.text();
+    text_ += stop_.push(dec_->flush());
+    text_ += stop_.flush();
+    return text_;
   }
   size_t printed() const { return printed_; }
 
  private:
+  /// Appends text released by the stop strings and prints it unless --json.
+  void show(const std::string& released) {
+    text_ += released;
+    if (json_) return;
+    std::fwrite(released.data(), 1, released.size(), stdout);
+    printed_ = text_.size();
+    std::fflush(stdout);
+  }
+
   std::unique_ptr<IncrementalDecoder> dec_;
-  StopStrings shown_;
-  size_t printed_ = 0;  // bytes of shown_.text() already written
-  bool json_ = false, has_stops_ = false;
+  StopStrings stop_;
+  std::string text_;    // the text released so far
+  size_t printed_ = 0;  // bytes of text_ already written
+  bool json_ = false;
 };
 
 /// Runs the completion on the Engine (engine/plain.h), streaming into `stream`; with -n 0 only

@@ -91,7 +91,7 @@ void OraclePicker::on_forward(const ForwardRecord& r) {
       }
     }
   }
-  // Promotions right after this forward (session.cpp): closing steps join the history.
+  // Promotions right after this forward (session_decode.cpp): closing steps join the history.
   for (const auto& step : r.closed) {
     for (auto& [b, n] : fed) {
       if (owner_.at(b) != step || b == history_) continue;

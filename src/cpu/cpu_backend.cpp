@@ -9,7 +9,6 @@
 #include "cpu/moe.h"
 #include "cpu/ops.h"
 #include "cpu/parallel.h"
-#include "cpu/skinny.h"
 #include "sampling/row_draw.h"
 
 namespace hogwild::cpu {
@@ -21,8 +20,23 @@ void check_size(const std::vector<float>& t, int64_t expected, const std::string
          expected, t.size());
 }
 
+// Throws hogwild::Error unless `forced` (force_routing: per MoE layer, (rows,
+// num_experts_per_tok)) is empty or gives every row of every MoE layer its experts.
+void check_forced_routing(const ModelConfig& c, const std::vector<std::vector<int32_t>>& forced,
+                          int64_t rows) {
+  if (!forced.empty() && static_cast<int64_t>(forced.size()) != c.num_moe_layers())
+    fail("force_routing: {} layers given, the model has {} MoE layers", forced.size(),
+         c.num_moe_layers());
+  for (const auto& f : forced)
+    if (static_cast<int64_t>(f.size()) != rows * c.num_experts_per_tok)
+      fail("force_routing: {} experts given for {} rows of top-{}", f.size(), rows,
+           c.num_experts_per_tok);
+}
+
+}  // namespace
+
 // Adds the time since the previous lap to a CpuProfile field (no-op without a profile).
-class Laps {
+class CpuBackend::Laps {
  public:
   explicit Laps(CpuProfile* p)
       : p_(p), start_(p ? clock::now() : clock::time_point{}), t_(start_) {}
@@ -44,7 +58,22 @@ class Laps {
   clock::time_point start_, t_;
 };
 
-}  // namespace
+// One forward's activations; rows are the batch's tokens, row-major.
+struct CpuBackend::Activations {
+  Activations(const ModelConfig& c, int64_t T)
+      : x(T * c.hidden_size),
+        h(T * c.hidden_size),
+        tmp(T * c.hidden_size),
+        q(T * c.num_attention_heads * c.head_dim),
+        k(T * c.num_key_value_heads * c.head_dim),
+        v(T * c.num_key_value_heads * c.head_dim),
+        att(T * c.num_attention_heads * c.head_dim),
+        gate(T * c.intermediate_size),
+        up(T * c.intermediate_size) {}
+  std::vector<float> x, h, tmp;     // (T, hidden): residual stream, normed, projection out
+  std::vector<float> q, k, v, att;  // (T, heads * head_dim) of the query / key-value heads
+  std::vector<float> gate, up;      // (T, intermediate): the SwiGLU MLP's
+};
 
 CpuBackend::CpuBackend(ModelWeights weights, int64_t max_tokens)
     : w_(std::move(weights)),
@@ -281,154 +310,6 @@ void CpuBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,
     }
 }
 
-void CpuBackend::attention(const ForwardBatch& batch, const ForwardPlan& plan, int64_t layer,
-                           const float* q, float* out) {
-  const ModelConfig& c = w_.config;
-  const int64_t T = static_cast<int64_t>(batch.tokens.size());
-  const int64_t nh = c.num_attention_heads, hd = c.head_dim, nkv = c.num_key_value_heads;
-  const int64_t group = nh / nkv;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const float attn_scaling = rope_.params().attention_scaling;
-  // Work per (row t, key/value head g): the group of query heads that share g read each key once.
-  // Items are (g, run of consecutive rows). Rows of one problem begin their views with the same
-  // blocks (header, prompt, finished steps), each fully visible to each of them: these leading
-  // occurrences are attended by all rows of the run together, one attn_partial over the rows'
-  // stacked queries (each rotated by its own p - o), so every key is read once for the run; the
-  // rest of each row's view follows row by row. A row's states see the same partial updates in
-  // the same order either way (attn_partial's per-head results do not depend on the other
-  // queries of a call), so the bits do not depend on the batch. Runs are as long as ~4 items per
-  // thread allow. Per-thread scratch: the run's rotated queries, states and their outputs.
-  const int n_threads = num_threads();
-  const int64_t run = std::clamp<int64_t>(T * nkv / (4 * static_cast<int64_t>(n_threads)), 1, T);
-  const int64_t n_runs = (T + run - 1) / run;
-  const size_t per_thread = static_cast<size_t>(run * group * hd);
-  std::vector<float> scratch(static_cast<size_t>(n_threads) * 2 * per_thread);
-  std::vector<AttnState> states(static_cast<size_t>(n_threads) * run * group);
-  auto view_of = [&](int64_t t) -> const std::vector<ViewOccurrence>& {
-    return plan.views[batch.tokens[t].worker];
-  };
-  auto keys = [&](BlockId b, int64_t g) {  // post-append length of block b
-    return static_cast<int64_t>(blocks_[b].k[layer * nkv + g].size()) / hd;
-  };
-  // Calls f(s, e) for every run [s, e) of keys below n of block b that is not forgotten
-  // (ForwardPlan::gaps); one run [0, n) when nothing is.
-  auto for_kept = [&](BlockId b, int64_t n, auto&& f) {
-    const auto* gaps = plan.gaps_of(b);
-    if (!gaps) {
-      f(int64_t{0}, n);
-      return;
-    }
-    int64_t s = 0;
-    for (const auto& [gs, ge] : *gaps) {
-      if (gs >= n) break;
-      if (gs > s) f(s, gs);
-      s = std::max(s, ge);
-    }
-    if (s < n) f(s, n);
-  };
-  // Rows [t0, t1) of one item: states init, the shared leading occurrences together, the rest
-  // row by row, normalised into `out`.
-  auto attend = [&](int64_t t0, int64_t t1, int64_t g, int thread) {
-    float* qr = scratch.data() + static_cast<size_t>(thread) * 2 * per_thread;
-    float* ob = qr + per_thread;
-    AttnState* acc = states.data() + static_cast<size_t>(thread) * run * group;
-    const int64_t n = t1 - t0;
-    for (int64_t i = 0; i < n * group; ++i) {
-      acc[i] = {0, 0, ob + i * hd};
-      attn_state_init(acc[i], hd);
-    }
-    // Queries of row t rotated by p - o into its slice of qr (with the model's attention
-    // scaling: its one rotation for this dot product); keys are already rotated at j, so
-    // q(p-o).k(j) = q(p).k(o+j).
-    auto rotate_row = [&](int64_t t, int64_t o) {
-      float* dst = qr + (t - t0) * group * hd;
-      std::memcpy(dst, q + t * nh * hd + g * group * hd, sizeof(float) * group * hd);
-      rope_.rotate(dst, group, plan.position[t] - o, attn_scaling);
-    };
-    size_t k = 0;  // leading occurrences done together
-    for (;; ++k) {
-      const std::vector<ViewOccurrence>& v0 = view_of(t0);
-      if (n < 2 || k >= v0.size()) break;
-      const BlockId b = v0[k].block;
-      const int64_t len = keys(b, g);
-      bool shared = len > 0;
-      for (int64_t t = t0; t < t1 && shared; ++t) {
-        const std::vector<ViewOccurrence>& v = view_of(t);
-        shared = k < v.size() && v[k].block == b && plan.position[t] - v[k].offset + 1 >= len;
-      }
-      if (!shared) break;
-      for (int64_t t = t0; t < t1; ++t) rotate_row(t, view_of(t)[k].offset);
-      for_kept(b, len, [&](int64_t s, int64_t e) {
-        attn_partial(qr, n * group, blocks_[b].k[layer * nkv + g].data() + s * hd,
-                     blocks_[b].v[layer * nkv + g].data() + s * hd, e - s, hd, hd, scale, acc);
-      });
-    }
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t p = plan.position[t];
-      const std::vector<ViewOccurrence>& v = view_of(t);
-      for (size_t i = k; i < v.size(); ++i) {
-        const ViewOccurrence& oc = v[i];
-        if (oc.offset > p) break;  // offsets grow along the view: nothing further is visible
-        const int64_t n_vis = std::min(keys(oc.block, g), p - oc.offset + 1);  // o + j <= p
-        if (n_vis <= 0) continue;
-        rotate_row(t, oc.offset);
-        for_kept(oc.block, n_vis, [&](int64_t s, int64_t e) {
-          attn_partial(qr + (t - t0) * group * hd, group,
-                       blocks_[oc.block].k[layer * nkv + g].data() + s * hd,
-                       blocks_[oc.block].v[layer * nkv + g].data() + s * hd, e - s, hd, hd, scale,
-                       acc + (t - t0) * group);
-        });
-      }
-      // Scores (ForwardBatch::score_blocks): every visible kept key's softmax weight, from the
-      // row's final max and denominator, kept as the thread's maximum.
-      for (size_t si = 0; si < batch.score_blocks.size(); ++si) {
-        const BlockId sb = batch.score_blocks[si];
-        float* best = score_acc_[thread][si].data();
-        for (const ViewOccurrence& oc : v) {
-          if (oc.block != sb || oc.offset > p) continue;
-          const int64_t n_vis = std::min(keys(sb, g), p - oc.offset + 1);
-          rotate_row(t, oc.offset);
-          const float* qt = qr + (t - t0) * group * hd;
-          const float* kb = blocks_[sb].k[layer * nkv + g].data();
-          // The dots as attn_partial takes them (skinny_dots, 64 keys by up to 16 heads).
-          for_kept(sb, n_vis, [&](int64_t s, int64_t e) {
-            float w[16 * 64];
-            for (int64_t h0 = 0; h0 < group; h0 += 16) {
-              const int64_t nq = std::min<int64_t>(16, group - h0);
-              for (int64_t j0 = s; j0 < e; j0 += 64) {
-                const int64_t nk = std::min<int64_t>(64, e - j0);
-                skinny_dots({qt + h0 * hd, nq, hd, kb + j0 * hd, hd, nullptr, w, 64}, nk);
-                for (int64_t i = 0; i < nq; ++i) {
-                  const AttnState& st = acc[(t - t0) * group + h0 + i];
-                  for (int64_t j = 0; j < nk; ++j)
-                    best[j0 + j] =
-                        std::max(best[j0 + j], std::exp(w[i * 64 + j] * scale - st.m) / st.d);
-                }
-              }
-            }
-          });
-        }
-      }
-      // The token's own key (o + j = p) is always visible, so no state is empty.
-      for (int64_t i = 0; i < group; ++i)
-        attn_state_normalize(acc[(t - t0) * group + i], out + t * nh * hd + (g * group + i) * hd,
-                             hd);
-    }
-  };
-  parallel_for(n_runs * nkv, [&](int64_t idx, int thread) {
-    const int64_t g = idx / n_runs, r0 = idx % n_runs * run, r1 = std::min(T, r0 + run);
-    // Sub-runs of rows whose views start with the same block (one problem's rows).
-    for (int64_t t0 = r0; t0 < r1;) {
-      int64_t t1 = t0 + 1;
-      const auto& v0 = view_of(t0);
-      while (t1 < r1 && !v0.empty() && !view_of(t1).empty() && view_of(t1)[0].block == v0[0].block)
-        ++t1;
-      attend(t0, t1, g, thread);
-      t0 = t1;
-    }
-  });
-}
-
 void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   const ModelConfig& c = w_.config;
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
@@ -438,122 +319,149 @@ void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) 
   forced_routing_.clear();
   if (T == 0) return;
   Laps laps(profile_);
-  if (!forced.empty() && static_cast<int64_t>(forced.size()) != c.num_moe_layers())
-    fail("force_routing: {} layers given, the model has {} MoE layers", forced.size(),
-         c.num_moe_layers());
-  for (const auto& f : forced)
-    if (static_cast<int64_t>(f.size()) != T * c.num_experts_per_tok)
-      fail("force_routing: {} experts given for {} rows of top-{}", f.size(), T,
-           c.num_experts_per_tok);
+  check_forced_routing(c, forced, T);
+  const ForwardPlan plan = begin_forward(batch);
 
+  Activations a(c, T);
+  std::vector<int32_t> ids(T);
+  for (int64_t t = 0; t < T; ++t) ids[t] = batch.tokens[t].token_id;
+  embedding(w_.embed_tokens.data(), ids.data(), T, c.hidden_size, a.x.data());
+  laps.lap(&CpuProfile::plan);
+
+  size_t moe_layer = 0;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    attention_block(batch, plan, l, a, laps);
+    const int32_t* f = nullptr;
+    if (c.is_moe_layer(l)) f = forced.empty() ? nullptr : forced[moe_layer++].data();
+    mlp_block(l, T, a, f, laps);
+  }
+  merge_scores();
+  lm_head(batch, a.x, logits, laps);
+}
+
+ForwardPlan CpuBackend::begin_forward(const ForwardBatch& batch) {
+  const ModelConfig& c = w_.config;
   // ---- check and plan (model/forward_plan.h: positions from the view rule), then append
-  const ForwardPlan plan = plan_forward(batch, table_, c, /*max_positions=*/0);
+  ForwardPlan plan = plan_forward(batch, table_, c, /*max_positions=*/0);
   apply_appends(plan, table_);
   rope_.reserve(plan.max_position + 1);
-  const int64_t kvd = c.num_key_value_heads * c.head_dim;
   for (const auto& [b, len] : plan.grown) {
     for (auto& k : blocks_[b].k) k.resize(len * c.head_dim);
     for (auto& v : blocks_[b].v) v.resize(len * c.head_dim);
   }
   routing_.clear();
-  size_t moe_layer = 0;
   // Attention scores of the blocks the batch names (summed up after the layers).
   scores_.clear();
   score_acc_.assign(batch.score_blocks.empty() ? 0 : num_threads(), {});
   for (auto& per_thread : score_acc_)
     for (BlockId b : batch.score_blocks)
       per_thread.emplace_back(static_cast<size_t>(table_.len(b)), 0.0f);
+  return plan;
+}
 
-  // ---- activations (rows = batch tokens)
-  const int64_t H = c.hidden_size, I = c.intermediate_size;
-  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
-  const int64_t qd = nh * hd;
+void CpuBackend::attention_block(const ForwardBatch& batch, const ForwardPlan& plan, int64_t l,
+                                 Activations& a, Laps& laps) {
+  const ModelConfig& c = w_.config;
+  const LayerWeights& L = w_.layers[l];
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  const int64_t H = c.hidden_size, nh = c.num_attention_heads, nkv = c.num_key_value_heads;
+  const int64_t hd = c.head_dim, qd = nh * hd, kvd = nkv * hd;
   const float eps = static_cast<float>(c.rms_norm_eps);
+  auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
+  // ---- norm, q/k/v projections (+ bias: Qwen2)
+  rmsnorm(a.x.data(), L.input_layernorm.data(), a.h.data(), T, H, eps);
+  laps.lap(&CpuProfile::norms);
+  matmul_shared(a.h.data(), T, H,
+                {{L.q_proj.data(), bias(L.q_bias), a.q.data(), qd},
+                 {L.k_proj.data(), bias(L.k_bias), a.k.data(), kvd},
+                 {L.v_proj.data(), bias(L.v_bias), a.v.data(), kvd}});
+  laps.lap(&CpuProfile::qkv);
+  // ---- per-head RMSNorm of q and k (Qwen3), before RoPE
+  if (c.qk_norm) {
+    rmsnorm(a.q.data(), L.q_norm.data(), a.q.data(), T * nh, hd, eps);
+    rmsnorm(a.k.data(), L.k_norm.data(), a.k.data(), T * nkv, hd, eps);
+  }
+  write_kv(batch, plan, l, a.k.data(), a.v.data());
+  laps.lap(&CpuProfile::rope);
+  // ---- attention over the writer's view (queries rotated per block occurrence)
+  attention(batch, plan, l, a.q.data(), a.att.data());
+  laps.lap(&CpuProfile::attention);
+  // ---- o_proj, residual
+  matmul(a.att.data(), L.o_proj.data(), nullptr, a.tmp.data(), T, qd, H);
+  laps.lap(&CpuProfile::o_proj);
+  add_inplace(a.x.data(), a.tmp.data(), T * H);
+}
+
+void CpuBackend::write_kv(const ForwardBatch& batch, const ForwardPlan& plan, int64_t l, float* k,
+                          const float* v) {
+  const ModelConfig& c = w_.config;
+  const int64_t nkv = c.num_key_value_heads, hd = c.head_dim, kvd = nkv * hd;
   const float attn_scaling = rope_.params().attention_scaling;
-  std::vector<float> x(T * H), h(T * H), tmp(T * H);  // residual stream, normed, projection out
-  std::vector<float> q(T * qd), k(T * kvd), v(T * kvd), att(T * qd);
-  std::vector<float> gate(T * I), up(T * I);
-  std::vector<int32_t> ids(T);
-  for (int64_t t = 0; t < T; ++t) ids[t] = batch.tokens[t].token_id;
-  embedding(w_.embed_tokens.data(), ids.data(), T, H, x.data());
-  laps.lap(&CpuProfile::plan);
-
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    const LayerWeights& L = w_.layers[l];
-    auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
-    // ---- norm, q/k/v projections (+ bias: Qwen2)
-    rmsnorm(x.data(), L.input_layernorm.data(), h.data(), T, H, eps);
-    laps.lap(&CpuProfile::norms);
-    matmul_shared(h.data(), T, H,
-                  {{L.q_proj.data(), bias(L.q_bias), q.data(), qd},
-                   {L.k_proj.data(), bias(L.k_bias), k.data(), kvd},
-                   {L.v_proj.data(), bias(L.v_bias), v.data(), kvd}});
-    laps.lap(&CpuProfile::qkv);
-    // ---- per-head RMSNorm of q and k (Qwen3), before RoPE
-    if (c.qk_norm) {
-      rmsnorm(q.data(), L.q_norm.data(), q.data(), T * nh, hd, eps);
-      rmsnorm(k.data(), L.k_norm.data(), k.data(), T * nkv, hd, eps);
+  // ---- rope on keys at block-local j; write K, V of every row before any attention
+  for (int64_t t = 0; t < static_cast<int64_t>(batch.tokens.size()); ++t) {
+    float* kt = k + t * kvd;
+    const int64_t j = plan.index[t];
+    rope_.rotate(kt, nkv, j, attn_scaling);
+    Block& blk = blocks_[batch.tokens[t].block];
+    for (int64_t g = 0; g < nkv; ++g) {
+      std::memcpy(blk.k[l * nkv + g].data() + j * hd, kt + g * hd, sizeof(float) * hd);
+      std::memcpy(blk.v[l * nkv + g].data() + j * hd, v + t * kvd + g * hd, sizeof(float) * hd);
     }
-    // ---- rope on keys at block-local j; write K, V of every row before any attention
-    for (int64_t t = 0; t < T; ++t) {
-      float* kt = k.data() + t * kvd;
-      const int64_t j = plan.index[t];
-      rope_.rotate(kt, nkv, j, attn_scaling);
-      Block& blk = blocks_[batch.tokens[t].block];
-      for (int64_t g = 0; g < nkv; ++g) {
-        std::memcpy(blk.k[l * nkv + g].data() + j * hd, kt + g * hd, sizeof(float) * hd);
-        std::memcpy(blk.v[l * nkv + g].data() + j * hd, v.data() + t * kvd + g * hd,
-                    sizeof(float) * hd);
-      }
-    }
-    laps.lap(&CpuProfile::rope);
-    // ---- attention over the writer's view (queries rotated per block occurrence)
-    attention(batch, plan, l, q.data(), att.data());
-    laps.lap(&CpuProfile::attention);
-    // ---- o_proj, residual
-    matmul(att.data(), L.o_proj.data(), nullptr, tmp.data(), T, qd, H);
-    laps.lap(&CpuProfile::o_proj);
-    add_inplace(x.data(), tmp.data(), T * H);
-    // ---- post-attention norm, SwiGLU MLP (or the MoE block: cpu/moe.h), residual
-    rmsnorm(x.data(), L.post_attention_layernorm.data(), h.data(), T, H, eps);
-    laps.lap(&CpuProfile::norms);
-    if (c.is_moe_layer(l)) {
-      moe_mlp(c, L, h.data(), T, tmp.data(), record_routing_ ? &routing_.emplace_back() : nullptr,
-              forced.empty() ? nullptr : forced[moe_layer].data());
-      ++moe_layer;
-      laps.lap(&CpuProfile::mlp);
-      add_inplace(x.data(), tmp.data(), T * H);
-      continue;
-    }
-    matmul_shared(
-        h.data(), T, H,
-        {{L.gate_proj.data(), nullptr, gate.data(), I}, {L.up_proj.data(), nullptr, up.data(), I}});
-    laps.lap(&CpuProfile::mlp);
-    swiglu(gate.data(), up.data(), gate.data(), T * I);
-    laps.lap(&CpuProfile::norms);
-    matmul(gate.data(), L.down_proj.data(), nullptr, tmp.data(), T, I, H);
-    laps.lap(&CpuProfile::mlp);
-    add_inplace(x.data(), tmp.data(), T * H);
   }
-  if (!score_acc_.empty()) {  // the threads' maxima, into one vector per score block
-    scores_ = std::move(score_acc_[0]);
-    for (size_t th = 1; th < score_acc_.size(); ++th)
-      for (size_t si = 0; si < scores_.size(); ++si)
-        for (size_t j = 0; j < scores_[si].size(); ++j)
-          scores_[si][j] = std::max(scores_[si][j], score_acc_[th][si][j]);
-    score_acc_.clear();
-  }
+}
 
+void CpuBackend::mlp_block(int64_t l, int64_t T, Activations& a, const int32_t* forced,
+                           Laps& laps) {
+  const ModelConfig& c = w_.config;
+  const LayerWeights& L = w_.layers[l];
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  // ---- post-attention norm, SwiGLU MLP (or the MoE block: cpu/moe.h), residual
+  rmsnorm(a.x.data(), L.post_attention_layernorm.data(), a.h.data(), T, H,
+          static_cast<float>(c.rms_norm_eps));
+  laps.lap(&CpuProfile::norms);
+  if (c.is_moe_layer(l)) {
+    moe_mlp(c, L, a.h.data(), T, a.tmp.data(), record_routing_ ? &routing_.emplace_back() : nullptr,
+            forced);
+    laps.lap(&CpuProfile::mlp);
+    add_inplace(a.x.data(), a.tmp.data(), T * H);
+    return;
+  }
+  matmul_shared(a.h.data(), T, H,
+                {{L.gate_proj.data(), nullptr, a.gate.data(), I},
+                 {L.up_proj.data(), nullptr, a.up.data(), I}});
+  laps.lap(&CpuProfile::mlp);
+  swiglu(a.gate.data(), a.up.data(), a.gate.data(), T * I);
+  laps.lap(&CpuProfile::norms);
+  matmul(a.gate.data(), L.down_proj.data(), nullptr, a.tmp.data(), T, I, H);
+  laps.lap(&CpuProfile::mlp);
+  add_inplace(a.x.data(), a.tmp.data(), T * H);
+}
+
+void CpuBackend::merge_scores() {
+  if (score_acc_.empty()) return;
+  // The threads' maxima, into one vector per score block.
+  scores_ = std::move(score_acc_[0]);
+  for (size_t th = 1; th < score_acc_.size(); ++th)
+    for (size_t si = 0; si < scores_.size(); ++si)
+      for (size_t j = 0; j < scores_[si].size(); ++j)
+        scores_[si][j] = std::max(scores_[si][j], score_acc_[th][si][j]);
+  score_acc_.clear();
+}
+
+void CpuBackend::lm_head(const ForwardBatch& batch, const std::vector<float>& x,
+                         std::vector<float>& logits, Laps& laps) const {
+  const ModelConfig& c = w_.config;
+  const int64_t H = c.hidden_size;
   // ---- final norm and lm_head, only for rows that want logits
   std::vector<float> sel;
   int64_t n_out = 0;
-  for (int64_t t = 0; t < T; ++t) {
+  for (int64_t t = 0; t < static_cast<int64_t>(batch.tokens.size()); ++t) {
     if (!batch.tokens[t].want_logits) continue;
     sel.insert(sel.end(), x.begin() + t * H, x.begin() + (t + 1) * H);
     ++n_out;
   }
   if (n_out == 0) return;
-  rmsnorm(sel.data(), w_.norm.data(), sel.data(), n_out, H, eps);
+  rmsnorm(sel.data(), w_.norm.data(), sel.data(), n_out, H, static_cast<float>(c.rms_norm_eps));
   logits.resize(n_out * c.vocab_size);
   laps.lap(&CpuProfile::norms);
   matmul(sel.data(), w_.output_weight().data(), nullptr, logits.data(), n_out, H, c.vocab_size);

@@ -128,9 +128,32 @@ class CpuBackend : public Backend {
     std::vector<std::vector<float>> k, v;
   };
 
+  class Laps;           // per-stage timing of one forward (CpuProfile)
+  struct Activations;   // one forward's activations
+  class AttentionPass;  // one layer's attention (cpu_attention.cpp)
+
   void check_weights() const;
+  // The steps of forward(), in order. begin_forward: checks and plans the batch, appends its
+  // tokens, grows the blocks and clears the per-forward outputs (routing, scores).
+  ForwardPlan begin_forward(const ForwardBatch& batch);
+  // Layer l's input norm, q/k/v, K/V written, attention, o_proj, residual (a.x updated).
+  void attention_block(const ForwardBatch& batch, const ForwardPlan& plan, int64_t l,
+                       Activations& a, Laps& laps);
+  // Rotates k (rows, kv heads * head_dim) at block-local positions and writes it and v into the
+  // rows' blocks at layer l.
+  void write_kv(const ForwardBatch& batch, const ForwardPlan& plan, int64_t l, float* k,
+                const float* v);
+  // q: (rows, heads * head_dim) -> out, the same shape: each row over its writer's view.
   void attention(const ForwardBatch& batch, const ForwardPlan& plan, int64_t layer, const float* q,
                  float* out);
+  // Layer l's post-attention norm, MLP or MoE block (forced: that MoE layer's force_routing,
+  // (rows, num_experts_per_tok), or nullptr), residual.
+  void mlp_block(int64_t l, int64_t rows, Activations& a, const int32_t* forced, Laps& laps);
+  // score_acc_'s per-thread maxima into scores_.
+  void merge_scores();
+  // Final norm and lm_head of the rows that want logits: logits (those rows, vocab).
+  void lm_head(const ForwardBatch& batch, const std::vector<float>& x, std::vector<float>& logits,
+               Laps& laps) const;
 
   ModelWeights w_;
   RopeTable rope_;

@@ -115,24 +115,32 @@ std::vector<SessionEvent> Engine::step() {
   std::vector<SessionEvent> events;
   last_ = ForwardCounts{};
   admit();
-  std::vector<Entry*> planned;
-  std::vector<SessionStep> steps(active_.size());
-  std::vector<SessionStep*> parts;
-  auto fail_entry = [&](Entry& e, const std::string& why) {
-    e.error = why;
-    e.session->cancel(StopReason::error);
+  StepPlan p;
+  p.steps.resize(active_.size());
+  plan_step(p);
+  if (!p.parts.empty()) run_step(p, events);
+  retire_finished(events);
+  stats_.step_seconds += since(t0);
+  return events;
+}
+
+void Engine::fail_entry(Entry& e, const std::string& why) {
+  e.error = why;
+  e.session->cancel(StopReason::error);
+}
+
+void Engine::plan_step(StepPlan& p) {
+  auto add = [&p](Entry& e, SessionStep& s) {
+    p.planned.push_back(&e);
+    p.parts.push_back(&s);
+    p.tokens += static_cast<int64_t>(s.batch.tokens.size());
   };
-  int64_t tokens = 0, prefill_chunks = 0;
   // Decoding and finishing sessions first: their rows are never held back.
   for (size_t i = 0; i < active_.size(); ++i) {
     Entry& e = *active_[i];
     if (e.session->prefilling() || e.session->finished()) continue;
     try {
-      if (e.session->plan(steps[i], 0)) {
-        planned.push_back(&e);
-        parts.push_back(&steps[i]);
-        tokens += static_cast<int64_t>(steps[i].batch.tokens.size());
-      }
+      if (e.session->plan(p.steps[i], 0)) add(e, p.steps[i]);
     } catch (const Error& err) {
       fail_entry(e, err.what());
     }
@@ -142,43 +150,45 @@ std::vector<SessionEvent> Engine::step() {
   for (size_t i = 0; i < active_.size(); ++i) {
     Entry& e = *active_[i];
     if (!e.session->prefilling()) continue;
-    int64_t room = std::min(opt_.prefill_chunk, opt_.max_batch_tokens - tokens);
-    if (room <= 0 && parts.empty()) room = opt_.prefill_chunk;
+    int64_t room = std::min(opt_.prefill_chunk, opt_.max_batch_tokens - p.tokens);
+    if (room <= 0 && p.parts.empty()) room = opt_.prefill_chunk;
     if (room <= 0) break;
     try {
-      if (e.session->plan(steps[i], room)) {
-        planned.push_back(&e);
-        parts.push_back(&steps[i]);
-        tokens += static_cast<int64_t>(steps[i].batch.tokens.size());
-        prefill_chunks += 1;
-        stats_.prompt_tokens += steps[i].prompt_tokens;
+      if (e.session->plan(p.steps[i], room)) {
+        add(e, p.steps[i]);
+        p.prefill_chunks += 1;
+        stats_.prompt_tokens += p.steps[i].prompt_tokens;
       }
     } catch (const Error& err) {
       fail_entry(e, err.what());
     }
   }
-  if (!parts.empty()) {
-    try {
-      run_forward(be_, parts);
-      last_ = {static_cast<int64_t>(parts.size()), prefill_chunks, tokens};
-      stats_.steps += 1;
-      stats_.forward_tokens += tokens;
-      stats_.forward_seconds += parts.front()->forward_seconds;
-      for (size_t k = 0; k < parts.size(); ++k) {
-        Entry& e = *planned[k];
-        try {
-          SessionEvent ev{e.id, e.session->complete(*parts[k])};
-          for (int n : ev.report.tokens) stats_.sampled_tokens += n;
-          events.push_back(std::move(ev));
-        } catch (const Error& err) {
-          fail_entry(e, err.what());
-        }
+}
+
+void Engine::run_step(StepPlan& p, std::vector<SessionEvent>& events) {
+  try {
+    run_forward(be_, p.parts);
+    last_ = {static_cast<int64_t>(p.parts.size()), p.prefill_chunks, p.tokens};
+    stats_.steps += 1;
+    stats_.forward_tokens += p.tokens;
+    stats_.forward_seconds += p.parts.front()->forward_seconds;
+    for (size_t k = 0; k < p.parts.size(); ++k) {
+      Entry& e = *p.planned[k];
+      try {
+        SessionEvent ev{e.id, e.session->complete(*p.parts[k])};
+        for (int n : ev.report.tokens) stats_.sampled_tokens += n;
+        events.push_back(std::move(ev));
+      } catch (const Error& err) {
+        fail_entry(e, err.what());
       }
-    } catch (const Error& err) {
-      // The merged forward failed (e.g. the cache is full): every session in it ends.
-      for (Entry* e : planned) fail_entry(*e, err.what());
     }
+  } catch (const Error& err) {
+    // The merged forward failed (e.g. the cache is full): every session in it ends.
+    for (Entry* e : p.planned) fail_entry(*e, err.what());
   }
+}
+
+void Engine::retire_finished(std::vector<SessionEvent>& events) {
   // Finished sessions leave and free their blocks.
   for (auto it = active_.begin(); it != active_.end();) {
     if ((*it)->session->finished()) {
@@ -198,8 +208,6 @@ std::vector<SessionEvent> Engine::step() {
       ++it;
     }
   }
-  stats_.step_seconds += since(t0);
-  return events;
 }
 
 void Engine::run_until_idle() {

@@ -146,8 +146,22 @@ class Engine {
     int64_t kv_hit = 0;   // prompt tokens shared from the prefix cache at admission
     std::string error;
   };
+  // One step's forward as planned: the sessions in it and their parts, in the same order.
+  struct StepPlan {
+    std::vector<Entry*> planned;
+    std::vector<SessionStep> steps;  // (active sessions) each one's part when it is planned
+    std::vector<SessionStep*> parts;
+    int64_t tokens = 0, prefill_chunks = 0;  // rows of the forward; prompt chunks among them
+  };
   void admit();
   void finish(Entry& e);
+  // The steps of step(): plan every active session's part (decoding ones first, then prompt
+  // chunks in what the forward leaves), run the forward and complete the sessions, move the
+  // finished ones to done_. A session that throws hogwild::Error ends with that error.
+  void plan_step(StepPlan& p);
+  void run_step(StepPlan& p, std::vector<SessionEvent>& events);
+  void retire_finished(std::vector<SessionEvent>& events);
+  static void fail_entry(Entry& e, const std::string& why);
 
   Backend& be_;
   const TextCodec& codec_;

@@ -7,29 +7,35 @@
 
 namespace hogwild {
 
-void run_forward(Backend& backend, std::span<SessionStep*> steps) {
-  ForwardBatch merged;
+namespace {
+
+// The steps' parts as one forward: tokens in step order (views renumbered), the rows sampled on
+// the backend with their banned sets deduplicated by identity.
+struct MergedForward {
+  ForwardBatch batch;
   std::vector<std::vector<int32_t>> banned_sets;
+  std::vector<RowSampling> rows;  // the rows of the steps that draw on the backend
+  bool host = false;              // some step wants its logits on the host (draws there)
+  bool keep = false;              // some step keeps its rows' logits (SessionStep::keep_logits)
+};
+
+MergedForward merge_steps(std::span<SessionStep*> steps, size_t n_tokens) {
+  MergedForward m;
   std::vector<const std::vector<int32_t>*> set_of;  // dedupe banned sets by identity
-  std::vector<RowSampling> rows;
-  bool host = false, keep = false;
-  size_t n_tokens = 0;
   for (SessionStep* s : steps) {
-    n_tokens += s->batch.tokens.size();
-    if (!s->rows.empty() && s->host_logits) host = true;
-    if (!s->rows.empty() && s->keep_logits) keep = true;
+    if (!s->rows.empty() && s->host_logits) m.host = true;
+    if (!s->rows.empty() && s->keep_logits) m.keep = true;
   }
-  if (n_tokens == 0) return;
-  merged.tokens.reserve(n_tokens);
+  m.batch.tokens.reserve(n_tokens);
   for (SessionStep* s : steps) {
     if (s->batch.tokens.empty()) continue;
-    const int32_t shift = static_cast<int32_t>(merged.views.size());
-    merged.views.insert(merged.views.end(), s->batch.views.begin(), s->batch.views.end());
-    merged.score_blocks.insert(merged.score_blocks.end(), s->batch.score_blocks.begin(),
-                               s->batch.score_blocks.end());
+    const int32_t shift = static_cast<int32_t>(m.batch.views.size());
+    m.batch.views.insert(m.batch.views.end(), s->batch.views.begin(), s->batch.views.end());
+    m.batch.score_blocks.insert(m.batch.score_blocks.end(), s->batch.score_blocks.begin(),
+                                s->batch.score_blocks.end());
     for (TokenInput t : s->batch.tokens) {
       t.worker += shift;
-      merged.tokens.push_back(t);
+      m.batch.tokens.push_back(t);
     }
     if (s->rows.empty() || s->host_logits) continue;
     HOGWILD_CHECK(s->sampling.size() == s->rows.size());
@@ -40,27 +46,36 @@ void run_forward(Backend& backend, std::span<SessionStep*> steps) {
       if (set < 0) {
         set = static_cast<int32_t>(set_of.size());
         set_of.push_back(s->banned);
-        banned_sets.push_back(*s->banned);
+        m.banned_sets.push_back(*s->banned);
       }
     }
     for (RowSampling r : s->sampling) {
       r.banned = r.banned >= 0 ? set : -1;
-      rows.push_back(r);
+      m.rows.push_back(r);
     }
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<float> logits;
-  std::vector<int32_t> drawn;
-  if (!host) {
-    if (keep)
-      backend.forward_sample_logits(merged, banned_sets, rows, drawn, logits);
-    else
-      backend.forward_sample(merged, banned_sets, rows, drawn);
-  } else {
-    backend.forward(merged, logits);
+  return m;
+}
+
+// Draws the rows of step s on the host from its logits (rows, vocab) starting at `base`.
+// Throws hogwild::Error when a row has nothing to draw.
+void draw_on_host(SessionStep& s, const float* base, int64_t vocab) {
+  const size_t n = s.rows.size();
+  s.drawn.resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    std::span<const int32_t> banned;
+    if (s.sampling[r].banned >= 0 && s.banned) banned = *s.banned;
+    s.drawn[r] = draw_row(std::span<const float>(base + r * vocab, vocab), s.sampling[r], banned);
+    if (s.drawn[r] < 0)
+      fail(
+          "no token can be drawn for a logits row (every logit is -inf or NaN after the "
+          "banned tokens and filters)");
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Hands each step its part of the forward's outputs: attention scores, logits, drawn ids.
+void hand_out(Backend& backend, std::span<SessionStep*> steps, const MergedForward& m,
+              const std::vector<float>& logits, const std::vector<int32_t>& drawn, double seconds) {
   const int64_t vocab = backend.config().vocab_size;
   size_t scored = 0;  // attention scores, in merged score_blocks order
   for (SessionStep* s : steps) {
@@ -75,32 +90,41 @@ void run_forward(Backend& backend, std::span<SessionStep*> steps) {
     s->forward_seconds = seconds;
     if (s->batch.tokens.empty()) continue;
     const size_t n = s->rows.size();
-    if (host || keep) {  // the rows' logits are on the host
+    if (m.host || m.keep) {  // the rows' logits are on the host
       const float* base = logits.data() + row * vocab;
       if (s->host_logits || s->keep_logits) s->logits.assign(base, base + n * vocab);
     }
-    if (host) {
-      const float* base = logits.data() + row * vocab;
-      if (!s->host_logits) {
-        s->drawn.resize(n);
-        for (size_t r = 0; r < n; ++r) {
-          std::span<const int32_t> banned;
-          if (s->sampling[r].banned >= 0 && s->banned) banned = *s->banned;
-          s->drawn[r] =
-              draw_row(std::span<const float>(base + r * vocab, vocab), s->sampling[r], banned);
-          if (s->drawn[r] < 0)
-            fail(
-                "no token can be drawn for a logits row (every logit is -inf or NaN after the "
-                "banned tokens and filters)");
-        }
-      }
-      row += n;
+    if (m.host) {
+      if (!s->host_logits) draw_on_host(*s, logits.data() + row * vocab, vocab);
     } else {
       s->drawn.assign(drawn.begin() + sampled_row, drawn.begin() + sampled_row + n);
       sampled_row += n;
-      row += n;
     }
+    row += n;
   }
+}
+
+}  // namespace
+
+void run_forward(Backend& backend, std::span<SessionStep*> steps) {
+  size_t n_tokens = 0;
+  for (SessionStep* s : steps) n_tokens += s->batch.tokens.size();
+  if (n_tokens == 0) return;
+  const MergedForward m = merge_steps(steps, n_tokens);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<float> logits;
+  std::vector<int32_t> drawn;
+  if (!m.host) {
+    if (m.keep)
+      backend.forward_sample_logits(m.batch, m.banned_sets, m.rows, drawn, logits);
+    else
+      backend.forward_sample(m.batch, m.banned_sets, m.rows, drawn);
+  } else {
+    backend.forward(m.batch, logits);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  hand_out(backend, steps, m, logits, drawn, seconds);
 }
 
 }  // namespace hogwild

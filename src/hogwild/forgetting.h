@@ -1,6 +1,6 @@
 // Bounded shared memory (docs/ARCHITECTURE.md "Bounded shared memory"): which tokens of the shared
 // history a session forgets when the history passes its KV budget. Pure functions and a small
-// window of scores, no backend: the session (session.cpp) measures the scores
+// window of scores, no backend: the session (session_decode.cpp) measures the scores
 // (Backend::attention_scores), calls choose_forgotten after each promotion and hands the result
 // to Backend::forget_tokens.
 //

@@ -7,8 +7,9 @@
 //                Skeleton-of-Thought session promotes its outline, then its expansions, session.h).
 //   closing      steps whose last token is fed in *this* forward. They already read as the tail of
 //                the history (finishing order) and are appended to `history` by
-//                Backend::append_block right after the forward (see session.cpp). Semantics: a step
-//                belongs to the shared history from the forward that feeds its last token on.
+//                Backend::append_block right after the forward (see session_decode.cpp).
+//                Semantics: a step belongs to the shared history from the forward that feeds its
+//                last token on.
 //   current[w]   worker w's current (unfinished) step; contiguous, independent: w's whole output;
 //                -1 (skipped) for a worker without a block (Skeleton-of-Thought: not started yet,
 //                or its expansion joined the history).

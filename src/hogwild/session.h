@@ -7,8 +7,9 @@
 // complete() consumes the result and reports what happened (StepReport). run() is the loop of the
 // three for one session alone.
 //
-// Life of a run (session.cpp; the finisher in session_finisher.cpp, the independent layout's
-// rules in independent.cpp, Skeleton-of-Thought's phases in skeleton.cpp):
+// Life of a run (session.cpp; the serial steps in session_decode.cpp, the finisher in
+// session_finisher.cpp, the independent layout's rules in independent.cpp, Skeleton-of-Thought's
+// phases in skeleton.cpp):
 //   prefill   the prompt into the history block, in chunks of at most the caller's prompt-token
 //             budget per forward; the LAST chunk also writes every constant layout text (others'
 //             header, separator, separator + own header) into its own block, by a pseudo-writer
@@ -422,9 +423,19 @@ class Session {
   BlockId new_block();
   bool plan_prefill(SessionStep& step, int64_t max_prompt_tokens);
   bool plan_decode(SessionStep& step);
+  // The parts of plan_decode: the pending notes' blocks and pseudo-writers; the tokens of the
+  // longest view once the batch is fed; the rows' device sampling (host_logits when the picker
+  // cannot describe every row).
+  void plan_notes(SessionStep& step);
+  int64_t longest_view(const ForwardBatch& batch) const;
+  void plan_device_sampling(SessionStep& step);
   void plan_finisher(SessionStep& step);
   void complete_prefill(SessionStep& step, StepReport& rep);
   void complete_decode(SessionStep& step, StepReport& rep);
+  // The parts of complete_decode: the closing steps appended to the history (finishing order),
+  // then the notes fed in this forward.
+  void promote_closing(StepReport& rep);
+  void append_notes();
   void complete_finisher(SessionStep& step, StepReport& rep);
   // After a decode step or a finisher: the next snapshot, the end of the run, or more decoding.
   void note_capped();

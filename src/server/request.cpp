@@ -375,6 +375,82 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
   return p;
 }
 
+// max_tokens or max_completion_tokens (the same value when both are given); none = no limit.
+std::optional<int64_t> parse_max_tokens(const json& j) {
+  auto mt = get_int(j, "max_tokens", "max_tokens");
+  auto mct = get_int(j, "max_completion_tokens", "max_completion_tokens");
+  if (mt && mct && *mt != *mct)
+    throw bad_request("give max_completion_tokens or max_tokens, not both with different values",
+                      "max_tokens");
+  const std::optional<int64_t> max_tokens = mct ? mct : mt;
+  const char* mt_name = mct ? "max_completion_tokens" : "max_tokens";
+  if (max_tokens) {
+    in_table(mt_name, [&] { check_field(RequestField::max_tokens, *max_tokens); });
+    // The API says "no limit" by leaving the field out: 0 is an error, as in OpenAI's.
+    if (*max_tokens == 0)
+      throw bad_request(
+          fmt::format("{} is 0; leave it out for no limit, or give 1..{} tokens", mt_name,
+                      static_cast<int64_t>(field_range(RequestField::max_tokens).hi)),
+          mt_name);
+  }
+  return max_tokens;
+}
+
+// temperature, top_p, min_p, repetition_penalty, top_k (-1 = off, as 0), seed: each in its range.
+void parse_sampling(const json& j, CompletionRequest& r) {
+  r.temperature = get_number(j, "temperature", "temperature");
+  check_real(r.temperature, RequestField::temperature, "temperature");
+  r.top_p = get_number(j, "top_p", "top_p");
+  check_real(r.top_p, RequestField::top_p, "top_p");
+  r.min_p = get_number(j, "min_p", "min_p");
+  check_real(r.min_p, RequestField::min_p, "min_p");
+  r.repetition_penalty = get_number(j, "repetition_penalty", "repetition_penalty");
+  check_real(r.repetition_penalty, RequestField::repetition_penalty, "repetition_penalty");
+  r.top_k = get_int(j, "top_k", "top_k");
+  if (r.top_k && *r.top_k == -1) r.top_k = 0;  // OpenAI-style clients send -1 for off
+  if (r.top_k) in_table("top_k", [&] { check_field(RequestField::top_k, *r.top_k); });
+  r.seed = get_int(j, "seed", "seed");
+  if (r.seed) in_table("seed", [&] { check_field(RequestField::seed, *r.seed); });
+}
+
+// stream and stream_options (only with stream).
+void parse_stream(const json& j, CompletionRequest& r) {
+  r.stream = get_bool(j, "stream", "stream").value_or(false);
+  if (const json* so = field(j, "stream_options")) {
+    if (!so->is_object())
+      throw bad_request(fmt::format("'stream_options' must be an object, got {}", type_of(*so)),
+                        "stream_options");
+    if (!r.stream)
+      throw bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
+    r.include_usage =
+        get_bool(*so, "include_usage", "stream_options.include_usage").value_or(false);
+  }
+}
+
+// chat_template_kwargs and include_reasoning: /v1/chat/completions only.
+void parse_chat_options(const json& j, Endpoint endpoint, CompletionRequest& r) {
+  if (const json* k = field(j, "chat_template_kwargs")) {
+    if (endpoint != Endpoint::chat)
+      throw bad_request("'chat_template_kwargs' applies to /v1/chat/completions only",
+                        "chat_template_kwargs");
+    if (!k->is_object())
+      throw bad_request(
+          fmt::format("'chat_template_kwargs' must be an object, got {}", type_of(*k)),
+          "chat_template_kwargs");
+    r.template_kwargs = nlohmann::ordered_json::parse(k->dump());
+    if (r.template_kwargs.contains("enable_thinking") &&
+        !r.template_kwargs["enable_thinking"].is_boolean())
+      throw bad_request("'chat_template_kwargs.enable_thinking' must be a boolean",
+                        "chat_template_kwargs.enable_thinking");
+  }
+  if (auto inc = get_bool(j, "include_reasoning", "include_reasoning")) {
+    if (endpoint != Endpoint::chat)
+      throw bad_request("'include_reasoning' applies to /v1/chat/completions only",
+                        "include_reasoning");
+    r.include_reasoning = *inc;
+  }
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(std::string_view body, Endpoint endpoint,
@@ -398,73 +474,16 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
     r.messages = parse_messages(j);
   else
     r.prompt = parse_prompt(j);
-
-  auto mt = get_int(j, "max_tokens", "max_tokens");
-  auto mct = get_int(j, "max_completion_tokens", "max_completion_tokens");
-  if (mt && mct && *mt != *mct)
-    throw bad_request("give max_completion_tokens or max_tokens, not both with different values",
-                      "max_tokens");
-  r.max_tokens = mct ? mct : mt;
-  const char* mt_name = mct ? "max_completion_tokens" : "max_tokens";
-  if (r.max_tokens) {
-    in_table(mt_name, [&] { check_field(RequestField::max_tokens, *r.max_tokens); });
-    // The API says "no limit" by leaving the field out: 0 is an error, as in OpenAI's.
-    if (*r.max_tokens == 0)
-      throw bad_request(
-          fmt::format("{} is 0; leave it out for no limit, or give 1..{} tokens", mt_name,
-                      static_cast<int64_t>(field_range(RequestField::max_tokens).hi)),
-          mt_name);
-  }
-
-  r.temperature = get_number(j, "temperature", "temperature");
-  check_real(r.temperature, RequestField::temperature, "temperature");
-  r.top_p = get_number(j, "top_p", "top_p");
-  check_real(r.top_p, RequestField::top_p, "top_p");
-  r.min_p = get_number(j, "min_p", "min_p");
-  check_real(r.min_p, RequestField::min_p, "min_p");
-  r.repetition_penalty = get_number(j, "repetition_penalty", "repetition_penalty");
-  check_real(r.repetition_penalty, RequestField::repetition_penalty, "repetition_penalty");
-  r.top_k = get_int(j, "top_k", "top_k");
-  if (r.top_k && *r.top_k == -1) r.top_k = 0;  // OpenAI-style clients send -1 for off
-  if (r.top_k) in_table("top_k", [&] { check_field(RequestField::top_k, *r.top_k); });
-  r.seed = get_int(j, "seed", "seed");
-  if (r.seed) in_table("seed", [&] { check_field(RequestField::seed, *r.seed); });
+  r.max_tokens = parse_max_tokens(j);
+  parse_sampling(j, r);
   r.stop = parse_stop(j, lim);
-  r.stream = get_bool(j, "stream", "stream").value_or(false);
-  if (const json* so = field(j, "stream_options")) {
-    if (!so->is_object())
-      throw bad_request(fmt::format("'stream_options' must be an object, got {}", type_of(*so)),
-                        "stream_options");
-    if (!r.stream)
-      throw bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
-    r.include_usage =
-        get_bool(*so, "include_usage", "stream_options.include_usage").value_or(false);
-  }
+  parse_stream(j, r);
   if (auto n = get_int(j, "n", "n")) {
     if (*n < 1 || *n > lim.max_n)
       throw bad_request(fmt::format("'n' is {}; it must be in 1..{}", *n, lim.max_n), "n");
     r.n = static_cast<int>(*n);
   }
-  if (const json* k = field(j, "chat_template_kwargs")) {
-    if (endpoint != Endpoint::chat)
-      throw bad_request("'chat_template_kwargs' applies to /v1/chat/completions only",
-                        "chat_template_kwargs");
-    if (!k->is_object())
-      throw bad_request(
-          fmt::format("'chat_template_kwargs' must be an object, got {}", type_of(*k)),
-          "chat_template_kwargs");
-    r.template_kwargs = nlohmann::ordered_json::parse(k->dump());
-    if (r.template_kwargs.contains("enable_thinking") &&
-        !r.template_kwargs["enable_thinking"].is_boolean())
-      throw bad_request("'chat_template_kwargs.enable_thinking' must be a boolean",
-                        "chat_template_kwargs.enable_thinking");
-  }
-  if (auto inc = get_bool(j, "include_reasoning", "include_reasoning")) {
-    if (endpoint != Endpoint::chat)
-      throw bad_request("'include_reasoning' applies to /v1/chat/completions only",
-                        "include_reasoning");
-    r.include_reasoning = *inc;
-  }
+  parse_chat_options(j, endpoint, r);
   if (const json* h = field(j, "hogwild")) r.hogwild = parse_hogwild(*h, lim);
   return r;
 }

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "hogwild/transcript.h"
+#include "sampling/stop_strings.h"
 #include "server/api_error.h"
 #include "server/text_stream.h"
 
@@ -223,7 +224,7 @@ class Scheduler::ChoiceObserver : public SessionObserver {
   SessionId sid_ = 0;
   std::vector<Utf8Decoder> dec_;  // (n_workers)
   std::vector<int> step_;         // (n_workers) each worker's current step
-  StopFilter stop_;
+  StopStrings stop_;
   bool stopped_ = false, started_ = false;
   bool eos_seen_ = false;  // a worker drew an end-of-sequence token
   Clock::time_point last_{};
@@ -385,88 +386,97 @@ void Scheduler::poll() {
 
 void Scheduler::run_command(Command& c) {
   using K = Command::Kind;
-  if (c.kind == K::submit) {
-    Request& r = *c.req;
-    Event acc{Event::Kind::accepted};
-    try {
-      for (size_t i = 0; i < r.job.choices.size(); ++i) {
-        r.observers.push_back(std::make_unique<ChoiceObserver>(*this, r, static_cast<int>(i)));
-        const SessionId sid = engine_->submit(r.job.choices[i], r.observers.back().get());
-        r.observers.back()->set_session(sid);
-        r.sids.push_back(sid);
-        sessions_[sid] = {c.req, static_cast<int>(i)};
-        r.open += 1;
+  switch (c.kind) {
+    case K::submit:
+      return start_request(c.req);
+    case K::cancel_all:
+      for (auto& [id, r] : requests_) {
+        r->cancelled = true;
+        for (SessionId sid : r->sids) engine_->cancel(sid);
       }
-    } catch (const std::exception& e) {
-      acc.error = e.what();
-      r.failed = true;
-      for (SessionId sid : r.sids) engine_->cancel(sid);
-    }
-    r.channel->push(std::move(acc));
-    if (r.open == 0) {  // refused before any session: answered now
-      r.channel->close();
-      std::lock_guard<std::mutex> l(m_);
-      admitted_ -= 1;
-      stats_.queued -= 1;
-      stats_.requests_failed += 1;
-      method_stats(r.job).failed += 1;
       return;
-    }
-    requests_[r.job.id] = c.req;
-    return;
-  }
-  if (c.kind == K::cancel_all) {
-    for (auto& [id, r] : requests_) {
-      r->cancelled = true;
-      for (SessionId sid : r->sids) engine_->cancel(sid);
-    }
-    return;
-  }
-  auto it = requests_.find(c.id);
-  if (c.kind == K::cancel) {
-    if (it == requests_.end()) return;
-    it->second->cancelled = true;
-    for (SessionId sid : it->second->sids) engine_->cancel(sid);
-    return;
-  }
-  // steer
-  try {
-    if (it == requests_.end() && ended_.count(c.id)) {
-      if (!ended_.at(c.id))
-        throw ApiError(409, "invalid_request_error",
-                       "this request was a plain completion, and it has ended; notes go to running "
-                       "hogwild sessions",
-                       "id", "not_hogwild");
-      throw ApiError(409, "invalid_request_error",
-                     "the session has already ended; a note can only go to a running session", "id",
-                     "session_ended");
-    }
-    if (it == requests_.end())
-      throw ApiError(404, "not_found_error",
-                     "no running session has this id; give the id of a running hogwild request "
-                     "(the \"id\" of its response or of its first stream chunk)",
-                     "id", "session_not_found");
-    if (!it->second->job.hogwild)
-      throw ApiError(409, "invalid_request_error",
-                     "this request is a plain completion; notes go to hogwild sessions (requests "
-                     "with a \"hogwild\" object)",
-                     "id", "not_hogwild");
-    int taken = 0;
-    for (SessionId sid : it->second->sids) {
-      if (engine_->finished(sid)) continue;
-      try {
-        engine_->insert_note(sid, c.author, c.text);
-        taken += 1;
-      } catch (const Error&) {
+    case K::cancel:
+      if (auto it = requests_.find(c.id); it != requests_.end()) {
+        it->second->cancelled = true;
+        for (SessionId sid : it->second->sids) engine_->cancel(sid);
       }
-    }
-    if (taken == 0)
-      throw ApiError(409, "invalid_request_error", "the session has already ended", "id",
-                     "session_ended");
-    c.done->set_value();
-  } catch (...) {
-    c.done->set_exception(std::current_exception());
+      return;
+    case K::steer:
+      try {
+        insert_note(c.id, c.author, c.text);
+        c.done->set_value();
+      } catch (...) {
+        c.done->set_exception(std::current_exception());
+      }
+      return;
   }
+}
+
+void Scheduler::start_request(const std::shared_ptr<Request>& req) {
+  Request& r = *req;
+  Event acc{Event::Kind::accepted};
+  try {
+    for (size_t i = 0; i < r.job.choices.size(); ++i) {
+      r.observers.push_back(std::make_unique<ChoiceObserver>(*this, r, static_cast<int>(i)));
+      const SessionId sid = engine_->submit(r.job.choices[i], r.observers.back().get());
+      r.observers.back()->set_session(sid);
+      r.sids.push_back(sid);
+      sessions_[sid] = {req, static_cast<int>(i)};
+      r.open += 1;
+    }
+  } catch (const std::exception& e) {
+    acc.error = e.what();
+    r.failed = true;
+    for (SessionId sid : r.sids) engine_->cancel(sid);
+  }
+  r.channel->push(std::move(acc));
+  if (r.open == 0) {  // refused before any session: answered now
+    r.channel->close();
+    std::lock_guard<std::mutex> l(m_);
+    admitted_ -= 1;
+    stats_.queued -= 1;
+    stats_.requests_failed += 1;
+    method_stats(r.job).failed += 1;
+    return;
+  }
+  requests_[r.job.id] = req;
+}
+
+void Scheduler::insert_note(const std::string& id, const std::string& author,
+                            const std::string& text) {
+  auto it = requests_.find(id);
+  if (it == requests_.end() && ended_.count(id)) {
+    if (!ended_.at(id))
+      throw ApiError(409, "invalid_request_error",
+                     "this request was a plain completion, and it has ended; notes go to running "
+                     "hogwild sessions",
+                     "id", "not_hogwild");
+    throw ApiError(409, "invalid_request_error",
+                   "the session has already ended; a note can only go to a running session", "id",
+                   "session_ended");
+  }
+  if (it == requests_.end())
+    throw ApiError(404, "not_found_error",
+                   "no running session has this id; give the id of a running hogwild request "
+                   "(the \"id\" of its response or of its first stream chunk)",
+                   "id", "session_not_found");
+  if (!it->second->job.hogwild)
+    throw ApiError(409, "invalid_request_error",
+                   "this request is a plain completion; notes go to hogwild sessions (requests "
+                   "with a \"hogwild\" object)",
+                   "id", "not_hogwild");
+  int taken = 0;
+  for (SessionId sid : it->second->sids) {
+    if (engine_->finished(sid)) continue;
+    try {
+      engine_->insert_note(sid, author, text);
+      taken += 1;
+    } catch (const Error&) {
+    }
+  }
+  if (taken == 0)
+    throw ApiError(409, "invalid_request_error", "the session has already ended", "id",
+                   "session_ended");
 }
 
 void Scheduler::remember_ended(const std::string& id, bool hogwild) {

@@ -116,6 +116,12 @@ class Scheduler {
   void loop(std::function<std::unique_ptr<GenerationEngine>()> make);
   void poll();  // engine thread: commands in, finished sessions out
   void run_command(Command& c);
+  // Engine thread, for run_command: submits every choice of a request as a session and sends
+  // `accepted` (with the error when the engine refused one: the request is then answered).
+  void start_request(const std::shared_ptr<Request>& req);
+  // Engine thread, for a steer command: inserts the note into every running session of request
+  // `id`. Throws ApiError 404 (no such request), 409 (a plain completion, or it has ended).
+  void insert_note(const std::string& id, const std::string& author, const std::string& text);
   void collect();
   // A request ended: steering it is 409 (ended), not 404 (unknown), for the last
   // kEndedRemembered ids.

@@ -1,7 +1,5 @@
 #include "server/text_stream.h"
 
-#include <algorithm>
-
 namespace hogwild::server {
 
 namespace {
@@ -79,44 +77,6 @@ std::string Utf8Decoder::flush() {
   decode(pending_, true, out);
   pending_.clear();
   return out;
-}
-
-std::string StopFilter::push(std::string_view text) {
-  if (stopped_) return "";
-  held_.append(text);
-  size_t best = std::string::npos;
-  for (const auto& s : stops_) {
-    const size_t p = held_.find(s);
-    if (p != std::string::npos && p < best) {
-      best = p;
-      matched_ = s;
-    }
-  }
-  if (best != std::string::npos) {
-    std::string out = held_.substr(0, best);
-    held_.clear();
-    stopped_ = true;
-    return out;
-  }
-  // Longest suffix of held_ that is a proper prefix of some stop string.
-  size_t hold = 0;
-  for (const auto& s : stops_) {
-    const size_t max_k = std::min(s.size() - 1, held_.size());
-    for (size_t k = max_k; k > hold; --k)
-      if (held_.compare(held_.size() - k, k, s, 0, k) == 0) {
-        hold = k;
-        break;
-      }
-  }
-  std::string out = held_.substr(0, held_.size() - hold);
-  held_.erase(0, held_.size() - hold);
-  return out;
-}
-
-std::string StopFilter::flush() {
-  std::string out;
-  out.swap(held_);
-  return stopped_ ? std::string() : out;
 }
 
 }  // namespace hogwild::server

@@ -173,28 +173,17 @@ TEST(Generate, GreedyOnCpuBackendMatchesDenseReference) {
   }
 }
 
-TEST(StopStrings, CutsBeforeTheEarliestMatchAcrossPieces) {
-  StopStrings s({"o w", "xyz"});
-  EXPECT_FALSE(s.push("Hel"));
-  EXPECT_TRUE(s.push("lo wo"));
-  EXPECT_EQ(s.text(), "Hell");
-  EXPECT_TRUE(s.push("more"));  // stays stopped
-  EXPECT_EQ(s.text(), "Hell");
-  StopStrings h({"world"});
-  h.push("Hello wor");
-  EXPECT_EQ(h.safe_length(), 6u);  // "wor" may start "world": held back
-  h.push("m");
-  EXPECT_EQ(h.safe_length(), 10u);
-}
-
 TEST(Generate, StopStringsStopTheRun) {
   CountingBackend be(20, 100);
-  StopStrings text({"67"});
-  PlainResult r =
-      generate(be, plain({3}, 10), [&](int32_t t) { return text.push(std::to_string(t)); });
+  StopStrings stop({"67"});
+  std::string text;
+  PlainResult r = generate(be, plain({3}, 10), [&](int32_t t) {
+    text += stop.push(std::to_string(t));
+    return stop.stopped();
+  });
   EXPECT_EQ(r.generated, (std::vector<int32_t>{4, 5, 6, 7}));
   EXPECT_EQ(r.stop_reason, StopReason::stop_string);
-  EXPECT_EQ(text.text(), "45");
+  EXPECT_EQ(text, "45");
   EXPECT_EQ(be.forwards, 4);  // prefill + feeding 4, 5, 6; the token completing it is not fed
 }
 
@@ -227,11 +216,15 @@ TEST(Generate, EosWinsOverLengthAndStopStrings) {
   EXPECT_EQ(r.stop_reason, StopReason::eos);
   EXPECT_EQ(r.session.stop_reason, StopReason::eos);
   p.max_tokens = 10;
-  StopStrings text({"67"});
-  r = generate(be, p, [&](int32_t t) { return text.push(std::to_string(t)); });
+  StopStrings stop({"67"});
+  std::string text;
+  r = generate(be, p, [&](int32_t t) {
+    text += stop.push(std::to_string(t));
+    return stop.stopped();
+  });
   EXPECT_EQ(r.generated, (std::vector<int32_t>{5, 6, 7}));
   EXPECT_EQ(r.stop_reason, StopReason::eos);
-  EXPECT_EQ(text.text(), "5");
+  EXPECT_EQ(text + stop.flush(), "5");
 }
 
 // ignore_eos (vLLM's): an end-of-sequence id is drawn and fed like any other token.

@@ -1,7 +1,7 @@
-// Units of the server: UTF-8 streaming, stop-string hold-back, request validation (every client
-// mistake a 4xx naming the field), live steering (a note inserted between serial steps is in
-// every worker's view from the next serial step on), and admission (every request that fits runs
-// in the same engine forward; the /metrics histograms count what happened).
+// Units of the server: UTF-8 streaming (then the stop strings of sampling/stop_strings.h), request
+// validation (every client mistake a 4xx naming the field), live steering (a note inserted between
+// serial steps is in every worker's view from the next serial step on), and admission (every
+// request that fits runs in the same engine forward; the /metrics histograms count what happened).
 #include <gtest/gtest.h>
 
 #include <future>
@@ -9,6 +9,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "hogwild/picker.h"
+#include "sampling/stop_strings.h"
 #include "server/api_error.h"
 #include "server/request.h"
 #include "server/scheduler.h"
@@ -50,29 +51,24 @@ TEST(Utf8Decoder, ReplacesEachMaximalInvalidSubpart) {
   EXPECT_FALSE(valid_utf8("\xE2\x82"));
 }
 
-TEST(StopFilter, HoldsBackAPossibleStartAndCutsAtTheMatch) {
-  StopFilter f({"END", "\xC3\xA9t\xC3\xA9"});  // "END", "été"
-  EXPECT_EQ(f.push("abcE"), "abc");
-  EXPECT_EQ(f.push("N"), "");
-  EXPECT_EQ(f.push("X"), "ENX");
-  EXPECT_EQ(f.push("x\xC3\xA9"), "x");  // "é" may start "été"
-  EXPECT_EQ(f.push("s"), "\xC3\xA9s");
-  EXPECT_EQ(f.push("fooE"), "foo");
-  EXPECT_FALSE(f.stopped());
-  EXPECT_EQ(f.push("ND rest"), "");
-  EXPECT_TRUE(f.stopped());
-  EXPECT_EQ(f.matched(), "END");
-  EXPECT_EQ(f.push("more"), "");
-  EXPECT_EQ(f.flush(), "");
-}
-
-TEST(StopFilter, EarliestMatchWinsAndFlushReturnsTheRest) {
-  StopFilter f({"bc", "abcd"});
-  EXPECT_EQ(f.push("xabcd"), "x");  // "abcd" starts at 1, "bc" at 2
-  EXPECT_EQ(f.matched(), "abcd");
-  StopFilter g({"zz"});
-  EXPECT_EQ(g.push("az"), "a");
-  EXPECT_EQ(g.flush(), "z");
+// The server's content path: token bytes through the UTF-8 decoder, then the stop strings. A stop
+// string whose first character is split across tokens is held back whole and never sent.
+TEST(StopStrings, AStopSplitInsideACharacterIsNeverSent) {
+  Utf8Decoder d;
+  StopStrings s({"\xE2\x82\xACuro"});  // "€uro"
+  EXPECT_EQ(s.push(d.push("5 \xE2")), "5 ");
+  EXPECT_EQ(s.push(d.push("\x82")), "");
+  EXPECT_EQ(s.push(d.push("\xACur")), "");  // "€ur" may start "€uro"
+  EXPECT_EQ(s.push(d.push("o!")), "");
+  EXPECT_TRUE(s.stopped());
+  Utf8Decoder d2;
+  StopStrings t({"\xE2\x82\xACuro"});
+  EXPECT_EQ(t.push(d2.push("\xE2\x82")), "");
+  EXPECT_EQ(t.push(d2.push("\xACu")), "");
+  EXPECT_EQ(t.push(d2.push("rp")), "\xE2\x82\xACurp");
+  EXPECT_EQ(t.push(d2.flush()), "");
+  EXPECT_EQ(t.flush(), "");
+  EXPECT_FALSE(t.stopped());
 }
 
 // (body, endpoint, status, param, code) for every kind of mistake the issue lists.
