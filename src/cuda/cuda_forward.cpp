@@ -117,12 +117,14 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     counts = row_entry_counts(pin);
     const int64_t worst = *std::max_element(counts.begin(), counts.end());
     if (worst <= st.ecap) break;
-    if (pin.chunk >= plan.max_position + 1)  // one chunk per block: only gaps split it further
+    if (pin.chunk >= plan.max_position + 1) {  // one chunk per block: only gaps split it more
+      for (const auto& [b, len] : plan.grown) table_.truncate(b, len - appended[b]);  // undo
       fail(
           "forward: a row attends to {} separate key ranges (blocks cut by forgotten tokens), "
           "more than the {} partial states of an attention launch; forget in larger chunks or "
           "raise max_entries",
           worst, st.ecap);
+    }
     pin.chunk *= 2;
   }
   std::vector<ScoreBlockIn> score_blocks;  // the attention scores of the KV budget
