@@ -322,7 +322,7 @@ __device__ __forceinline__ void one_tile_unit(Smem<HD>& sm, const PartialArgs& a
         for (int e = 0; e < 2; ++e) {
           const int key = key_base + 8 * j + 2 * t + e;
           const float x = s[j][2 * r + e] * scale_log2;
-          v[r][2 * j + e] = key <= lim[r] && key < it.key_end ? x : -INFINITY;
+          v[r][2 * j + e] = key <= lim[r] && key < it.key_end && key >= it.key_from ? x : -INFINITY;
         }
       float mx = fmaxf(fmaxf(v[r][0], v[r][1]), fmaxf(v[r][2], v[r][3]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
@@ -524,7 +524,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
     // rescaled. exp2 of -inf is 0, so masked keys need no branch; a row with no visible key yet
     // (m = -inf) subtracts 0.
     const int key_base = it.key_start + tile * kKeys + kq * 16;
-    const bool full = key_base + 15 <= min(min(lim[0], lim[1]), it.key_end - 1);
+    const bool full =
+        key_base >= it.key_from && key_base + 15 <= min(min(lim[0], lim[1]), it.key_end - 1);
     uint32_t pa[4];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -535,7 +536,8 @@ __global__ void __launch_bounds__(kThreads, 1) attn_partial_kernel(PartialArgs a
         for (int e = 0; e < 2; ++e) {
           const int key = key_base + 8 * j + 2 * t + e;
           const float x = s[j][2 * r + e] * scale_log2;
-          v[2 * j + e] = full || (key <= lim[r] && key < it.key_end) ? x : -INFINITY;
+          v[2 * j + e] =
+              full || (key <= lim[r] && key < it.key_end && key >= it.key_from) ? x : -INFINITY;
         }
       float mx = fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
@@ -690,6 +692,8 @@ __global__ void attn_combine_kernel(AttnPlanView plan, int nh, int hd, bf16* out
     num += wk * plan.part_o[(int64_t(entry(k)) * nh + hq) * hd + d];
   }
   out[(int64_t(t) * nh + hq) * hd + d] = __float2bfloat16(den > 0.0f ? num / den : 0.0f);
+  // sum_e 2^m_e d_e = 2^mx den (attention_scores.h reads it)
+  if (plan.lse && d == 0) plan.lse[int64_t(t) * nh + hq] = den > 0.0f ? mx + log2f(den) : -INFINITY;
 }
 
 template <int HD>

@@ -9,7 +9,8 @@
 //   it (G = num_attention_heads / num_key_value_heads). A CTA runs an item for a KV head: it loads
 //   each K/V tile of the chunk once and applies it to all pairs x G query heads (<= 64 rows), so a
 //   block seen by W workers is read once per step for all of them. Long blocks are split into
-//   chunks (split-K) so the grid fills the GPU.
+//   chunks (split-K) so the grid fills the GPU. Chunks are cut at the block's forgotten ranges (the
+//   KV budget's gaps): no item covers a forgotten key (AttnItem::key_from).
 // - A *unit* = the work of one CTA: KV heads [kv_head, kv_head + kv_heads) of one item. A chunk of
 //   several tiles gets one unit per KV head. An item of one tile (a worker's step) whose rows fill
 //   r16 of the CTA's 4 row tiles puts up to 4 / r16 KV heads in one unit, each head's tile in its
@@ -45,6 +46,9 @@ struct AttnItem {
   int32_t page_base;    // index into pages[] of the block's page 0
   int32_t key_start;    // first key (block-local), a multiple of kPageTokens
   int32_t key_end;      // one past the last key any pair of the item can see
+  int32_t key_from;     // first key the item attends to (key_start <= key_from < key_end): keys
+                        // of its first tile below it are forgotten (a gap of the block, Backend::
+                        // forget_tokens) or belong to another item; masked like keys past a limit
   int32_t pair_start;   // pairs[pair_start .. + pair_count)
   int32_t pair_count;   // <= kAttnMaxRows / G
   int32_t entry_start;  // entry of pair k = entry_start + k
@@ -95,6 +99,10 @@ struct AttnPlanView {
   int32_t max_entries = 0;    // capacity of part_o / part_ml
   float* part_o = nullptr;    // (max_entries, num_attention_heads, head_dim)
   float2* part_ml = nullptr;  // (max_entries, num_attention_heads) {m, d}
+  // Not null: the combine kernel also writes each of its rows' log-sum-exp of the scores, in log2
+  // units (log2 of sum_j 2^(s_j log2 e), s_j = q.k_j * scale), at lse[row * num_attention_heads +
+  // head] (rows batch-global), for the attention scores of attention_scores.h.
+  float* lse = nullptr;
 };
 
 struct AttnShape {

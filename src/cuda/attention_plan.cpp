@@ -28,23 +28,103 @@ int64_t fresh_split(const PlanInput& in, size_t b) {
   return at % in.chunk == 0 ? -1 : at;  // already a chunk start
 }
 
-// Chunks of block b whose first key is <= last.
-int64_t chunks_through(const PlanInput& in, size_t b, int64_t last) {
-  const int64_t split = fresh_split(in, b);
-  return last / in.chunk + 1 + (split >= 0 && split <= last ? 1 : 0);
+// Block blk's keys in chunks of `chunk` (and one more chunk start at `split` when >= 0), with its
+// gaps cut out: block_pieces.
+std::vector<std::pair<int64_t, int64_t>> pieces_of(const PlanBlock& blk, int64_t chunk,
+                                                   int64_t split) {
+  std::vector<int64_t> starts;
+  for (int64_t ks = 0; ks < blk.len; ks += chunk) starts.push_back(ks);
+  if (split >= 0) starts.insert(std::upper_bound(starts.begin(), starts.end(), split), split);
+  static const std::vector<std::pair<int64_t, int64_t>> kNone;
+  const auto& gaps = blk.gaps ? *blk.gaps : kNone;
+  std::vector<std::pair<int64_t, int64_t>> pieces;
+  size_t g = 0;  // first gap that ends after s
+  for (size_t c = 0; c < starts.size(); ++c) {
+    const int64_t ke = c + 1 < starts.size() ? starts[c + 1] : blk.len;
+    for (int64_t s = starts[c]; s < ke;) {
+      while (g < gaps.size() && gaps[g].second <= s) ++g;
+      if (g < gaps.size() && gaps[g].first <= s) {  // s is forgotten: go to the gap's end
+        s = gaps[g].second;
+        continue;
+      }
+      const int64_t e = g < gaps.size() ? std::min(ke, gaps[g].first) : ke;
+      pieces.emplace_back(s, e);
+      s = e;
+    }
+  }
+  return pieces;
+}
+
+// Per block of `in`: the pairs (row, limit) of every row in [row_begin, row_end) and every
+// occurrence of the block in its writer's view that sees a key of it, largest limit first
+// (stable: in row order, then view order, among equal limits).
+std::vector<std::vector<AttnPair>> block_pairs(const PlanInput& in, int64_t row_begin,
+                                               int64_t row_end) {
+  std::vector<std::vector<AttnPair>> bp(in.blocks.size());
+  for (int64_t r = row_begin; r < row_end; ++r)
+    for (const PlanOccurrence& oc : in.views[in.row_worker[r]]) {
+      const int64_t limit = in.row_pos[r] - oc.offset;
+      if (in.blocks[oc.block].len == 0 || limit < 0) continue;
+      bp[oc.block].push_back({static_cast<int32_t>(r), static_cast<int32_t>(limit)});
+    }
+  for (auto& v : bp)
+    std::stable_sort(v.begin(), v.end(),
+                     [](const AttnPair& x, const AttnPair& y) { return x.limit > y.limit; });
+  return bp;
 }
 
 }  // namespace
 
-int64_t row_entry_count(const PlanInput& in, int64_t r) {
-  int64_t n = 0;
-  for (const PlanOccurrence& oc : in.views[in.row_worker[r]]) {
-    const int64_t len = in.blocks[oc.block].len;
-    const int64_t limit = in.row_pos[r] - oc.offset;
-    if (len == 0 || limit < 0) continue;
-    n += chunks_through(in, oc.block, std::min(limit, len - 1));
+std::vector<std::pair<int64_t, int64_t>> block_pieces(const PlanInput& in, size_t b) {
+  return pieces_of(in.blocks[b], in.chunk, fresh_split(in, b));
+}
+
+HostScorePlan build_score_plan(const PlanInput& in, const std::vector<ScoreBlockIn>& blocks) {
+  HostScorePlan plan;
+  const auto pairs = block_pairs(in, 0, static_cast<int64_t>(in.row_worker.size()));
+  for (const ScoreBlockIn& sb : blocks) {
+    plan.out.push_back(plan.n_scores);
+    const int64_t out = plan.n_scores;
+    plan.n_scores += sb.len;
+    if (sb.block < 0) continue;  // no view holds it: every score stays 0
+    const PlanBlock& blk = in.blocks[sb.block];
+    HOGWILD_CHECK(blk.len == sb.len && out + sb.len <= INT32_MAX);
+    const std::vector<AttnPair>& bp = pairs[sb.block];
+    const int32_t pair_start = static_cast<int32_t>(plan.pairs.size());
+    plan.pairs.insert(plan.pairs.end(), bp.begin(), bp.end());
+    for (const auto& [from, pe] : pieces_of(blk, kPageTokens, -1)) {
+      int32_t n_see = 0;
+      while (n_see < static_cast<int32_t>(bp.size()) && bp[n_see].limit >= from) ++n_see;
+      if (n_see == 0) continue;
+      ScoreTile t{};
+      t.page = (*blk.pages)[from / kPageTokens];
+      t.key_start = static_cast<int32_t>(from / kPageTokens * kPageTokens);
+      t.key_from = static_cast<int32_t>(from);
+      t.key_end = static_cast<int32_t>(std::min<int64_t>(pe, int64_t(bp[0].limit) + 1));
+      t.out = static_cast<int32_t>(out);
+      t.pair_start = pair_start;
+      t.pair_count = n_see;
+      plan.tiles.push_back(t);
+    }
   }
-  return n;
+  return plan;
+}
+
+std::vector<int64_t> row_entry_counts(const PlanInput& in) {
+  // Per block, its pieces' first keys: row r gets one entry per piece of each occurrence whose
+  // first key is <= its limit (build_plan).
+  std::vector<std::vector<int64_t>> froms(in.blocks.size());
+  for (size_t b = 0; b < in.blocks.size(); ++b)
+    for (const auto& [from, end] : block_pieces(in, b)) froms[b].push_back(from);
+  std::vector<int64_t> counts(in.row_worker.size(), 0);
+  for (size_t r = 0; r < counts.size(); ++r)
+    for (const PlanOccurrence& oc : in.views[in.row_worker[r]]) {
+      const int64_t limit = in.row_pos[r] - oc.offset;
+      if (limit < 0) continue;
+      const auto& f = froms[oc.block];
+      counts[r] += std::upper_bound(f.begin(), f.end(), limit) - f.begin();
+    }
+  return counts;
 }
 
 HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end) {
@@ -56,42 +136,26 @@ HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end) {
   HostPlan plan;
   std::vector<std::vector<int32_t>> row_entries(n_rows);
 
-  // Pairs per block: (row, limit) for every occurrence of the block in the row's writer's view.
-  std::vector<std::vector<AttnPair>> block_pairs(in.blocks.size());
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    for (const PlanOccurrence& oc : in.views[in.row_worker[r]]) {
-      const int64_t limit = in.row_pos[r] - oc.offset;
-      if (in.blocks[oc.block].len == 0 || limit < 0) continue;
-      block_pairs[oc.block].push_back({static_cast<int32_t>(r), static_cast<int32_t>(limit)});
-    }
-  }
-
+  // Larger limits first: a chunk's pairs are then a prefix, and items group similar rows.
+  const auto pairs = block_pairs(in, row_begin, row_end);
   for (size_t b = 0; b < in.blocks.size(); ++b) {
-    auto& bp = block_pairs[b];
+    const std::vector<AttnPair>& bp = pairs[b];
     if (bp.empty()) continue;
     const int64_t len = in.blocks[b].len;
     const auto& pages = *in.blocks[b].pages;
     HOGWILD_CHECK(static_cast<int64_t>(pages.size()) * kPageTokens >= len);
     const int32_t page_base = static_cast<int32_t>(plan.pages.size());
     plan.pages.insert(plan.pages.end(), pages.begin(), pages.end());
-    // Larger limits first: a chunk's pairs are then a prefix, and items group similar rows.
-    std::stable_sort(bp.begin(), bp.end(),
-                     [](const AttnPair& x, const AttnPair& y) { return x.limit > y.limit; });
-    std::vector<int64_t> starts;
-    for (int64_t ks = 0; ks < len; ks += in.chunk) starts.push_back(ks);
-    if (const int64_t split = fresh_split(in, b); split >= 0)
-      starts.insert(std::upper_bound(starts.begin(), starts.end(), split), split);
-    for (size_t c = 0; c < starts.size(); ++c) {
-      const int64_t ks = starts[c];
-      const int64_t ke = c + 1 < starts.size() ? starts[c + 1] : len;
+    for (const auto& [from, pe] : block_pieces(in, b)) {
       size_t n_see = 0;
-      while (n_see < bp.size() && bp[n_see].limit >= ks) ++n_see;
+      while (n_see < bp.size() && bp[n_see].limit >= from) ++n_see;
       for (size_t p0 = 0; p0 < n_see; p0 += pairs_per_item) {
         const size_t p1 = std::min(n_see, p0 + pairs_per_item);
         AttnItem it{};
         it.page_base = page_base;
-        it.key_start = static_cast<int32_t>(ks);
-        it.key_end = static_cast<int32_t>(std::min<int64_t>(ke, int64_t(bp[p0].limit) + 1));
+        it.key_start = static_cast<int32_t>(from / kPageTokens * kPageTokens);
+        it.key_from = static_cast<int32_t>(from);
+        it.key_end = static_cast<int32_t>(std::min<int64_t>(pe, int64_t(bp[p0].limit) + 1));
         it.pair_start = static_cast<int32_t>(plan.pairs.size());
         it.pair_count = static_cast<int32_t>(p1 - p0);
         it.entry_start = plan.n_entries;

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "cuda/attention.h"
+#include "cuda/attention_scores.h"
 
 namespace hogwild::cuda {
 
@@ -22,6 +24,9 @@ struct PlanBlock {
   const std::vector<int32_t>* pages = nullptr;  // its pages, ceil(len / kPageTokens) of them
   int64_t fresh_from = INT64_MAX;  // first key this forward appends (AttnItem::fresh_from)
   int64_t fresh_row = -1;          // batch token of key fresh_from (AttnItem::fresh_row)
+  // Forgotten key ranges [begin, end) (sorted, disjoint, below fresh_from; ForwardPlan::gaps_of),
+  // null when none: no item covers them (docs/ARCHITECTURE.md "Bounded shared memory").
+  const std::vector<std::pair<int64_t, int64_t>>* gaps = nullptr;
 };
 
 struct PlanInput {
@@ -60,10 +65,35 @@ struct HostPlan {
 int32_t choose_chunk(int64_t total_keys, int64_t n_rows, int32_t num_key_value_heads,
                      int32_t target_ctas);
 
-/// Number of partial entries row r needs (for splitting a large batch into launches).
-int64_t row_entry_count(const PlanInput& in, int64_t r);
+/// Number of partial entries each row needs, (n_rows) (for splitting a large batch into
+/// launches): row r's entry count in build_plan.
+std::vector<int64_t> row_entry_counts(const PlanInput& in);
+
+/// The key ranges [from, end) that block b's items cover, in key order: its chunks (multiples of
+/// in.chunk, and the fresh split) with its gaps cut out. Every from is a chunk start or the end of
+/// a gap; a range never crosses a chunk boundary.
+std::vector<std::pair<int64_t, int64_t>> block_pieces(const PlanInput& in, size_t b);
 
 /// Builds the plan of rows [row_begin, row_end).
 HostPlan build_plan(const PlanInput& in, int64_t row_begin, int64_t row_end);
+
+/// A block whose keys' attention scores a forward measures (ForwardBatch::score_blocks).
+struct ScoreBlockIn {
+  int32_t block = -1;  // index into PlanInput::blocks; -1 when no view of the batch holds it
+  int64_t len = 0;     // its length after the forward's appends (its count of scores)
+};
+
+/// The score tiles of one forward (attention_scores.h) as host arrays.
+struct HostScorePlan {
+  std::vector<ScoreTile> tiles;
+  std::vector<AttnPair> pairs;
+  std::vector<int64_t> out;  // per score block (in order): index of its key 0 in the scores
+  int64_t n_scores = 0;      // scores of all the blocks (sum of their lengths)
+};
+
+/// The score tiles of every row of `in` over `blocks`: each block's keys cut at pages and at its
+/// gaps (PlanBlock::gaps), with the pairs that see each tile's first key. A block named twice is
+/// scored twice, into two places.
+HostScorePlan build_score_plan(const PlanInput& in, const std::vector<ScoreBlockIn>& blocks);
 
 }  // namespace hogwild::cuda

@@ -14,6 +14,7 @@
 #include "cuda/elementwise.h"
 #include "cuda/gemm.h"
 #include "cuda/norm.h"
+#include "cuda/scoring.h"
 #include "cuda/staging.h"
 
 namespace hogwild::cuda {
@@ -75,8 +76,9 @@ CudaBackend::CudaBackend(const ModelConfig& config, uint64_t seed, CudaOptions o
 }
 
 CudaBackend::~CudaBackend() {
-  for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g);
+  drop_graphs();
   st_.reset();
+  sc_.reset();
   gemm_.reset();
   for (void* p : allocations_) cudaFree(p);
   if (stream_) cudaStreamDestroy(stream_);
@@ -237,6 +239,7 @@ void CudaBackend::append_block(BlockId dst, BlockId src) {
   kv_promote(pool_, layout_, cfg_.num_hidden_layers, promote_slots_, promote_slots_ + n, n,
              static_cast<int32_t>(delta), rope_, stream_);
   HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  table_.append_gaps(dst, src, delta);  // src's forgotten tokens stay forgotten in dst
 }
 
 void CudaBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,

@@ -27,6 +27,8 @@
 namespace hogwild::cuda {
 
 class Gemm;
+struct PlanInput;
+struct ScoreBlockIn;
 
 /// True when a CUDA device is usable (tests skip otherwise).
 bool cuda_device_available();
@@ -95,7 +97,15 @@ class CudaBackend : public Backend {
   void free_block(BlockId b) override;
   int64_t block_len(BlockId b) const override;
   void truncate_block(BlockId b, int64_t new_len) override;
+  /// Step promotion; src's forgotten ranges join dst's (BlockTable::append_gaps).
   void append_block(BlockId dst, BlockId src) override;
+  /// The KV budget (docs/ARCHITECTURE.md "Bounded shared memory"): forgotten tokens are cut out
+  /// of the attention plan (AttnItem::key_from, PlanBlock::gaps); a forward whose batch names
+  /// score_blocks also runs attention_scores.h after every layer's attention. attention_scores()
+  /// synchronises the stream.
+  void forget_tokens(BlockId b, int64_t begin, int64_t end) override;
+  bool can_forget() const override { return true; }
+  const std::vector<std::vector<float>>& attention_scores() const override;
   void read_block(BlockId b, int64_t layer, std::vector<float>& k,
                   std::vector<float>& v) const override;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
@@ -171,7 +181,8 @@ class CudaBackend : public Backend {
   uint64_t weight_fingerprint() const;
 
  private:
-  struct Staging;  // per-forward index arrays (host pinned + device), see cuda_backend.cpp
+  struct Staging;  // per-forward index arrays (host pinned + device), see staging.h
+  struct Scoring;  // the attention scores' plan and buffers, see scoring.h
 
   void init_common();
   void alloc_weights();
@@ -186,6 +197,11 @@ class CudaBackend : public Backend {
   void moe_block(const DeviceLayer& L, int64_t layer, int64_t n_tokens, const SkinnyNormIn& norm,
                  const SkinnyResidualOut& res);
   int64_t prepare(const ForwardBatch& batch);  // validates, appends, plans, uploads; -> logit rows
+  // prepare's part for ForwardBatch::score_blocks (cuda_scores.cpp): plans and uploads the score
+  // tiles of `blocks` over the rows of `pin`, zeroes the scores; nothing when blocks is empty.
+  void prepare_scores(const PlanInput& pin, const std::vector<ScoreBlockIn>& blocks);
+  // After execute: queues the copy of the scores to the host (attention_scores reads it).
+  void fetch_scores();
   void execute(int64_t n_tokens, int64_t n_logits);
   // prepare + execute without the final synchronisation (forward_sample queues its sampling
   // behind it and synchronises once); -> logit rows.
@@ -252,14 +268,20 @@ class CudaBackend : public Backend {
   int32_t* sample_out_ = nullptr;  // (logit_cap_)
 
   std::unique_ptr<Staging> st_;
+  std::unique_ptr<Scoring> sc_;
+  // The last forward's attention scores, made from Scoring::scores_host when first asked for.
+  mutable std::vector<std::vector<float>> scores_;
+  mutable bool scores_ready_ = true;
   int sm_count_ = 0;
   std::vector<AttnPlanView> plans_;  // device views of this forward's plans
   // This forward's K/V append runs inside the attention partial kernel (AttnAppend): one plan,
   // and each block's new tokens are consecutive in the batch (AttnItem::fresh_row).
   bool fused_append_ = false;
 
-  // Decode graphs keyed by (tokens, logit rows, item bound, fused append).
-  std::map<std::tuple<int64_t, int64_t, int32_t, bool>, cudaGraphExec_t> graphs_;
+  // Decode graphs keyed by (tokens, logit rows, item bound, fused append, score tile bound (0 =
+  // no scores)).
+  std::map<std::tuple<int64_t, int64_t, int32_t, bool, int32_t>, cudaGraphExec_t> graphs_;
+  void drop_graphs();  // after a buffer a graph reads has moved
 };
 
 }  // namespace hogwild::cuda

@@ -7,12 +7,14 @@
 
 #include "core/error.h"
 #include "cuda/attention_plan.h"
+#include "cuda/attention_scores.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/elementwise.h"
 #include "cuda/gemm.h"
 #include "cuda/moe.h"
 #include "cuda/norm.h"
+#include "cuda/scoring.h"
 #include "cuda/skinny_gemm.h"
 #include "cuda/staging.h"
 
@@ -32,13 +34,6 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   const int64_t n_workers = static_cast<int64_t>(batch.views.size());
   // Checks and the view rule (model/forward_plan.h), before anything changes.
   const ForwardPlan plan = plan_forward(batch, table_, cfg_, rope_.n_positions);
-  // Forgotten tokens and attention scores (the KV budget) are CPU-only for now: this backend's
-  // forget_tokens throws, so no block of its table has gaps.
-  HOGWILD_CHECK(plan.gaps.empty());
-  if (!batch.score_blocks.empty())
-    fail(
-        "attention scores (--kv-budget) are not measured on the CUDA backend yet; use --device "
-        "cpu");
   if (plan.logit_rows > logit_cap_)
     fail(
         "forward: {} rows want logits, the CUDA backend returns at most {} per forward; ask for "
@@ -82,8 +77,9 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
         const int64_t added = ad == appended.end() ? 0 : ad->second;
         const int64_t len = table_.len(b);
         const auto fr = first_row.find(b);
-        pin.blocks.push_back(
-            PlanBlock{len, &table_.pages(b), len - added, fr == first_row.end() ? -1 : fr->second});
+        // Forgotten tokens (the KV budget) are cut out of the block's items.
+        pin.blocks.push_back(PlanBlock{len, &table_.pages(b), len - added,
+                                       fr == first_row.end() ? -1 : fr->second, plan.gaps_of(b)});
         total_keys += len;
       }
       pin.views[w].push_back(PlanOccurrence{it->second, oc.offset});
@@ -116,13 +112,27 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
 
   // Split rows so every launch's entries fit the partial-state buffer.
   Staging& st = *st_;
-  std::vector<int64_t> counts(T);
+  std::vector<int64_t> counts;
   for (;;) {
-    int64_t worst = 0;
-    for (int64_t t = 0; t < T; ++t) worst = std::max(worst, counts[t] = row_entry_count(pin, t));
+    counts = row_entry_counts(pin);
+    const int64_t worst = *std::max_element(counts.begin(), counts.end());
     if (worst <= st.ecap) break;
+    if (pin.chunk >= plan.max_position + 1) {  // one chunk per block: only gaps split it more
+      for (const auto& [b, len] : plan.grown) table_.truncate(b, len - appended[b]);  // undo
+      fail(
+          "forward: a row attends to {} separate key ranges (blocks cut by forgotten tokens), "
+          "more than the {} partial states of an attention launch; forget in larger chunks or "
+          "raise max_entries",
+          worst, st.ecap);
+    }
     pin.chunk *= 2;
   }
+  std::vector<ScoreBlockIn> score_blocks;  // the attention scores of the KV budget
+  for (BlockId b : batch.score_blocks) {
+    const auto at = block_index.find(b);
+    score_blocks.push_back({at == block_index.end() ? -1 : at->second, table_.len(b)});
+  }
+  prepare_scores(pin, score_blocks);
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (int64_t r0 = 0; r0 < T;) {
     int64_t r1 = r0, acc = 0;
@@ -133,8 +143,7 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
   fused_append_ = pin.split_fresh && ranges.size() == 1;
   if (static_cast<int>(ranges.size()) > st.n_slots) {
     st.alloc(static_cast<int>(ranges.size()));
-    for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g);
-    graphs_.clear();
+    drop_graphs();
   }
 
   // Upload: header arrays, then each plan into its slot (only the used prefix of each array), as
@@ -184,6 +193,7 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     v.max_entries = static_cast<int32_t>(st.ecap);
     v.part_o = part_o_;
     v.part_ml = part_ml_;
+    v.lse = sc_->active ? sc_->lse : nullptr;
     plans_.push_back(v);
   }
   if (!dsts.empty()) {
@@ -294,6 +304,9 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
       app.k_col = nh * hd;
       app.v_col = (nh + kvh) * hd;
       hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[0], attn_, stream_, &app);
+      if (sc_->active)  // q in qkv_ is before its q-norm here
+        layer_attention_scores(qkv_, shape, layer_pool, layout_, rope_, L.q_norm, eps, sc_->view,
+                               stream_);
     } else {
       if (L.q_norm)
         qk_norm_kv_append(qkv_, qkv_dim_, nh, T, L.q_norm, L.k_norm, eps, pos, slot, layer_pool,
@@ -303,6 +316,9 @@ void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
                   rope_, attn_factor_, stream_);
       for (int k = 0; k < n_plans; ++k)
         hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[k], attn_, stream_);
+      if (sc_->active)
+        layer_attention_scores(qkv_, shape, layer_pool, layout_, rope_, nullptr, eps, sc_->view,
+                               stream_);
     }
     const bf16* next_norm = l + 1 < c.num_hidden_layers ? layers_[l + 1].input_layernorm : norm_;
     if (fused) {
@@ -378,7 +394,13 @@ void CudaBackend::execute(int64_t T, int64_t n_logits) {
   int32_t bound = 16;
   while (bound < plans_[0].max_units) bound *= 2;
   plans_[0].max_units = bound;
-  const auto key = std::make_tuple(T, n_logits, bound, fused_append_);
+  int32_t score_bound = 0;  // the scores kernel's grid likewise (0: no scores)
+  if (sc_->active) {
+    score_bound = 16;
+    while (score_bound < sc_->view.max_tiles) score_bound *= 2;
+    sc_->view.max_tiles = score_bound;
+  }
+  const auto key = std::make_tuple(T, n_logits, bound, fused_append_, score_bound);
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     cudaGraph_t graph = nullptr;
@@ -395,9 +417,15 @@ void CudaBackend::execute(int64_t T, int64_t n_logits) {
 
 int64_t CudaBackend::enqueue_forward(const ForwardBatch& batch) {
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
-  if (T == 0) return 0;
+  if (T == 0) {  // no query: every score is 0
+    scores_.clear();
+    for (BlockId b : batch.score_blocks) scores_.emplace_back(table_.len(b), 0.0f);
+    scores_ready_ = true;
+    return 0;
+  }
   const int64_t n_logits = prepare(batch);
   execute(T, n_logits);
+  fetch_scores();
   return n_logits;
 }
 

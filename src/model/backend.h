@@ -92,7 +92,8 @@ class Backend {
   /// the next forward on no query attends to them, in any view; the block keeps its length, so
   /// every view position (and every key already stored) stays as it is and nothing is recomputed.
   /// append_block carries src's forgotten tokens into dst. Throws hogwild::Error for an unknown
-  /// block or a bad range, or when the backend cannot forget (the default: CUDA for now).
+  /// block or a bad range, or when the backend cannot forget (the default; the CPU and CUDA
+  /// backends forget).
   virtual void forget_tokens(BlockId /*b*/, int64_t /*begin*/, int64_t /*end*/) {
     throw Error(
         "this backend cannot forget cache tokens yet; run a KV budget (--kv-budget) on the CPU "

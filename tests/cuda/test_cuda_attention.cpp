@@ -36,6 +36,9 @@ struct Scenario {
   // > 0: one row, G = 1, one block; the keys of tile k get k * steer_log2 added to their scores
   // (in log2 units) so the running max jumps by more than the kernel's slack at every tile.
   float steer_log2 = 0.0f;
+  // Forgotten key ranges per block (PlanBlock::gaps; empty or missing: none): no row attends to
+  // them.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> gaps;
 };
 
 // The cos/sin table of positions [0, n) on the device, as the backend uploads it.
@@ -122,8 +125,10 @@ double run_scenario(const Scenario& s, uint64_t seed) {
   // Rows: view position p = offset of the worker's last block + index.
   cuda::PlanInput pin;
   // fresh_from mid-block: the kernel loads the tiles before it ahead of pdl_wait, the rest after.
-  for (size_t b = 0; b < s.block_len.size(); ++b)
+  for (size_t b = 0; b < s.block_len.size(); ++b) {
     pin.blocks.push_back({s.block_len[b], &pages[b], s.block_len[b] / 2});
+    if (b < s.gaps.size() && !s.gaps[b].empty()) pin.blocks.back().gaps = &s.gaps[b];
+  }
   pin.views.resize(s.views.size());
   std::vector<int64_t> last_off(s.views.size());
   for (size_t w = 0; w < s.views.size(); ++w) {
@@ -216,9 +221,22 @@ double run_scenario(const Scenario& s, uint64_t seed) {
         if (n <= 0) continue;
         std::copy_n(&q[t * stride + hq * hd], hd, qr.data());
         rope.rotate(qr.data(), 1, limit, factor);
-        cpu::attn_partial(qr.data(), K[oc.block * kvh + hq / G].data(),
-                          V[oc.block * kvh + hq / G].data(), n, hd, hd, 1.0f / std::sqrt(float(hd)),
-                          st);
+        // The kept runs [k0, k1) of keys below n (the block's gaps skipped).
+        const std::vector<std::pair<int64_t, int64_t>> none;
+        const auto& gaps = oc.block < static_cast<int32_t>(s.gaps.size()) ? s.gaps[oc.block] : none;
+        for (int64_t k0 = 0; k0 < n;) {
+          int64_t k1 = n;
+          bool skip = false;
+          for (const auto& [gb, ge] : gaps) {
+            if (k0 >= gb && k0 < ge) skip = true, k1 = ge;
+            if (gb > k0) k1 = std::min(k1, gb);
+          }
+          if (!skip)
+            cpu::attn_partial(qr.data(), K[oc.block * kvh + hq / G].data() + k0 * hd,
+                              V[oc.block * kvh + hq / G].data() + k0 * hd, k1 - k0, hd, hd,
+                              1.0f / std::sqrt(float(hd)), st);
+          k0 = std::min(k1, n);
+        }
       }
       cpu::attn_state_normalize(st, want.data(), hd);
       worst = std::max(worst, rel_error(&got[(t * nh + hq) * hd], want.data(), hd));
@@ -471,6 +489,31 @@ void check_fused_append(int64_t hd, int64_t G, int W, int n_new, bool qk_norm, u
     ASSERT_TRUE(std::isfinite(__bfloat162float(pb[L.slot_offset(slot[t], 0, 0)]))) << t;
 }
 
+// The KV budget's gaps: forgotten ranges of the shared block (at its start, inside a tile, across
+// tile and chunk boundaries, to a tile's end) and of a step block are skipped by every row, in
+// one-tile items, in chunks of several tiles whose first tile starts mid-way (key_from), and
+// with chunks of every size.
+TEST(CudaAttention, ForgottenRangesAreSkippedInEveryOccurrence) {
+  HOGWILD_REQUIRE_GPU();
+  uint64_t seed = 900;
+  for (int64_t hd : {64, 128})
+    for (int32_t chunk : {0, 64, 256}) {
+      Scenario s = combined(hd, 4, 3, 300, {40, 70}, 2);
+      s.gaps = {{{0, 1}, {10, 75}, {130, 131}, {190, 256}, {290, 300}}, {{3, 20}}, {}, {{0, 30}}};
+      s.chunk = chunk;
+      EXPECT_LT(run_scenario(s, ++seed), kTol) << "head_dim " << hd << " chunk " << chunk;
+      // The shared block twice in a view, its second occurrence partly visible.
+      Scenario r;
+      r.head_dim = hd, r.n_heads = 8, r.n_kv_heads = 2;
+      r.block_len = {150, 30};
+      r.views = {{0, 1, 0}};
+      r.rows = {{0, 100}, {0, 140}, {0, 149}};
+      r.gaps = {{{5, 9}, {63, 65}, {120, 150}}};
+      r.chunk = chunk;
+      EXPECT_LT(run_scenario(r, ++seed), kTol) << "head_dim " << hd << " chunk " << chunk;
+    }
+}
+
 TEST(CudaAttention, FusedAppendMatchesSeparateKernels) {
   HOGWILD_REQUIRE_GPU();
   uint64_t seed = 200;
@@ -501,159 +544,6 @@ TEST(CudaAttention, OneTileItemsShareCtasAcrossKvHeads) {
         EXPECT_LT(run_scenario(s, ++seed), kTol);
         check_fused_append(hd, G, W, G == 1 ? 3 : 1, true, ++seed, kvh);
       }
-}
-
-// Host-only (runs without a GPU): each item carries its block's fresh_from, clamped to the block
-// length, so the kernel loads only tiles of keys older than this forward before pdl_wait.
-TEST(AttentionPlan, ItemsCarryTheirBlocksFreshFrom) {
-  const std::vector<int32_t> pages_a = {3, 1, 4, 0}, pages_b = {2};
-  cuda::PlanInput pin;
-  pin.blocks.push_back({200, &pages_a, 198});  // two tokens appended by this forward
-  pin.blocks.push_back({10, &pages_b});        // default: nothing appended
-  pin.views = {{{0, 0}, {1, 200}}};
-  pin.row_worker = {0, 0};
-  pin.row_pos = {208, 209};
-  pin.group = 4;
-  pin.kv_heads = 2;
-  pin.chunk = 64;
-  const cuda::HostPlan hp = cuda::build_plan(pin, 0, 2);
-  ASSERT_EQ(hp.items.size(), 5u);  // block 0: chunks of 64 -> 4 items; block 1: 1 item
-  int from_a = 0, from_b = 0;
-  for (const cuda::AttnItem& it : hp.items) {
-    if (it.page_base == 0) {
-      EXPECT_EQ(it.fresh_from, 198) << "key_start " << it.key_start;
-      ++from_a;
-    } else {
-      EXPECT_EQ(it.fresh_from, 10);
-      ++from_b;
-    }
-  }
-  EXPECT_EQ(from_a, 4);
-  EXPECT_EQ(from_b, 1);
-}
-
-// Host-only: a chunk of several tiles gets one unit per KV head; a one-tile item puts
-// 4 / (its 16-row tiles) KV heads in a unit (the last unit takes the rest), and every (item, KV
-// head) is in exactly one unit. Without an SM count every one-tile item is grouped.
-TEST(AttentionPlan, OneTileItemsPutSeveralKvHeadsInAUnit) {
-  const std::vector<int32_t> long_pages = {0, 1, 2}, step_pages[3] = {{3}, {4}, {5}};
-  for (int32_t kvh : {8, 5, 1}) {
-    cuda::PlanInput pin;
-    pin.blocks.push_back({150, &long_pages});    // 3 tiles: one unit per head
-    pin.blocks.push_back({64, &step_pages[0]});  // seen by 4 rows x G 4 = 16 rows: 1 row tile
-    pin.blocks.push_back({10, &step_pages[1]});  // seen by 8 rows x G 4 = 32 rows: 2 row tiles
-    pin.blocks.push_back({30, &step_pages[2]});  // seen by 12 rows x G 4 = 48 rows: 3 row tiles
-    pin.views = {{{0, 0}, {1, 150}}, {{0, 0}, {2, 150}}, {{0, 0}, {3, 150}}};
-    for (int w = 0; w < 3; ++w)
-      for (int k = 0; k < 4 * (w + 1); ++k) {
-        pin.row_worker.push_back(w);
-        pin.row_pos.push_back(150 + k);
-      }
-    pin.group = 4;
-    pin.kv_heads = kvh;
-    pin.chunk = 256;
-    const cuda::HostPlan hp = cuda::build_plan(pin, 0, static_cast<int64_t>(pin.row_pos.size()));
-    ASSERT_EQ(hp.items.size(), 5u);  // block 0's 24 pairs in two items of <= 64 / G
-    std::vector<std::vector<int>> seen(hp.items.size(), std::vector<int>(kvh, 0));
-    std::vector<std::vector<int>> sizes(hp.items.size());
-    for (const cuda::AttnUnit& u : hp.units) {
-      ASSERT_GE(u.item, 0);
-      ASSERT_LT(u.item, static_cast<int32_t>(hp.items.size()));
-      sizes[u.item].push_back(u.kv_heads);
-      for (int h = u.kv_head; h < u.kv_head + u.kv_heads; ++h) ++seen[u.item][h];
-      // The unit's copy of its item, and the page ids of the item's first tiles (the prologue's)
-      // by hand: the long block's {0, 1, 2}; the steps seen by 16 / 32 / 48 rows: {3}, {4}, {5}.
-      const cuda::AttnItem& it = hp.items[u.item];
-      EXPECT_EQ(std::memcmp(&u.it, &it, sizeof it), 0) << "unit of item " << u.item;
-      const std::vector<int32_t> want =
-          it.key_end - it.key_start > kPageTokens
-              ? std::vector<int32_t>{0, 1, 2}
-              : std::vector<int32_t>{2 + (it.pair_count * 4 + 15) / 16, 0, 0};
-      EXPECT_EQ(std::vector<int32_t>(u.page, u.page + cuda::kAttnFreshTiles), want)
-          << "item " << u.item;
-    }
-    for (size_t i = 0; i < hp.items.size(); ++i) {
-      for (int h = 0; h < kvh; ++h) EXPECT_EQ(seen[i][h], 1) << "item " << i << " head " << h;
-      const cuda::AttnItem& it = hp.items[i];
-      const int r16 = (it.pair_count * 4 + 15) / 16;
-      std::vector<int> want;
-      const int per = it.key_end - it.key_start > kPageTokens ? 1 : 4 / r16;
-      for (int h = 0; h < kvh; h += per) want.push_back(std::min(per, kvh - h));
-      EXPECT_EQ(sizes[i], want) << "item " << i << " keys " << it.key_start << ".." << it.key_end;
-    }
-    // By hand for 8 KV heads: the long block 8 x 1; rows of 1, 2, 3 row tiles: 4 + 4, 2 x 4, 8 x 1.
-    if (kvh == 8) {
-      std::vector<std::vector<int>> by_rows(5);
-      for (size_t i = 0; i < hp.items.size(); ++i)
-        by_rows[hp.items[i].key_end - hp.items[i].key_start > kPageTokens
-                    ? 0
-                    : (hp.items[i].pair_count * 4 + 15) / 16] = sizes[i];
-      EXPECT_EQ(by_rows[0], std::vector<int>(8, 1));
-      EXPECT_EQ(by_rows[1], (std::vector<int>{4, 4}));
-      EXPECT_EQ(by_rows[2], (std::vector<int>{2, 2, 2, 2}));
-      EXPECT_EQ(by_rows[3], std::vector<int>(8, 1));
-      // With the SM count known, grouping starts from the shortest item and stops once the waves
-      // are as few as grouping all would make them: 40 units of one head, 30 at the fewest.
-      // 40 resident: 1 wave already; 34: the 16-row item in 2 units (34 units, 1 wave); 33: the
-      // 32-row item too (30); 20: 2 waves either way, no grouping.
-      for (auto [resident, want_rows1, want_rows2] :
-           {std::tuple<int32_t, std::vector<int>, std::vector<int>>{40, std::vector<int>(8, 1),
-                                                                    std::vector<int>(8, 1)},
-            {34, {4, 4}, std::vector<int>(8, 1)},
-            {33, {4, 4}, {2, 2, 2, 2}},
-            {20, std::vector<int>(8, 1), std::vector<int>(8, 1)}}) {
-        pin.resident_ctas = resident;
-        const cuda::HostPlan hr =
-            cuda::build_plan(pin, 0, static_cast<int64_t>(pin.row_pos.size()));
-        std::vector<std::vector<int>> got(5);
-        for (const cuda::AttnUnit& u : hr.units) {
-          const cuda::AttnItem& it = hr.items[u.item];
-          if (it.key_end - it.key_start <= kPageTokens)
-            got[(it.pair_count * 4 + 15) / 16].push_back(u.kv_heads);
-        }
-        EXPECT_EQ(got[1], want_rows1) << "resident " << resident;
-        EXPECT_EQ(got[2], want_rows2) << "resident " << resident;
-      }
-    }
-  }
-}
-
-// Host-only: with split_fresh a chunk also starts at the tile of the block's first new key, the
-// row entry counts follow, and a block whose new keys cannot fit the fused append's tiles is
-// refused.
-TEST(AttentionPlan, SplitFreshStartsAChunkAtTheNewKeysTile) {
-  const std::vector<int32_t> pages_a = {3, 1, 4, 0};
-  cuda::PlanInput pin;
-  pin.blocks.push_back({200, &pages_a, 198, 5});  // keys 198, 199 are batch tokens 5, 6
-  pin.views = {{{0, 0}}};
-  pin.row_worker = {0, 0};
-  pin.row_pos = {198, 199};
-  pin.group = 4;
-  pin.kv_heads = 2;
-  pin.chunk = 128;
-  pin.split_fresh = true;
-  const cuda::HostPlan hp = cuda::build_plan(pin, 0, 2);
-  std::vector<std::pair<int32_t, int32_t>> chunks;
-  for (const cuda::AttnItem& it : hp.items) {
-    chunks.emplace_back(it.key_start, it.key_end);
-    EXPECT_EQ(it.fresh_from, 198);
-    EXPECT_EQ(it.fresh_row, 5);
-  }
-  std::sort(chunks.begin(), chunks.end());
-  const std::vector<std::pair<int32_t, int32_t>> want = {{0, 128}, {128, 192}, {192, 200}};
-  EXPECT_EQ(chunks, want);
-  for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(cuda::row_entry_count(pin, r), hp.row_entry_ptr[r + 1] - hp.row_entry_ptr[r]) << r;
-  pin.split_fresh = false;
-  EXPECT_EQ(cuda::build_plan(pin, 0, 2).items.size(), 2u);
-  EXPECT_EQ(cuda::row_entry_count(pin, 0), 2);
-
-  pin.split_fresh = true;
-  pin.chunk = 256;
-  pin.blocks[0].fresh_from = 10;  // 190 new keys in one 256-key chunk: tiles 0-3 of its item
-  pin.blocks[0].fresh_row = 0;
-  pin.row_pos = {150, 199};
-  EXPECT_THROW(cuda::build_plan(pin, 0, 2), Error);
 }
 
 }  // namespace

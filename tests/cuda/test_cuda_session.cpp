@@ -7,6 +7,10 @@
 // the GPU's bf16 activations and K/V cache.
 // A deliberately broken backend (workers blind to each other's current steps) must fail the
 // check, so the bf16 tolerance still separates right from wrong semantics.
+// The KV budget (docs/ARCHITECTURE.md "Bounded shared memory") as tests/hogwild/test_kv_budget.cpp
+// checks it on the CPU: sessions that forget match the reference told to forget the same tokens,
+// and the same forgetting, promotions and scored forwards on both backends give the same logits
+// and attention scores.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -15,6 +19,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
+#include "hogwild/forgetting.h"
 #include "sampling/row_draw.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/hogwild/block_ops_script.h"
@@ -38,6 +43,12 @@ constexpr double kLogitsTol = 2e-2;
 // offsets, < 2048) where the reference rotates in double. Bound: u + 1e-4; measured <= 3.81e-3.
 constexpr double kKeyTol = 0x1p-8 + 1e-4;
 
+// Attention scores (Backend::attention_scores: softmax weights in [0, 1]), max |ref - got| over
+// a block's keys. A weight is 2^(s - lse) with s = q.k scale (log2 units): the GPU's s carries
+// the bf16 error of the pipeline (kLogitsTol relative, as the logits), which moves a weight by that
+// much of itself (weights <= 1).
+constexpr double kScoreTol = kLogitsTol;
+
 // Every tiny flag set of the session test with the head_dim the CUDA kernel supports (128 for the
 // GQA-3 qk-norm and the partial-rotary MQA model, 64 elsewhere) and CUDA-test widths.
 ModelWeights cuda_session_model(const test::TinySpec& spec) {
@@ -59,6 +70,7 @@ cuda::CudaOptions options() {
 }
 
 using Param = std::tuple<test::TinySpec, Layout, int>;
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 
 class CudaSessionVsReference : public ::testing::TestWithParam<Param> {};
 
@@ -172,6 +184,157 @@ TEST(CudaPrefixCache, SessionsOneAfterAnotherGiveTheSameRunWithAndWithoutTheCach
   expect_same_runs(run_engine(gpu, true, false, first, then),
                    run_engine(gpu, false, false, first, then), {0, 128, 128, 64});
 }
+
+class CudaKvBudgetVsReference : public ::testing::TestWithParam<Param> {};
+
+// test_kv_budget.cpp's KvBudgetVsReference on the GPU: chunks of 2 tokens (gaps inside the
+// attention's 64-key tiles), the last 8 kept, a 4-step window. Every forward's logits match the
+// naive reference that forgets the same history tokens, the measured scores its softmax weights.
+TEST_P(CudaKvBudgetVsReference, ReplayHoldsOnTheViewsThatRemain) {
+  HOGWILD_REQUIRE_GPU();
+  auto [spec, layout, n] = GetParam();
+  const ModelWeights w = cuda_session_model(spec);
+  cuda::CudaBackend be(w, options());
+  ASSERT_TRUE(be.can_forget());
+  const int64_t prompt =
+      static_cast<int64_t>(ByteCodec().encode("Task: add 2 and 3, then double it.\n\n").size());
+  const ForgetPolicy kv{.budget = prompt + 8 + 4, .chunk = 2, .recent = 8, .window = 4};
+  const CheckedRun o = run_checked(be, w, layout, n, kv);
+  expect_matches_reference(o, layout, kLogitsTol, kKeyTol);
+  EXPECT_GT(o.forgotten, 0);
+  EXPECT_EQ(o.forgotten, o.res.forgotten_tokens);
+  EXPECT_EQ(o.scored, 30);
+  EXPECT_LE(o.worst_score, kScoreTol);
+  std::printf(
+      "[ %s %s w%d kv budget ] logits rel %.3g, scores abs %.3g (tol %.2g), %lld forgotten\n",
+      spec.name.c_str(), layout_name(layout), n, o.worst, o.worst_score, kScoreTol,
+      static_cast<long long>(o.forgotten));
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, CudaKvBudgetVsReference,
+                         ::testing::Combine(::testing::ValuesIn(session_specs()),
+                                            ::testing::Values(Layout::combined,
+                                                              Layout::interleaved),
+                                            ::testing::Values(1, 2, 4)),
+                         param_name);
+
+// The same forwards and block operations on both backends, with score_blocks in every forward:
+// logits (per row, relative to its scale) and attention scores agree.
+struct BothBackends {
+  Backend& gpu;
+  Backend& cpu;
+  double worst_logits = 0, worst_score = 0;
+  int64_t zero_checked = 0;  // forgotten keys whose GPU score was checked to be 0
+
+  BlockId new_block() {
+    const BlockId b = gpu.new_block();
+    EXPECT_EQ(cpu.new_block(), b);
+    return b;
+  }
+  void forget(BlockId b, int64_t begin, int64_t end) {
+    gpu.forget_tokens(b, begin, end);
+    cpu.forget_tokens(b, begin, end);
+  }
+  // gaps: per score block, its forgotten ranges (whose GPU scores must be exactly 0).
+  void forward(const ForwardBatch& batch, const std::vector<Ranges>& gaps) {
+    std::vector<float> lg, lc;
+    gpu.forward(batch, lg);
+    cpu.forward(batch, lc);
+    ASSERT_EQ(lg.size(), lc.size());
+    const size_t V = gpu.config().vocab_size;
+    for (size_t r = 0; r < lc.size() / V; ++r) {
+      const std::vector<double> ref(lc.begin() + r * V, lc.begin() + (r + 1) * V);
+      worst_logits = std::max(worst_logits, rel_err(ref, lg.data() + r * V));
+    }
+    const auto& sg = gpu.attention_scores();
+    const auto& sc = cpu.attention_scores();
+    ASSERT_EQ(sg.size(), batch.score_blocks.size());
+    ASSERT_EQ(sc.size(), sg.size());
+    for (size_t i = 0; i < sg.size(); ++i) {
+      ASSERT_EQ(sg[i].size(), static_cast<size_t>(gpu.block_len(batch.score_blocks[i])));
+      ASSERT_EQ(sc[i].size(), sg[i].size());
+      for (size_t j = 0; j < sg[i].size(); ++j)
+        worst_score = std::max(worst_score, std::abs(double(sg[i][j]) - sc[i][j]));
+      for (const auto& [b, e] : gaps[i])
+        for (int64_t j = b; j < e; ++j, ++zero_checked) EXPECT_EQ(sg[i][j], 0.0f) << i << " " << j;
+    }
+  }
+};
+
+// A prompt of 150 tokens (several attention tiles, the append kernel before the attention), gaps
+// inside and across tiles, then 3 workers' decode steps (the fused append, graphs or not) with a
+// forgotten range in a step that is promoted into the history (append_block carries it), and
+// scores of the history, of a step, of a block named twice and of a block no view holds.
+class CudaKvBudgetVsCpu : public ::testing::TestWithParam<test::TinySpec> {};
+
+TEST_P(CudaKvBudgetVsCpu, ForgettingAndScoresMatchTheCpuBackend) {
+  HOGWILD_REQUIRE_GPU();
+  const test::TinySpec spec = GetParam();
+  const ModelWeights w = cuda_session_model(spec);
+  for (bool graphs : {true, false}) {
+    SCOPED_TRACE(graphs ? "graphs" : "no graphs");
+    cpu::CpuBackend cpu_be(w);
+    cuda::CudaOptions o = options();
+    o.use_graphs = graphs;
+    cuda::CudaBackend gpu(w, o);
+    BothBackends be{gpu, cpu_be};
+    test::TestRng rng(5);
+    auto tok = [&] { return static_cast<int32_t>(rng.next() % kToyVocab); };
+    const BlockId H = be.new_block(), spare = be.new_block();
+    Ranges h_gaps;
+    {
+      ForwardBatch b;
+      b.views = {{H}};
+      for (int i = 0; i < 150; ++i) b.tokens.push_back({tok(), 0, H, i == 149});
+      b.score_blocks = {H};
+      ASSERT_NO_FATAL_FAILURE(be.forward(b, {{}}));
+    }
+    for (auto [b, e] : {std::pair<int64_t, int64_t>{5, 9}, {40, 41}, {60, 70}, {100, 128}}) {
+      be.forget(H, b, e);
+      h_gaps.emplace_back(b, e);
+    }
+    constexpr int W = 3;
+    std::vector<BlockId> S(W);
+    for (int k = 0; k < W; ++k) S[k] = be.new_block();
+    for (int step = 0; step < 10; ++step) {
+      ForwardBatch b;
+      b.views.resize(W);
+      for (int k = 0; k < W; ++k) {
+        b.views[k] = {H};
+        for (int q = 0; q < W; ++q)
+          if (q != k) b.views[k].push_back(S[q]);
+        b.views[k].push_back(S[k]);
+        const int m = (step == 0 && k == 1) ? 3 : 1;  // a multi-token input
+        for (int i = 0; i < m; ++i) b.tokens.push_back({tok(), k, S[k], true});
+      }
+      b.score_blocks = {H};
+      std::vector<Ranges> gaps = {h_gaps};
+      if (step == 2) {  // a step, the history twice, a block no view holds
+        b.score_blocks = {H, S[0], H, spare};
+        gaps = {h_gaps, {}, h_gaps, {}};
+      }
+      ASSERT_NO_FATAL_FAILURE(be.forward(b, gaps));
+      if (step == 4) be.forget(S[0], 1, 3);  // 5 tokens in S[0] by now
+      if (step == 6) {  // S[0] promoted: its gap moves into the history at its offset
+        const int64_t off = gpu.block_len(H);
+        gpu.append_block(H, S[0]);
+        cpu_be.append_block(H, S[0]);
+        h_gaps.emplace_back(off + 1, off + 3);
+        gpu.truncate_block(S[0], 0);
+        cpu_be.truncate_block(S[0], 0);
+      }
+    }
+    EXPECT_LE(be.worst_logits, kLogitsTol);
+    EXPECT_LE(be.worst_score, kScoreTol);
+    EXPECT_GT(be.zero_checked, 0);
+    std::printf("[ %s %s ] logits rel %.3g (tol %.2g), scores abs %.3g (tol %.2g)\n",
+                spec.name.c_str(), graphs ? "graphs" : "no graphs", be.worst_logits, kLogitsTol,
+                be.worst_score, kScoreTol);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, CudaKvBudgetVsCpu, ::testing::ValuesIn(session_specs()),
+                         [](const auto& info) { return info.param.name; });
 
 TEST(CudaSessionBreakage, WorkersBlindToEachOtherFailTheCheck) {
   HOGWILD_REQUIRE_GPU();
