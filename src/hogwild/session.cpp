@@ -39,8 +39,8 @@ Session::Session(Backend& backend, const TextCodec& codec, const Formatting& for
   build_forbidden();
   if (opt_.kv.budget > 0 && !be_.can_forget())
     fail(
-        "a KV budget ({} tokens) needs a backend that can forget cache tokens; the CUDA backend "
-        "cannot yet: run on the CPU (--device cpu) or without --kv-budget",
+        "a KV budget ({} tokens) needs a backend that can forget cache tokens, and this one "
+        "cannot: run on the CPU or CUDA backend, or without --kv-budget",
         opt_.kv.budget);
   scores_ = ScoreWindow(opt_.kv.window);
 }
