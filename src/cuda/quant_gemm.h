@@ -29,7 +29,7 @@ namespace hogwild::cuda {
 /// in shared memory) multiplies up to kQuantMaxRows rows per launch; more rows: chunks of that
 /// many, up to kQuantChunkedRows; beyond that the bf16 copy and cuBLAS (measurements:
 /// docs/PERFLOG.md).
-inline constexpr int kQuantNarrowRows = 32;
+inline constexpr int kQuantNarrowRows = 16;
 inline constexpr int kQuantMaxRows = 64;
 inline constexpr int kQuantChunkedRows = 256;
 

@@ -1,23 +1,25 @@
-// The wide int4 kernel (quant_gemm.h quant_wide_int4; docs/CUDA.md "Quantized weights"): 33 to 64
-// token rows times a packed int4 weight, with the weights, scales and x streamed through shared
-// memory by cp.async in a kStages-deep ring, so that no register waits on global memory.
+// The wide quantized kernel (quant_gemm.h quant_wide_linear; docs/CUDA.md "Quantized weights"):
+// 17 to 64 token rows times a packed int4 or fp8 weight, with the weights, their scale words and x
+// streamed through shared memory by cp.async in a ring of 128-k blocks, so that no register waits
+// on global memory.
 //
-// A CTA is kRows = 128 W rows x 64 token rows, 8 warps: warp w takes W rows 64 (w & 1) + [0, 64)
-// (four mma M tiles), token rows 32 ((w >> 1) & 1) + [0, 32) (four n-tiles of 8) and, of each
-// 128-k block, the chunks u = 2 (w >> 2) and 2 (w >> 2) + 1 (the lane layout of quant_dequant.cuh).
-// A warp's tile of 64 x 32 reads 96 bytes of shared memory per mma, a third of the 16 x 64 tile of
-// quant_gemm.cu's wide kernel, whose shared-memory reads bounded it.
+// A CTA is kRows = 128 W rows x TOK (64 or 32) token rows, 8 warps. Warp w takes W rows
+// 64 (w & 1) + [0, 64) (four mma M tiles) and four n-tiles of 8 token rows; of each 128-k block
+// (the lane layout of quant_dequant.cuh: chunks u = 0..3 of 32 k) it takes, at TOK = 64, token
+// rows 32 ((w >> 1) & 1) + [0, 32) and the chunks 2 (w >> 2), + 1; at TOK = 32 every token row and
+// the chunk w >> 1. The warps of one output tile that took other chunks are added in shared
+// memory at the end, in a fixed order. A warp's tile of 64 x 32 reads 96 bytes of shared memory
+// per mma, a third of a 16 x 64 tile's (docs/PERFLOG.md).
 //
 // The group scales: instead of a second accumulator per group, the accumulator is kept in units
 // of the current group's scale (Horner's rule): when the group changes from scale s to s', acc *=
 // s / s' and the group's exact products go straight into acc; at the end acc *= s_last. A group
 // whose scale is 0 contributes nothing: its weight fragments are zeroed and s is kept. Every
-// rounding is an fp32 one (the weights enter the tensor cores as the exact bf16 integers q - z).
+// rounding is an fp32 one (the weights enter the tensor cores as exact bf16 numbers).
 //
-// Shared memory of a stage: x (64 token rows x 256 bytes, chunk c of row r at c ^ 4 (r & 1), as in
-// quant_gemm.cu), W (128 rows x 64 bytes: the block's 16 words of a row, the 8-byte pair p at
-// p ^ ((r >> 1) & 1), so that the 16 lanes of an 8-byte load phase hit 32 banks), and the rows'
-// (scale, zero point) words of the block's four chunks.
+// Shared memory of a stage: x (TOK token rows x 256 bytes, chunk c of row r at c ^ 4 (r & 1), so
+// that a 16-byte load phase hits 32 banks), W (128 rows x 64 (int4) or 128 (fp8) bytes, the
+// 8-byte unit p of row r at p ^ unit_swizzle(r)), and the rows' scale words of the four chunks.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -38,21 +40,26 @@ using namespace qdev;
 constexpr int kInt4 = int(WeightFormat::int4);
 constexpr int kWarps = 8;
 constexpr int kRows = 128;  // W rows per CTA
-constexpr int kTok = 64;    // token rows per CTA
-constexpr int kXBytes = kTok * 256;
 constexpr int kSzBytes = kRows * 4 * 4;
-constexpr int kMaxSplits = 8;  // the portable cluster size
+constexpr int kMaxSplits = 8;         // the portable cluster size
+constexpr int kTileFloats = 64 * 32;  // one warp's sums (4 x 4 x 4 per lane)
 
-// The stage ring of format F: a W row of a block is 64 (int4) or 128 (fp8) bytes; two CTAs of
-// kStages stages fit one SM's shared memory.
-template <int F>
+// The shape of the kernel for format F and TOK token rows: a W row of a block is 64 (int4) or 128
+// (fp8) bytes; kSplitK warps share an output tile (taking different chunks); two CTAs of kStages
+// stages fit one SM's shared memory.
+template <int F, int TOK>
 struct Ring {
   static constexpr int kRowBytes = F == kInt4 ? 64 : 128;
-  static constexpr int kStages = F == kInt4 ? 4 : 3;
+  static constexpr int kStages = TOK == 64 ? (F == kInt4 ? 4 : 3) : (F == kInt4 ? 6 : 4);
+  static constexpr int kSplitK = TOK == 64 ? 2 : 4;
+  static constexpr int kOwners = kWarps / kSplitK;  // output tiles of a CTA
+  static constexpr int kXBytes = TOK * 256;
   static constexpr int kWBytes = kRows * kRowBytes;
   static constexpr int kStageBytes = kXBytes + kWBytes + kSzBytes;
   static constexpr int kSmemBytes = kStages * kStageBytes;
-  static_assert(kSmemBytes >= 2 * 4 * 64 * 32 * 4, "the reductions reuse the stages");
+  // the warps' sums: (kSplitK - 1) x kOwners tiles, then the cluster's kOwners
+  static constexpr int kClusterOffset = (kSplitK - 1) * kOwners * kTileFloats * 4;
+  static_assert(kSmemBytes >= kWarps * kTileFloats * 4, "the reductions reuse the stages");
 };
 
 struct Args {
@@ -76,22 +83,23 @@ __device__ __forceinline__ int group_of(const Args& a, int b, int u) {
 
 // Where a W row r keeps its 8-byte unit p: at p ^ unit_swizzle(r), so that the lanes of an 8-byte
 // load phase (rows g = 0..3 of an M tile, t = 0..3) hit 32 banks. int4 (8 units a row): a lane
-// reads unit 2 t + kh; fp8 (16): unit 4 t + 2 kh + uu.
+// reads unit 2 t + u / 2 for chunk u; fp8 (16): unit 4 t + u.
 template <int F>
 __device__ __forceinline__ int unit_swizzle(int r) {
   return F == kInt4 ? (r >> 1) & 1 : ((r & 1) << 1) | ((r >> 1) & 1);
 }
 
 // W rows row0 + [0, kRows) of block b and their scale words into the stage (all threads).
-template <int F>
+template <int F, int TOK>
 __device__ __forceinline__ void copy_weights(const Args& a, int row0, int b, unsigned char* st) {
-  unsigned char* ws = st + kXBytes;
-  auto* szs = reinterpret_cast<uint32_t*>(st + kXBytes + Ring<F>::kWBytes);
-  constexpr int kUnits = Ring<F>::kRowBytes / 8;  // 8-byte units of a row
+  using R = Ring<F, TOK>;
+  unsigned char* ws = st + R::kXBytes;
+  auto* szs = reinterpret_cast<uint32_t*>(st + R::kXBytes + R::kWBytes);
+  constexpr int kUnits = R::kRowBytes / 8;  // 8-byte units of a row
   for (int q = threadIdx.x; q < kRows * kUnits; q += kWarps * 32) {
     const int r = q / kUnits, p = q % kUnits;
     const int row = min(row0 + r, a.out - 1);
-    cp_async8(ws + r * Ring<F>::kRowBytes + ((p ^ unit_swizzle<F>(r)) << 3),
+    cp_async8(ws + r * R::kRowBytes + ((p ^ unit_swizzle<F>(r)) << 3),
               a.w + int64_t(row) * a.words_per_row + b * (2 * kUnits) + 2 * p);
   }
   for (int q = threadIdx.x; q < kRows * 4; q += kWarps * 32) {
@@ -101,9 +109,10 @@ __device__ __forceinline__ void copy_weights(const Args& a, int row0, int b, uns
   }
 }
 
-// x rows [0, 64) x k [128 b, 128 b + 128) into the stage; rows past n_rows and k past in are 0.
+// x rows [0, TOK) x k [128 b, 128 b + 128) into the stage; rows past n_rows and k past in are 0.
+template <int TOK>
 __device__ __forceinline__ void copy_x(const Args& a, int b, unsigned char* st) {
-  for (int q = threadIdx.x; q < kTok * 16; q += kWarps * 32) {
+  for (int q = threadIdx.x; q < TOK * 16; q += kWarps * 32) {
     const int r = q >> 4, c = q & 15, k = b * 128 + c * 8;
     const bool valid = r < a.n_rows && k < a.in;
     const bf16* src = valid ? a.x + int64_t(r) * a.in + k : a.x;
@@ -111,31 +120,33 @@ __device__ __forceinline__ void copy_x(const Args& a, int b, unsigned char* st) 
   }
 }
 
-// The products of block b's chunks u = 2 kh, 2 kh + 1 (one stage) into acc (see the file
-// comment). f: the scale acc is in, per M tile m and row (g, g + 8); grp: the group of the previous
-// chunk (-1 at first).
-template <int F>
-__device__ __forceinline__ void block(const Args& a, const unsigned char* st, int b, int kh, int fh,
+// The products of block b's chunks u0 .. u0 + TOK / 32 - 1 (one stage) into acc (see the file
+// comment). th: the warp's half of 64 token rows (0 at TOK = 32); f: the scale acc is in, per M
+// tile m and row (g, g + 8); grp: the group of the previous chunk (-1 at first).
+template <int F, int TOK>
+__device__ __forceinline__ void block(const Args& a, const unsigned char* st, int b, int u0, int fh,
                                       int th, int n_tiles, float (&acc)[4][4][4], float (&f)[4][2],
                                       int& grp) {
+  using R = Ring<F, TOK>;
+  constexpr int kChunks = TOK / 32;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const unsigned char* ws = st + kXBytes;
-  const auto* szs = reinterpret_cast<const uint32_t*>(st + kXBytes + Ring<F>::kWBytes);
-  // words 4 t + 2 kh + uu (int4: unit 2 t + kh, both uu) or 8 t + 4 kh + 2 uu, + 1 (fp8: unit
-  // 4 t + 2 kh + uu, loaded per uu) of rows g, g + 8 of each M tile
-  auto load = [&](int m, int h, int uu) {
+  const unsigned char* ws = st + R::kXBytes;
+  const auto* szs = reinterpret_cast<const uint32_t*>(st + R::kXBytes + R::kWBytes);
+  // word 4 t + u of rows g, g + 8 of each M tile: int4, unit 2 t + u / 2 (words of u, u ^ 1; one
+  // load for both chunks at TOK = 64); fp8: words 8 t + 2 u, + 1, unit 4 t + u
+  auto load = [&](int m, int h, int u) {
     const int r = fh * 64 + 16 * m + g + 8 * h;
-    const int unit = F == kInt4 ? 2 * t + kh : 4 * t + 2 * kh + uu;
-    return *reinterpret_cast<const uint2*>(ws + r * Ring<F>::kRowBytes +
+    const int unit = F == kInt4 ? 2 * t + (u >> 1) : 4 * t + u;
+    return *reinterpret_cast<const uint2*>(ws + r * R::kRowBytes +
                                            ((unit ^ unit_swizzle<F>(r)) << 3));
   };
   uint2 q[4][2];
   if constexpr (F == kInt4)
 #pragma unroll
-    for (int m = 0; m < 4; ++m) q[m][0] = load(m, 0, 0), q[m][1] = load(m, 1, 0);
+    for (int m = 0; m < 4; ++m) q[m][0] = load(m, 0, u0), q[m][1] = load(m, 1, u0);
 #pragma unroll
-  for (int uu = 0; uu < 2; ++uu) {
-    const int u = 2 * kh + uu;
+  for (int uu = 0; uu < kChunks; ++uu) {
+    const int u = u0 + uu;
     const int gr = group_of(a, b, u);
     if (gr != grp) {  // warp-uniform: rescale acc into the new group's scales
       grp = gr;
@@ -163,10 +174,10 @@ __device__ __forceinline__ void block(const Args& a, const unsigned char* st, in
       const uint32_t s_hi = szs[(fh * 64 + 16 * m + g + 8) * 4 + u];
       uint32_t af[8];
       if constexpr (F == kInt4) {
-        int4_word_fragments(uu ? q[m][0].y : q[m][0].x, uu ? q[m][1].y : q[m][1].x, zero_pair(s_lo),
-                            zero_pair(s_hi), af);
+        int4_word_fragments(u & 1 ? q[m][0].y : q[m][0].x, u & 1 ? q[m][1].y : q[m][1].x,
+                            zero_pair(s_lo), zero_pair(s_hi), af);
       } else {
-        const uint2 l = load(m, 0, uu), h = load(m, 1, uu);
+        const uint2 l = load(m, 0, u), h = load(m, 1, u);
         fp8_word_fragments(l.x, l.y, h.x, h.y, af);
       }
       const uint32_t keep_lo = scale_of(s_lo, F) == 0.0f ? 0u : ~0u;
@@ -185,7 +196,8 @@ __device__ __forceinline__ void block(const Args& a, const unsigned char* st, in
 
 // Split-K over a cluster (sm_90): each CTA leaves its sums in its shared memory; piece p = (owner
 // warp o, M tile m) of the tile is added up by split p % splits, in split order (the bits do not
-// depend on timing). Returns whether this warp writes M tile m (always, without splits).
+// depend on timing). o: the output tile this warp owns, -1 for none. Returns the mask of the M
+// tiles this warp writes (all four without splits).
 __device__ __forceinline__ unsigned cluster_sum(const Args& a, int o, float (&acc)[4][4][4],
                                                 unsigned char* smem) {
   unsigned mine = 0xfu;
@@ -238,15 +250,19 @@ __device__ __forceinline__ unsigned cluster_sum(const Args& a, int o, float (&ac
   return mine;
 }
 
-// grid (ceil(out / kRows), splits), kWarps * 32 threads, Ring<F>::kSmemBytes of dynamic shared
-// memory.
-template <int F>
+// grid (ceil(out / kRows), splits), kWarps * 32 threads, Ring<F, TOK>::kSmemBytes of dynamic
+// shared memory.
+template <int F, int TOK>
 __global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_kernel(Args a) {
-  constexpr int kStages = Ring<F>::kStages, kStageBytes = Ring<F>::kStageBytes;
+  using R = Ring<F, TOK>;
+  constexpr int kStages = R::kStages, kStageBytes = R::kStageBytes;
   extern __shared__ __align__(16) unsigned char smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
-  const int fh = warp & 1, th = (warp >> 1) & 1, kh = warp >> 2;
+  // o: the output tile (W half fh, token half th); kk: which of its kSplitK warps
+  const int o = warp % R::kOwners, kk = warp / R::kOwners;
+  const int fh = o & 1, th = o >> 1;
+  const int u0 = TOK == 64 ? 2 * kk : kk;
   const int row0 = int(blockIdx.x) * kRows;
   const int per_split = (a.n_blocks + int(gridDim.y) - 1) / int(gridDim.y);
   const int b_begin = int(blockIdx.y) * per_split;
@@ -257,11 +273,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_kernel(Args a) {
   // kernel that wrote x (pdl.cuh); commit group s holds x of stage s (and group 0 those weights).
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s)
-    if (s < nb) copy_weights<F>(a, row0, b_begin + s, smem + s * kStageBytes);
+    if (s < nb) copy_weights<F, TOK>(a, row0, b_begin + s, smem + s * kStageBytes);
   pdl_wait();
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < nb) copy_x(a, b_begin + s, smem + s * kStageBytes);
+    if (s < nb) copy_x<TOK>(a, b_begin + s, smem + s * kStageBytes);
     cp_async_commit();
   }
 
@@ -281,12 +297,12 @@ __global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_kernel(Args a) {
     __syncthreads();               // ... everyone's; and stage n - 1 is free
     if (n + kStages - 1 < nb) {
       unsigned char* st = smem + ((n + kStages - 1) % kStages) * kStageBytes;
-      copy_weights<F>(a, row0, b_begin + n + kStages - 1, st);
-      copy_x(a, b_begin + n + kStages - 1, st);
+      copy_weights<F, TOK>(a, row0, b_begin + n + kStages - 1, st);
+      copy_x<TOK>(a, b_begin + n + kStages - 1, st);
     }
     cp_async_commit();
     const unsigned char* st = smem + (n % kStages) * kStageBytes;
-    block<F>(a, st, b_begin + n, kh, fh, th, n_tiles, acc, f, grp);
+    block<F, TOK>(a, st, b_begin + n, u0, fh, th, n_tiles, acc, f, grp);
   }
   cp_async_wait<0>();
 #pragma unroll
@@ -296,30 +312,31 @@ __global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_kernel(Args a) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[m][j][i] *= f[m][i >> 1];
 
-  // The two k halves of a (W rows, token rows) tile: kh = 1 leaves its sums in shared memory,
-  // kh = 0 adds them (always in this order).
+  // The kSplitK warps of an output tile: warps kk >= 1 leave their sums in shared memory, kk = 0
+  // adds them in the order of kk.
   __syncthreads();  // every warp is done with the stages
   float* red = reinterpret_cast<float*>(smem);
-  const int o = warp & 3;
-  if (kh == 1)
+  auto at = [&](int slot, int m, int j, int i) -> float& {
+    return red[(slot * kTileFloats) + (m * 16 + j * 4 + i) * 32 + lane];
+  };
+  if (kk > 0)
 #pragma unroll
     for (int m = 0; m < 4; ++m)
 #pragma unroll
       for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
-          red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane] = acc[m][j][i];
+        for (int i = 0; i < 4; ++i) at((kk - 1) * R::kOwners + o, m, j, i) = acc[m][j][i];
   __syncthreads();
-  if (kh == 0)
+  if (kk == 0)
+    for (int k = 1; k < R::kSplitK; ++k)
 #pragma unroll
-    for (int m = 0; m < 4; ++m)
+      for (int m = 0; m < 4; ++m)
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
-          acc[m][j][i] += red[((o * 64) + (m * 16 + j * 4 + i)) * 32 + lane];
-  const unsigned mine = cluster_sum(a, kh == 0 ? o : -1, acc, smem + 4 * 64 * 32 * 4);
-  if (kh != 0) return;
+          for (int i = 0; i < 4; ++i) acc[m][j][i] += at((k - 1) * R::kOwners + o, m, j, i);
+  const unsigned mine = cluster_sum(a, kk == 0 ? o : -1, acc, smem + R::kClusterOffset);
+  if (kk != 0) return;
 
     // c0, c1: W row g of the M tile, token rows 8 j + 2 t, + 1; c2, c3: W row g + 8.
 #pragma unroll
@@ -354,11 +371,11 @@ int splits_for(int64_t tiles, int n_blocks, int64_t slots, bool clusters) {
   return (n_blocks + per - 1) / per;  // every split has blocks
 }
 
-template <int F>
+template <int F, int TOK>
 void launch(const bf16* x, const QuantWeight& W, const bf16* bias, bf16* y, int n_rows,
             cudaStream_t stream) {
-  constexpr auto kernel = quant_wide_kernel<F>;
-  constexpr int smem = Ring<F>::kSmemBytes;
+  constexpr auto kernel = quant_wide_kernel<F, TOK>;
+  constexpr int smem = Ring<F, TOK>::kSmemBytes;
   struct Setup {
     int slots = 0;
     bool clusters = false;
@@ -401,11 +418,13 @@ void launch(const bf16* x, const QuantWeight& W, const bf16* bias, bf16* y, int 
 
 void quant_wide_linear(const bf16* x, const QuantWeight& W, const bf16* bias, bf16* y, int n_rows,
                        cudaStream_t stream) {
-  HOGWILD_CUDA_REQUIRE(n_rows >= 1 && n_rows <= kTok);
+  HOGWILD_CUDA_REQUIRE(n_rows >= 1 && n_rows <= 64);
+  constexpr int kFp8 = int(WeightFormat::fp8);
+  const bool wide = n_rows > 32;
   if (W.format == WeightFormat::int4)
-    launch<kInt4>(x, W, bias, y, n_rows, stream);
+    (wide ? launch<kInt4, 64> : launch<kInt4, 32>)(x, W, bias, y, n_rows, stream);
   else if (W.format == WeightFormat::fp8)
-    launch<int(WeightFormat::fp8)>(x, W, bias, y, n_rows, stream);
+    (wide ? launch<kFp8, 64> : launch<kFp8, 32>)(x, W, bias, y, n_rows, stream);
   else
     HOGWILD_CUDA_REQUIRE(!"quant_wide_linear: int4 or fp8 weights");
 }
