@@ -112,7 +112,7 @@ void Engine::share_prompt(Entry& e) {
 void Engine::share_awaited() {
   for (auto& a : active_) {
     Entry& e = *a;
-    if (e.leader == 0) continue;
+    if (e.leader == 0 || e.session->finished()) continue;
     const auto leader = std::find_if(active_.begin(), active_.end(),
                                      [&](const auto& l) { return l->id == e.leader; });
     if (leader != active_.end() && (*leader)->session->prefilling() &&
