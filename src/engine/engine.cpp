@@ -57,24 +57,69 @@ SessionId Engine::submit(SessionRequest request) {
 }
 
 void Engine::admit() {
+  share_awaited();
   while (!queue_.empty() && static_cast<int64_t>(active_.size()) < opt_.max_sessions) {
     Entry& e = *queue_.front();
     // The cached pages of its prompt: shared, they need no reservation of their own, but the
     // idle ones join the pages no reservation covers.
     const PrefixHit hit = e.session->cached_prompt();
-    const int64_t need = e.kv_need - hit.tokens;
-    if (limit_ > 0 &&
-        reserved_ + need + be_.kv_unowned_tokens() + hit.idle_pages * kKvPageTokens > limit_)
-      break;  // FIFO: later ones wait too
-    e.kv_hit = e.session->share_prompt();
-    HOGWILD_CHECK(e.kv_hit == hit.tokens);
-    if (opt_.prefix_cache) {
-      stats_.prefix_query_tokens += static_cast<int64_t>(e.request.prompt.size());
-      stats_.prefix_hit_tokens += e.kv_hit;
+    const auto [leader, awaited] = prefix_leader(e, hit.tokens);
+    if (leader != 0) {
+      // More pages come from a session still prefilling: the whole need until they are shared.
+      if (limit_ > 0 && reserved_ + e.kv_need + be_.kv_unowned_tokens() > limit_) break;
+      e.leader = leader;
+      e.awaited = awaited;
+      reserved_ += e.kv_need;
+    } else {
+      const int64_t need = e.kv_need - hit.tokens;
+      if (limit_ > 0 &&
+          reserved_ + need + be_.kv_unowned_tokens() + hit.idle_pages * kKvPageTokens > limit_)
+        break;  // FIFO: later ones wait too
+      reserved_ += e.kv_need;
+      share_prompt(e);
+      HOGWILD_CHECK(e.kv_hit == hit.tokens);
     }
-    reserved_ += e.kv_need - e.kv_hit;
     active_.push_back(std::move(queue_.front()));
     queue_.pop_front();
+  }
+}
+
+std::pair<SessionId, int64_t> Engine::prefix_leader(const Entry& e, int64_t cached) const {
+  if (!opt_.prefix_cache) return {0, 0};
+  const std::vector<int32_t>& p = e.request.prompt;
+  const size_t shareable = p.size() - 1;  // the last prompt token is always fed
+  std::pair<SessionId, int64_t> best{0, cached};
+  for (const auto& a : active_) {
+    if (a->leader != 0 || !a->session->prefilling()) continue;
+    const std::vector<int32_t>& q = a->request.prompt;
+    const size_t n = std::min(shareable, q.size());
+    const auto common = std::mismatch(p.begin(), p.begin() + n, q.begin()).first - p.begin();
+    const int64_t pages = common / kKvPageTokens * kKvPageTokens;
+    if (pages > best.second) best = {a->id, pages};
+  }
+  return best.first != 0 ? best : std::pair<SessionId, int64_t>{0, 0};
+}
+
+void Engine::share_prompt(Entry& e) {
+  e.kv_hit = e.session->share_prompt();
+  if (opt_.prefix_cache) {
+    stats_.prefix_query_tokens += static_cast<int64_t>(e.request.prompt.size());
+    stats_.prefix_hit_tokens += e.kv_hit;
+  }
+  reserved_ -= e.kv_hit;
+}
+
+void Engine::share_awaited() {
+  for (auto& a : active_) {
+    Entry& e = *a;
+    if (e.leader == 0 || e.session->finished()) continue;
+    const auto leader = std::find_if(active_.begin(), active_.end(),
+                                     [&](const auto& l) { return l->id == e.leader; });
+    if (leader != active_.end() && (*leader)->session->prefilling() &&
+        e.session->cached_prompt().tokens < e.awaited)
+      continue;
+    e.leader = 0;
+    share_prompt(e);
   }
 }
 
@@ -146,10 +191,11 @@ void Engine::plan_step(StepPlan& p) {
     }
   }
   // Prompt chunks in admission order, in what the forward has left (at least one chunk when
-  // nothing else runs, so every step makes progress).
+  // nothing else runs, so every step makes progress; a session waiting for its leader's pages
+  // plans nothing, and its leader is before it).
   for (size_t i = 0; i < active_.size(); ++i) {
     Entry& e = *active_[i];
-    if (!e.session->prefilling()) continue;
+    if (!e.session->prefilling() || e.leader != 0) continue;
     int64_t room = std::min(opt_.prefill_chunk, opt_.max_batch_tokens - p.tokens);
     if (room <= 0 && p.parts.empty()) room = opt_.prefill_chunk;
     if (room <= 0) break;

@@ -20,6 +20,12 @@
 // they came back from the idle cache: Backend::kv_unowned_tokens) count beside the reservations,
 // so the pages in use never pass what admission allowed: a session's own pages stay within its
 // reservation, and a page its first session leaves behind was within that session's.
+// Sessions admitted together (the n choices of one request, or requests with the same system
+// prompt) prefill their common pages once: a session whose prompt begins with whole pages that
+// an admitted session still prefilling (its leader) will cache, beyond those cached now, is
+// admitted but waits, planning nothing, until the cache holds them or the leader's prefill has
+// ended; it then shares them and prefills the rest. It reserves its whole need while it waits
+// and gives back the shared tokens when it shares them.
 //
 // Determinism: a session's result does not depend on the other sessions in its forwards when
 // the backend computes each row independently of the batch (the CPU backend: identical tokens).
@@ -35,6 +41,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/request.h"
@@ -72,9 +79,10 @@ struct EngineStats {
   int64_t forward_tokens = 0;  // tokens fed, all sessions
   int64_t sampled_tokens = 0;  // tokens sampled by workers
   int64_t prompt_tokens = 0;   // prompt tokens prefilled
-  // Prefix cache (EngineOptions::prefix_cache), over the sessions admitted with it on: prompt
-  // tokens looked up (whole prompts) and of them the tokens shared from the cache (not
-  // prefilled). The hit rate is prefix_hit_tokens / prefix_query_tokens.
+  // Prefix cache (EngineOptions::prefix_cache), over the sessions admitted with it on, counted
+  // when a session shares (at admission, or when a waiting one stops waiting): prompt tokens
+  // looked up (whole prompts) and of them the tokens shared from the cache (not prefilled). The
+  // hit rate is prefix_hit_tokens / prefix_query_tokens.
   int64_t prefix_query_tokens = 0;
   int64_t prefix_hit_tokens = 0;
   double forward_seconds = 0;  // time inside the forwards
@@ -115,6 +123,7 @@ class Engine {
   void run_until_idle();
 
   bool idle() const { return active_.empty() && queue_.empty(); }
+  /// Admitted sessions, those waiting for another's prompt pages included.
   int64_t active_sessions() const { return static_cast<int64_t>(active_.size()); }
   int64_t queued_sessions() const { return static_cast<int64_t>(queue_.size()); }
   /// True once the session has ended (answer, budget, cancel, error, ...).
@@ -143,7 +152,12 @@ class Engine {
     SessionRequest request;
     std::unique_ptr<Session> session;
     int64_t kv_need = 0;  // Session::kv_tokens_needed
-    int64_t kv_hit = 0;   // prompt tokens shared from the prefix cache at admission
+    int64_t kv_hit = 0;   // prompt tokens shared from the prefix cache (Session::share_prompt)
+    // Prefix sharing among sessions admitted together: the session still prefilling whose prompt
+    // pages this one waits for (0 = none: its blocks exist), and the prompt tokens it then
+    // expects to share.
+    SessionId leader = 0;
+    int64_t awaited = 0;
     std::string error;
   };
   // One step's forward as planned: the sessions in it and their parts, in the same order.
@@ -154,6 +168,16 @@ class Engine {
     int64_t tokens = 0, prefill_chunks = 0;  // rows of the forward; prompt chunks among them
   };
   void admit();
+  // The admitted session still prefilling whose prompt shares the most whole pages with e's
+  // (below e's last prompt token), and those pages in tokens; {0, 0} when none shares more than
+  // `cached` tokens (what the cache already holds of e's prompt).
+  std::pair<SessionId, int64_t> prefix_leader(const Entry& e, int64_t cached) const;
+  // Creates e's blocks, shares the cached pages of its prompt (Session::share_prompt) and lowers
+  // its reservation by them; counts the lookup in stats_.
+  void share_prompt(Entry& e);
+  // The waiting sessions whose pages are cached now, or whose leader's prefill has ended, share
+  // them (admission order).
+  void share_awaited();
   void finish(Entry& e);
   // The steps of step(): plan every active session's part (decoding ones first, then prompt
   // chunks in what the forward leaves), run the forward and complete the sessions, move the

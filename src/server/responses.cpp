@@ -280,10 +280,16 @@ json ResponseBuilder::usage() const {
   int64_t p = choices_.empty() ? 0 : choices_[0].prompt_tokens, g = 0;
   const int64_t cached = choices_.empty() ? 0 : choices_[0].cached_tokens;
   for (auto& c : choices_) g += c.completion_tokens;
+  json details = {{"cached_tokens", cached}};
+  if (choices_.size() > 1) {
+    json per = json::array();
+    for (auto& c : choices_) per.push_back(c.cached_tokens);
+    details["cached_tokens_per_choice"] = std::move(per);
+  }
   return {{"prompt_tokens", p},
           {"completion_tokens", g},
           {"total_tokens", p + g},
-          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+          {"prompt_tokens_details", std::move(details)}};
 }
 
 std::string ResponseBuilder::stream_end() const {

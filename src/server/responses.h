@@ -57,8 +57,10 @@ class ResponseBuilder {
   /// The first error of a choice ("" when none).
   const std::string& error() const { return error_; }
   /// Token counts so far: {prompt_tokens, completion_tokens, total_tokens,
-  /// prompt_tokens_details: {cached_tokens}} (OpenAI's and vLLM's fields; cached_tokens: the
-  /// prompt tokens the first choice shared from the prefix cache).
+  /// prompt_tokens_details: {cached_tokens}} (OpenAI's and vLLM's fields; prompt_tokens and
+  /// cached_tokens: the first choice's prompt and the tokens of it shared from the prefix cache).
+  /// With n > 1 choices, prompt_tokens_details.cached_tokens_per_choice lists what each choice
+  /// shared, by choice index (the choices after the first share the pages the first prefills).
   nlohmann::json usage() const;
 
  private:

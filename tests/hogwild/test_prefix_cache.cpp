@@ -1,8 +1,9 @@
 // Automatic prefix caching (docs/ARCHITECTURE.md §2 "Prefix sharing"): the block table's pages,
 // reference counts, chained hashes and idle pages against hand-computed values (pages of 4
 // tokens), and the engine on the CPU backend: sessions whose prompts begin alike give the same
-// tokens and logits, bit for bit, with and without the cache, and admission reserves only the
-// pages a session newly takes.
+// tokens and logits, bit for bit, with and without the cache, sessions submitted together (the n
+// choices of a request) prefill their common pages once, and admission reserves only the pages
+// a session newly takes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -228,6 +229,92 @@ TEST(PrefixCacheEngine, SessionsTogetherGiveTheSameRunWithAndWithoutTheCache) {
   EXPECT_LE(off.most_rows, 64);
   EXPECT_GT(on.most_rows, 2);  // the sessions did share forwards
   expect_same_runs(on, off, {0, 128, 128, 64, 128, 64});
+}
+
+// The n choices of one request: four sessions of the same prompt submitted together, sampled
+// with seeds 1 + 8 i (the server's seed + 8 i), in forwards of at most 32 tokens (so that each
+// row's bits depend on nothing else in its forward).
+Outcome run_choices(bool prefix_cache, std::vector<int64_t>* prefill_chunks = nullptr) {
+  ByteCodec codec;
+  cpu::CpuBackend be(session_model(session_specs()[2]));
+  EngineOptions eo;
+  eo.prefix_cache = prefix_cache;
+  eo.prefill_chunk = 16;
+  eo.max_batch_tokens = 32;
+  Engine engine(be, codec, eo);
+  Outcome o;
+  o.logs.reserve(4);
+  std::vector<SessionId> ids;
+  for (int i = 0; i < 4; ++i) {
+    SessionRequest r = greedy_request(codec, 1, "plain", kPrompt, 12);
+    r.sampling.do_sample = true;
+    r.sampling.temperature = 1.5f;
+    r.sampling.seed = 1 + 8 * static_cast<uint64_t>(i);
+    r.observer = &o.logs.emplace_back(1);
+    ids.push_back(engine.submit(std::move(r)));
+  }
+  while (!engine.idle()) {
+    engine.step();
+    o.most_rows = std::max(o.most_rows, engine.last_forward().tokens);
+    if (prefill_chunks) prefill_chunks->push_back(engine.last_forward().prefill_chunks);
+  }
+  for (SessionId id : ids) o.results.push_back(engine.take(id));
+  o.stats = engine.stats();
+  EXPECT_EQ(be.live_blocks(), 0);
+  EXPECT_EQ(be.kv_unowned_tokens(), 0);
+  return o;
+}
+
+TEST(PrefixCacheEngine, ChoicesSubmittedTogetherPrefillTheirPromptOnce) {
+  // The first choice prefills the 150-token prompt; the three others wait until its two full
+  // pages (128 tokens) are cached, share them and prefill the 22 tokens after them.
+  std::vector<int64_t> chunks_on, chunks_off;
+  const Outcome on = run_choices(true, &chunks_on);
+  const Outcome off = run_choices(false, &chunks_off);
+  EXPECT_LE(on.most_rows, 32);
+  EXPECT_LE(off.most_rows, 32);
+  expect_same_runs(on, off, {0, 128, 128, 128});
+  EXPECT_EQ(on.stats.prompt_tokens, 150 + 3 * 22);
+  EXPECT_EQ(off.stats.prompt_tokens, 4 * 150);
+  EXPECT_EQ(on.stats.prefix_query_tokens, 600);
+  EXPECT_EQ(on.stats.prefix_hit_tokens, 384);
+  // With the cache, steps 1-8 feed the first choice alone, 16 tokens each, until its tokens
+  // [0, 128) are cached; without it, two choices share each 32-token forward.
+  ASSERT_GE(chunks_on.size(), 9u);
+  EXPECT_EQ(std::vector<int64_t>(chunks_on.begin(), chunks_on.begin() + 9),
+            (std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 1, 2}));
+  EXPECT_EQ(chunks_off.front(), 2);
+  // The choices were sampled apart: not all alike.
+  EXPECT_NE(on.logs[0].tokens, on.logs[1].tokens);
+}
+
+TEST(PrefixCacheEngine, AWaitingChoiceReservesItsWholeNeedUntilItShares) {
+  ByteCodec codec;
+  cpu::CpuBackend be(session_model(session_specs()[2]));
+  const SessionRequest probe = greedy_request(codec, 1, "plain", kPrompt, 8);
+  const int64_t need = Session::kv_tokens_needed(probe.options, probe.formatting, be.config(),
+                                                 static_cast<int64_t>(kPrompt.size()));
+  EngineOptions eo;
+  eo.prefill_chunk = 64;
+  Engine engine(be, codec, eo);
+  const SessionId a = engine.submit(greedy_request(codec, 1, "plain", kPrompt, 8));
+  const SessionId b = engine.submit(greedy_request(codec, 1, "plain", kPrompt, 8));
+  engine.step();  // a: tokens [0, 64); b waits for two pages
+  EXPECT_EQ(engine.active_sessions(), 2);
+  EXPECT_EQ(engine.kv_reserved(), 2 * need);
+  EXPECT_EQ(engine.last_forward().prefill_chunks, 1);
+  EXPECT_EQ(engine.last_forward().tokens, 64);
+  engine.step();  // a: [64, 128): both pages cached after this forward
+  EXPECT_EQ(engine.kv_reserved(), 2 * need);
+  engine.step();  // b shares them: a's last 22 tokens and b's beside them
+  EXPECT_EQ(engine.kv_reserved(), 2 * need - 128);
+  EXPECT_EQ(engine.last_forward().prefill_chunks, 2);
+  EXPECT_EQ(engine.last_forward().tokens, 22 + 22);
+  engine.run_until_idle();
+  EXPECT_EQ(engine.take(a).prompt_cached_tokens, 0);
+  EXPECT_EQ(engine.take(b).prompt_cached_tokens, 128);
+  EXPECT_EQ(engine.stats().prompt_tokens, 150 + 22);
+  EXPECT_EQ(engine.kv_reserved(), 0);
 }
 
 TEST(PrefixCacheEngine, AdmissionReservesOnlyThePagesASessionNewlyTakes) {

@@ -1,7 +1,8 @@
 // Automatic prefix caching through the API (docs/SERVER.md "Prefix cache"), with the official
 // openai SDK: requests whose prompts begin alike share the K/V of the common 64-token pages; the
 // second one reports the hit (usage.prompt_tokens_details.cached_tokens, /metrics) and answers
-// exactly what a server started with --no-prefix-cache answers.
+// exactly what a server started with --no-prefix-cache answers; the n choices of one request
+// prefill their prompt once.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { requireSetup, requireJs, startServer, metric } from './harness.mjs';
@@ -102,4 +103,38 @@ test('hogwild: the second session shares the rules prompt and writes the same st
   const steps = (r) => r.hogwild.choices[0].workers.map((w) => w.steps.map((s) => s.text));
   assert.deepEqual(steps(second), steps(ref));
   assert.equal(second.choices[0].message.content, ref.choices[0].message.content);
+});
+
+test('n = 4: the choices prefill their prompt once and answer as without the cache', async () => {
+  // A system prompt nothing cached yet begins with: the first choice prefills it; the three
+  // others wait for its pages, share every whole page below the last token and prefill the rest.
+  const own = 'You check sums twice. ' +
+    'Add the numbers in order, write each partial sum, and give the total on its own line. '.repeat(4);
+  const args = {
+    model: '', temperature: 1.0, seed: 5, n: 4, max_tokens: 12,
+    messages: [{ role: 'system', content: own }, { role: 'user', content: 'What is 17 plus 25 plus 8?' }],
+  };
+  const before = await metrics(cached);
+  const four = await cached.client.chat.completions.create(args);
+  const p = four.usage.prompt_tokens;
+  const s = pagesBelow(p);
+  assert.ok(s >= 4 * 64, `${s} of ${p} tokens in whole pages`);
+  assert.equal(four.usage.prompt_tokens_details.cached_tokens, 0);
+  assert.deepEqual(four.usage.prompt_tokens_details.cached_tokens_per_choice, [0, s, s, s]);
+  const m = await metrics(cached);
+  assert.equal(m.queries - before.queries, 4 * p);
+  assert.equal(m.hits - before.hits, 3 * s);
+  // Prefilled: the whole prompt once, then the tokens after the shared pages for each other choice.
+  assert.equal((m.queries - m.hits) - (before.queries - before.hits), p + 3 * (p - s));
+
+  const ref = await plain.client.chat.completions.create(args);
+  assert.deepEqual(ref.usage.prompt_tokens_details.cached_tokens_per_choice, [0, 0, 0, 0]);
+  assert.equal(ref.choices.length, 4);
+  for (let i = 0; i < 4; ++i) {
+    assert.equal(four.choices[i].index, i);
+    assert.equal(four.choices[i].message.content, ref.choices[i].message.content, `choice ${i}`);
+    assert.equal(four.choices[i].finish_reason, ref.choices[i].finish_reason);
+  }
+  const texts = new Set(four.choices.map((c) => c.message.content));
+  assert.ok(texts.size > 1, 'the choices were sampled apart');
 });
