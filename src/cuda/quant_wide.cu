@@ -250,6 +250,57 @@ __device__ __forceinline__ unsigned cluster_sum(const Args& a, int o, float (&ac
   return mine;
 }
 
+// The kSplitK warps of output tile o (after a barrier that frees the stages): warps kk >= 1 leave
+// their sums in shared memory, warp kk = 0 adds them to its own in the order of kk.
+template <int TOK>
+__device__ __forceinline__ void combine_k(int o, int kk, float (&acc)[4][4][4],
+                                          unsigned char* smem) {
+  constexpr int kOwners = kWarps / (TOK == 64 ? 2 : 4), kSplitK = kWarps / kOwners;
+  const int lane = threadIdx.x & 31;
+  float* red = reinterpret_cast<float*>(smem);
+  auto at = [&](int slot, int m, int j, int i) -> float& {
+    return red[(slot * kTileFloats) + (m * 16 + j * 4 + i) * 32 + lane];
+  };
+  if (kk > 0)
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) at((kk - 1) * kOwners + o, m, j, i) = acc[m][j][i];
+  __syncthreads();
+  if (kk == 0)
+    for (int k = 1; k < kSplitK; ++k)
+#pragma unroll
+      for (int m = 0; m < 4; ++m)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[m][j][i] += at((k - 1) * kOwners + o, m, j, i);
+}
+
+// y rows tok0 + [0, 32) x W rows w0 + [0, 64) (+ bias) from a warp's sums, the M tiles in mask
+// `mine`. c0, c1: W row g of the M tile, token rows 8 j + 2 t, + 1; c2, c3: W row g + 8.
+__device__ __forceinline__ void write_tile(const Args& a, int w0, int tok0, unsigned mine,
+                                           const float (&acc)[4][4][4]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    if (!(mine >> m & 1u)) continue;
+    const int o_lo = w0 + 16 * m + g, o_hi = o_lo + 8;
+    const float b_lo = a.bias && o_lo < a.out ? __bfloat162float(a.bias[o_lo]) : 0.0f;
+    const float b_hi = a.bias && o_hi < a.out ? __bfloat162float(a.bias[o_hi]) : 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int tok = tok0 + 8 * j + 2 * t + (i & 1), oo = i < 2 ? o_lo : o_hi;
+        if (tok < a.n_rows && oo < a.out)
+          a.y[int64_t(tok) * a.out + oo] = __float2bfloat16(acc[m][j][i] + (i < 2 ? b_lo : b_hi));
+      }
+  }
+}
+
 // grid (ceil(out / kRows), splits), kWarps * 32 threads, Ring<F, TOK>::kSmemBytes of dynamic
 // shared memory.
 template <int F, int TOK>
@@ -257,8 +308,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_kernel(Args a) {
   using R = Ring<F, TOK>;
   constexpr int kStages = R::kStages, kStageBytes = R::kStageBytes;
   extern __shared__ __align__(16) unsigned char smem[];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-  const int g = lane >> 2, t = lane & 3;
+  const int warp = threadIdx.x / 32;
   // o: the output tile (W half fh, token half th); kk: which of its kSplitK warps
   const int o = warp % R::kOwners, kk = warp / R::kOwners;
   const int fh = o & 1, th = o >> 1;
@@ -312,48 +362,10 @@ __global__ void __launch_bounds__(kWarps * 32, 2) quant_wide_kernel(Args a) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[m][j][i] *= f[m][i >> 1];
 
-  // The kSplitK warps of an output tile: warps kk >= 1 leave their sums in shared memory, kk = 0
-  // adds them in the order of kk.
   __syncthreads();  // every warp is done with the stages
-  float* red = reinterpret_cast<float*>(smem);
-  auto at = [&](int slot, int m, int j, int i) -> float& {
-    return red[(slot * kTileFloats) + (m * 16 + j * 4 + i) * 32 + lane];
-  };
-  if (kk > 0)
-#pragma unroll
-    for (int m = 0; m < 4; ++m)
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) at((kk - 1) * R::kOwners + o, m, j, i) = acc[m][j][i];
-  __syncthreads();
-  if (kk == 0)
-    for (int k = 1; k < R::kSplitK; ++k)
-#pragma unroll
-      for (int m = 0; m < 4; ++m)
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[m][j][i] += at((k - 1) * R::kOwners + o, m, j, i);
+  combine_k<TOK>(o, kk, acc, smem);
   const unsigned mine = cluster_sum(a, kk == 0 ? o : -1, acc, smem + R::kClusterOffset);
-  if (kk != 0) return;
-
-    // c0, c1: W row g of the M tile, token rows 8 j + 2 t, + 1; c2, c3: W row g + 8.
-#pragma unroll
-  for (int m = 0; m < 4; ++m) {
-    if (!(mine >> m & 1u)) continue;
-    const int o_lo = row0 + fh * 64 + 16 * m + g, o_hi = o_lo + 8;
-    const float b_lo = a.bias && o_lo < a.out ? __bfloat162float(a.bias[o_lo]) : 0.0f;
-    const float b_hi = a.bias && o_hi < a.out ? __bfloat162float(a.bias[o_hi]) : 0.0f;
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int tok = 32 * th + 8 * j + 2 * t + (i & 1), oo = i < 2 ? o_lo : o_hi;
-        if (tok < a.n_rows && oo < a.out)
-          a.y[int64_t(tok) * a.out + oo] = __float2bfloat16(acc[m][j][i] + (i < 2 ? b_lo : b_hi));
-      }
-  }
+  if (kk == 0) write_tile(a, row0 + fh * 64, 32 * th, mine, acc);
 }
 
 // The split count (<= kMaxSplits, >= 2 blocks each) whose CTA count wastes the least of the last
