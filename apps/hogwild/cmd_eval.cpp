@@ -442,7 +442,8 @@ void register_eval(CLI::App& app) {
   c->add_option("--max-context", a->max_context, "max tokens in a worker's view");
   c->add_option("--kv-budget", a->kv_budget,
                 "tokens of the shared history the workers still read; beyond, the least attended "
-                "chunks are forgotten (0 = unlimited; docs/ARCHITECTURE.md)");
+                "chunks are forgotten and the KV reserved is bounded by it (steps of at most 512 "
+                "tokens; 0 = unlimited; docs/ARCHITECTURE.md)");
   c->add_option("--kv-chunk", a->kv_chunk,
                 "with --kv-budget: tokens forgotten together, aligned in the history (0 = 16)");
   add_prefix_cache_flag(c, a->no_prefix_cache);

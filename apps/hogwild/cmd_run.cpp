@@ -295,7 +295,8 @@ void register_run(CLI::App& app) {
                 "max tokens in a worker's view (0 = the model's max_position_embeddings)");
   c->add_option("--kv-budget", a->kv_budget,
                 "tokens of the shared history the workers still read; beyond, the least attended "
-                "chunks are forgotten (0 = unlimited; docs/ARCHITECTURE.md)");
+                "chunks are forgotten and the KV reserved is bounded by it (steps of at most 512 "
+                "tokens; 0 = unlimited; docs/ARCHITECTURE.md)");
   c->add_option("--kv-chunk", a->kv_chunk,
                 "with --kv-budget: tokens forgotten together, aligned in the history (0 = 16)");
   c->add_option("--n-predict", a->n_predict,

@@ -228,17 +228,24 @@ void CudaBackend::append_block(BlockId dst, BlockId src) {
     promote_cap_ = std::max<int64_t>(n, 4096);
     HOGWILD_CUDA_CHECK(cudaMalloc(&promote_slots_, 2 * promote_cap_ * 4));
   }
+  // Source slots, then destination slots; a page src gave back (all forgotten) is not copied.
   std::vector<int32_t> slots(2 * n);
+  int64_t m = 0;
   for (int64_t i = 0; i < n; ++i) {
-    slots[i] = s_pages[i / kPageTokens] * kPageTokens + static_cast<int32_t>(i % kPageTokens);
+    if (s_pages[i / kPageTokens] == BlockTable::kNoPage) continue;
+    slots[m] = s_pages[i / kPageTokens] * kPageTokens + static_cast<int32_t>(i % kPageTokens);
     const int64_t j = delta + i;
-    slots[n + i] = d_pages[j / kPageTokens] * kPageTokens + static_cast<int32_t>(j % kPageTokens);
+    slots[n + m] = d_pages[j / kPageTokens] * kPageTokens + static_cast<int32_t>(j % kPageTokens);
+    ++m;
   }
-  HOGWILD_CUDA_CHECK(cudaMemcpyAsync(promote_slots_, slots.data(), slots.size() * 4,
-                                     cudaMemcpyHostToDevice, stream_));
-  kv_promote(pool_, layout_, cfg_.num_hidden_layers, promote_slots_, promote_slots_ + n, n,
-             static_cast<int32_t>(delta), rope_, stream_);
-  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (m < n) std::copy(slots.begin() + n, slots.begin() + n + m, slots.begin() + m);
+  if (m > 0) {
+    HOGWILD_CUDA_CHECK(
+        cudaMemcpyAsync(promote_slots_, slots.data(), 2 * m * 4, cudaMemcpyHostToDevice, stream_));
+    kv_promote(pool_, layout_, cfg_.num_hidden_layers, promote_slots_, promote_slots_ + m, m,
+               static_cast<int32_t>(delta), rope_, stream_);
+    HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
   table_.append_gaps(dst, src, delta);  // src's forgotten tokens stay forgotten in dst
 }
 
@@ -254,6 +261,7 @@ void CudaBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,
   std::vector<bf16> page(2 * kvh * layout_.tile_elems());
   const bf16* base = pool_ + layer * layout_.layer_elems();
   for (size_t pi = 0; pi < pages.size(); ++pi) {
+    if (pages[pi] == BlockTable::kNoPage) continue;  // forgotten and given back: zeros
     HOGWILD_CUDA_CHECK(cudaMemcpyAsync(page.data(), base + layout_.tile_offset(pages[pi], 0, 0),
                                        page.size() * 2, cudaMemcpyDeviceToHost, stream_));
     HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));

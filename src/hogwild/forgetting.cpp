@@ -85,4 +85,63 @@ std::vector<TokenRange> choose_forgotten(int64_t len, const std::vector<TokenRan
   return out;
 }
 
+std::vector<TokenRange> merge_ranges(std::vector<TokenRange> ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<TokenRange> merged;
+  for (const TokenRange& r : ranges) {
+    if (!merged.empty() && r.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  return merged;
+}
+
+std::vector<TokenRange> outside_ranges(const std::vector<TokenRange>& ranges,
+                                       const std::vector<TokenRange>& gaps) {
+  std::vector<TokenRange> out;
+  for (auto [b, e] : ranges) {
+    for (const auto& [gb, ge] : gaps) {
+      if (ge <= b || gb >= e) continue;
+      if (gb > b) out.emplace_back(b, gb);
+      b = std::max(b, ge);
+      if (b >= e) break;
+    }
+    if (b < e) out.emplace_back(b, e);
+  }
+  return out;
+}
+
+int64_t history_page_cap(int64_t budget, int64_t page) { return (budget + page - 1) / page + 2; }
+
+namespace {
+// True when [b, e) lies wholly inside the gaps (sorted, disjoint, merged).
+bool inside_gaps(int64_t b, int64_t e, const std::vector<TokenRange>& gaps) {
+  return std::any_of(gaps.begin(), gaps.end(),
+                     [&](const TokenRange& g) { return g.first <= b && e <= g.second; });
+}
+}  // namespace
+
+int64_t held_pages(int64_t len, const std::vector<TokenRange>& gaps, int64_t page) {
+  if (page < 1) fail("kv budget: a page holds at least 1 token");
+  int64_t n = 0;
+  for (int64_t b = 0; b < len; b += page)
+    n += b + page <= len && inside_gaps(b, b + page, gaps) ? 0 : 1;
+  return n;
+}
+
+std::vector<TokenRange> pages_over_cap(int64_t len, const std::vector<TokenRange>& gaps,
+                                       int64_t head, int64_t recent, int64_t page, int64_t cap) {
+  int64_t held = held_pages(len, gaps, page);
+  std::vector<TokenRange> out;
+  const int64_t first = (std::max<int64_t>(head, 0) + page - 1) / page;  // after the prompt's
+  const int64_t tail = len - std::max<int64_t>(recent, 0);               // pages end at or before
+  for (int64_t k = first; held > cap && (k + 1) * page <= tail; ++k) {
+    if (inside_gaps(k * page, (k + 1) * page, gaps)) continue;
+    out.emplace_back(k * page, (k + 1) * page);
+    --held;
+  }
+  return out;
+}
+
 }  // namespace hogwild

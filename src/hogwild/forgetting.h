@@ -32,7 +32,31 @@ struct ForgetPolicy {
   int64_t chunk = 16;    // granularity in tokens (a quarter of a KV pool page, kKvPageTokens)
   int64_t recent = 128;  // the history's last `recent` tokens are never forgotten
   int64_t window = 16;   // serial steps whose scores count
+  // The longest step a worker may write (tokens, its opening included): the session's KV
+  // reservation counts each worker's step at this length (kv_budget.h); a step that would pass it
+  // ends the run as the context limit does.
+  int64_t step_tokens = 512;
 };
+
+/// The most pages of `page` tokens the history of a session with this KV budget (tokens, > 0)
+/// holds after each serial step's forgetting: ceil(budget / page) + 2 (the page the prompt ends
+/// in, which steps share, and the page the history grows into).
+int64_t history_page_cap(int64_t budget, int64_t page);
+
+/// Pages a history of `len` tokens with these gaps (sorted, disjoint) holds: every page
+/// [k * page, (k + 1) * page) not wholly inside the gaps, the partial last page included (it is
+/// written again). The count BlockTable::held_pages gives for the history block.
+int64_t held_pages(int64_t len, const std::vector<TokenRange>& gaps, int64_t page);
+
+/// The memory cap (docs/ARCHITECTURE.md "Bounded shared memory"): when the history holds more
+/// than `cap` pages after the score's choice (a page goes back only when all of its tokens are
+/// forgotten), whole full pages to forget as well, the oldest first, whatever their score or
+/// protection, except the pages touching the first `head` tokens (the prompt) or the last
+/// `recent`. Returns page ranges [k * page, (k + 1) * page), sorted; {} when within the cap.
+/// With cap >= history_page_cap(head + recent, page) the result always reaches the cap.
+/// Throws hogwild::Error when page < 1.
+std::vector<TokenRange> pages_over_cap(int64_t len, const std::vector<TokenRange>& gaps,
+                                       int64_t head, int64_t recent, int64_t page, int64_t cap);
 
 /// The largest score each history token got over the last `window` serial steps.
 class ScoreWindow {
@@ -50,6 +74,13 @@ class ScoreWindow {
   int64_t window_;
   std::deque<std::vector<float>> steps_;
 };
+
+/// The ranges sorted and merged (overlapping or touching ones joined), as BlockTable keeps gaps.
+std::vector<TokenRange> merge_ranges(std::vector<TokenRange> ranges);
+
+/// The parts of `ranges` (sorted, disjoint) outside `gaps` (sorted, disjoint), in order.
+std::vector<TokenRange> outside_ranges(const std::vector<TokenRange>& ranges,
+                                       const std::vector<TokenRange>& gaps);
 
 /// Tokens still read in a history of `len` tokens with these gaps (sorted, disjoint).
 int64_t kept_tokens(int64_t len, const std::vector<TokenRange>& gaps);

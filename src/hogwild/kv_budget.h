@@ -25,6 +25,8 @@ struct KvNeed {
   int64_t finisher_max_tokens = 0;  // formatting finisher.max_tokens
   bool independent = false;         // layout independent: views do not hold each other, every
                                     // worker has its own output and finisher
+  int64_t kv_budget = 0;            // SessionOptions::kv.budget (tokens); 0 = none
+  int64_t step_tokens = 0;  // SessionOptions::kv.step_tokens: the longest step with a KV budget
 };
 
 /// KV tokens the run may hold at once: the longest view (at most `context`; with a budget, at
@@ -33,6 +35,11 @@ struct KvNeed {
 /// (history, current and closing steps, constants, finisher) and the constant blocks' tokens. In
 /// the independent layout the views bound each worker's output separately: the prompt + n_workers
 /// x (one output + one finisher).
+/// With a KV budget (combined or interleaved layout) the views term is at most what the session
+/// holds at once (docs/ARCHITECTURE.md "Bounded shared memory"): the history's pages after each
+/// serial step's forgetting (history_page_cap, forgetting.h) and one page more, plus each
+/// worker's step twice (step_tokens: in its block, and copied into the history by the promotion
+/// before the forgetting).
 /// Never overflows (a huge budget or context saturates at INT64_MAX / 4 before the additions).
 int64_t run_kv_tokens(const KvNeed& n);
 

@@ -128,7 +128,8 @@ int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt
                                   const ModelConfig& config, int64_t prompt_tokens) {
   const int64_t ctx = o.max_context > 0 ? o.max_context : config.max_position_embeddings;
   return run_kv_tokens({prompt_tokens, o.n_workers, serial_steps_bound(o), ctx,
-                        o.finisher ? fmt.finisher.max_tokens : 0, o.layout == Layout::independent});
+                        o.finisher ? fmt.finisher.max_tokens : 0, o.layout == Layout::independent,
+                        o.kv.budget, o.kv.step_tokens});
 }
 
 LayoutState Session::layout_state() const {

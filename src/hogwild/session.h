@@ -428,6 +428,8 @@ class Session {
   // cannot describe every row).
   void plan_notes(SessionStep& step);
   int64_t longest_view(const ForwardBatch& batch) const;
+  // The longest current step of a worker after this forward (tokens, its block's and the batch's).
+  int64_t longest_step(const ForwardBatch& batch) const;
   void plan_device_sampling(SessionStep& step);
   void plan_finisher(SessionStep& step);
   void complete_prefill(SessionStep& step, StepReport& rep);

@@ -91,9 +91,28 @@ bool Session::plan_decode(SessionStep& step) {
     step.rows.clear();
     return end(StopReason::max_context);
   }
+  if (opt_.kv.budget > 0 && longest_step(batch) > opt_.kv.step_tokens) {
+    // The KV reservation counts each step at kv.step_tokens (kv_budget.h): the run ends here,
+    // as at the context limit.
+    step.batch = ForwardBatch{};
+    step.fed.clear();
+    step.rows.clear();
+    return end(StopReason::max_context);
+  }
   if (opt_.device_sampling) plan_device_sampling(step);
   assign_indices(step);
   return true;
+}
+
+int64_t Session::longest_step(const ForwardBatch& batch) const {
+  int64_t n = 0;
+  for (const WorkerState& ws : workers_) {
+    if (ws.cur < 0) continue;
+    const int64_t fed = std::count_if(batch.tokens.begin(), batch.tokens.end(),
+                                      [&](const TokenInput& t) { return t.block == ws.cur; });
+    n = std::max(n, be_.block_len(ws.cur) + fed);
+  }
+  return n;
 }
 
 void Session::plan_notes(SessionStep& step) {
@@ -357,8 +376,19 @@ void Session::forget_history(const SessionStep& step) {
   if (!step.scores.empty()) scores_.push(step.scores[0]);
   const std::vector<int32_t>& h = block_tokens_[history_];
   const int64_t len = static_cast<int64_t>(h.size());
-  const std::vector<TokenRange> drop =
+  std::vector<TokenRange> drop =
       choose_forgotten(len, history_gaps_, protected_, scores_.max_scores(len), opt_.kv);
+  // The memory cap: whole pages beyond it go too, so the history holds what was reserved.
+  std::vector<TokenRange> after = history_gaps_;
+  after.insert(after.end(), drop.begin(), drop.end());
+  const std::vector<TokenRange> pages =
+      pages_over_cap(len, merge_ranges(after), static_cast<int64_t>(prompt_.size()), opt_.kv.recent,
+                     kKvPageTokens, history_page_cap(opt_.kv.budget, kKvPageTokens));
+  if (!pages.empty()) {
+    drop.insert(drop.end(), pages.begin(), pages.end());
+    drop = merge_ranges(std::move(drop));
+  }
+  drop = outside_ranges(drop, history_gaps_);  // only what is not forgotten yet
   if (drop.empty()) return;
   ForgetEvent ev;
   ev.serial_step = serial_;
@@ -369,16 +399,7 @@ void Session::forget_history(const SessionStep& step) {
     ev.ranges.push_back({b, e});
     ev.texts.push_back(codec_.bytes(std::vector<int32_t>(h.begin() + b, h.begin() + e)));
   }
-  // Sorted and merged, as the backend keeps them (BlockTable::forget).
-  std::sort(history_gaps_.begin(), history_gaps_.end());
-  std::vector<TokenRange> merged;
-  for (const TokenRange& r : history_gaps_) {
-    if (!merged.empty() && r.first <= merged.back().second)
-      merged.back().second = std::max(merged.back().second, r.second);
-    else
-      merged.push_back(r);
-  }
-  history_gaps_ = std::move(merged);
+  history_gaps_ = merge_ranges(std::move(history_gaps_));  // as the backend keeps them
   ev.kept = kept_tokens(len, history_gaps_);
   ev.history_len = len;
   result_.forgotten_tokens = len - ev.kept;

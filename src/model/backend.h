@@ -111,7 +111,10 @@ class Backend {
   }
 
   /// Copies block b's layer `layer` out as fp32: k and v get (len, num_key_value_heads, head_dim);
-  /// keys as stored (rotated at block-local positions). For tests and debugging.
+  /// keys as stored (rotated at block-local positions). A page given back because every token of
+  /// it is forgotten (BlockTable::forget) reads as zeros where the backend addresses K/V by page
+  /// (CUDA); the CPU backend keeps a block's K/V contiguous and returns them as stored. For tests
+  /// and debugging.
   virtual void read_block(BlockId b, int64_t layer, std::vector<float>& k,
                           std::vector<float>& v) const = 0;
 

@@ -42,7 +42,8 @@ void BlockTable::retain(BlockId b) { ref(b, "retain").refs += 1; }
 void BlockTable::free_block(BlockId b) {
   Block& blk = ref(b, "free_block");
   if (--blk.refs > 0) return;
-  for (auto it = blk.pages.rbegin(); it != blk.pages.rend(); ++it) drop_page(*it, b);
+  for (auto it = blk.pages.rbegin(); it != blk.pages.rend(); ++it)
+    if (*it != kNoPage) drop_page(*it, b);
   blk = Block{};
   --live_;
 }
@@ -83,6 +84,11 @@ int64_t BlockTable::len(BlockId b) const { return ref(b, "block_len").len; }
 
 const std::vector<int32_t>& BlockTable::pages(BlockId b) const { return ref(b, "pages").pages; }
 
+int64_t BlockTable::held_pages(BlockId b) const {
+  const auto& p = ref(b, "pages").pages;
+  return static_cast<int64_t>(p.size() - std::count(p.begin(), p.end(), kNoPage));
+}
+
 int64_t BlockTable::free_pages() const {
   if (num_pages_ == 0) return INT64_MAX;
   return num_pages_ - used_pages_;
@@ -109,7 +115,7 @@ int32_t BlockTable::take_page(BlockId owner) {
   }
   pages_[p].refs = 1;
   pages_[p].owner = owner;
-  ++used_pages_;
+  peak_used_ = std::max(peak_used_, ++used_pages_);
   return p;
 }
 
@@ -133,6 +139,11 @@ void BlockTable::truncate(BlockId b, int64_t new_len) {
   const size_t keep = static_cast<size_t>((new_len + page_tokens_ - 1) / page_tokens_);
   if (new_len % page_tokens_ != 0 && keep <= blk.pages.size()) {
     // The page that takes the next token is written again: it must be b's alone.
+    if (blk.pages[keep - 1] == kNoPage) {  // given back: the next token needs a page again
+      if (free_pages() < 1)
+        fail("KV cache full: truncate_block needs a page for block {} and none is free", b);
+      blk.pages[keep - 1] = take_page(b);
+    }
     const int32_t last = blk.pages[keep - 1];
     if (pages_[last].refs > 1)
       fail(
@@ -143,7 +154,7 @@ void BlockTable::truncate(BlockId b, int64_t new_len) {
     if (pages_[last].cached) uncache(last);
   }
   while (blk.pages.size() > keep) {
-    drop_page(blk.pages.back(), b);
+    if (blk.pages.back() != kNoPage) drop_page(blk.pages.back(), b);
     blk.pages.pop_back();
   }
   blk.len = new_len;
@@ -203,7 +214,7 @@ int64_t BlockTable::share(BlockId b, const int32_t* tokens, int64_t n) {
     Page& pg = pages_[p];
     if (pg.refs == 0) {  // idle: back in use, on no block's reservation
       idle_.erase(pg.idle);
-      ++used_pages_;
+      peak_used_ = std::max(peak_used_, ++used_pages_);
       ++unowned_;
     }
     pg.refs += 1;
@@ -223,6 +234,7 @@ std::vector<std::pair<int64_t, int32_t>> BlockTable::publish(BlockId b, const in
     const int32_t* t = tokens + i * page_tokens_;
     const uint64_t h = page_hash(parent, t, page_tokens_);
     const int32_t p = blk.pages[i];
+    if (p == kNoPage) break;  // forgotten: nothing after it reads as a prefix
     Page& pg = pages_[p];
     HOGWILD_CHECK(!pg.cached || pg.hash == h);  // cached pages hold what they were cached for
     if (!pg.cached && !cached_.count(h)) {
@@ -262,6 +274,14 @@ void BlockTable::forget(BlockId b, int64_t begin, int64_t end) {
       merged.push_back(r);
   }
   g = std::move(merged);
+  // Full pages wholly inside a gap go back (their tokens are never read again).
+  for (const auto& [s, e] : g)
+    for (int64_t k = (s + page_tokens_ - 1) / page_tokens_;
+         (k + 1) * page_tokens_ <= std::min(e, blk.len); ++k)
+      if (blk.pages[k] != kNoPage) {
+        drop_page(blk.pages[k], b);
+        blk.pages[k] = kNoPage;
+      }
 }
 
 const std::vector<std::pair<int64_t, int64_t>>& BlockTable::gaps(BlockId b) const {

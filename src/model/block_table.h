@@ -47,8 +47,13 @@ class BlockTable {
   bool is_live(BlockId b) const;
   /// Tokens in block b. Throws hogwild::Error for an unknown block.
   int64_t len(BlockId b) const;
-  /// Pages of block b in order (ceil(len / page_tokens) of them). Throws for an unknown block.
+  /// Pages of block b in order (ceil(len / page_tokens) of them); a page every token of which is
+  /// forgotten (forget) has been given back and reads kNoPage. Throws for an unknown block.
   const std::vector<int32_t>& pages(BlockId b) const;
+  /// The entry of pages() for a page given back because all its tokens are forgotten.
+  static constexpr int32_t kNoPage = -1;
+  /// Pages block b holds: its pages() entries other than kNoPage. Throws for an unknown block.
+  int64_t held_pages(BlockId b) const;
   /// Pages block b needs beyond those it holds to reach new_len tokens (0 when it has room).
   int64_t pages_to_grow(BlockId b, int64_t new_len) const;
   /// Sets b's length to new_len (>= its length), taking free pages. Throws hogwild::Error ("KV
@@ -57,7 +62,8 @@ class BlockTable {
   /// Drops b's tokens beyond new_len (0 <= new_len <= len) and returns the pages it no longer
   /// needs. The page that would hold the next token, when new_len is inside it, is written
   /// again: a cached page that only b holds leaves the cache first; one that another block holds
-  /// too is refused (hogwild::Error, nothing changes; truncate at a page boundary instead).
+  /// too is refused (hogwild::Error, nothing changes; truncate at a page boundary instead); one
+  /// given back (kNoPage) is taken again from the pool ("KV cache full" when none is free).
   /// Throws hogwild::Error for a bad length.
   void truncate(BlockId b, int64_t new_len);
   /// The checks of Backend::append_block(dst, src): both live, dst != src. Throws.
@@ -65,8 +71,10 @@ class BlockTable {
   /// Marks tokens [begin, end) of block b as forgotten (Backend::forget_tokens,
   /// docs/ARCHITECTURE.md "Bounded shared memory"): they keep their indices, so every later
   /// token's position is unchanged, but no query attends to them any more. Ranges already
-  /// forgotten may overlap; the block's gaps stay sorted and merged. Throws hogwild::Error for an
-  /// unknown block or a range outside [0, len(b)] or empty.
+  /// forgotten may overlap; the block's gaps stay sorted and merged. Every full page of b
+  /// (page_tokens tokens, all below len(b)) that now lies wholly inside a gap is given back: b
+  /// lets go of it (a page other blocks hold stays theirs) and its entry in pages(b) becomes
+  /// kNoPage. Throws hogwild::Error for an unknown block or a range outside [0, len(b)] or empty.
   void forget(BlockId b, int64_t begin, int64_t end);
   /// Block b's forgotten ranges [begin, end) of block-local indices, sorted, disjoint, not
   /// touching; empty when nothing is forgotten. Throws for an unknown block.
@@ -120,6 +128,9 @@ class BlockTable {
   int64_t free_pages() const;                         // INT64_MAX when there is no limit;
                                                       // idle cached pages count as free
   int64_t used_pages() const { return used_pages_; }  // pages some live block holds
+  /// The most pages live blocks held at once since the table was made or reset_peak (tests).
+  int64_t peak_used_pages() const { return peak_used_; }
+  void reset_peak() { peak_used_ = used_pages_; }
   int64_t live_blocks() const { return live_; }
   /// Highest block id ever handed out + 1 (ids below it may be dead).
   int64_t id_bound() const { return static_cast<int64_t>(blocks_.size()); }
@@ -158,7 +169,7 @@ class BlockTable {
   std::unordered_map<uint64_t, int32_t> cached_;  // chained hash -> page
   std::vector<int32_t> evicted_;                  // cache entries dropped (take_evicted)
   int32_t next_page_ = 0;                         // pages never handed out start here
-  int64_t used_pages_ = 0, live_ = 0, unowned_ = 0;
+  int64_t used_pages_ = 0, live_ = 0, unowned_ = 0, peak_used_ = 0;
 };
 
 }  // namespace hogwild
