@@ -93,7 +93,7 @@ void check_generate_flags(const GenerateArgs& a, bool chat) {
     fail("--system adds a system message to -p/-f; with --messages put it in the messages file");
   if (a.max_new_tokens) check_field(RequestField::max_tokens, *a.max_new_tokens);
   check_field(RequestField::max_context, a.max_context);
-  for (const std::string& s : a.stops) check_stop_string(s);  // core/request_fields.h
+  check_stop_strings(a.stops);  // core/request_fields.h
 }
 
 /// The model directory's tokenizer, or nullptr when it has none and --ids needs none. Throws

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/utf8.h"
+
 namespace hogwild {
 
 namespace {
@@ -80,6 +82,20 @@ void check_stop_string(std::string_view stop) {
     throw RequestError(RequestField::stop,
                        fmt::format("a stop string has {} bytes; it must be in {} {}", stop.size(),
                                    range_text(RequestField::stop), r.unit));
+}
+
+void check_stop_strings(const std::vector<std::string>& stops) {
+  if (stops.size() > kMaxStopStrings)
+    throw RequestError(
+        RequestField::stop,
+        fmt::format("{} stop strings were given; give at most {}", stops.size(), kMaxStopStrings));
+  for (const std::string& s : stops) {
+    check_stop_string(s);
+    if (!utf8_valid(s))
+      throw RequestError(RequestField::stop,
+                         "a stop string is not valid UTF-8; give text (the output is matched as "
+                         "UTF-8 text)");
+  }
 }
 
 void check_real_field(RequestField f, double v) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 
@@ -79,6 +80,11 @@ void check_real_field(RequestField f, double v);
 /// Throws RequestError (RequestField::stop) unless `stop` has 1..256 bytes (the stop row): an
 /// empty stop string would end generation at once.
 void check_stop_string(std::string_view stop);
+/// Stop strings a request may give at most (the server's `stop`, `generate --stop`).
+inline constexpr size_t kMaxStopStrings = 8;
+/// Throws RequestError (RequestField::stop) unless there are at most kMaxStopStrings stop strings
+/// and each passes check_stop_string and is valid UTF-8 (output text is matched as UTF-8).
+void check_stop_strings(const std::vector<std::string>& stops);
 
 /// "LO..HI" (integers) or "[LO, HI]" / "(LO, HI]" (reals), as the messages print the range of `f`.
 std::string range_text(RequestField f);

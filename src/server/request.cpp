@@ -42,8 +42,6 @@ const char* type_of(const json& v) {
       return "an array";
     case json::value_t::object:
       return "an object";
-    case json::value_t::number_float:
-      return "a non-integer number";
     default:
       return "a number";
   }
@@ -155,6 +153,12 @@ std::optional<int64_t> get_int(const json& obj, const char* key, const std::stri
     throw bad_request(fmt::format("'{}' is too {} ({}); it must fit in a signed 64-bit integer",
                                   path, v->get<double>() > 0 ? "large" : "small", v->dump()),
                       path);
+  // A whole number written with a fraction part (2.0, as some clients send integers) is that
+  // integer, as in OpenAI's and vLLM's validation; 2.5 is not.
+  if (v->is_number_float() && std::nearbyint(v->get<double>()) == v->get<double>())
+    return static_cast<int64_t>(v->get<double>());
+  if (v->is_number_float())
+    throw bad_request(fmt::format("'{}' must be an integer, got {}", path, v->dump()), path);
   if (!v->is_number_integer())
     throw bad_request(fmt::format("'{}' must be an integer, got {}", path, type_of(*v)), path);
   return v->get<int64_t>();
@@ -287,7 +291,7 @@ std::string parse_prompt(const json& j) {
       "prompt");
 }
 
-std::vector<std::string> parse_stop(const json& j, const RequestLimits& lim) {
+std::vector<std::string> parse_stop(const json& j) {
   const json* s = field(j, "stop");
   if (!s) return {};
   std::vector<std::string> out;
@@ -304,10 +308,7 @@ std::vector<std::string> parse_stop(const json& j, const RequestLimits& lim) {
     throw bad_request(
         fmt::format("'stop' must be a string or an array of strings, got {}", type_of(*s)), "stop");
   }
-  if (out.size() > lim.max_stop)
-    throw bad_request(
-        fmt::format("'stop' has {} strings; give at most {}", out.size(), lim.max_stop), "stop");
-  for (auto& x : out) in_table("stop", [&] { check_stop_string(x); });
+  in_table("stop", [&] { check_stop_strings(out); });
   return out;
 }
 
@@ -476,7 +477,7 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
     r.prompt = parse_prompt(j);
   r.max_tokens = parse_max_tokens(j);
   parse_sampling(j, r);
-  r.stop = parse_stop(j, lim);
+  r.stop = parse_stop(j);
   parse_stream(j, r);
   if (auto n = get_int(j, "n", "n")) {
     if (*n < 1 || *n > lim.max_n)

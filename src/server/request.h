@@ -65,7 +65,6 @@ struct RequestLimits {
   int max_n = 8;         // choices per request
   int max_workers = 8;   // hogwild.workers (within the table's range)
   int max_samples = 64;  // hogwild.workers on the independent layout (samples, outline points)
-  size_t max_stop = 8;   // stop strings
   // Value ranges (max_tokens, budget, seed, temperature, stop bytes, ...) are the table's:
   // core/request_fields.h.
 };

@@ -180,6 +180,7 @@ class Scheduler::ChoiceObserver : public SessionObserver {
     } else {
       content(stop_.push(dec_[0].flush()));
       content(stop_.flush());
+      stopped_ = stopped_ || stop_.stopped();  // a stop string the last bytes completed
     }
     // A plain completion stops ("stop") on a stop string or an end-of-sequence token it drew;
     // anything else is its length (max_tokens, which the context caps), as OpenAI and vLLM

@@ -392,5 +392,52 @@ TEST(RequestTable, EveryFieldsBoundsOnTheApi) {
   }
 }
 
+// An integer field written as a whole number with a fraction part (2.0) is that integer; 2.5 is
+// refused with its value.
+TEST(RequestTable, WholeNumbersWithAFractionPartAreIntegers) {
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","n":2.0})", Endpoint::completion, "m").n, 2);
+  try {
+    parse_completion_request(R"({"prompt":"x","n":2.5})", Endpoint::completion, "m");
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(std::string(e.what()), "'n' must be an integer, got 2.5");
+  }
+}
+
+// The number of stop strings: 8 accepted and 9 refused with one sentence on both surfaces; a stop
+// string that is not UTF-8 (only the CLI can carry one: JSON text is UTF-8) refused on the CLI.
+TEST(RequestTable, StopStringCountAndEncoding) {
+  const std::string refused = "9 stop strings were given; give at most 8";
+  for (int n : {8, 9}) {
+    std::string flags, list;
+    for (int i = 0; i < n; ++i) flags += " --stop s" + std::to_string(i);
+    for (int i = 0; i < n; ++i) list += (i ? ",\"s" : "\"s") + std::to_string(i) + "\"";
+    const std::string body = R"({"prompt":"x","stop":[)" + list + "]}";
+    SCOPED_TRACE(std::to_string(n) + " stop strings: " + body);
+    if (n == 8) {
+      EXPECT_NO_THROW(parse_completion_request(body, Endpoint::completion, "m"));
+    } else {
+      try {
+        parse_completion_request(body, Endpoint::completion, "m");
+        ADD_FAILURE() << "accepted";
+      } catch (const ApiError& e) {
+        EXPECT_EQ(e.status, 400);
+        EXPECT_EQ(std::string(e.what()), refused);
+        EXPECT_EQ(e.param, "stop");
+      }
+    }
+    if (!fs::exists(kBin)) continue;
+    const Cli r = hogwild(generate_cmd(flags));
+    EXPECT_NE(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find(n == 8 ? std::string(kGenerateAccepted) : refused), std::string::npos)
+        << r.out;
+  }
+  if (!fs::exists(kBin)) GTEST_SKIP() << "hogwild not built";
+  const Cli r = hogwild(generate_cmd("--stop \"$(printf '\\377')\""));
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("a stop string is not valid UTF-8"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace hogwild::server
