@@ -52,25 +52,6 @@ __device__ __forceinline__ uint32_t fp8_pair(uint32_t v) {
   return *reinterpret_cast<uint32_t*>(&r);
 }
 
-/// The A fragments of one int4 word of rows g (q_lo) and g + 8 (q_hi), the chunk's eight k values:
-/// a[0..3] for elements 0-3, a[4..7] for 4-7; zz_*: the rows' bf16x2(128 + z).
-__device__ __forceinline__ void int4_word_fragments(uint32_t q_lo, uint32_t q_hi, uint32_t zz_lo,
-                                                    uint32_t zz_hi, uint32_t a[8]) {
-  uint32_t pl[4], ph[4];
-  int4_pairs(q_lo, zz_lo, pl);
-  int4_pairs(q_hi, zz_hi, ph);
-  a[0] = pl[0], a[1] = ph[0], a[2] = pl[1], a[3] = ph[1];
-  a[4] = pl[2], a[5] = ph[2], a[6] = pl[3], a[7] = ph[3];
-}
-
-/// The A fragments of the eight e4m3 values (words l0, l1 of row g; h0, h1 of row g + 8) of a
-/// chunk, as int4_word_fragments.
-__device__ __forceinline__ void fp8_word_fragments(uint32_t l0, uint32_t l1, uint32_t h0,
-                                                   uint32_t h1, uint32_t a[8]) {
-  a[0] = fp8_pair(l0), a[1] = fp8_pair(h0), a[2] = fp8_pair(l0 >> 16), a[3] = fp8_pair(h0 >> 16);
-  a[4] = fp8_pair(l1), a[5] = fp8_pair(h1), a[6] = fp8_pair(l1 >> 16), a[7] = fp8_pair(h1 >> 16);
-}
-
 template <int F>
 struct WBlock;  // one K block of rows g and g + 8, as the lane loads it
 template <>
@@ -114,13 +95,19 @@ template <int F>
 __device__ __forceinline__ void chunk_fragments(const WBlock<F>& wb, int u, uint32_t zz_lo,
                                                 uint32_t zz_hi, uint32_t a[8]) {
   if constexpr (F == int(WeightFormat::int4)) {
-    int4_word_fragments(word(wb.lo, u), word(wb.hi, u), zz_lo, zz_hi, a);
+    uint32_t pl[4], ph[4];
+    int4_pairs(word(wb.lo, u), zz_lo, pl);
+    int4_pairs(word(wb.hi, u), zz_hi, ph);
+    a[0] = pl[0], a[1] = ph[0], a[2] = pl[1], a[3] = ph[1];
+    a[4] = pl[2], a[5] = ph[2], a[6] = pl[3], a[7] = ph[3];
   } else {
     // bytes 8 u .. 8 u + 7 of the lane's 32: words 2 u, 2 u + 1
     const uint4& l = wb.lo[u / 2];
     const uint4& h = wb.hi[u / 2];
-    fp8_word_fragments((u & 1) ? l.z : l.x, (u & 1) ? l.w : l.y, (u & 1) ? h.z : h.x,
-                       (u & 1) ? h.w : h.y, a);
+    const uint32_t l0 = (u & 1) ? l.z : l.x, l1 = (u & 1) ? l.w : l.y;
+    const uint32_t h0 = (u & 1) ? h.z : h.x, h1 = (u & 1) ? h.w : h.y;
+    a[0] = fp8_pair(l0), a[1] = fp8_pair(h0), a[2] = fp8_pair(l0 >> 16), a[3] = fp8_pair(h0 >> 16);
+    a[4] = fp8_pair(l1), a[5] = fp8_pair(h1), a[6] = fp8_pair(l1 >> 16), a[7] = fp8_pair(h1 >> 16);
   }
 }
 

@@ -157,6 +157,189 @@ __global__ void __launch_bounds__(kWarps * 32) quant_mma_kernel(QArgs a) {
   }
 }
 
+// The wide kernel, for kQuantNarrowRows + 1 .. kQuantMaxRows token rows: a CTA is kWideWarps warps
+// of 16 W rows each (kWideRows W rows) x all the token rows (NT n-tiles of 8), over the K blocks
+// [b_begin, b_end) of its split. Every warp multiplies the same x, so x is copied once per CTA into
+// shared memory (cp.async, kXStages blocks in flight), while each warp streams its own W rows into
+// registers (kWStages blocks ahead). Per CTA, x costs (token rows x 2) / (kWideRows x bytes per
+// weight) of the W bytes it reads from L2 — the 16-row CTA above read x once per 16 W rows, more
+// than the weights at 32 token rows. Token row r of a block is 16 chunks of 8 k (16 bytes); chunk c
+// sits at c ^ (4 (r & 1)) so that the 8 lanes of a 16-byte shared load phase (rows g, g + 1, chunks
+// 4 u + t) hit 32 different banks.
+constexpr int kWideWarps = 8;
+constexpr int kWideRows = 16 * kWideWarps;
+constexpr int kXStages = 4;
+constexpr int kMaxWideSplits = 8;  // the portable cluster size
+
+struct WideArgs {
+  QArgs q;
+  bool cluster_split;  // split-K CTAs of a tile form a cluster (grid.y = splits)
+};
+
+template <int NT>
+constexpr int wide_smem_bytes() {
+  constexpr int stages = kXStages * NT * 8 * 256;
+  constexpr int red = kWideWarps * 32 * NT * 4 * 4;
+  return stages > red ? stages : red;
+}
+
+// Copies x rows [0, 8 NT) x k [128 b, 128 b + 128) into stage (swizzled as above); rows past
+// n_rows and k past in are zero-filled.
+template <int NT>
+__device__ __forceinline__ void copy_x_block(const QArgs& a, int b, unsigned char* stage) {
+  constexpr int kChunks = NT * 8 * 16;
+  for (int q = threadIdx.x; q < kChunks; q += kWideWarps * 32) {
+    const int r = q >> 4, c = q & 15, k = b * 128 + c * 8;
+    const bool valid = r < a.n_rows && k < a.in;
+    const bf16* src = valid ? a.x + int64_t(r) * a.in + k : a.x;
+    cp_async16(stage + r * 256 + ((c ^ ((r & 1) << 2)) << 4), src, valid);
+  }
+}
+
+// grid (ceil(out / kWideRows), splits), kWideWarps * 32 threads, wide_smem_bytes<NT>() of dynamic
+// shared memory. PB as in quant_mma_kernel.
+template <int F, int NT, bool PB>
+__global__ void __launch_bounds__(kWideWarps * 32) quant_wide_kernel(WideArgs wa) {
+  constexpr int kWStages = F == int(WeightFormat::int4) ? 8 : 4;
+  extern __shared__ __align__(16) unsigned char wsmem[];
+  const QArgs& a = wa.q;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int row0 = int(blockIdx.x) * kWideRows + warp * 16;
+  const int r_lo = min(row0 + g, a.out - 1), r_hi = min(row0 + g + 8, a.out - 1);
+  const uint32_t* w_lo = a.w + int64_t(r_lo) * a.words_per_row;
+  const uint32_t* w_hi = a.w + int64_t(r_hi) * a.words_per_row;
+  const uint32_t* sz_lo = a.sz + int64_t(r_lo) * a.n_groups;
+  const uint32_t* sz_hi = a.sz + int64_t(r_hi) * a.n_groups;
+  const int per_split = (a.n_blocks + int(gridDim.y) - 1) / int(gridDim.y);
+  const int b_begin = int(blockIdx.y) * per_split;
+  const int nb = max(0, min(a.n_blocks, b_begin + per_split) - b_begin);
+
+  // The weights are constants: their first blocks stream in before the wait for the kernel that
+  // wrote x (pdl.cuh).
+  WBlock<F> buf[kWStages];
+#pragma unroll
+  for (int i = 0; i < kWStages; ++i)
+    if (i < nb) load_block<F>(w_lo, w_hi, b_begin + i, t, buf[i]);
+  auto load_sz = [&](int n, uint32_t(&sv)[4][2]) {
+#pragma unroll
+    for (int u = 0; u < (PB ? 1 : 4); ++u) {
+      const int grp = min(((b_begin + n) * 128 + 32 * u) / a.group_size, a.n_groups - 1);
+      sv[u][0] = n < nb ? __ldg(sz_lo + grp) : 0u;
+      sv[u][1] = n < nb ? __ldg(sz_hi + grp) : 0u;
+    }
+  };
+  uint32_t sn[4][2];
+  load_sz(0, sn);
+  pdl_wait();
+#pragma unroll
+  for (int s = 0; s < kXStages - 1; ++s) {
+    if (s < nb) copy_x_block<NT>(a, b_begin + s, wsmem + s * NT * 8 * 256);
+    cp_async_commit();
+  }
+
+  float acc[NT][4];
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;
+
+  for (int base = 0; base < nb; base += kWStages) {
+#pragma unroll
+    for (int i = 0; i < kWStages; ++i) {
+      const int n = base + i;
+      if (n >= nb) break;
+      // stage n has landed for every thread; stage n - 1 is free for block n + kXStages - 1
+      cp_async_wait<kXStages - 2>();
+      __syncthreads();
+      if (n + kXStages - 1 < nb)
+        copy_x_block<NT>(a, b_begin + n + kXStages - 1,
+                         wsmem + ((n + kXStages - 1) % kXStages) * NT * 8 * 256);
+      cp_async_commit();
+      const unsigned char* xs = wsmem + (n % kXStages) * NT * 8 * 256;
+      uint32_t sv[4][2];
+#pragma unroll
+      for (int u = 0; u < (PB ? 1 : 4); ++u) sv[u][0] = sn[u][0], sv[u][1] = sn[u][1];
+      load_sz(n + 1, sn);
+      float cb[NT][4];
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) cb[j][q] = 0.0f;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const uint32_t s_lo = sv[PB ? 0 : u][0], s_hi = sv[PB ? 0 : u][1];
+        uint32_t af[8];
+        chunk_fragments<F>(buf[i], u, zero_pair(s_lo), zero_pair(s_hi), af);
+        const float f_lo = scale_of(s_lo, F), f_hi = scale_of(s_hi, F);
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          // x row 8 j + g (parity of g), chunk 4 u + t
+          const uint4 xv = *reinterpret_cast<const uint4*>(xs + (8 * j + g) * 256 +
+                                                           (((4 * u + t) ^ ((g & 1) << 2)) << 4));
+          chunk_product<PB>(acc[j], cb[j], af, xv, f_lo, f_hi);
+        }
+      }
+      if constexpr (PB) block_scaled(acc, cb, scale_of(sv[0][0], F), scale_of(sv[0][1], F));
+      if (n + kWStages < nb) load_block<F>(w_lo, w_hi, b_begin + n + kWStages, t, buf[i]);
+    }
+  }
+  cp_async_wait<0>();
+
+  // The splits of a tile: each CTA leaves its sums in its own shared memory; after the cluster
+  // barrier, split s adds up (in split order, so the bits do not depend on timing) the warps
+  // w with w % splits == s, reading the others' sums through distributed shared memory; a second
+  // barrier keeps every CTA's shared memory alive until the reads are done.
+  int splits = 1;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (wa.cluster_split) {
+    splits = int(gridDim.y);
+    __syncthreads();  // every warp is done with the x stages
+    float4* red = reinterpret_cast<float4*>(wsmem);
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+      red[(warp * NT + j) * 32 + lane] = make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    const bool mine = warp % splits == int(blockIdx.y);
+    if (mine) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+      for (int sp = 0; sp < splits; ++sp)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const unsigned local =
+              unsigned(__cvta_generic_to_shared(&red[(warp * NT + j) * 32 + lane]));
+          unsigned remote;
+          asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(sp));
+          float4 v;
+          asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                       : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                       : "r"(remote)
+                       : "memory");
+          acc[j][0] += v.x, acc[j][1] += v.y, acc[j][2] += v.z, acc[j][3] += v.w;
+        }
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (!mine) return;
+  }
+#endif
+  if (splits == 1 && gridDim.y != 1) __trap();  // the launcher splits only as clusters
+  // c0, c1: W row g, token rows 8 j + 2 t, + 1; c2, c3: W row g + 8.
+  const int o_lo = row0 + g, o_hi = o_lo + 8;
+  const float b_lo = a.bias && o_lo < a.out ? __bfloat162float(a.bias[o_lo]) : 0.0f;
+  const float b_hi = a.bias && o_hi < a.out ? __bfloat162float(a.bias[o_hi]) : 0.0f;
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int tok = 8 * j + 2 * t + (i & 1), o = i < 2 ? o_lo : o_hi;
+      if (tok < a.n_rows && o < a.out)
+        a.y[int64_t(tok) * a.out + o] = __float2bfloat16(acc[j][i] + (i < 2 ? b_lo : b_hi));
+    }
+}
+
 // x_perm[r][j] = x[r][perm[j]]
 __global__ void gather_cols_kernel(const bf16* x, const int32_t* perm, bf16* out, int n_rows,
                                    int in) {
@@ -214,6 +397,55 @@ void launch_rows(const QArgs& a, cudaStream_t stream) {
     (pb ? quant_mma_kernel<F, 4, true>
         : quant_mma_kernel<F, 4, false>)<<<grid, block, 0, stream>>>(a);
   HOGWILD_CUDA_CHECK(cudaGetLastError());
+}
+
+// Split-K for the wide kernel: the splits (<= kMaxWideSplits, >= 2 blocks each) whose CTA count
+// wastes the least of the last wave of `slots` resident CTAs; 1 when the code has no cluster path.
+int wide_splits(int64_t tiles, int n_blocks, int64_t slots, bool clusters) {
+  if (!clusters) return 1;
+  int best = 1;
+  double best_eff = 0.0;
+  for (int s = 1; s <= kMaxWideSplits && (s == 1 || n_blocks / s >= 2); ++s) {
+    const int64_t ctas = tiles * s, waves = (ctas + slots - 1) / slots;
+    const double eff = double(ctas) / double(waves * slots);
+    if (eff > best_eff + 0.02) best = s, best_eff = eff;
+  }
+  const int per = (n_blocks + best - 1) / best;
+  return (n_blocks + per - 1) / per;  // every split has blocks
+}
+
+template <int F, int NT, bool PB>
+void launch_wide_as(const QArgs& q, cudaStream_t stream) {
+  constexpr auto kernel = quant_wide_kernel<F, NT, PB>;
+  constexpr int smem = wide_smem_bytes<NT>();
+  struct Setup {
+    int slots = 0;
+    bool clusters = false;
+  };
+  static const Setup setup = [&] {
+    HOGWILD_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int dev = 0, sms = 0, per_sm = 0;
+    HOGWILD_CUDA_CHECK(cudaGetDevice(&dev));
+    HOGWILD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    HOGWILD_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWideWarps * 32, smem));
+    cudaFuncAttributes at{};
+    HOGWILD_CUDA_CHECK(cudaFuncGetAttributes(&at, kernel));
+    // the cluster merge exists in the sm_90a code only (not in the compute_80 PTX)
+    return Setup{std::max(1, sms * per_sm), at.binaryVersion >= 90 && hopper_or_later()};
+  }();
+  const int64_t tiles = (q.out + kWideRows - 1) / kWideRows;
+  const int splits = wide_splits(tiles, q.n_blocks, setup.slots, setup.clusters);
+  const WideArgs wa{q, splits > 1};
+  launch_pdl_clusters(kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(splits)),
+                      dim3(kWideWarps * 32), dim3(1, static_cast<unsigned>(splits), 1), smem,
+                      stream, wa);
+}
+
+template <int F>
+void launch_wide(const QArgs& a, cudaStream_t stream) {
+  (a.group_size % 128 == 0 ? launch_wide_as<F, 8, true> : launch_wide_as<F, 8, false>)(a, stream);
 }
 
 }  // namespace
@@ -278,12 +510,11 @@ void quant_linear(Gemm& gemm, const bf16* x, const QuantWeight& W, const bf16* b
     a.y = y + r0 * W.out;
     a.n_rows = static_cast<int>(std::min<int64_t>(kQuantMaxRows, n_rows - r0));
     const bool wide = a.n_rows > kQuantNarrowRows;
-    if (wide)
-      quant_wide_linear(a.x, W, bias, a.y, a.n_rows, stream);
-    else if (W.format == WeightFormat::int4)
-      launch_rows<int(WeightFormat::int4)>(a, stream);
+    if (W.format == WeightFormat::int4)
+      (wide ? launch_wide<int(WeightFormat::int4)> : launch_rows<int(WeightFormat::int4)>)(a,
+                                                                                           stream);
     else
-      launch_rows<int(WeightFormat::fp8)>(a, stream);
+      (wide ? launch_wide<int(WeightFormat::fp8)> : launch_rows<int(WeightFormat::fp8)>)(a, stream);
   }
 }
 

@@ -5,12 +5,13 @@
 //
 // Kernels (quant_gemm.cu): up to 32 token rows, the skinny kernel's layout (skinny_gemm.h): a CTA
 // is 16 W rows (the mma.sync m16n8k16 M side) x the token rows in n-tiles of 8 (the N side), K
-// split over warps. 33 to 64 rows (quant_wide.cu): a CTA is 128 W rows x 64 token rows, W, its
-// scales and x streamed through shared memory, K split over the CTAs of a cluster where the tiles
-// cannot fill the GPU. A weight value enters the tensor cores as the exact bf16 integer q - z
-// (int4) or the exact bf16 value of the e4m3 number (fp8), and the group scales are applied in
-// fp32, so the only roundings are fp32 ones. Rows above kQuantChunkedRows go through a bf16 copy of
-// W made per call (dequantize_to_bf16) and cuBLAS
+// split over warps. 33 to 64 rows: a CTA is 8 warps of 16 W rows x the token rows, x copied once
+// per CTA into shared memory, K split over the CTAs of a cluster where the tiles cannot fill the
+// GPU. A
+// weight value enters the tensor cores as the exact bf16 integer q - z (int4) or the exact bf16
+// value of the e4m3 number (fp8); the group's scale multiplies the fp32 product of each 32-wide k
+// chunk (a chunk never straddles a group), so the only roundings are the fp32 sums. Rows above
+// kQuantChunkedRows go through a bf16 copy of W made per call (dequantize_to_bf16) and cuBLAS
 // (gemm.h): prefill, where the product is compute-bound. CPU twin: hogwild::dequantize
 // (model/quant.h) then hogwild::cpu::matmul.
 #pragma once
@@ -29,7 +30,7 @@ namespace hogwild::cuda {
 /// in shared memory) multiplies up to kQuantMaxRows rows per launch; more rows: chunks of that
 /// many, up to kQuantChunkedRows; beyond that the bf16 copy and cuBLAS (measurements:
 /// docs/PERFLOG.md).
-inline constexpr int kQuantNarrowRows = 16;
+inline constexpr int kQuantNarrowRows = 32;
 inline constexpr int kQuantMaxRows = 64;
 inline constexpr int kQuantChunkedRows = 256;
 
@@ -92,11 +93,6 @@ void quant_linear(Gemm& gemm, const __nv_bfloat16* x, const QuantWeight& W,
                   const __nv_bfloat16* bias, __nv_bfloat16* y, int64_t n_rows, void* scratch,
                   cudaStream_t stream);
 int64_t quant_scratch_bytes(const QuantWeight& W, int64_t n_rows);
-
-/// quant_linear's product at kQuantNarrowRows + 1 .. kQuantMaxRows rows (quant_wide.cu; x already
-/// in W's act-order when W.perm is set): y (n_rows, out) bf16 = x W^T + bias, W int4 or fp8.
-void quant_wide_linear(const __nv_bfloat16* x, const QuantWeight& W, const __nv_bfloat16* bias,
-                     __nv_bfloat16* y, int n_rows, cudaStream_t stream);
 
 /// x (n_rows, in) bf16 with its columns in W's act-order (column j = x column W.perm[j]), written
 /// to the start of scratch (n_rows * in * 2 bytes, within quant_scratch_bytes); returns it. W.perm

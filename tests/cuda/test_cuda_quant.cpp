@@ -1,7 +1,7 @@
 // Quantized projections on the GPU (cuda/quant_gemm.h) against W computed here from the canonical
 // forms' definitions (model/quant.h: Int4Weight, Fp8Weight), for every path of quant_linear: the
-// 16-row-CTA kernel (1..16 rows), the wide kernel (17..32 and 33..64 rows, K split over a
-// cluster where the tiles are few), 64-row chunks (65..256), the bf16 copy and cuBLAS (> 256),
+// 16-row-CTA kernel (1..32 rows), the wide kernel (33..64 rows, K split over a cluster where
+// the tiles are few), 64-row chunks (65..256), the bf16 copy and cuBLAS (> 256),
 // with and without an act-order permutation, group sizes 32 / 64 / 128 / one group, scales that
 // spread and groups of scale 0, fp8 values including subnormals; and the skinny kernel's quantized
 // variants (cuda/skinny_gemm.h: plain, SwiGLU and the fused residual + RMSNorm, split-K merged in a
