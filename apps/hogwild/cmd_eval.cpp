@@ -164,7 +164,7 @@ EvalPlan check_eval_flags(const EvalArgs& a) {
   check_field(RequestField::collab_every, a.collab_every);
   check_max_context(a.max_context, 0);
   check_kv_budget(a.kv_budget, plan.layout, plan.sot);
-  check_field(RequestField::kv_chunk, a.kv_chunk);
+  check_kv_chunk(a.kv_chunk, a.kv_budget);
   return plan;
 }
 

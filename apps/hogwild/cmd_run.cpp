@@ -113,7 +113,7 @@ std::vector<int64_t> check_run_ranges(const RunArgs& a, Layout layout, const For
   check_field(RequestField::max_tokens, a.n_predict);
   check_field(RequestField::max_context, a.max_context);
   check_kv_budget(a.kv_budget, layout, false);
-  check_field(RequestField::kv_chunk, a.kv_chunk);
+  check_kv_chunk(a.kv_chunk, a.kv_budget);
   const std::vector<int64_t> snapshots =
       a.snapshots.empty() ? std::vector<int64_t>{} : parse_step_list(a.snapshots, "--snapshots");
   check_snapshots(snapshots, a.budget);

@@ -36,7 +36,7 @@ SessionRequest make_request(const Model& model, const ProblemRequest& p) {
                                         independent ? 1 : p.workers, p.skeleton ? p.workers : 0);
   r.prompt = model.tokenizer().encode(text, !fmt.chat.use_template);
   r.options.kv.budget = p.kv_budget;
-  check_field(RequestField::kv_chunk, p.kv_chunk);
+  check_kv_chunk(p.kv_chunk, p.kv_budget);
   if (p.kv_chunk > 0) r.options.kv.chunk = p.kv_chunk;
   check_kv_budget_fits(p.kv_budget, static_cast<int64_t>(r.prompt.size()), r.options.kv.recent);
   r.options.n_workers = p.workers;

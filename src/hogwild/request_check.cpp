@@ -65,6 +65,15 @@ void check_session_options(const SessionOptions& o, const Formatting& fmt, int64
                                    o.kv.chunk, o.kv.recent, o.kv.window));
 }
 
+void check_kv_chunk(int64_t kv_chunk, int64_t kv_budget) {
+  check_field(RequestField::kv_chunk, kv_chunk);
+  if (kv_chunk > 0 && kv_budget == 0)
+    throw RequestError(RequestField::kv_chunk,
+                       fmt::format("kv_chunk is {}, but there is no kv_budget: chunks are what a "
+                                   "budget forgets; give a kv_budget, or drop kv_chunk",
+                                   kv_chunk));
+}
+
 void check_kv_budget(int64_t kv_budget, Layout layout, bool skeleton) {
   check_field(RequestField::kv_budget, kv_budget);
   if (kv_budget > 0 && (skeleton || (layout != Layout::combined && layout != Layout::interleaved)))

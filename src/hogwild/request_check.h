@@ -34,6 +34,9 @@ void check_snapshots(const std::vector<int64_t>& snapshots, int64_t budget);
 /// `model_context` tokens (config.json max_position_embeddings; 0 = unknown, not checked).
 void check_max_context(int64_t max_context, int64_t model_context);
 
+/// Throws RequestError (RequestField::kv_chunk) unless kv_chunk is in its range, and unless it is 0
+/// when there is no kv_budget (chunks are what a budget forgets: alone the setting does nothing).
+void check_kv_chunk(int64_t kv_chunk, int64_t kv_budget);
 /// Throws RequestError (RequestField::kv_budget) for a KV budget outside its range, or a budget
 /// (> 0) on a layout whose history never grows (contiguous, independent, Skeleton-of-Thought).
 void check_kv_budget(int64_t kv_budget, Layout layout, bool skeleton);

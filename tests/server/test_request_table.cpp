@@ -193,6 +193,13 @@ std::vector<Row> rows() {
        run_cmd("--kv-chunk {}"),
        "",
        {{"0", ""},
+        {"16",
+         "kv_chunk is 16, but there is no kv_budget: chunks are what a budget forgets; give a "
+         "kv_budget, or drop kv_chunk"}}},
+      {"kv_chunk",
+       run_cmd("--kv-budget 100000 --kv-chunk {}"),
+       "",
+       {{"0", ""},
         {"4096", ""},
         {"-1",
          "kv_chunk is -1; it must be in 0..4096 tokens forgotten together (0 = the default, 16)"},
@@ -200,7 +207,7 @@ std::vector<Row> rows() {
          "kv_chunk is 4097; it must be in 0..4096 tokens forgotten together (0 = the default, "
          "16)"}}},
       {"kv_chunk",
-       eval_cmd("--kv-chunk {}"),
+       eval_cmd("--kv-budget 100000 --kv-chunk {}"),
        "",
        {{"0", ""},
         {"4096", ""},
