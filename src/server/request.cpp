@@ -154,7 +154,7 @@ std::optional<int64_t> get_int(const json& obj, const char* key, const std::stri
                                   path, v->get<double>() > 0 ? "large" : "small", v->dump()),
                       path);
   // A whole number written with a fraction part (2.0, as some clients send integers) is that
-  // integer, as in OpenAI's and vLLM's validation; 2.5 is not.
+  // integer, as pydantic-validated servers (vLLM) take it; 2.5 is not.
   if (v->is_number_float() && std::nearbyint(v->get<double>()) == v->get<double>())
     return static_cast<int64_t>(v->get<double>());
   if (v->is_number_float())
