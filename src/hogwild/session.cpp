@@ -45,6 +45,12 @@ Session::Session(Backend& backend, const TextCodec& codec, const Formatting& for
   scores_ = ScoreWindow(opt_.kv.window);
 }
 
+std::string Session::raise_context_hint() const {
+  const int64_t model = be_.config().max_position_embeddings;
+  return max_context_ < model ? fmt::format(" or raise --max-context (up to the model's {})", model)
+                              : std::string();
+}
+
 bool Session::is_eos(int32_t token) const {
   return std::find(eos_.begin(), eos_.end(), token) != eos_.end();
 }
@@ -164,11 +170,7 @@ void Session::start(const std::vector<int32_t>& prompt) {
     fail(
         "the prompt has {} tokens, which leaves no room to generate within the context limit of {} "
         "tokens; shorten the problem{}",
-        prompt.size(), max_context_,
-        max_context_ < be_.config().max_position_embeddings
-            ? fmt::format(" or raise --max-context (up to the model's {})",
-                          be_.config().max_position_embeddings)
-            : std::string());
+        prompt.size(), max_context_, raise_context_hint());
   check_kv_budget_fits(opt_.kv.budget, static_cast<int64_t>(prompt.size()), opt_.kv.recent);
   started_ = true;
   prompt_ = prompt;

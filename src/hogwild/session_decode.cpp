@@ -81,11 +81,7 @@ bool Session::plan_decode(SessionStep& step) {
       fail(
           "the prompt ({} tokens) and the layout's texts leave no room for the first serial step "
           "within the context limit of {} tokens; shorten the problem{}",
-          prompt_.size(), max_context_,
-          max_context_ < be_.config().max_position_embeddings
-              ? fmt::format(" or raise --max-context (up to the model's {})",
-                            be_.config().max_position_embeddings)
-              : std::string());
+          prompt_.size(), max_context_, raise_context_hint());
     step.batch = ForwardBatch{};
     step.fed.clear();
     step.rows.clear();
@@ -297,12 +293,16 @@ int32_t Session::sample(int w, const float* row) {
 
 // A token sampled in the forward that ended the run, after the row whose answer ended it: counted
 // and reported (on_token) as generated, but neither fed nor scanned for a step end.
-void Session::count_unfed(int w, int32_t token, StepReport& rep) {
-  WorkerState& ws = workers_[w];
-  ws.generated += 1;
+void Session::count_generated(int w, StepReport& rep) {
+  workers_[w].generated += 1;
   result_.tokens_per_worker[w] += 1;
   rep.tokens[w] += 1;
   total_generated_ += 1;
+}
+
+void Session::count_unfed(int w, int32_t token, StepReport& rep) {
+  const WorkerState& ws = workers_[w];
+  count_generated(w, rep);
   TokenEvent ev{
       w, ws.step, serial_, token, codec_.token_bytes(token), is_eos(token) && !forbidden_[token]};
   if (obs_) obs_->on_token(ev);
@@ -310,10 +310,7 @@ void Session::count_unfed(int w, int32_t token, StepReport& rep) {
 
 bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
   WorkerState& ws = workers_[w];
-  ws.generated += 1;
-  result_.tokens_per_worker[w] += 1;
-  rep.tokens[w] += 1;
-  total_generated_ += 1;
+  count_generated(w, rep);
   if (collab_every_ > 0 && opt_.layout == Layout::independent)
     ws.collab_due = ws.collab_due || ws.generated % collab_every_ == 0;
   else if (collab_every_ > 0 && total_generated_ % collab_every_ == 0)
