@@ -40,7 +40,7 @@ SessionId Engine::submit(SessionRequest request) {
   if (opt_.prefix_cache) e->session->use_prefix_cache();
   e->session->start(r.prompt);  // checks the prompt against the context; creates no blocks
   if (r.observer) e->session->set_observer(r.observer);
-  e->kv_need = Session::kv_tokens_needed(r.options, r.formatting, be_.config(),
+  e->kv_need = Session::kv_tokens_needed(r.options, r.formatting, codec_, be_.config(),
                                          static_cast<int64_t>(r.prompt.size()));
   if (limit_ > 0 && e->kv_need > limit_)
     fail(

@@ -292,8 +292,8 @@ TEST(PrefixCacheEngine, AWaitingChoiceReservesItsWholeNeedUntilItShares) {
   ByteCodec codec;
   cpu::CpuBackend be(session_model(session_specs()[2]));
   const SessionRequest probe = greedy_request(codec, 1, "plain", kPrompt, 8);
-  const int64_t need = Session::kv_tokens_needed(probe.options, probe.formatting, be.config(),
-                                                 static_cast<int64_t>(kPrompt.size()));
+  const int64_t need = Session::kv_tokens_needed(probe.options, probe.formatting, codec,
+                                                 be.config(), static_cast<int64_t>(kPrompt.size()));
   EngineOptions eo;
   eo.prefill_chunk = 64;
   Engine engine(be, codec, eo);
@@ -321,8 +321,8 @@ TEST(PrefixCacheEngine, AdmissionReservesOnlyThePagesASessionNewlyTakes) {
   ByteCodec codec;
   cpu::CpuBackend be(session_model(session_specs()[2]));
   const SessionRequest probe = greedy_request(codec, 2, "test", kPrompt, 8);
-  const int64_t need = Session::kv_tokens_needed(probe.options, probe.formatting, be.config(),
-                                                 static_cast<int64_t>(kPrompt.size()));
+  const int64_t need = Session::kv_tokens_needed(probe.options, probe.formatting, codec,
+                                                 be.config(), static_cast<int64_t>(kPrompt.size()));
   for (bool cache : {true, false}) {
     SCOPED_TRACE(cache);
     EngineOptions eo;

@@ -425,7 +425,7 @@ TEST(Scheduler, EveryRequestThatFitsRunsInTheSameForward) {
   unbounded.options.max_tokens_per_worker = 0;
   const ModelWeights weights = session_model(spec);
   const int64_t context_long =
-      Session::kv_tokens_needed(unbounded.options, unbounded.formatting, weights.config,
+      Session::kv_tokens_needed(unbounded.options, unbounded.formatting, codec, weights.config,
                                 static_cast<int64_t>(unbounded.prompt.size()));
   cpu::CpuBackend cpu(session_model(spec), 2 * context_long);
   ASSERT_LT(cpu.kv_capacity_tokens(), 3 * context_long);
