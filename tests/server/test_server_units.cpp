@@ -571,6 +571,38 @@ std::string content_of(const std::vector<Event>& evs) {
   return s;
 }
 
+// A plain completion that ends at max_tokens while a stop string is completed by its last bytes:
+// by the last token ("the end" at " end"; "café" at "é", whose first byte the decoder held back
+// until the last token completed it), or only by the decoder's flush when the session has ended
+// (the last token is a lone lead byte of a 2-byte character, held back as incomplete, that the
+// flush turns into U+FFFD, completing "x" U+FFFD). Each is finish_reason "stop" with the content
+// cut before the stop string; without one, "length" with the whole text.
+TEST(SchedulerStop, AStopStringCompletedByTheLastBytesIsAStop) {
+  SessionResult capped;
+  capped.stop_reason = StopReason::max_tokens;
+  capped.tokens_per_worker = {3};
+  struct Case {
+    std::vector<std::string> tokens, stop;
+    std::string content, finish_reason;
+  };
+  const std::vector<Case> cases = {
+      {{"the", " e", "nd"}, {" end"}, "the", "stop"},
+      {{"caf", "\xC3", "\xA9"}, {"\xC3\xA9"}, "caf", "stop"},
+      {{"Hi", " x", "\xC3"}, {"x" + kFFFD}, "Hi ", "stop"},
+      {{"Hi", " x", "\xC3"}, {"y" + kFFFD}, "Hi x" + kFFFD, "length"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.stop[0]);
+    const std::vector<Event> evs = run_scripted({c.tokens, capped}, false, c.stop);
+    ASSERT_FALSE(evs.empty());
+    ASSERT_EQ(evs.back().kind, Event::Kind::done);
+    EXPECT_EQ(content_of(evs), c.content);
+    EXPECT_EQ(evs.back().finish_reason, c.finish_reason);
+    EXPECT_EQ(evs.back().stop_reason,
+              c.finish_reason == "stop" ? StopReason::stop : StopReason::max_tokens);
+  }
+}
+
 // `stop` on a hogwild request cuts the content (the answer as the client reads it), not the
 // answer in "hogwild" nor the workers' text (docs/SERVER.md "Requests").
 TEST(SchedulerStop, OnAHogwildRequestOnlyTheContentIsCut) {
