@@ -169,9 +169,9 @@ class Engine {
   };
   void admit();
   // The admitted session still prefilling (or waiting for its own leader) whose prompt shares
-  // the most whole pages with e's
-  // (below e's last prompt token), and those pages in tokens; {0, 0} when none shares more than
-  // `cached` tokens (what the cache already holds of e's prompt).
+  // the most whole pages with e's (below e's last prompt token), and those pages in tokens;
+  // {0, 0} when none shares more than `cached` tokens (what the cache already holds of e's
+  // prompt).
   std::pair<SessionId, int64_t> prefix_leader(const Entry& e, int64_t cached) const;
   // Creates e's blocks, shares the cached pages of its prompt (Session::share_prompt) and lowers
   // its reservation by them; counts the lookup in stats_.

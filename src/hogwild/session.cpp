@@ -136,9 +136,15 @@ int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt
   const int64_t ctx = o.max_context > 0 ? o.max_context : config.max_position_embeddings;
   const int64_t steps = serial_steps_bound(o);
   const bool indep = o.layout == Layout::independent;
-  KvNeed need{
-      prompt_tokens, o.n_workers, steps,           ctx, o.finisher ? fmt.finisher.max_tokens : 0,
-      indep,         o.kv.budget, o.kv.step_tokens};
+  KvNeed need;
+  need.prompt_tokens = prompt_tokens;
+  need.n_workers = o.n_workers;
+  need.budget = steps;
+  need.context = ctx;
+  need.finisher_max_tokens = o.finisher ? fmt.finisher.max_tokens : 0;
+  need.independent = indep;
+  need.kv_budget = o.kv.budget;
+  need.step_tokens = o.kv.step_tokens;
   if (steps > 0) {
     // The openings as open_step feeds them, at the largest step number the run can reach (a step
     // number's tokens grow with its digits).
