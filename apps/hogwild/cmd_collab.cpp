@@ -125,18 +125,20 @@ void traces(TracesArgs a) {
   a.gen.split = collab::parse_split(a.split);
   const collab::GenerateSummary s = collab::generate(a.gen, m.fmt, m.tmpl.get(), *m.codec);
   const auto& st = s.stats;
+  auto ll = [](int64_t v) { return static_cast<long long>(v); };
   std::printf(
-      "sessions %lld (wrong %lld), examples %lld, tokens %lld, loss tokens %lld (%.1f%%)\n"
-      "claims %lld (careless %lld), switches %lld, checks %lld (yes %lld), stops %lld, sums "
-      "%lld\n",
-      static_cast<long long>(s.sessions), static_cast<long long>(s.wrong),
-      static_cast<long long>(s.examples), static_cast<long long>(s.tokens),
-      static_cast<long long>(s.loss_tokens),
+      "sessions %lld (wrong %lld, over the context %lld), examples %lld, tokens %lld, loss tokens %lld (%.1f%%), "
+      "weighted %lld (%.1f%% of the loss tokens)\n"
+      "claims %lld (careless %lld), switches %lld, checks %lld (yes %lld, on a collision %lld), "
+      "ledgers %lld, stops %lld, partial sums %lld, totals %lld\n",
+      ll(s.sessions), ll(s.wrong), ll(s.over_context), ll(s.examples), ll(s.tokens), ll(s.loss_tokens),
       s.tokens ? 100.0 * static_cast<double>(s.loss_tokens) / static_cast<double>(s.tokens) : 0.0,
-      static_cast<long long>(st.claims), static_cast<long long>(st.careless_claims),
-      static_cast<long long>(st.switches), static_cast<long long>(st.checks),
-      static_cast<long long>(st.check_yes), static_cast<long long>(st.stops),
-      static_cast<long long>(st.sums));
+      ll(s.weighted_tokens),
+      s.loss_tokens
+          ? 100.0 * static_cast<double>(s.weighted_tokens) / static_cast<double>(s.loss_tokens)
+          : 0.0,
+      ll(st.claims), ll(st.careless_claims), ll(st.switches), ll(st.checks), ll(st.check_yes),
+      ll(st.collisions_yes), ll(st.ledgers), ll(st.stops), ll(st.nodes), ll(st.sums));
   if (s.wrong > 0)
     fail("{} scripted sessions did not end with the right total; this is a bug of the oracle",
          s.wrong);
@@ -204,6 +206,9 @@ void register_collab(CLI::App& app) {
   t->add_option("--keep-stop", ta->gen.mix.keep_stop,
                 "probability of keeping a segment of a stop step");
   t->add_option("--careless", ta->gen.mix.careless, "probability of a careless claim");
+  t->add_option("--collisions", ta->gen.mix.collisions,
+                "share of the team sessions made for the check (careless claims, frequent checks)");
+  t->add_option("--k-min", ta->gen.mix.k_min, "fewest parts per pack");
   t->add_option("--k-max", ta->gen.mix.k_max, "most parts per pack");
   t->add_option("--max-context", ta->gen.max_context, "most tokens in a view");
   t->add_option("--split", ta->split, "train (default) or test (held-out: never for training)");

@@ -66,7 +66,12 @@ struct Mix {
   int k_min = 2, k_max = 8;
   std::vector<int64_t> collab_every = {-1, -1, 0, 64, 256};  // drawn uniformly
   double careless = 0.25;
-  double keep_decision = 0.5, keep_step_end = 1.0, keep_stop = 0.5;
+  /// Sessions made for the collaboration check: this share of the sessions of 2+ workers claims
+  /// carelessly with probability collision_careless and checks every collision_every tokens
+  /// (drawn uniformly), so checks land on real collisions ("yes", then the worker switches).
+  double collisions = 0.35, collision_careless = 0.8;
+  std::vector<int64_t> collision_every = {8, 16, 24};
+  double keep_decision = 1.0, keep_step_end = 1.0, keep_stop = 0.5, keep_ledger = 1.0;
 };
 
 struct GenerateOptions {
@@ -84,7 +89,8 @@ struct GenerateOptions {
 };
 
 struct GenerateSummary {
-  int64_t sessions = 0, wrong = 0, examples = 0, tokens = 0, loss_tokens = 0;
+  int64_t sessions = 0, wrong = 0, over_context = 0, examples = 0, tokens = 0, loss_tokens = 0,
+          weighted_tokens = 0;  // loss tokens with flag 2 (decisions and ledgers)
   PickerStats stats;
 };
 
