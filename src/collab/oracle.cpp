@@ -364,20 +364,32 @@ std::string Oracle::node_text(const Derived& d, int a, int b) const {
 }
 
 std::string Oracle::ledger(const SeenState& s, const Derived& d) const {
-  std::string out(kLedger);
-  bool any = false;
+  // Parts without a result: (part, holder or -1); runs of 3+ free parts are written "3-8".
+  std::vector<std::pair<int, int>> left;
   for (int p = 1; p <= static_cast<int>(pack_.parts.size()); ++p) {
     if (d.result[p - 1]) continue;
-    out += any ? ", " : " ";
-    out += std::to_string(p);
-    for (int o = 0; o < n_workers_; ++o)
-      if (o != s.me && d.held[o] == p) {
-        out += " (" + fmt_.worker_name(o) + ")";
-        break;
-      }
-    any = true;
+    int holder = -1;
+    for (int o = 0; o < n_workers_ && holder < 0; ++o)
+      if (o != s.me && d.held[o] == p) holder = o;
+    left.push_back({p, holder});
   }
-  return out + (any ? "." : " none.");
+  std::string out(kLedger);
+  for (size_t i = 0; i < left.size();) {
+    out += i ? ", " : " ";
+    size_t j = i;
+    while (j + 1 < left.size() && left[j + 1].first == left[j].first + 1 &&
+           left[i].second < 0 && left[j + 1].second < 0)
+      ++j;
+    if (left[i].second < 0 && j >= i + 2) {
+      out += fmt::format("{}-{}", left[i].first, left[j].first);
+      i = j + 1;
+      continue;
+    }
+    out += std::to_string(left[i].first);
+    if (left[i].second >= 0) out += " (" + fmt_.worker_name(left[i].second) + ")";
+    ++i;
+  }
+  return out + (left.empty() ? " none." : ".");
 }
 
 std::string Oracle::ledger(const SeenState& s) const { return ledger(s, derive(s)); }

@@ -8,9 +8,9 @@
 //   switch  " Alice took part 3 too, so I take part 4."   (or "..., so I leave it.")
 //   keep    " Bob took part 3 too, but I keep it."          (only as the answer to a check)
 // A worker holding nothing opens its step with the ledger of its view, then acts on it:
-//   ledger  " Left: 2 (Bob), 4, 5 (Dave)."  every part without a result in a finished step, in
-//           order, with the name of the worker holding it; a bare number is free; " Left: none."
-//           means every part has a result
+//   ledger  " Left: 2 (Bob), 4, 5 (Dave), 6-8."  every part without a result in a finished step,
+//           in order, with the name of the worker holding it; a bare number is free (three or
+//           more free parts in a row: a range); " Left: none." means every part has a result
 //   claim   " Left: 2 (Bob), 4. I take part 4."
 //   node    " Left: 3 (Carol). Sum 1-2: 206 + 183 = 389."   a partial sum (below)
 //   total   " Left: none. All parts are done: 389 + 319 = 708. The total is \boxed{708}."

@@ -75,7 +75,7 @@ TEST(CollabOracle, FirstStepTakesOnePartPerWorker) {
   const StepPlan plan = o.plan_step(s0, false);
   EXPECT_EQ(plan.kind, StepPlan::Kind::claim);
   ASSERT_EQ(plan.pieces.size(), 4u);
-  EXPECT_EQ(plan.pieces[0].text, " Left: 1, 2, 3, 4, 5.");  // the ledger: all free
+  EXPECT_EQ(plan.pieces[0].text, " Left: 1-5.");  // the ledger: all free
   EXPECT_TRUE(plan.pieces[0].ledger);
   EXPECT_EQ(plan.pieces[1].text, " I take part ");
   EXPECT_TRUE(plan.pieces[1].action);
@@ -188,6 +188,11 @@ TEST(CollabOracle, LedgerListsWhatIsLeftAndWhoHoldsIt) {
   std::string all;
   for (int i = 1; i <= 5; ++i) all += "Alice:" + result(i, i) + "\n\n";
   EXPECT_EQ(o.ledger(o.read(3, {history(all), step(3, "Dave:")})), " Left: none.");
+  // Runs of three or more free parts are ranges; held parts break them.
+  const std::string h8 = "Bob: Left: 1-5. I take part 2.\n\nAlice:" + result(5, 9) + "\n\n";
+  EXPECT_EQ(o.ledger(o.read(3, {history(h8), step(3, "Dave:")})), " Left: 1, 2 (Bob), 3, 4.");
+  const std::string h9 = "Bob: Left: 1-5. I take part 1.\n\n";
+  EXPECT_EQ(o.ledger(o.read(3, {history(h9), step(3, "Dave:")})), " Left: 1 (Bob), 2-5.");
 }
 
 TEST(CollabOracle, TreeSplitsPairsFirst) {
