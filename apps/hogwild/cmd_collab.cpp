@@ -127,11 +127,13 @@ void traces(TracesArgs a) {
   const auto& st = s.stats;
   auto ll = [](int64_t v) { return static_cast<long long>(v); };
   std::printf(
-      "sessions %lld (wrong %lld, over the context %lld), examples %lld, tokens %lld, loss tokens %lld (%.1f%%), "
+      "sessions %lld (wrong %lld, over the context %lld), examples %lld, tokens %lld, loss tokens "
+      "%lld (%.1f%%), "
       "weighted %lld (%.1f%% of the loss tokens)\n"
       "claims %lld (careless %lld), switches %lld, checks %lld (yes %lld, on a collision %lld), "
       "ledgers %lld, stops %lld, partial sums %lld, totals %lld\n",
-      ll(s.sessions), ll(s.wrong), ll(s.over_context), ll(s.examples), ll(s.tokens), ll(s.loss_tokens),
+      ll(s.sessions), ll(s.wrong), ll(s.over_context), ll(s.examples), ll(s.tokens),
+      ll(s.loss_tokens),
       s.tokens ? 100.0 * static_cast<double>(s.loss_tokens) / static_cast<double>(s.tokens) : 0.0,
       ll(s.weighted_tokens),
       s.loss_tokens

@@ -157,10 +157,10 @@ SeenState Oracle::read(int me, const std::vector<ViewText>& view) const {
 }
 
 struct Oracle::Derived {
-  std::vector<int> held;             // (n_workers) part held, 0 = none
-  std::vector<bool> visible;         // an unfinished step of the worker is in the view
-  std::vector<bool> at_digit;        // its unfinished step ends with "take part "
-  std::vector<bool> fresh;           // its unfinished step has no content yet (but a check answer)
+  std::vector<int> held;       // (n_workers) part held, 0 = none
+  std::vector<bool> visible;   // an unfinished step of the worker is in the view
+  std::vector<bool> at_digit;  // its unfinished step ends with "take part "
+  std::vector<bool> fresh;     // its unfinished step has no content yet (but a check answer)
   std::vector<std::pair<int, int>> writing;  // the node its unfinished step adds ({0, 0}: none)
   std::vector<bool> stopped;         // its last finished step is a stop step, nothing written since
   std::vector<std::string> current;  // its unfinished step's content, check answer removed
@@ -228,8 +228,8 @@ Oracle::Derived Oracle::derive(const SeenState& s) const {
         d.writing[o] = {1, k};
       if (starts_with(act, " Sum ")) {
         auto a = digits_at(act, 5);
-        auto b = a && act.compare(a->second, 1, "-") == 0 ? digits_at(act, a->second + 1)
-                                                          : std::nullopt;
+        auto b =
+            a && act.compare(a->second, 1, "-") == 0 ? digits_at(act, a->second + 1) : std::nullopt;
         d.writing[o] = {a ? static_cast<int>(a->first) : -1, b ? static_cast<int>(b->first) : -1};
       }
       if (!d.current[o].empty()) d.stopped[o] = false;
@@ -311,8 +311,8 @@ std::optional<int64_t> Oracle::node_value(const Derived& d, int a, int b, int* w
 
 std::pair<int, int> Oracle::my_node(const SeenState& s, const Derived& d) const {
   const int k = static_cast<int>(pack_.parts.size());
-  if (k == 1) return d.result[0] && d.result_writer[0] == s.me ? std::make_pair(1, 1)
-                                                               : std::make_pair(0, 0);
+  if (k == 1)
+    return d.result[0] && d.result_writer[0] == s.me ? std::make_pair(1, 1) : std::make_pair(0, 0);
   // Internal nodes, smallest first (then left to right): pairs before pairs of pairs.
   std::vector<std::pair<int, int>> nodes;
   auto walk = [&](auto&& self, int a, int b) -> void {
@@ -333,8 +333,7 @@ std::pair<int, int> Oracle::my_node(const SeenState& s, const Derived& d) const 
     // Contiguous: the first copy of a value depends on the view's order of the outputs, so any
     // copy of mine counts.
     auto wrote = [&](int x, int y) { return x == y ? d.mine[x - 1] : d.my_sums.count({x, y}) > 0; };
-    if (layout_ == Layout::contiguous ? !wrote(a, m) && !wrote(m + 1, b)
-                                      : wl != s.me && wr != s.me)
+    if (layout_ == Layout::contiguous ? !wrote(a, m) && !wrote(m + 1, b) : wl != s.me && wr != s.me)
       continue;
     bool other = false;
     for (int o = 0; o < n_workers_ && !other; ++o)
@@ -377,8 +376,8 @@ std::string Oracle::ledger(const SeenState& s, const Derived& d) const {
   for (size_t i = 0; i < left.size();) {
     out += i ? ", " : " ";
     size_t j = i;
-    while (j + 1 < left.size() && left[j + 1].first == left[j].first + 1 &&
-           left[i].second < 0 && left[j + 1].second < 0)
+    while (j + 1 < left.size() && left[j + 1].first == left[j].first + 1 && left[i].second < 0 &&
+           left[j + 1].second < 0)
       ++j;
     if (left[i].second < 0 && j >= i + 2) {
       out += fmt::format("{}-{}", left[i].first, left[j].first);

@@ -86,9 +86,9 @@ struct SeenState {
 
 /// A piece of a planned step: text, or the hole where the claimed part's number goes.
 struct Piece {
-  std::string text;  // "" = the claim hole (unless eos)
-  bool decision;     // the piece's first token is chosen from the state of the others
-  bool eos = false;  // the codec's EOS token
+  std::string text;     // "" = the claim hole (unless eos)
+  bool decision;        // the piece's first token is chosen from the state of the others
+  bool eos = false;     // the codec's EOS token
   bool ledger = false;  // the ledger: written from the view at the step's start
   bool action = false;  // the action after the ledger: this and the pieces after it may be planned
                         // again (Oracle::plan_action) from the view when it is reached

@@ -197,8 +197,7 @@ int32_t OraclePicker::pick(int w, std::vector<float>&) {
   return t.token;
 }
 
-void OraclePicker::record(int w, int32_t token, uint8_t flag, bool segment_end,
-                          bool ledger_end) {
+void OraclePicker::record(int w, int32_t token, uint8_t flag, bool segment_end, bool ledger_end) {
   Worker& ws = workers_[w];
   ws.segment.push_back(flag);
   if (ledger_end && !opt_.whole) {

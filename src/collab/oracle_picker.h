@@ -12,7 +12,8 @@
 //             view at its last token, loss on the segment's tokens. Tokens chosen from others'
 //             state are thus trained on exactly the view they were chosen from.
 //   whole     (one worker) the whole run as one example, loss on every generated token.
-//   ledger    the ledger of an idle worker's step (oracle.h) is computed from the view at the step's
+//   ledger    the ledger of an idle worker's step (oracle.h) is computed from the view at the
+//   step's
 //             start; its tokens form one segment trained on that view followed by the step's own
 //             tokens, so the ledger always follows from the view it is trained on (the action
 //             after it is chosen, and trained, on the view when it is reached).
@@ -106,9 +107,9 @@ class OraclePicker : public TokenPicker, public SessionObserver {
     StepPlan::Kind kind = StepPlan::Kind::stop;
     std::deque<Piece> pieces;
     std::deque<Pending> tokens;
-    std::vector<uint8_t> segment;  // loss flags of the segment's tokens so far
-    std::deque<uint8_t> unfed;     // loss flags of tokens picked, not yet fed
-    Snapshot start;                // the view at the step's first token
+    std::vector<uint8_t> segment;      // loss flags of the segment's tokens so far
+    std::deque<uint8_t> unfed;         // loss flags of tokens picked, not yet fed
+    Snapshot start;                    // the view at the step's first token
     std::vector<int32_t> step_tokens;  // tokens picked in this step so far
   };
 

@@ -74,10 +74,10 @@ constexpr std::array<const char*, 12> kPlaces = {"shop",   "farm",  "class",  "l
                                                  "school", "club",  "bakery", "museum",
                                                  "team",   "hotel", "market", "camp"};
 constexpr std::array<const char*, 22> kItems = {
-    "apples", "pens",    "books", "stamps",  "marbles", "cards",  "shells", "beads",
-    "eggs",   "buttons", "rocks", "candles", "cookies", "toys",   "shirts", "plates",
+    "apples", "pens",    "books", "stamps",  "marbles", "cards", "shells", "beads",
+    "eggs",   "buttons", "rocks", "candles", "cookies", "toys",  "shirts", "plates",
     "coins",  "cups",    "hats",  "sheep",   "hens",    "ducks"};
-constexpr std::array<const char*, 9> kWords = {"two", "three", "four", "five", "six",
+constexpr std::array<const char*, 9> kWords = {"two",   "three", "four", "five", "six",
                                                "seven", "eight", "nine", "ten"};
 
 void replace_all(std::string& s, std::string_view key, std::string_view value) {

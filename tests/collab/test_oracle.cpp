@@ -93,10 +93,9 @@ TEST(CollabOracle, MoreWorkersThanPartsStop) {
   EXPECT_EQ(plan.pieces.at(0).text, " Left: 1, 2.");
   EXPECT_EQ(plan.pieces.at(1).text, " Nothing is free, so I stop.\n\n");
   // After its stop step the worker ends with EOS.
-  const SeenState after = o.read(
-      2, {history("Carol: Left: 1, 2. Nothing is free, so I stop.\n\n"),
-          step(0, "Alice: Left: 1, 2. I take part 1."),
-          step(1, "Bob: I take part 2."), step(2, "Carol:")});
+  const SeenState after = o.read(2, {history("Carol: Left: 1, 2. Nothing is free, so I stop.\n\n"),
+                                     step(0, "Alice: Left: 1, 2. I take part 1."),
+                                     step(1, "Bob: I take part 2."), step(2, "Carol:")});
   const StepPlan end = o.plan_step(after, false);
   EXPECT_EQ(end.kind, StepPlan::Kind::end);
   EXPECT_TRUE(end.pieces.at(0).eos);
@@ -169,20 +168,22 @@ TEST(CollabOracle, LedgerListsWhatIsLeftAndWhoHoldsIt) {
   const Pack p = pack(5);
   Oracle o(p, fmt(), 4, Layout::combined);
   // Part 1 has a result (Alice), Bob holds 2, Carol's unfinished step has claimed 4.
-  const std::string h = "Alice: Left: 1, 2, 3, 4, 5. I take part 1.\n\nBob: Left: 1, 2, 3, 4, 5. I "
-                        "take part 2.\n\nAlice:" +
-                        result(1, 40) + "\n\n";
-  const SeenState dave = o.read(3, {history(h), kHeader, step(1, "Bob: Part 2: 5"),
-                                    step(2, "Carol: Left: 3, 4, 5. I take part 4"),
-                                    step(3, "Dave:")});
+  const std::string h =
+      "Alice: Left: 1, 2, 3, 4, 5. I take part 1.\n\nBob: Left: 1, 2, 3, 4, 5. I "
+      "take part 2.\n\nAlice:" +
+      result(1, 40) + "\n\n";
+  const SeenState dave =
+      o.read(3, {history(h), kHeader, step(1, "Bob: Part 2: 5"),
+                 step(2, "Carol: Left: 3, 4, 5. I take part 4"), step(3, "Dave:")});
   EXPECT_EQ(o.ledger(dave), " Left: 2 (Bob), 3, 4 (Carol), 5.");
   const StepPlan plan = o.plan_step(dave, false);
   EXPECT_EQ(plan.kind, StepPlan::Kind::claim);
   EXPECT_EQ(plan.pieces.at(0).text, " Left: 2 (Bob), 3, 4 (Carol), 5.");
   // At the digit: parts 3 and 5 are free, nobody else is at a claim digit: Dave takes 3.
-  const SeenState digit = o.read(3, {history(h), kHeader, step(1, "Bob: Part 2: 5"),
-                                     step(2, "Carol: Left: 3, 4, 5. I take part 4"),
-                                     step(3, "Dave: Left: 2 (Bob), 3, 4 (Carol), 5. I take part ")});
+  const SeenState digit =
+      o.read(3, {history(h), kHeader, step(1, "Bob: Part 2: 5"),
+                 step(2, "Carol: Left: 3, 4, 5. I take part 4"),
+                 step(3, "Dave: Left: 2 (Bob), 3, 4 (Carol), 5. I take part ")});
   EXPECT_EQ(o.choose_part(digit, false), 3);
   // Every part done: " Left: none."
   std::string all;
@@ -214,8 +215,8 @@ TEST(CollabOracle, JoinWaitsForEveryResult) {
   Pack p = pack(3);
   Oracle o(p, fmt(), 2, Layout::combined);
   // Results of parts 1 and 3 (Alice), part 2 held by Bob: no total, Alice stops.
-  const std::string h = "Alice:" + result(1, 32) + "\n\nBob: Left: 2, 3. I take part 2.\n\nAlice:" +
-                        result(3, 12) + "\n\n";
+  const std::string h = "Alice:" + result(1, 32) +
+                        "\n\nBob: Left: 2, 3. I take part 2.\n\nAlice:" + result(3, 12) + "\n\n";
   const SeenState alice =
       o.read(0, {history(h), kHeader, step(1, "Bob: Part 2: 5 + 7"), step(0, "Alice:")});
   EXPECT_EQ(o.my_node(alice), std::make_pair(0, 0));
@@ -224,8 +225,8 @@ TEST(CollabOracle, JoinWaitsForEveryResult) {
   EXPECT_EQ(wait.pieces.at(0).text, " Left: 2 (Bob).");
   // Bob writes the last result: the tree of K = 3 is [1-2] + 3; Bob completed [1-2] (his part 2
   // is later in the history than Alice's part 1), adds it, then the total.
-  const std::string h2 = h + "Alice: Left: 2 (Bob). Nothing is free, so I stop.\n\nBob:" +
-                         result(2, 75) + "\n\n";
+  const std::string h2 =
+      h + "Alice: Left: 2 (Bob). Nothing is free, so I stop.\n\nBob:" + result(2, 75) + "\n\n";
   const SeenState bob = o.read(1, {history(h2), kHeader, step(0, "Alice:"), step(1, "Bob:")});
   EXPECT_EQ(o.my_node(bob), std::make_pair(1, 2));
   const StepPlan node = o.plan_step(bob, false);
@@ -246,8 +247,8 @@ TEST(CollabOracle, PairsAreAddedInParallel) {
   Pack p = pack(4);
   Oracle o(p, fmt(), 4, Layout::interleaved);
   // K = 4, 4 workers: parts 1, 2 done (Alice, Bob), then 4 (Dave); Carol still works part 3.
-  const std::string h = "Alice:" + result(1, 10) + "\n\nBob:" + result(2, 20) + "\n\nDave:" +
-                        result(4, 40) + "\n\n";
+  const std::string h =
+      "Alice:" + result(1, 10) + "\n\nBob:" + result(2, 20) + "\n\nDave:" + result(4, 40) + "\n\n";
   // Bob wrote the later child of [1-2]: he adds it while part 3 is being worked; Alice does not.
   const SeenState bob = o.read(1, {history(h), step(1, "Bob:")});
   EXPECT_EQ(o.my_node(bob), std::make_pair(1, 2));
@@ -258,8 +259,8 @@ TEST(CollabOracle, PairsAreAddedInParallel) {
   EXPECT_EQ(o.my_node(o.read(3, {history(h), step(3, "Dave:")})), std::make_pair(0, 0));
   // Carol's result arrives after Bob's sum: Carol adds [3-4]; then the total is hers (her [3-4]
   // is later than Bob's [1-2]): after the last part, two additions remain (log2 4).
-  const std::string h2 = h + "Bob: Left: 3. Sum 1-2: 10 + 20 = 30.\n\nCarol:" + result(3, 30) +
-                         "\n\n";
+  const std::string h2 =
+      h + "Bob: Left: 3. Sum 1-2: 10 + 20 = 30.\n\nCarol:" + result(3, 30) + "\n\n";
   const SeenState carol = o.read(2, {history(h2), step(2, "Carol:")});
   EXPECT_EQ(o.my_node(carol), std::make_pair(3, 4));
   EXPECT_EQ(o.plan_step(carol, false).pieces.at(1).text, " Sum 3-4: 30 + 40 = 70.\n\n");
@@ -275,17 +276,18 @@ TEST(CollabOracle, CheckOnACollisionSaysYesAndSwitches) {
   const Pack p = pack(4);
   Oracle o(p, fmt(), 3, Layout::interleaved);
   // Bob and Carol both claimed part 2 (Bob first); Carol is asked at her next step.
-  const std::string h = "Alice: Left: 1, 2, 3, 4. I take part 1.\n\nBob: Left: 1, 2, 3, 4. I take "
-                        "part 2.\n\nCarol: Left: 1, 2, 3, 4. I take part 2.\n\n";
+  const std::string h =
+      "Alice: Left: 1, 2, 3, 4. I take part 1.\n\nBob: Left: 1, 2, 3, 4. I take "
+      "part 2.\n\nCarol: Left: 1, 2, 3, 4. I take part 2.\n\n";
   const SeenState carol = o.read(2, {history(h), step(2, "Carol:")});
   EXPECT_TRUE(o.check_truth(carol));
   const StepPlan plan = o.plan_step(carol, true);
   EXPECT_EQ(plan.kind, StepPlan::Kind::switch_part);
   EXPECT_EQ(plan.pieces.at(0).text, " yes.");
   EXPECT_EQ(plan.pieces.at(1).text, " Bob took part 2 too, so I take part ");
-  EXPECT_EQ(o.choose_part(
-                o.read(2, {history(h), step(2, "Carol: yes. Bob took part 2 too, so I take part ")}),
-                false),
+  EXPECT_EQ(o.choose_part(o.read(2, {history(h),
+                                     step(2, "Carol: yes. Bob took part 2 too, so I take part ")}),
+                          false),
             3);
   // Bob, asked, keeps it; Alice, alone on part 1, says no.
   EXPECT_EQ(o.plan_step(o.read(1, {history(h), step(1, "Bob:")}), true).pieces.at(1).text,

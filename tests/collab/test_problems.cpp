@@ -16,11 +16,10 @@ int64_t number_in(const std::string& s) {
   std::smatch m;
   if (std::regex_search(s, m, std::regex(R"((\d+))"))) return std::stoll(m[1]);
   if (s.find("twice") != std::string::npos) return 2;
-  static const char* words[] = {"two", "three", "four", "five", "six", "seven", "eight", "nine",
-                                "ten"};
+  static const char* words[] = {"two",   "three", "four", "five", "six",
+                                "seven", "eight", "nine", "ten"};
   for (int i = 0; i < 9; ++i)
-    if (std::regex_search(s, std::regex(std::string("\\b") + words[i] + "\\b",
-                                        std::regex::icase)))
+    if (std::regex_search(s, std::regex(std::string("\\b") + words[i] + "\\b", std::regex::icase)))
       return i + 2;
   return -1;
 }
