@@ -1,6 +1,7 @@
 // `hogwild collab`: the data of the collaboration model (src/collab, tools/collab/README.md).
 //
 //   hogwild collab problems --split test --k 4 --count 500 --seed 1 [--out FILE] [--format text]
+//       [--wording first]
 //       held-out (or training) packs as JSONL: {"id", "split", "k", "seed", "problem", "answer",
 //       "parts": [{"text", "result", "equations"}]}
 //   hogwild collab traces -m DIR [--format FILE] [--bytes] --sessions N --seed S --threads T
@@ -73,7 +74,7 @@ ModelText load_model_text(const ModelArgs& a) {
 }
 
 struct ProblemsArgs {
-  std::string split = "test", out, format = "jsonl";
+  std::string split = "test", out, format = "jsonl", wording = "grammar";
   int k = 4;
   int64_t count = 100;
   uint64_t seed = 1;
@@ -87,12 +88,15 @@ void problems(const ProblemsArgs& a) {
     file.open(a.out);
     if (!file) fail("cannot create '{}'; check that its directory exists", a.out);
   }
+  if (a.wording != "grammar" && a.wording != "first")
+    fail("--wording must be grammar or first, got '{}'", a.wording);
   if (a.format != "jsonl" && a.format != "text")
     fail("--format must be jsonl or text, got '{}'", a.format);
   std::ostream& out = a.out.empty() ? std::cout : file;
   for (int64_t i = 0; i < a.count; ++i) {
     const uint64_t seed = a.seed * 1000003ull + static_cast<uint64_t>(i);
-    const collab::Pack p = collab::make_pack(split, a.k, seed);
+    const collab::Pack p = collab::make_pack(
+        split, a.k, seed, a.wording == "first" ? collab::Wording::first : collab::Wording::grammar);
     nlohmann::ordered_json parts = nlohmann::ordered_json::array();
     for (const auto& part : p.parts)
       parts.push_back(
@@ -192,6 +196,8 @@ void register_collab(CLI::App& app) {
       ->check(in_range(RequestField::fixed_seed));
   p->add_option("--out", pa->out, "output file (default: stdout)");
   p->add_option("--format", pa->format, "jsonl (default) or text (the problem texts only)");
+  p->add_option("--wording", pa->wording,
+                "grammar (default: the sentence grammar) or first (the first model's six frames)");
   p->callback([pa] { problems(*pa); });
 
   auto ta = std::make_shared<TracesArgs>();

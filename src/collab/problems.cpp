@@ -166,6 +166,159 @@ Part make_part(Split split, Rng& rng) {
   return p;
 }
 
+// The first model's wording (Wording::first): six training frames, three held out.
+// A sentence frame: how one story states its start value, each operation and its question.
+// Placeholders: {name} {Pron} (capitalised pronoun) {pron} {item} {n}.
+struct Frame {
+  const char* start;
+  std::vector<const char*> add, sub, mul;
+  const char* question;
+  bool person;       // uses a named person ({name}, {Pron}, {pron})
+  const char* item;  // fixed item noun, or nullptr for a random one of kFirstItems / kFirstAnimals
+  bool animals;      // items from kFirstAnimals
+};
+
+const std::vector<Frame>& first_frames(Split s) {
+  static const std::vector<Frame> train = {
+      {"{name} has {n} {item}.",
+       {"{Pron} gets {n} more.", "{Pron} buys {n} more {item}."},
+       {"{Pron} gives {n} away.", "{Pron} throws {n} of them away."},
+       {"Then {pron} has {n} times as many."},
+       "How many {item} does {name} have now?",
+       true,
+       nullptr,
+       false},
+      {"A box holds {n} {item}.",
+       {"Someone puts in {n} more.", "{n} more {item} are added."},
+       {"{n} are taken away.", "Someone takes {n} away."},
+       {"The box then holds {n} times as many."},
+       "How many {item} are in the box?",
+       false,
+       nullptr,
+       false},
+      {"A shop has {n} {item}.",
+       {"It orders {n} more.", "A truck brings {n} more."},
+       {"Customers carry {n} away.", "It sends {n} away."},
+       {"Its stock grows to {n} times as many."},
+       "How many {item} does the shop have?",
+       false,
+       nullptr,
+       false},
+      {"A farm has {n} {item}.",
+       {"{n} more are born.", "The farmer buys {n} more."},
+       {"{n} run away.", "The farmer gives {n} away."},
+       {"A year later there are {n} times as many."},
+       "How many {item} are on the farm?",
+       false,
+       nullptr,
+       true},
+      {"A class collects {n} {item}.",
+       {"The next day they collect {n} more.", "A teacher brings {n} more."},
+       {"They give {n} away.", "They send {n} away to a school."},
+       {"By Friday they have {n} times as many."},
+       "How many {item} does the class have?",
+       false,
+       nullptr,
+       false},
+      {"{name} saves {n} coins.",
+       {"{Pron} earns {n} more.", "{Pron} finds {n} more coins."},
+       {"{Pron} gives {n} coins away."},
+       {"After a year {pron} has {n} times as many."},
+       "How many coins does {name} have?",
+       true,
+       "coins",
+       false},
+  };
+  static const std::vector<Frame> test = {
+      {"{name} starts with {n} {item}.",
+       {"Later {pron} finds {n} more.", "Then {pron} wins {n} more {item}."},
+       {"{Pron} puts {n} of them away.", "A friend takes {n} away."},
+       {"By evening {pron} has {n} times as many."},
+       "How many {item} does {name} end with?",
+       true,
+       nullptr,
+       false},
+      {"A basket contains {n} {item}.",
+       {"A child drops in {n} more.", "{n} more {item} go in."},
+       {"A bird carries {n} away.", "{n} are given away."},
+       {"Soon the basket has {n} times as many."},
+       "How many {item} are in the basket at the end?",
+       false,
+       nullptr,
+       false},
+      {"A library owns {n} books.",
+       {"It gets {n} more as gifts."},
+       {"It gives {n} away to a fair."},
+       {"Years later it owns {n} times as many."},
+       "How many books does the library own?",
+       false,
+       "books",
+       false},
+  };
+  return s == Split::test_frames ? test : train;
+}
+
+constexpr std::array<Person, 20> kFirstPeople = {
+    {{"Mia", true},   {"Leo", false}, {"Nina", true},  {"Omar", false}, {"Lily", true},
+     {"Sam", false},  {"Zoe", true},  {"Max", false},  {"Ivy", true},   {"Ben", false},
+     {"Rosa", true},  {"Tom", false}, {"Lena", true},  {"Jack", false}, {"Emma", true},
+     {"Noah", false}, {"Ruth", true}, {"Paul", false}, {"Kate", true},  {"Hugo", false}}};
+constexpr std::array<const char*, 16> kFirstItems = {
+    "apples", "pens",    "books", "stamps",  "marbles", "cards", "shells", "beads",
+    "eggs",   "buttons", "rocks", "candles", "cookies", "toys",  "shirts", "plates"};
+constexpr std::array<const char*, 6> kFirstAnimals = {"sheep", "goats", "cows",
+                                                      "hens",  "ducks", "pigs"};
+
+Part make_part_first(Split split, Rng& rng) {
+  const auto& fs = first_frames(split);
+  const Frame& f = pick(rng, fs);
+  const Person& who = kFirstPeople[rng.uniform(0, kFirstPeople.size() - 1)];
+  std::string item = f.item      ? f.item
+                     : f.animals ? kFirstAnimals[rng.uniform(0, kFirstAnimals.size() - 1)]
+                                 : kFirstItems[rng.uniform(0, kFirstItems.size() - 1)];
+  Part p;
+  p.start = rng.uniform(5, 99);
+  const int n_ops = static_cast<int>(rng.uniform(2, 5));
+  int64_t v = p.start;
+  bool multiplied = false;
+  std::vector<std::string> sentences;
+  auto fill = [&](const char* tmpl, int64_t n) {
+    std::string s = tmpl;
+    replace_all(s, "{name}", who.name);
+    replace_all(s, "{Pron}", who.she ? "She" : "He");
+    replace_all(s, "{pron}", who.she ? "she" : "he");
+    replace_all(s, "{item}", item);
+    replace_all(s, "{n}", std::to_string(n));
+    return s;
+  };
+  sentences.push_back(fill(f.start, p.start));
+  while (static_cast<int>(p.ops.size()) < n_ops) {
+    const int64_t r = rng.uniform(0, 99);
+    Operation op;
+    if (r < 25 && !multiplied && v <= 99) {
+      op = {'*', rng.uniform(2, 9)};
+      multiplied = true;
+      v *= op.operand;
+      sentences.push_back(fill(pick(rng, f.mul), op.operand));
+    } else if (r < 60 && v >= 4) {
+      op = {'-', rng.uniform(2, std::min<int64_t>(v - 2, 99))};
+      v -= op.operand;
+      sentences.push_back(fill(pick(rng, f.sub), op.operand));
+    } else if (v + 99 <= 9999) {
+      op = {'+', rng.uniform(2, 99)};
+      v += op.operand;
+      sentences.push_back(fill(pick(rng, f.add), op.operand));
+    } else {
+      continue;  // (unreachable with these ranges) draw again
+    }
+    p.ops.push_back(op);
+  }
+  p.result = v;
+  sentences.push_back(fill(f.question, 0));
+  for (size_t i = 0; i < sentences.size(); ++i) p.text += (i ? " " : "") + sentences[i];
+  return p;
+}
+
 }  // namespace
 
 std::string_view split_name(Split s) {
@@ -206,7 +359,7 @@ std::string Part::equations() const {
   return s;
 }
 
-Pack make_pack(Split split, int k, uint64_t seed) {
+Pack make_pack(Split split, int k, uint64_t seed, Wording wording) {
   if (k < 1 || k > 9) fail("a pack has 1..9 parts, got {}", k);
   // Separate seed spaces per split and per k: a held-out split never shares a stream with train.
   const uint64_t tag = split == Split::train  ? 0x5a5a5a5aull
@@ -215,7 +368,8 @@ Pack make_pack(Split split, int k, uint64_t seed) {
   Rng rng(seed * 0x100000001b3ull + tag + static_cast<uint64_t>(k) * 0x9e37ull);
   Pack pack;
   for (int i = 0; i < k; ++i) {
-    pack.parts.push_back(make_part(split, rng));
+    pack.parts.push_back(wording == Wording::first ? make_part_first(split, rng)
+                                                   : make_part(split, rng));
     pack.total += pack.parts.back().result;
     pack.text += fmt::format("Part {}: {}\n", i + 1, pack.parts.back().text);
   }

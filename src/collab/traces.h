@@ -61,7 +61,7 @@ Trace run_trace(const TraceSpec& spec, const Formatting& fmt, const chat::ChatTe
 /// How generate() draws each session.
 struct Mix {
   double single = 0.2;  // share of one-worker sessions (whole-run examples)
-  std::vector<double> workers = {0, 0, 3, 2, 3, 1, 1, 1, 2};  // weights of 0..8 workers (>= 2)
+  std::vector<double> workers = {0, 0, 3, 2, 3, 1, 1, 1, 3};  // weights of 0..8 workers (>= 2)
   double interleaved = 0.2, contiguous = 0.2;                 // layout shares (rest: combined)
   int k_min = 2, k_max = 8;
   std::vector<int64_t> collab_every = {-1, -1, 0, 64, 256};  // drawn uniformly

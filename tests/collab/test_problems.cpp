@@ -65,6 +65,19 @@ TEST(CollabProblems, HandCheckedPack) {
   EXPECT_EQ(p.total, total);
 }
 
+TEST(CollabProblems, TheFirstWordingIsKept) {
+  // The packs the first model was measured on (hogwild collab problems --wording first ...).
+  const Pack p = make_pack(Split::test, 4, 11000033, Wording::first);
+  EXPECT_EQ(p.parts[1].text,
+            "Omar saves 77 coins. He finds 74 more coins. He finds 32 more coins. How many coins "
+            "does Omar have?");
+  EXPECT_EQ(p.parts[1].result, 183);
+  for (uint64_t seed = 0; seed < 20; ++seed)
+    for (Split split : {Split::train, Split::test, Split::test_frames})
+      for (const Part& part : make_pack(split, 5, seed, Wording::first).parts)
+        EXPECT_EQ(solve_text(part.text), part.result) << part.text;
+}
+
 TEST(CollabProblems, ResultsFollowFromTheText) {
   for (Split split : {Split::train, Split::test, Split::test_frames})
     for (int k = 1; k <= 9; ++k)

@@ -28,7 +28,8 @@
 # JOBS (processes reading transcripts for the report, default: every core), TRANSCRIPTS (50: the
 # problems of each configuration whose transcripts come back), MODEL (the model directory:
 # models/packs-collab), SPLIT (the problems' split: test; test-frames for new wording), ONLY (an
-# extended regex: only the configurations whose names match it, e.g. 'single|hw4-combined').
+# extended regex: only the configurations whose names match it, e.g. 'single|hw4-combined'),
+# WORDING (grammar; first: the first model's sentence frames, as docs/COLLAB.md measured).
 set -uo pipefail
 H=$(realpath "$1") OUT=$2 WORK=${3:-/tmp/collab-eval}
 if [[ $H == *.tar.xz ]]; then
@@ -37,7 +38,7 @@ if [[ $H == *.tar.xz ]]; then
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 M=$(realpath "${MODEL:-$HERE/../../models/packs-collab}")
-SPLIT=${SPLIT:-test} ONLY=${ONLY:-.*}
+SPLIT=${SPLIT:-test} ONLY=${ONLY:-.*} WORDING=${WORDING:-grammar}
 DEVICE=${DEVICE:-cuda} CONCURRENCY=${CONCURRENCY:-64} PARALLEL=${PARALLEL:-4}
 KV_TOKENS=${KV_TOKENS:-1000000} COUNT=${COUNT:-500} FIRST=${FIRST:-100} KS=${KS:-4 2 8}
 SC_TEMP=${SC_TEMP:-1.0} SECONDS_LEFT=${TIME_LIMIT:-400} JOBS=${JOBS:-$(nproc)}
@@ -111,7 +112,7 @@ run_one() {  # K NAME LIMIT FLAGS...
 pass() {  # K LIMIT: every configuration of K, PARALLEL at a time, in order
   local k=$1 limit=$2 line
   mkdir -p "$WORK/k$k"
-  "${HW[@]}" collab problems --split "$SPLIT" --k "$k" --count "$COUNT" --seed 11 \
+  "${HW[@]}" collab problems --split "$SPLIT" --wording "$WORDING" --k "$k" --count "$COUNT" --seed 11 \
     --out "$WORK/problems_k$k.jsonl"
   while IFS= read -r line; do
     [[ ${line%%|*} =~ ^($ONLY)$ ]] || continue
