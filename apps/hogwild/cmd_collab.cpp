@@ -228,11 +228,11 @@ void register_collab(CLI::App& app) {
   s->add_option("--k", sa->spec.k, "parts");
   s->add_option("-w,--workers", sa->spec.n_workers, "workers");
   s->add_option("--layout", sa->layout, "combined, interleaved or contiguous");
-  s->add_option("--seed", sa->spec.pack_seed, "pack seed")
-      ->check(in_range(RequestField::fixed_seed));
+  s->add_option("--seed", sa->spec.pack_seed, "pack seed (any 64-bit value)");
   s->add_option("--split", sa->split, "train, test or test-frames");
   s->add_option("--collab-every", sa->spec.collab_every, "tokens between checks (-1: formatting)");
   s->add_option("--careless", sa->careless, "probability of a careless claim");
+  s->add_option("--picker-seed", sa->spec.picker.seed, "seed of the careless claims");
   s->add_option("--max-context", sa->spec.max_context, "most tokens in a view");
   s->callback([sa] { show(*sa); });
 }

@@ -220,7 +220,7 @@ Oracle::Derived Oracle::derive(const SeenState& s) const {
       d.current[o] = strip_answer(st.content);
       d.at_digit[o] = ends_with(st.content, kTake);
       const std::string act = action_of(st.content);
-      d.fresh[o] = act.empty();
+      d.fresh[o] = act.size() < 2;  // no action word yet (a lone space starts every one)
       // Writing the total from its first word on (" All" is one token of the trained tokenizer),
       // a partial sum from its node's numbers on.
       d.writing[o] = {0, 0};
@@ -411,8 +411,9 @@ int Oracle::claimers_before(const SeenState& s, const Derived& d) const {
       claimers += o < me;
     } else if (d.visible[o]) {
       const std::string act = action_of(d.current[o]);
+      // (its first token " I" on: a lone space is the start of every action)
       const bool claiming =
-          ends_with(act, kTake) || (!act.empty() && starts_with(" I take part ", act));
+          ends_with(act, kTake) || (act.size() >= 2 && starts_with(" I take part ", act));
       claimers += claiming || (o < me && d.fresh[o]);
     }
   }

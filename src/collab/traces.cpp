@@ -133,10 +133,12 @@ void write_token_example(Writer& w, const Example& e, const std::string& prefix)
 /// (never expected: the oracle is exact), with its spec, stop reason, answer and history.
 void report_wrong_session(int64_t i, const TraceSpec& spec, const Trace& tr) {
   std::fprintf(stderr,
-               "wrong session %lld (k %d, %d workers, %s, check every %lld): stop %s, "
-               "answer %s, expected %lld\n%s\n",
+               "wrong session %lld (k %d, %d workers, %s, check every %lld, pack seed %llu, "
+               "careless %g, picker seed %llu): stop %s, answer %s, expected %lld\n%s\n",
                static_cast<long long>(i), spec.k, spec.n_workers, layout_name(spec.layout),
                static_cast<long long>(spec.collab_every),
+               static_cast<unsigned long long>(spec.pack_seed), spec.picker.careless,
+               static_cast<unsigned long long>(spec.picker.seed),
                std::string(stop_reason_name(tr.result.stop_reason)).c_str(),
                tr.result.answer.value_or("-").c_str(), static_cast<long long>(tr.pack.total),
                tr.result.history_text.c_str());

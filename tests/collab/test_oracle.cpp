@@ -272,6 +272,22 @@ TEST(CollabOracle, PairsAreAddedInParallel) {
             " All parts are done: 30 + 70 = 100. The total is \\boxed{100}.\n\n");
 }
 
+TEST(CollabOracle, AnActionNotYetWrittenIsNoClaim) {
+  const Pack p = pack(4);
+  Oracle o(p, fmt(), 2, Layout::combined);
+  // Bob's ledger is written and his action has only its leading space: not a claim, so Alice,
+  // at her action, takes the one free part (part 4) instead of leaving it to him.
+  const std::string h =
+      "Alice:" + result(1, 7) + "\n\nBob:" + result(2, 31) + "\n\nBob:" + result(3, 202) + "\n\n";
+  const SeenState alice =
+      o.read(0, {history(h), kHeader, step(1, "Bob: Left: 4. "), step(0, "Alice: Left: 4.")});
+  EXPECT_EQ(o.plan_action(alice).kind, StepPlan::Kind::claim);
+  // With " I" written, Bob is claiming: Alice, holding nothing else to do, stops.
+  const SeenState later =
+      o.read(0, {history(h), kHeader, step(1, "Bob: Left: 4. I"), step(0, "Alice: Left: 4.")});
+  EXPECT_EQ(o.plan_action(later).kind, StepPlan::Kind::stop);
+}
+
 TEST(CollabOracle, CheckOnACollisionSaysYesAndSwitches) {
   const Pack p = pack(4);
   Oracle o(p, fmt(), 3, Layout::interleaved);
