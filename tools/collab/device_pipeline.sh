@@ -20,14 +20,15 @@
 # output, trace statistics, tokenizer and logit goldens), eval.tar.xz (both evaluations: summary.md,
 # the eval folders without transcripts, the logs) and transcripts.tar.xz (the first transcripts of
 # every configuration).
-# Environment (defaults): TEMPLATE (tools/collab/model-template), SESSIONS (20000), SECS (270),
-# VOCAB (2048), EVAL_COUNT (150), TF_COUNT (100), DEADLINE (530).
+# Environment (defaults): TEMPLATE (tools/collab/model-template), SESSIONS (14000), SECS (270),
+# VOCAB (2048), EVAL_COUNT (150), TF_COUNT (100), DEADLINE (520); eval_device.sh's own settings
+# (DEVICE, PARALLEL, CONCURRENCY, ...) pass through.
 set -uo pipefail
 BIN=$(realpath "$1") OUT=$(realpath -m "$2")
 HERE=$(cd "$(dirname "$0")" && pwd)
-TEMPLATE=${TEMPLATE:-$HERE/model-template} SESSIONS=${SESSIONS:-20000} SECS=${SECS:-270}
+TEMPLATE=${TEMPLATE:-$HERE/model-template} SESSIONS=${SESSIONS:-14000} SECS=${SECS:-270}
 VOCAB=${VOCAB:-2048} EVAL_COUNT=${EVAL_COUNT:-150} TF_COUNT=${TF_COUNT:-100}
-DEADLINE=${DEADLINE:-530}
+DEADLINE=${DEADLINE:-520}
 START=$(date +%s)
 D=/tmp/collab-data
 rm -rf "$D" && mkdir -p "$D/small" "$OUT"

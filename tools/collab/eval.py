@@ -482,7 +482,7 @@ def pick_budgets(series, most=12):
     lo = max([0] + [i for i in range(len(budgets)) if all(c[i] == 0 for c in curves)])
     hi = min([len(budgets) - 1] + [i for i in range(len(budgets))
                                    if all(c[j] == c[-1] for c in curves for j in range(i, len(c)))])
-    inner = budgets[lo:hi + 1]
+    inner = budgets[lo:hi + 1] or budgets  # (every curve flat: e.g. all 0)
     step = max(1, -(-len(inner) // most))
     picked = inner[::step]
     if picked[-1] != budgets[-1]:
