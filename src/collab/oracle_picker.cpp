@@ -136,6 +136,7 @@ int32_t OraclePicker::pick(int w, std::vector<float>&) {
     ws.need_plan = false;
     ws.kind = plan.kind;
     ws.start = snap_[w];
+    ws.answer_yes = plan.check_answer.value_or(false);
     stats_.check_yes += plan.check_answer.value_or(false);
     // A "yes" on a real collision: another worker holds my part (not only its result is in).
     if (plan.check_answer.value_or(false)) {
@@ -233,7 +234,10 @@ void OraclePicker::record(int w, int32_t token, uint8_t flag, bool segment_end, 
     ws.segment.clear();
     return;
   }
-  const double keep = ws.kind == StepPlan::Kind::stop || ws.kind == StepPlan::Kind::end
+  const bool check_no =
+      ws.check && !ws.answer_yes && ws.kind != StepPlan::Kind::end && ws.step_tokens.size() == 1;
+  const double keep = check_no ? opt_.keep_check_no
+                      : ws.kind == StepPlan::Kind::stop || ws.kind == StepPlan::Kind::end
                           ? opt_.keep_stop
                       : step_end ? opt_.keep_step_end
                                  : opt_.keep_decision;

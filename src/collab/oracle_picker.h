@@ -49,6 +49,7 @@ struct PickerOptions {
   double keep_step_end = 1.0;  // probability of recording a segment that ends a step
   double keep_stop = 1.0;      // probability of recording a segment of a stop step (or its EOS)
   double keep_ledger = 1.0;    // probability of recording a ledger segment
+  double keep_check_no = 1.0;  // probability of recording a check's " no" (its own segment)
   uint64_t seed = 0;
 };
 
@@ -103,7 +104,7 @@ class OraclePicker : public TokenPicker, public SessionObserver {
     uint8_t flag;  // loss flag (0, 1, 2)
   };
   struct Worker {
-    bool need_plan = false, check = false;
+    bool need_plan = false, check = false, answer_yes = false;
     StepPlan::Kind kind = StepPlan::Kind::stop;
     std::deque<Piece> pieces;
     std::deque<Pending> tokens;

@@ -91,6 +91,7 @@ TraceSpec draw_spec(const Mix& mix, uint64_t seed) {
   s.picker.keep_step_end = mix.keep_step_end;
   s.picker.keep_stop = mix.keep_stop;
   s.picker.keep_ledger = mix.keep_ledger;
+  s.picker.keep_check_no = mix.keep_check_no;
   s.picker.seed = rng.next();
   return s;
 }

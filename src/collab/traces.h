@@ -72,6 +72,7 @@ struct Mix {
   double collisions = 0.35, collision_careless = 0.8;
   std::vector<int64_t> collision_every = {8, 16, 24};
   double keep_decision = 1.0, keep_step_end = 1.0, keep_stop = 0.5, keep_ledger = 1.0;
+  double keep_check_no = 0.4;  // "no" answers are most checks: fewer of them, so "yes" counts
 };
 
 struct GenerateOptions {
