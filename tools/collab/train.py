@@ -11,9 +11,10 @@ src/collab/oracle_picker.h), int64 (offset, length) per example. The loss is the
 the target tokens' cross-entropies (weight 1, or --decision-weight for flag 2).
 Curriculum (--curriculum F): for the first fraction F of the time budget the batches are drawn from
 the rows whose longest example is shortest (short packs, few workers: 30% of the rows at the start,
-growing linearly to all of them at F), then from all rows. Examples are packed into rows of --seq tokens; attention never
-crosses examples (flex_attention with a document mask) and positions restart at each example, so
-every example is trained exactly as the engine shows that view to the model. The model is our own
+growing linearly to all of them at F), then from all rows.
+Examples are packed into rows of --seq tokens; attention never crosses examples (flex_attention
+with a document mask) and positions restart at each example, so every example is trained exactly
+as the engine shows that view to the model. The model is our own
 PyTorch module with transformers' parameter names; at the end it is loaded into
 transformers.Qwen3ForCausalLM (its fp32 logits must match ours), saved with save_pretrained in bf16,
 and the golden logits of tests/collab are computed from the saved directory on the CPU in fp32.
@@ -395,7 +396,7 @@ def main():
         hs = h[:, :-1].reshape(-1, h.shape[-1])[w]
         logits = model.logits(hs).float()
         ce = F.cross_entropy(logits, x[:, 1:].reshape(-1)[w], reduction="none")
-        wt = torch.where(flags[w] == 2, args.decision_weight, 1.0)
+        wt = (flags[w] == 2).float() * (args.decision_weight - 1.0) + 1.0
         return (ce * wt).sum() / wt.sum()
 
     perm = rng.permutation(len(rows))
