@@ -85,7 +85,8 @@ python3 "$HERE/train.py" --data "$D/train" --model "$M" --out "$D/model" --secon
 cp "$D/golden_out/"* "$D/model/training_log.json" "$D/small/" 2>/dev/null
 sha256sum "$D/model/model.safetensors" | tee "$D/small/sha256.txt"
 du -sh "$D/model"
-(cd "$D" && tar cf - -C "$D" model) | split -b 15M -d - "$OUT/model.tar.part-"
+tar cf - -C "$D" model | split -b 15M -d - "$OUT/model.tar.part-"
+(cd "$D" && tar czf "$OUT/small.tgz" small)  # (again at the end, with the evaluation's summaries)
 say "model packed"
 
 # 4. evaluation on the GPU, in the time left
@@ -105,6 +106,8 @@ cp -r "$D/eval_tf" "$D/eval/test-frames" 2>/dev/null
 mv "$D/eval/test/transcripts.tar.xz" "$OUT/transcripts.tar.xz" 2>/dev/null
 rm -f "$D/eval/test-frames/transcripts.tar.xz"
 (cd "$D" && tar cJf "$OUT/eval.tar.xz" eval)
+cp "$D/eval_test/summary.md" "$D/small/summary_test.md" 2>/dev/null
+cp "$D/eval_tf/summary.md" "$D/small/summary_test_frames.md" 2>/dev/null
 (cd "$D" && tar czf "$OUT/small.tgz" small)
 say "done"
 ls -la "$OUT"
