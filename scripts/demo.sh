@@ -5,8 +5,8 @@
 # workers take different parts, their steps move into the shared history, the idle ones stop, and
 # one of them add up the results in \boxed{}.
 #
-# The problem is the first pack of the held-out set (`hogwild collab problems --split test --k 4
-# --seed 11`): no training example contains it. How often the model is right over the whole
+# The problem is the first pack of the held-out set (`hogwild collab problems --split test
+# --wording first --k 4 --seed 11`: the first model's wording): no training example contains it. How often the model is right over the whole
 # held-out set, and how many serial steps it needs with 1/2/4/8 workers: docs/COLLAB.md.
 #
 # Environment: BUILD (default build), DEMO_DIR (default build/demo), WORKERS (4), LAYOUT
@@ -29,16 +29,17 @@ MODEL=models/packs-collab
   exit 1
 }
 mkdir -p "$DEMO_DIR"
-PROBLEM=$("$HOGWILD" collab problems --split test --k 4 --seed "$SEED" --count $((INDEX + 1)) \
-  --format text | tail -n 5)
-ANSWER=$("$HOGWILD" collab problems --split test --k 4 --seed "$SEED" --count $((INDEX + 1)) |
+PROBLEM=$("$HOGWILD" collab problems --split test --wording first --k 4 --seed "$SEED" \
+  --count $((INDEX + 1)) --format text | tail -n 5)
+ANSWER=$("$HOGWILD" collab problems --split test --wording first --k 4 --seed "$SEED" \
+  --count $((INDEX + 1)) |
   tail -n 1 | sed 's/.*"answer":"\([0-9]*\)".*/\1/')
 
 cat <<EOF
 ================================================================================
 hogwild demo: $WORKERS workers, one shared KV cache, CPU backend, greedy decoding
 model:   $MODEL (19M parameters, trained for this layout; tools/collab/README.md)
-problem: held-out pack $INDEX of 'hogwild collab problems --split test --k 4 --seed $SEED'
+problem: held-out pack $INDEX of 'hogwild collab problems --split test --wording first --k 4 --seed $SEED'
 $PROBLEM
 expected answer: $ANSWER
 ================================================================================

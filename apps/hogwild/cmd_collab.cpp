@@ -1,6 +1,7 @@
 // `hogwild collab`: the data of the collaboration model (src/collab, tools/collab/README.md).
 //
 //   hogwild collab problems --split test --k 4 --count 500 --seed 1 [--out FILE] [--format text]
+//       [--wording first]
 //       held-out (or training) packs as JSONL: {"id", "split", "k", "seed", "problem", "answer",
 //       "parts": [{"text", "result", "equations"}]}
 //   hogwild collab traces -m DIR [--format FILE] [--bytes] --sessions N --seed S --threads T
@@ -73,7 +74,7 @@ ModelText load_model_text(const ModelArgs& a) {
 }
 
 struct ProblemsArgs {
-  std::string split = "test", out, format = "jsonl";
+  std::string split = "test", out, format = "jsonl", wording = "grammar";
   int k = 4;
   int64_t count = 100;
   uint64_t seed = 1;
@@ -87,12 +88,15 @@ void problems(const ProblemsArgs& a) {
     file.open(a.out);
     if (!file) fail("cannot create '{}'; check that its directory exists", a.out);
   }
+  if (a.wording != "grammar" && a.wording != "first")
+    fail("--wording must be grammar or first, got '{}'", a.wording);
   if (a.format != "jsonl" && a.format != "text")
     fail("--format must be jsonl or text, got '{}'", a.format);
   std::ostream& out = a.out.empty() ? std::cout : file;
   for (int64_t i = 0; i < a.count; ++i) {
     const uint64_t seed = a.seed * 1000003ull + static_cast<uint64_t>(i);
-    const collab::Pack p = collab::make_pack(split, a.k, seed);
+    const collab::Pack p = collab::make_pack(
+        split, a.k, seed, a.wording == "first" ? collab::Wording::first : collab::Wording::grammar);
     nlohmann::ordered_json parts = nlohmann::ordered_json::array();
     for (const auto& part : p.parts)
       parts.push_back(
@@ -125,18 +129,22 @@ void traces(TracesArgs a) {
   a.gen.split = collab::parse_split(a.split);
   const collab::GenerateSummary s = collab::generate(a.gen, m.fmt, m.tmpl.get(), *m.codec);
   const auto& st = s.stats;
+  auto ll = [](int64_t v) { return static_cast<long long>(v); };
   std::printf(
-      "sessions %lld (wrong %lld), examples %lld, tokens %lld, loss tokens %lld (%.1f%%)\n"
-      "claims %lld (careless %lld), switches %lld, checks %lld (yes %lld), stops %lld, sums "
-      "%lld\n",
-      static_cast<long long>(s.sessions), static_cast<long long>(s.wrong),
-      static_cast<long long>(s.examples), static_cast<long long>(s.tokens),
-      static_cast<long long>(s.loss_tokens),
+      "sessions %lld (wrong %lld, over the context %lld), examples %lld, tokens %lld, loss tokens "
+      "%lld (%.1f%%), "
+      "weighted %lld (%.1f%% of the loss tokens)\n"
+      "claims %lld (careless %lld), switches %lld, checks %lld (yes %lld, on a collision %lld), "
+      "ledgers %lld, stops %lld, partial sums %lld, totals %lld\n",
+      ll(s.sessions), ll(s.wrong), ll(s.over_context), ll(s.examples), ll(s.tokens),
+      ll(s.loss_tokens),
       s.tokens ? 100.0 * static_cast<double>(s.loss_tokens) / static_cast<double>(s.tokens) : 0.0,
-      static_cast<long long>(st.claims), static_cast<long long>(st.careless_claims),
-      static_cast<long long>(st.switches), static_cast<long long>(st.checks),
-      static_cast<long long>(st.check_yes), static_cast<long long>(st.stops),
-      static_cast<long long>(st.sums));
+      ll(s.weighted_tokens),
+      s.loss_tokens
+          ? 100.0 * static_cast<double>(s.weighted_tokens) / static_cast<double>(s.loss_tokens)
+          : 0.0,
+      ll(st.claims), ll(st.careless_claims), ll(st.switches), ll(st.checks), ll(st.check_yes),
+      ll(st.collisions_yes), ll(st.ledgers), ll(st.stops), ll(st.nodes), ll(st.sums));
   if (s.wrong > 0)
     fail("{} scripted sessions did not end with the right total; this is a bug of the oracle",
          s.wrong);
@@ -188,6 +196,8 @@ void register_collab(CLI::App& app) {
       ->check(in_range(RequestField::fixed_seed));
   p->add_option("--out", pa->out, "output file (default: stdout)");
   p->add_option("--format", pa->format, "jsonl (default) or text (the problem texts only)");
+  p->add_option("--wording", pa->wording,
+                "grammar (default: the sentence grammar) or first (the first model's six frames)");
   p->callback([pa] { problems(*pa); });
 
   auto ta = std::make_shared<TracesArgs>();
@@ -204,6 +214,9 @@ void register_collab(CLI::App& app) {
   t->add_option("--keep-stop", ta->gen.mix.keep_stop,
                 "probability of keeping a segment of a stop step");
   t->add_option("--careless", ta->gen.mix.careless, "probability of a careless claim");
+  t->add_option("--collisions", ta->gen.mix.collisions,
+                "share of the team sessions made for the check (careless claims, frequent checks)");
+  t->add_option("--k-min", ta->gen.mix.k_min, "fewest parts per pack");
   t->add_option("--k-max", ta->gen.mix.k_max, "most parts per pack");
   t->add_option("--max-context", ta->gen.max_context, "most tokens in a view");
   t->add_option("--split", ta->split, "train (default) or test (held-out: never for training)");
@@ -215,11 +228,11 @@ void register_collab(CLI::App& app) {
   s->add_option("--k", sa->spec.k, "parts");
   s->add_option("-w,--workers", sa->spec.n_workers, "workers");
   s->add_option("--layout", sa->layout, "combined, interleaved or contiguous");
-  s->add_option("--seed", sa->spec.pack_seed, "pack seed")
-      ->check(in_range(RequestField::fixed_seed));
+  s->add_option("--seed", sa->spec.pack_seed, "pack seed (any 64-bit value)");
   s->add_option("--split", sa->split, "train, test or test-frames");
   s->add_option("--collab-every", sa->spec.collab_every, "tokens between checks (-1: formatting)");
   s->add_option("--careless", sa->careless, "probability of a careless claim");
+  s->add_option("--picker-seed", sa->spec.picker.seed, "seed of the careless claims");
   s->add_option("--max-context", sa->spec.max_context, "most tokens in a view");
   s->callback([sa] { show(*sa); });
 }

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <set>
 
 #include "core/error.h"
 
@@ -14,6 +16,7 @@ constexpr std::string_view kTake = "take part ";
 constexpr std::string_view kLeave = "leave it";
 constexpr std::string_view kSumOpen = " All parts are done";
 constexpr std::string_view kStop = " Nothing is free, so I stop.";
+constexpr std::string_view kLedger = " Left:";
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool ends_with(std::string_view s, std::string_view p) {
@@ -49,6 +52,40 @@ std::pair<int, int64_t> result_in(const std::string& content) {
   auto v = digits_at(content, n->second + 3);
   if (!v || v->second + 1 != content.size() || content[v->second] != '.') return {0, 0};
   return {static_cast<int>(std::min<int64_t>(n->first, 1000)), v->first};
+}
+
+std::tuple<int, int, int64_t> sum_in(const std::string& c) {
+  const std::tuple<int, int, int64_t> none{0, 0, 0};
+  const size_t p = c.rfind(" Sum ");
+  if (p == std::string::npos) return none;
+  auto a = digits_at(c, p + 5);
+  if (!a || c.compare(a->second, 1, "-") != 0) return none;
+  auto b = digits_at(c, a->second + 1);
+  if (!b || c.compare(b->second, 1, ":") != 0) return none;
+  const size_t e = c.rfind(" = ");
+  if (e == std::string::npos || e < b->second) return none;
+  auto v = digits_at(c, e + 3);
+  if (!v || v->second + 1 != c.size() || c[v->second] != '.') return none;
+  return {static_cast<int>(std::min<int64_t>(a->first, 1000)),
+          static_cast<int>(std::min<int64_t>(b->first, 1000)), v->first};
+}
+
+int tree_split(int a, int b) {
+  const int n = b - a + 1;
+  int left = 1;
+  while (left * 2 < n) left *= 2;
+  return a + left - 1;
+}
+
+std::string action_of(const std::string& content) {
+  const std::string c = strip_answer(content);
+  if (!starts_with(c, kLedger)) {
+    if (starts_with(kLedger, c)) return "";  // the ledger's first bytes (or nothing yet)
+    return c;
+  }
+  const size_t end = c.find('.', kLedger.size());
+  if (end == std::string::npos) return "";
+  return c.substr(end + 1);
 }
 
 std::string strip_answer(const std::string& content) {
@@ -120,26 +157,44 @@ SeenState Oracle::read(int me, const std::vector<ViewText>& view) const {
 }
 
 struct Oracle::Derived {
-  std::vector<int> held;             // (n_workers) part held, 0 = none
-  std::vector<bool> visible;         // an unfinished step of the worker is in the view
-  std::vector<bool> at_digit;        // its unfinished step ends with "take part "
-  std::vector<bool> fresh;           // its unfinished step has no content yet (but a check answer)
-  std::vector<bool> summing;         // its unfinished step writes the sum
+  std::vector<int> held;       // (n_workers) part held, 0 = none
+  std::vector<bool> visible;   // an unfinished step of the worker is in the view
+  std::vector<bool> at_digit;  // its unfinished step ends with "take part "
+  std::vector<bool> fresh;     // its unfinished step has no content yet (but a check answer)
+  std::vector<std::pair<int, int>> writing;  // the node its unfinished step adds ({0, 0}: none)
   std::vector<bool> stopped;         // its last finished step is a stop step, nothing written since
   std::vector<std::string> current;  // its unfinished step's content, check answer removed
   std::vector<std::optional<int64_t>> result;  // (K)
   std::vector<int> result_writer;              // (K)
+  std::vector<int> result_pos;                 // (K) index of the step in the view
+  struct Sum {
+    int64_t value;
+    int writer, pos;
+  };
+  std::map<std::pair<int, int>, Sum> sums;  // partial sums in finished steps, the first of each
+  std::vector<bool> mine;                   // (K) I wrote a result of the part (any copy)
+  std::set<std::pair<int, int>> my_sums;    // nodes I added (any copy)
 };
 
 Oracle::Derived Oracle::derive(const SeenState& s) const {
   const int n = n_workers_;
   const int k = static_cast<int>(pack_.parts.size());
-  Derived d{std::vector<int>(n, 0),      std::vector<bool>(n, false),
-            std::vector<bool>(n, false), std::vector<bool>(n, false),
-            std::vector<bool>(n, false), std::vector<bool>(n, false),
-            std::vector<std::string>(n), std::vector<std::optional<int64_t>>(k),
-            std::vector<int>(k, -1)};
-  for (const SeenStep& st : s.steps) {
+  Derived d{std::vector<int>(n, 0),
+            std::vector<bool>(n, false),
+            std::vector<bool>(n, false),
+            std::vector<bool>(n, false),
+            std::vector<std::pair<int, int>>(n, {0, 0}),
+            std::vector<bool>(n, false),
+            std::vector<std::string>(n),
+            std::vector<std::optional<int64_t>>(k),
+            std::vector<int>(k, -1),
+            std::vector<int>(k, -1),
+            {},
+            std::vector<bool>(k, false),
+            {}};
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const SeenStep& st = s.steps[i];
+    const int pos = static_cast<int>(i);
     const int o = st.writer;
     const int c = claimed_in(st.content);
     if (c > 0) d.held[o] = c;
@@ -147,20 +202,37 @@ Oracle::Derived Oracle::derive(const SeenState& s) const {
     if (st.finished) {
       auto [part, value] = result_in(st.content);
       if (part >= 1 && part <= k) {
-        if (!d.result[part - 1]) d.result[part - 1] = value, d.result_writer[part - 1] = o;
+        if (!d.result[part - 1])
+          d.result[part - 1] = value, d.result_writer[part - 1] = o, d.result_pos[part - 1] = pos;
         if (d.held[o] == part) d.held[o] = 0;
+        if (o == s.me) d.mine[part - 1] = true;
+      }
+      auto [a, b, v] = sum_in(st.content);
+      if (a >= 1 && a < b && b <= k) {
+        if (!d.sums.count({a, b})) d.sums[{a, b}] = {v, o, pos};
+        if (o == s.me) d.my_sums.insert({a, b});
       }
       d.visible[o] = false;
-      d.stopped[o] = strip_answer(st.content) == kStop;
+      d.writing[o] = {0, 0};
+      d.stopped[o] = ends_with(st.content, kStop);
     } else {
       d.visible[o] = true;
       d.current[o] = strip_answer(st.content);
       d.at_digit[o] = ends_with(st.content, kTake);
-      d.fresh[o] = d.current[o].empty();
-      // Writing the sum from its first word on (" All" is one token of the trained tokenizer).
-      const std::string& c = d.current[o];
-      d.summing[o] = starts_with(c, kSumOpen) || (c.size() >= 4 && starts_with(kSumOpen, c));
-      if (!c.empty()) d.stopped[o] = false;
+      const std::string act = action_of(st.content);
+      d.fresh[o] = act.size() < 2;  // no action word yet (a lone space starts every one)
+      // Writing the total from its first word on (" All" is one token of the trained tokenizer),
+      // a partial sum from its node's numbers on.
+      d.writing[o] = {0, 0};
+      if (starts_with(act, " All") || (act.size() >= 2 && starts_with(kSumOpen, act)))
+        d.writing[o] = {1, k};
+      if (starts_with(act, " Sum ")) {
+        auto a = digits_at(act, 5);
+        auto b =
+            a && act.compare(a->second, 1, "-") == 0 ? digits_at(act, a->second + 1) : std::nullopt;
+        d.writing[o] = {a ? static_cast<int>(a->first) : -1, b ? static_cast<int>(b->first) : -1};
+      }
+      if (!d.current[o].empty()) d.stopped[o] = false;
     }
   }
   return d;
@@ -225,23 +297,107 @@ bool Oracle::contested(const SeenState& s) const {
   return false;
 }
 
-std::string Oracle::sum_text(const std::vector<std::optional<int64_t>>& r) const {
-  std::string s = " All parts are done:";
-  for (size_t i = 0; i < r.size(); ++i) s += fmt::format("{} {}", i ? "," : "", *r[i]);
-  s += ".";
-  int64_t total = *r[0];
-  for (size_t i = 1; i < r.size(); ++i) {
-    s += fmt::format(" {} + {} = {}.", total, *r[i], total + *r[i]);
-    total += *r[i];
+std::optional<int64_t> Oracle::node_value(const Derived& d, int a, int b, int* writer,
+                                          int* pos) const {
+  if (a == b) {
+    *writer = d.result_writer[a - 1], *pos = d.result_pos[a - 1];
+    return d.result[a - 1];
   }
-  s += fmt::format(" The total is \\boxed{{{}}}.", total);
-  return s;
+  auto it = d.sums.find({a, b});
+  if (it == d.sums.end()) return std::nullopt;
+  *writer = it->second.writer, *pos = it->second.pos;
+  return it->second.value;
 }
+
+std::pair<int, int> Oracle::my_node(const SeenState& s, const Derived& d) const {
+  const int k = static_cast<int>(pack_.parts.size());
+  if (k == 1)
+    return d.result[0] && d.result_writer[0] == s.me ? std::make_pair(1, 1) : std::make_pair(0, 0);
+  // Internal nodes, smallest first (then left to right): pairs before pairs of pairs.
+  std::vector<std::pair<int, int>> nodes;
+  auto walk = [&](auto&& self, int a, int b) -> void {
+    if (a == b) return;
+    const int m = tree_split(a, b);
+    self(self, a, m);
+    self(self, m + 1, b);
+    nodes.push_back({a, b});
+  };
+  walk(walk, 1, k);
+  std::stable_sort(nodes.begin(), nodes.end(),
+                   [](auto& x, auto& y) { return x.second - x.first < y.second - y.first; });
+  for (auto [a, b] : nodes) {
+    if (d.sums.count({a, b})) continue;
+    const int m = tree_split(a, b);
+    int wl = -1, pl = -1, wr = -1, pr = -1;
+    if (!node_value(d, a, m, &wl, &pl) || !node_value(d, m + 1, b, &wr, &pr)) continue;
+    // Contiguous: the first copy of a value depends on the view's order of the outputs, so any
+    // copy of mine counts.
+    auto wrote = [&](int x, int y) { return x == y ? d.mine[x - 1] : d.my_sums.count({x, y}) > 0; };
+    if (layout_ == Layout::contiguous ? !wrote(a, m) && !wrote(m + 1, b) : wl != s.me && wr != s.me)
+      continue;
+    bool other = false;
+    for (int o = 0; o < n_workers_ && !other; ++o)
+      other = o != s.me && d.writing[o] == std::make_pair(a, b);
+    if (other) continue;
+    if (layout_ != Layout::contiguous && (pl > pr ? wl : wr) != s.me) continue;
+    return {a, b};
+  }
+  return {0, 0};
+}
+
+std::pair<int, int> Oracle::my_node(const SeenState& s) const { return my_node(s, derive(s)); }
+
+std::string Oracle::node_text(const Derived& d, int a, int b) const {
+  const int k = static_cast<int>(pack_.parts.size());
+  int w = 0, p = 0;
+  if (a == b) {  // one part: its result is the total
+    const int64_t v = *node_value(d, a, b, &w, &p);
+    return fmt::format("{}: {}. The total is \\boxed{{{}}}.", kSumOpen, v, v);
+  }
+  const int m = tree_split(a, b);
+  const int64_t x = *node_value(d, a, m, &w, &p), y = *node_value(d, m + 1, b, &w, &p);
+  if (a == 1 && b == k)
+    return fmt::format("{}: {} + {} = {}. The total is \\boxed{{{}}}.", kSumOpen, x, y, x + y,
+                       x + y);
+  return fmt::format(" Sum {}-{}: {} + {} = {}.", a, b, x, y, x + y);
+}
+
+std::string Oracle::ledger(const SeenState& s, const Derived& d) const {
+  // Parts without a result: (part, holder or -1); runs of 3+ free parts are written "3-8".
+  std::vector<std::pair<int, int>> left;
+  for (int p = 1; p <= static_cast<int>(pack_.parts.size()); ++p) {
+    if (d.result[p - 1]) continue;
+    int holder = -1;
+    for (int o = 0; o < n_workers_ && holder < 0; ++o)
+      if (o != s.me && d.held[o] == p) holder = o;
+    left.push_back({p, holder});
+  }
+  std::string out(kLedger);
+  for (size_t i = 0; i < left.size();) {
+    out += i ? ", " : " ";
+    size_t j = i;
+    while (j + 1 < left.size() && left[j + 1].first == left[j].first + 1 && left[i].second < 0 &&
+           left[j + 1].second < 0)
+      ++j;
+    if (left[i].second < 0 && j >= i + 2) {
+      out += fmt::format("{}-{}", left[i].first, left[j].first);
+      i = j + 1;
+      continue;
+    }
+    out += std::to_string(left[i].first);
+    if (left[i].second >= 0) out += " (" + fmt_.worker_name(left[i].second) + ")";
+    ++i;
+  }
+  return out + (left.empty() ? " none." : ".");
+}
+
+std::string Oracle::ledger(const SeenState& s) const { return ledger(s, derive(s)); }
 
 // The pieces of a claim: `opening` (ending "take part "), the hole for the part's number, then
 // "." and the step separator.
-static void add_claim_pieces(StepPlan& plan, std::string opening, const std::string& sep) {
-  plan.pieces.push_back({std::move(opening), true});
+static void add_claim_pieces(StepPlan& plan, std::string opening, const std::string& sep,
+                             bool action = false) {
+  plan.pieces.push_back({std::move(opening), true, false, false, action});
   plan.pieces.push_back({"", true});
   plan.pieces.push_back({"." + sep, false});
 }
@@ -254,8 +410,10 @@ int Oracle::claimers_before(const SeenState& s, const Derived& d) const {
     if (!sees_current(layout_)) {
       claimers += o < me;
     } else if (d.visible[o]) {
-      const std::string& c = d.current[o];
-      const bool claiming = ends_with(c, kTake) || (!c.empty() && starts_with(" I take part ", c));
+      const std::string act = action_of(d.current[o]);
+      // (its first token " I" on: a lone space is the start of every action)
+      const bool claiming =
+          ends_with(act, kTake) || (act.size() >= 2 && starts_with(" I take part ", act));
       claimers += claiming || (o < me && d.fresh[o]);
     }
   }
@@ -298,21 +456,30 @@ void Oracle::plan_held(const SeenState& s, const Derived& d, bool check, bool ca
   }
 }
 
-bool Oracle::other_sums(const SeenState& s, const Derived& d) const {
-  const int me = s.me;
-  bool someone = false;
-  for (int o = 0; o < n_workers_ && !someone; ++o) {
-    if (o == me) continue;
-    if (d.summing[o]) someone = true;
-    if (o < me && d.held[o] == 0 && !d.stopped[o])
-      someone = !sees_current(layout_) || (d.visible[o] && d.fresh[o]);
+StepPlan Oracle::plan_action(const SeenState& s) const {
+  const Derived d = derive(s);
+  const std::string& sep = fmt_.step_separator;
+  StepPlan plan;
+  const auto [a, b] = my_node(s, d);
+  if (a > 0) {
+    const bool total = a == 1 && b == static_cast<int>(pack_.parts.size());
+    plan.kind = total ? StepPlan::Kind::sum : StepPlan::Kind::node;
+    plan.pieces.push_back({node_text(d, a, b) + sep, true, false, false, true});
+    return plan;
   }
-  return someone;
+  // A free part is left for me when fewer workers claim before my digit than there are free parts.
+  if (claimers_before(s, d) < static_cast<int>(free_parts(s, d).size())) {
+    plan.kind = StepPlan::Kind::claim;
+    add_claim_pieces(plan, " I take part ", sep, true);
+    return plan;
+  }
+  plan.kind = StepPlan::Kind::stop;
+  plan.pieces.push_back({std::string(kStop) + sep, true, false, false, true});
+  return plan;
 }
 
 StepPlan Oracle::plan_step(const SeenState& s, bool check) const {
   const Derived d = derive(s);
-  const std::string& sep = fmt_.step_separator;
   const int me = s.me;
   const int my = d.held[me];
   const int k = static_cast<int>(pack_.parts.size());
@@ -321,33 +488,21 @@ StepPlan Oracle::plan_step(const SeenState& s, bool check) const {
     plan.check_answer = check_truth(s);
     plan.pieces.push_back({*plan.check_answer ? " yes." : " no.", true});
   }
-  const std::vector<int> f = free_parts(s, d);
-  // A free part is left for me when fewer workers claim before my digit than there are free parts.
-  const bool part_left = claimers_before(s, d) < static_cast<int>(f.size());
   if (my > 0 && my <= k) {
+    const bool part_left = claimers_before(s, d) < static_cast<int>(free_parts(s, d).size());
     plan_held(s, d, check, part_left, plan);
     return plan;
   }
-  const bool all_done = std::all_of(d.result.begin(), d.result.end(), [](auto& r) { return r; });
-  if (all_done) {
-    if (!other_sums(s, d)) {
-      plan.kind = StepPlan::Kind::sum;
-      plan.pieces.push_back({sum_text(d.result) + sep, true});
-      return plan;
-    }
-  } else if (part_left) {
-    plan.kind = StepPlan::Kind::claim;
-    add_claim_pieces(plan, " I take part ", sep);
-    return plan;
-  }
-  if (d.stopped[me]) {  // said so in my last step: leave the run
+  if (d.stopped[me] && my_node(s, d).first == 0) {  // said so in my last step: leave the run
     plan.kind = StepPlan::Kind::end;
     plan.check_answer.reset();
     plan.pieces.assign(1, Piece{"", true, true});
     return plan;
   }
-  plan.kind = StepPlan::Kind::stop;
-  plan.pieces.push_back({std::string(kStop) + sep, true});
+  plan.pieces.push_back({ledger(s, d), false, false, true});
+  StepPlan act = plan_action(s);
+  plan.kind = act.kind;
+  plan.pieces.insert(plan.pieces.end(), act.pieces.begin(), act.pieces.end());
   return plan;
 }
 

@@ -36,7 +36,15 @@ void OraclePicker::on_step_start(int w, int, const std::string&, bool check) {
   ws.pieces.clear();
   ws.tokens.clear();
   ws.segment.clear();
+  ws.step_tokens.clear();
   stats_.checks += check;
+}
+
+void OraclePicker::count(StepPlan::Kind kind) {
+  stats_.switches += kind == StepPlan::Kind::switch_part || kind == StepPlan::Kind::leave;
+  stats_.stops += kind == StepPlan::Kind::stop;
+  stats_.sums += kind == StepPlan::Kind::sum;
+  stats_.nodes += kind == StepPlan::Kind::node;
 }
 
 void OraclePicker::on_forward(const ForwardRecord& r) {
@@ -127,11 +135,21 @@ int32_t OraclePicker::pick(int w, std::vector<float>&) {
     ws.pieces.assign(plan.pieces.begin(), plan.pieces.end());
     ws.need_plan = false;
     ws.kind = plan.kind;
+    ws.start = snap_[w];
+    ws.answer_yes = plan.check_answer.value_or(false);
     stats_.check_yes += plan.check_answer.value_or(false);
-    stats_.switches +=
-        plan.kind == StepPlan::Kind::switch_part || plan.kind == StepPlan::Kind::leave;
-    stats_.stops += plan.kind == StepPlan::Kind::stop;
-    stats_.sums += plan.kind == StepPlan::Kind::sum;
+    // A "yes" on a real collision: another worker holds my part (not only its result is in).
+    if (plan.check_answer.value_or(false)) {
+      const int my = oracle_.held_part(seen, w);
+      bool other = false;
+      for (int o = 0; o < n_workers_ && !other; ++o)
+        other = o != w && oracle_.held_part(seen, o) == my;
+      stats_.collisions_yes += other;
+    }
+    const bool ledger = std::any_of(plan.pieces.begin(), plan.pieces.end(),
+                                    [](const Piece& p) { return p.ledger; });
+    stats_.ledgers += ledger;
+    if (!ledger) count(plan.kind);
   }
   while (ws.tokens.empty()) {
     if (ws.pieces.empty())
@@ -140,12 +158,19 @@ int32_t OraclePicker::pick(int w, std::vector<float>&) {
           "separator of the formatting must end every planned step",
           w);
     Piece pc = ws.pieces.front();
+    if (pc.action) {  // the idle worker's action: chosen on the view now
+      const StepPlan act = oracle_.plan_action(oracle_.read(w, view_text(w)));
+      ws.pieces.assign(act.pieces.begin(), act.pieces.end());
+      ws.kind = act.kind;
+      count(act.kind);
+      pc = ws.pieces.front();
+    }
     ws.pieces.pop_front();
     bool trainable = true;
     if (pc.eos) {
       const std::vector<int32_t> eos = codec_.eos_ids();
       if (eos.empty()) fail("the codec has no EOS token; the scripted workers stop with it");
-      ws.tokens.push_back({eos[0], pc.decision, true});
+      ws.tokens.push_back({eos[0], pc.decision, true, false, uint8_t{2}});
       continue;
     }
     if (pc.text.empty()) {  // the claim hole
@@ -157,22 +182,40 @@ int32_t OraclePicker::pick(int w, std::vector<float>&) {
       stats_.careless_claims += careless;
     }
     const std::vector<int32_t> ids = codec_.encode(pc.text);
-    for (size_t i = 0; i < ids.size(); ++i)
-      ws.tokens.push_back({ids[i], pc.decision && i == 0, trainable});
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const bool decision = pc.decision && i == 0;
+      const uint8_t flag = !trainable ? 0 : decision || pc.ledger ? 2 : 1;
+      ws.tokens.push_back({ids[i], decision, trainable, pc.ledger && i + 1 == ids.size(), flag});
+    }
   }
   const Pending t = ws.tokens.front();
   ws.tokens.pop_front();
   const bool step_end = ws.tokens.empty() && ws.pieces.empty();
-  ws.unfed.push_back(t.trainable);
+  ws.unfed.push_back(t.flag);
+  ws.step_tokens.push_back(t.token);
   stats_.decisions += t.decision;
-  record(w, t.token, t.trainable, t.decision || step_end);
+  record(w, t.token, t.flag, t.decision || step_end, t.ledger_end);
   return t.token;
 }
 
-void OraclePicker::record(int w, int32_t token, bool trainable, bool segment_end) {
+void OraclePicker::record(int w, int32_t token, uint8_t flag, bool segment_end, bool ledger_end) {
   Worker& ws = workers_[w];
-  ws.segment.push_back(trainable);
-  if (!segment_end) return;
+  ws.segment.push_back(flag);
+  if (ledger_end && !opt_.whole) {
+    // The ledger's segment on the view at the step's start, followed by the step's tokens.
+    if (opt_.keep_ledger >= 1.0 || rng_.chance(opt_.keep_ledger)) {
+      const Snapshot& s0 = ws.start;
+      Example e{s0.ids, std::vector<uint8_t>(s0.ids.size() + ws.step_tokens.size(), 0), w};
+      e.tokens.insert(e.tokens.end(), ws.step_tokens.begin(), ws.step_tokens.end());
+      const size_t n = ws.segment.size();
+      HOGWILD_CHECK(n <= ws.step_tokens.size());
+      std::copy(ws.segment.begin(), ws.segment.end(), e.loss.end() - n);
+      examples_.push_back(std::move(e));
+    }
+    ws.segment.clear();
+    return;
+  }
+  if (!segment_end && !ledger_end) return;
   const Snapshot& s = snap_[w];
   const bool step_end = ws.tokens.empty() && ws.pieces.empty();
   const bool last = !s.blocks.empty() && s.blocks.back().writer == w;
@@ -182,7 +225,7 @@ void OraclePicker::record(int w, int32_t token, bool trainable, bool segment_end
     if (step_end) {
       Example e{s.ids, s.loss, w};
       e.tokens.push_back(token);
-      e.loss.push_back(trainable);
+      e.loss.push_back(flag);
       if (examples_.empty())
         examples_.push_back(std::move(e));
       else
@@ -191,7 +234,10 @@ void OraclePicker::record(int w, int32_t token, bool trainable, bool segment_end
     ws.segment.clear();
     return;
   }
-  const double keep = ws.kind == StepPlan::Kind::stop || ws.kind == StepPlan::Kind::end
+  const bool check_no =
+      ws.check && !ws.answer_yes && ws.kind != StepPlan::Kind::end && ws.step_tokens.size() == 1;
+  const double keep = check_no ? opt_.keep_check_no
+                      : ws.kind == StepPlan::Kind::stop || ws.kind == StepPlan::Kind::end
                           ? opt_.keep_stop
                       : step_end ? opt_.keep_step_end
                                  : opt_.keep_decision;

@@ -12,7 +12,14 @@
 //             view at its last token, loss on the segment's tokens. Tokens chosen from others'
 //             state are thus trained on exactly the view they were chosen from.
 //   whole     (one worker) the whole run as one example, loss on every generated token.
-// Careless claims (the policy's deliberate collisions) are written but carry no loss.
+//   ledger    the ledger of an idle worker's step (oracle.h) is computed from the view at the
+//   step's
+//             start; its tokens form one segment trained on that view followed by the step's own
+//             tokens, so the ledger always follows from the view it is trained on (the action
+//             after it is chosen, and trained, on the view when it is reached).
+// Loss flags: 0 none, 1 a token to train, 2 a token to train with more weight (decision tokens
+// and the ledger: train.py --decision-weight). Careless claims (the policy's deliberate
+// collisions) are written but carry no loss.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +34,8 @@
 
 namespace hogwild::collab {
 
-/// One training example: token ids and a 0/1 loss flag per position (flag i: predict token i).
+/// One training example: token ids and a loss flag per position (flag i: predict token i; 0 none,
+/// 1 train, 2 train with the decision weight).
 struct Example {
   std::vector<int32_t> tokens;
   std::vector<uint8_t> loss;
@@ -40,17 +48,20 @@ struct PickerOptions {
   double keep_decision = 1.0;  // probability of recording a segment that ends at a decision
   double keep_step_end = 1.0;  // probability of recording a segment that ends a step
   double keep_stop = 1.0;      // probability of recording a segment of a stop step (or its EOS)
+  double keep_ledger = 1.0;    // probability of recording a ledger segment
+  double keep_check_no = 1.0;  // probability of recording a check's " no" (its own segment)
   uint64_t seed = 0;
 };
 
 /// Counts of what the scripted workers did (for the generator's summary and tests).
 struct PickerStats {
   int64_t claims = 0, careless_claims = 0, switches = 0, checks = 0, check_yes = 0, stops = 0,
-          sums = 0, decisions = 0;
+          sums = 0, decisions = 0, nodes = 0, ledgers = 0, collisions_yes = 0;
   PickerStats& operator+=(const PickerStats& o) {
     claims += o.claims, careless_claims += o.careless_claims, switches += o.switches;
     checks += o.checks, check_yes += o.check_yes, stops += o.stops, sums += o.sums;
-    decisions += o.decisions;
+    decisions += o.decisions, nodes += o.nodes, ledgers += o.ledgers;
+    collisions_yes += o.collisions_yes;
     return *this;
   }
 };
@@ -89,18 +100,22 @@ class OraclePicker : public TokenPicker, public SessionObserver {
   };
   struct Pending {
     int32_t token;
-    bool decision, trainable;
+    bool decision, trainable, ledger_end;
+    uint8_t flag;  // loss flag (0, 1, 2)
   };
   struct Worker {
-    bool need_plan = false, check = false;
+    bool need_plan = false, check = false, answer_yes = false;
     StepPlan::Kind kind = StepPlan::Kind::stop;
     std::deque<Piece> pieces;
     std::deque<Pending> tokens;
-    std::vector<uint8_t> segment;  // trainable flags of the segment's tokens so far
-    std::deque<uint8_t> unfed;     // trainable flags of tokens picked, not yet fed
+    std::vector<uint8_t> segment;      // loss flags of the segment's tokens so far
+    std::deque<uint8_t> unfed;         // loss flags of tokens picked, not yet fed
+    Snapshot start;                    // the view at the step's first token
+    std::vector<int32_t> step_tokens;  // tokens picked in this step so far
   };
 
-  void record(int w, int32_t token, bool trainable, bool decision_end);
+  void count(StepPlan::Kind kind);
+  void record(int w, int32_t token, uint8_t flag, bool decision_end, bool ledger_end);
 
   const Oracle& oracle_;
   const TextCodec& codec_;

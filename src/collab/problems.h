@@ -7,12 +7,15 @@
 // additions and subtractions of 2..99, at most one multiplication per part, by 2..9, of a value
 // <= 99; every intermediate value is in 0..9999.
 //
+// The stories come from a sentence grammar (problems.cpp: start sentences, operations, connectors,
+// questions, names, places, objects, small numbers as words) with a held-out part.
 // Held-out problems, two splits:
-//   test         the training sentence frames, a separate seed space: no training example
-//                contains these packs (the figures of docs/COLLAB.md);
-//   test-frames  sentence frames the train split never uses (the operation cue words "more",
-//                "away", "times" are shared, so the task is the same), also in their own seed
-//                space: generalisation to new wording.
+//   test         the training part of the grammar, a separate seed space: no training example
+//                contains these packs;
+//   test-frames  every story starts and asks with held-out sentences, the rest half held-out (the
+//                operation cue words "more", "away", "times as many" are shared, so the task is the
+//                same), also in their own seed space: generalisation to new wording.
+// Wording::first gives the first model's six frames (the figures of docs/COLLAB.md).
 #pragma once
 
 #include <cstdint>
@@ -51,9 +54,13 @@ struct Pack {
   std::string text;  // "Part 1: ...\nPart 2: ...\nWhat is the sum of the answers to all parts?"
 };
 
+/// The wording of the stories: the sentence grammar (default), or the six frames of the first model
+/// (models/packs-collab was trained and measured on them; its tests use them).
+enum class Wording { grammar, first };
+
 /// The pack for (split, k, seed): deterministic on every platform (own integer RNG, no
 /// <random> distributions). Throws hogwild::Error unless 1 <= k <= 9.
-Pack make_pack(Split split, int k, uint64_t seed);
+Pack make_pack(Split split, int k, uint64_t seed, Wording wording = Wording::grammar);
 
 /// The last line of every pack's text.
 inline constexpr std::string_view kPackQuestion = "What is the sum of the answers to all parts?";

@@ -83,9 +83,15 @@ TraceSpec draw_spec(const Mix& mix, uint64_t seed) {
   s.collab_every = mix.collab_every[rng.uniform(0, mix.collab_every.size() - 1)];
   s.picker.whole = s.n_workers == 1;
   s.picker.careless = mix.careless;
+  if (s.n_workers > 1 && rng.chance(mix.collisions)) {
+    s.picker.careless = mix.collision_careless;
+    s.collab_every = mix.collision_every[rng.uniform(0, mix.collision_every.size() - 1)];
+  }
   s.picker.keep_decision = mix.keep_decision;
   s.picker.keep_step_end = mix.keep_step_end;
   s.picker.keep_stop = mix.keep_stop;
+  s.picker.keep_ledger = mix.keep_ledger;
+  s.picker.keep_check_no = mix.keep_check_no;
   s.picker.seed = rng.next();
   return s;
 }
@@ -128,10 +134,12 @@ void write_token_example(Writer& w, const Example& e, const std::string& prefix)
 /// (never expected: the oracle is exact), with its spec, stop reason, answer and history.
 void report_wrong_session(int64_t i, const TraceSpec& spec, const Trace& tr) {
   std::fprintf(stderr,
-               "wrong session %lld (k %d, %d workers, %s, check every %lld): stop %s, "
-               "answer %s, expected %lld\n%s\n",
+               "wrong session %lld (k %d, %d workers, %s, check every %lld, pack seed %llu, "
+               "careless %g, picker seed %llu): stop %s, answer %s, expected %lld\n%s\n",
                static_cast<long long>(i), spec.k, spec.n_workers, layout_name(spec.layout),
                static_cast<long long>(spec.collab_every),
+               static_cast<unsigned long long>(spec.pack_seed), spec.picker.careless,
+               static_cast<unsigned long long>(spec.picker.seed),
                std::string(stop_reason_name(tr.result.stop_reason)).c_str(),
                tr.result.answer.value_or("-").c_str(), static_cast<long long>(tr.pack.total),
                tr.result.history_text.c_str());
@@ -156,6 +164,7 @@ static void check_generate_options(const GenerateOptions& opt, const TextCodec& 
   check_probability("--careless", opt.mix.careless);
   check_probability("--keep-decision", opt.mix.keep_decision);
   check_probability("--keep-stop", opt.mix.keep_stop);
+  check_probability("--collisions", opt.mix.collisions);
   if (opt.format != "tokens" && opt.format != "text")
     fail("unknown output format '{}'; use tokens or text", opt.format);
   if (opt.format == "tokens" && codec.vocab_size() > 65536)
@@ -190,6 +199,10 @@ GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
         spec.split = opt.split;
         Trace tr = run_trace(spec, fmt, tmpl, codec);
         sum.sessions += 1;
+        if (!tr.correct && tr.result.stop_reason == StopReason::max_context) {
+          sum.over_context += 1;  // a view outgrew --max-context: left out, not an error
+          continue;
+        }
         if (!tr.correct) {  // never expected: the oracle is exact; such runs are left out
           if (sum.wrong++ == 0) report_wrong_session(i, spec, tr);
           continue;
@@ -198,7 +211,7 @@ GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
         for (const Example& e : tr.examples) {
           sum.examples += 1;
           sum.tokens += static_cast<int64_t>(e.tokens.size());
-          for (uint8_t l : e.loss) sum.loss_tokens += l;
+          for (uint8_t l : e.loss) sum.loss_tokens += l != 0, sum.weighted_tokens += l == 2;
           if (opt.format == "tokens") {
             write_token_example(writers[t], e, opt.prefix);
           } else {
@@ -223,9 +236,11 @@ GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
   for (const auto& s : sums) {
     total.sessions += s.sessions;
     total.wrong += s.wrong;
+    total.over_context += s.over_context;
     total.examples += s.examples;
     total.tokens += s.tokens;
     total.loss_tokens += s.loss_tokens;
+    total.weighted_tokens += s.weighted_tokens;
     total.stats += s.stats;
   }
   return total;

@@ -61,12 +61,18 @@ Trace run_trace(const TraceSpec& spec, const Formatting& fmt, const chat::ChatTe
 /// How generate() draws each session.
 struct Mix {
   double single = 0.2;  // share of one-worker sessions (whole-run examples)
-  std::vector<double> workers = {0, 0, 3, 2, 3, 1, 1, 1, 2};  // weights of 0..8 workers (>= 2)
+  std::vector<double> workers = {0, 0, 3, 2, 3, 1, 1, 1, 3};  // weights of 0..8 workers (>= 2)
   double interleaved = 0.2, contiguous = 0.2;                 // layout shares (rest: combined)
   int k_min = 2, k_max = 8;
   std::vector<int64_t> collab_every = {-1, -1, 0, 64, 256};  // drawn uniformly
   double careless = 0.25;
-  double keep_decision = 0.5, keep_step_end = 1.0, keep_stop = 0.5;
+  /// Sessions made for the collaboration check: this share of the sessions of 2+ workers claims
+  /// carelessly with probability collision_careless and checks every collision_every tokens
+  /// (drawn uniformly), so checks land on real collisions ("yes", then the worker switches).
+  double collisions = 0.35, collision_careless = 0.8;
+  std::vector<int64_t> collision_every = {8, 16, 24};
+  double keep_decision = 1.0, keep_step_end = 1.0, keep_stop = 0.5, keep_ledger = 1.0;
+  double keep_check_no = 0.4;  // "no" answers are most checks: fewer of them, so "yes" counts
 };
 
 struct GenerateOptions {
@@ -84,7 +90,8 @@ struct GenerateOptions {
 };
 
 struct GenerateSummary {
-  int64_t sessions = 0, wrong = 0, examples = 0, tokens = 0, loss_tokens = 0;
+  int64_t sessions = 0, wrong = 0, over_context = 0, examples = 0, tokens = 0, loss_tokens = 0,
+          weighted_tokens = 0;  // loss tokens with flag 2 (decisions and ledgers)
   PickerStats stats;
 };
 

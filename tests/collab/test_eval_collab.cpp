@@ -43,7 +43,9 @@ class EvalCollab : public ::testing::Test {
     if (!fs::exists(kBin) || !fs::exists(kModel + "/model.safetensors")) return;
     root_ = fs::path(::testing::TempDir()) / ("hogwild_eval_collab_" + std::to_string(getpid()));
     fs::create_directories(root_);
-    ASSERT_EQ(sh(kBin + " collab problems --split test --k 2 --count 3 --seed 11 --out " +
+    ASSERT_EQ(sh(kBin +
+                 " collab problems --split test --wording first --k 2 --count 3 --seed 11 "
+                 "--out " +
                  (root_ / "problems.jsonl").string()),
               0);
     problems_ = lines(root_ / "problems.jsonl");

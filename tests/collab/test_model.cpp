@@ -104,7 +104,7 @@ Runs run_problems(int n_workers) {
   const ModelWeights weights = load_model(kModel);
   Runs out;
   for (int i = 0; i < 20; ++i) {
-    const Pack pack = make_pack(Split::test, 3, 5 * 1000003ull + i);
+    const Pack pack = make_pack(Split::test, 3, 5 * 1000003ull + i, Wording::first);
     const std::vector<int32_t> prompt =
         tok.encode(build_prompt(fmt, &tmpl, pack.text, n_workers), false);
     cpu::CpuBackend backend(weights);

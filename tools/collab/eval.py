@@ -115,7 +115,7 @@ def analyse(tr, n):
         m = WORK.match(c)
         if m:
             work_by_part.setdefault(int(m.group(1)), set()).add(w)
-        if c.startswith(" All parts are done"):
+        if " All parts are done" in c:  # (after the ledger line of the second model)
             sums += 1
         if text.startswith(" yes") or text.startswith(" no"):
             s_ans = lst[0][0]
@@ -361,7 +361,8 @@ def run_collab(job):
     a = analyse(tr, n)
     c = a.pop("checks")
     a.update(checks=len(c), checks_true=sum(x["answer"] == x["truth"] for x in c),
-             check_yes=sum(x["answer"] for x in c), check_truth_yes=sum(x["truth"] for x in c))
+             check_yes=sum(x["answer"] for x in c), check_truth_yes=sum(x["truth"] for x in c),
+             check_yes_true=sum(x["answer"] and x["truth"] for x in c))
     return a
 
 
@@ -456,6 +457,7 @@ def eval_series(d, jobs):
                  checks_true=sum(a["checks_true"] for a in st) / checks if checks else float("nan"),
                  check_yes=sum(a["check_yes"] for a in st),
                  check_truth_yes=sum(a["check_truth_yes"] for a in st),
+                 check_yes_true=sum(a.get("check_yes_true", 0) for a in st),
                  repeated_sum_runs=mean([a["sums"] > 1 for a in st]),
                  sums_mean=mean([a["sums"] for a in st]))
     return s
@@ -480,7 +482,7 @@ def pick_budgets(series, most=12):
     lo = max([0] + [i for i in range(len(budgets)) if all(c[i] == 0 for c in curves)])
     hi = min([len(budgets) - 1] + [i for i in range(len(budgets))
                                    if all(c[j] == c[-1] for c in curves for j in range(i, len(c)))])
-    inner = budgets[lo:hi + 1]
+    inner = budgets[lo:hi + 1] or budgets  # (every curve flat: e.g. all 0)
     step = max(1, -(-len(inner) // most))
     picked = inner[::step]
     if picked[-1] != budgets[-1]:
@@ -516,7 +518,11 @@ def k_report(k, series):
     for s in series:
         x1 = s["serial_steps"] / one["serial_steps"] if one else None
         checks = (f"{fmt_num(s.get('checks_true'), '.3f')} ({s['checks']}; {s['check_yes']} yes, "
-                  f"{s['check_truth_yes']} true yes)" if "checks" in s else "–")
+                  f"{s['check_truth_yes']} true yes" if "checks" in s else "–")
+        if "checks" in s:  # precision and recall of "yes" (the collisions found)
+            yt = s.get("check_yes_true", 0)
+            checks += (f"; precision {fmt_num(yt / s['check_yes'] if s['check_yes'] else None, '.2f')}"
+                       f", recall {fmt_num(yt / s['check_truth_yes'] if s['check_truth_yes'] else None, '.2f')})")
         md.append(f"| {s['label']} | {s['problems']} | {s['accuracy']:.3f} | "
                   f"{s['ci'][0]:.2f}–{s['ci'][1]:.2f} | {s['serial_steps']:.0f} | "
                   f"{fmt_num(x1, '.2f')} | {s['tokens']:.0f} | "

@@ -26,7 +26,10 @@
 # (500), FIRST (100), KS ("4 2 8"), SC_TEMP (1.0), TIME_LIMIT (400: no eval runs past this many
 # seconds after the start; the one in flight is stopped, losing only its sessions in flight),
 # JOBS (processes reading transcripts for the report, default: every core), TRANSCRIPTS (50: the
-# problems of each configuration whose transcripts come back).
+# problems of each configuration whose transcripts come back), MODEL (the model directory:
+# models/packs-collab), SPLIT (the problems' split: test; test-frames for new wording), ONLY (an
+# extended regex: only the configurations whose names match it, e.g. 'single|hw4-combined'),
+# WORDING (grammar; first: the first model's sentence frames, as docs/COLLAB.md measured).
 set -uo pipefail
 H=$(realpath "$1") OUT=$2 WORK=${3:-/tmp/collab-eval}
 if [[ $H == *.tar.xz ]]; then
@@ -34,7 +37,8 @@ if [[ $H == *.tar.xz ]]; then
   H=/tmp/collab-bin/hogwild LIBS=/tmp/collab-bin/lib
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
-M=$(realpath "$HERE/../../models/packs-collab")
+M=$(realpath "${MODEL:-$HERE/../../models/packs-collab}")
+SPLIT=${SPLIT:-test} ONLY=${ONLY:-.*} WORDING=${WORDING:-grammar}
 DEVICE=${DEVICE:-cuda} CONCURRENCY=${CONCURRENCY:-64} PARALLEL=${PARALLEL:-4}
 KV_TOKENS=${KV_TOKENS:-1000000} COUNT=${COUNT:-500} FIRST=${FIRST:-100} KS=${KS:-4 2 8}
 SC_TEMP=${SC_TEMP:-1.0} SECONDS_LEFT=${TIME_LIMIT:-400} JOBS=${JOBS:-$(nproc)}
@@ -108,9 +112,10 @@ run_one() {  # K NAME LIMIT FLAGS...
 pass() {  # K LIMIT: every configuration of K, PARALLEL at a time, in order
   local k=$1 limit=$2 line
   mkdir -p "$WORK/k$k"
-  "${HW[@]}" collab problems --split test --k "$k" --count "$COUNT" --seed 11 \
+  "${HW[@]}" collab problems --split "$SPLIT" --wording "$WORDING" --k "$k" --count "$COUNT" --seed 11 \
     --out "$WORK/problems_k$k.jsonl"
   while IFS= read -r line; do
+    [[ ${line%%|*} =~ ^($ONLY)$ ]] || continue
     while (($(jobs -rp | wc -l) >= PARALLEL)); do wait -n; done
     if ((DEADLINE - $(date +%s) < 15)); then
       say "skip k$k/${line%%|*} (limit $limit): out of time"

@@ -5,10 +5,16 @@
     python3 tools/collab/train.py --data DATA/train --model models/packs-collab --out OUT \
         --seconds 330 [--golden-data DATA/golden] [--eval-problems test_k4.jsonl]
 
-DATA/train.<t>.tok/.msk/.idx: uint16 token ids, uint8 loss flags (flag i: token i is a target),
-int64 (offset, length) per example. Examples are packed into rows of --seq tokens; attention never
-crosses examples (flex_attention with a document mask) and positions restart at each example, so
-every example is trained exactly as the engine shows that view to the model. The model is our own
+DATA/train.<t>.tok/.msk/.idx: uint16 token ids, uint8 loss flags (flag i: token i is a target; 1
+trained, 2 trained with --decision-weight: the decision tokens and the ledger lines of
+src/collab/oracle_picker.h), int64 (offset, length) per example. The loss is the weighted mean of
+the target tokens' cross-entropies (weight 1, or --decision-weight for flag 2).
+Curriculum (--curriculum F): for the first fraction F of the time budget the batches are drawn from
+the rows whose longest example is shortest (short packs, few workers: 30% of the rows at the start,
+growing linearly to all of them at F), then from all rows.
+Examples are packed into rows of --seq tokens; attention never crosses examples (flex_attention
+with a document mask) and positions restart at each example, so every example is trained exactly
+as the engine shows that view to the model. The model is our own
 PyTorch module with transformers' parameter names; at the end it is loaded into
 transformers.Qwen3ForCausalLM (its fp32 logits must match ours), saved with save_pretrained in bf16,
 and the golden logits of tests/collab are computed from the saved directory on the CPU in fp32.
@@ -316,6 +322,10 @@ def main():
     ap.add_argument("--eval-count", type=int, default=64)
     ap.add_argument("--eval-max-new", type=int, default=900)
     ap.add_argument("--log", help="loss curve JSON output")
+    ap.add_argument("--decision-weight", type=float, default=3.0,
+                    help="loss weight of the tokens flagged 2 (decisions, ledgers)")
+    ap.add_argument("--curriculum", type=float, default=0.2,
+                    help="fraction of the time budget spent going from short rows to all rows")
     args = ap.parse_args()
     t_start = time.time()
     torch.manual_seed(args.seed)
@@ -346,7 +356,11 @@ def main():
     tk, mk, starts, lens = load_shards(args.data)
     rows = pack_rows(lens, args.seq, rng)
     X, L, P, D = build_rows(tk, mk, starts, lens, rows, args.seq)
-    n_tok, n_loss = int(lens.sum()), int(mk.sum())
+    n_tok, n_loss, n_weighted = int(lens.sum()), int((mk > 0).sum()), int((mk == 2).sum())
+    # rows by their longest example (the curriculum's order: short packs first)
+    row_len = np.array([max(int(lens[e]) for e in r) for r in rows])
+    by_len = np.argsort(row_len, kind="stable")
+    print(f"weighted targets (decisions, ledgers): {n_weighted} of {n_loss}", flush=True)
     print(f"data: {len(lens)} examples, {n_tok} tokens ({n_loss} with loss), {len(rows)} rows "
           f"({n_tok / (len(rows) * args.seq):.3f} full), built in {time.time() - t_start:.0f} s",
           flush=True)
@@ -377,10 +391,13 @@ def main():
     def loss_of(x, l, p, d):
         h = trunk(x, p, mask_for(d))
         # logits of position i predict token i + 1; flag i + 1 says whether that is trained
-        w = l[:, 1:].reshape(-1).bool()
+        flags = l[:, 1:].reshape(-1)
+        w = flags.bool()
         hs = h[:, :-1].reshape(-1, h.shape[-1])[w]
         logits = model.logits(hs).float()
-        return F.cross_entropy(logits, x[:, 1:].reshape(-1)[w])
+        ce = F.cross_entropy(logits, x[:, 1:].reshape(-1)[w], reduction="none")
+        wt = (flags[w] == 2).float() * (args.decision_weight - 1.0) + 1.0
+        return (ce * wt).sum() / wt.sum()
 
     perm = rng.permutation(len(rows))
     cursor, step, curve = 0, 0, []
@@ -392,6 +409,10 @@ def main():
             perm, cursor = rng.permutation(len(rows)), 0
         idx = np.sort(perm[cursor:cursor + args.rows])
         cursor += args.rows
+        cfrac = min(1.0, (time.time() - t0) / args.seconds) if t0 is not None else 0.0
+        if args.curriculum > 0 and cfrac < args.curriculum:
+            top = max(args.rows, int(len(rows) * (0.3 + 0.7 * cfrac / args.curriculum)))
+            idx = np.sort(by_len[rng.integers(0, min(top, len(rows)), args.rows)])
         x, l, p, d = batch(idx)
         if t0 is not None:
             frac = min(1.0, (time.time() - t0) / args.seconds)
@@ -472,6 +493,8 @@ def main():
                "rows_per_step": args.rows, "seq": args.seq, "lr": args.lr, "warmup": args.warmup,
                "seed": args.seed, "examples": int(len(lens)), "tokens": n_tok, "loss_tokens": n_loss,
                "rows": len(rows), "row_tokens_seen": seen_tok, "ours_vs_hf_rel": rel,
+               "weighted_tokens": n_weighted, "decision_weight": args.decision_weight,
+               "curriculum": args.curriculum,
                "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                             "python": platform.python_version()},
                "curve": curve}

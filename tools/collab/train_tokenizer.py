@@ -69,7 +69,8 @@ def main():
         print("transformers ids == tokenizers ids:", ids == tok.encode(want).ids)
     except Exception as e:  # reported, not fatal: the golden ids come from `tokenizers` itself
         print(f"transformers check FAILED: {type(e).__name__}: {e}")
-    for w in [" All", " Nothing", " I", " Part", " take", " part", " Alice", " Heidi", ".\n\n",
+    for w in [" All", " Nothing", " I", " Part", " take", " part", " Alice", " Heidi", ".\n\n", " Left",
+              " Sum", " none", " twice",
               " yes", " no"]:
         print(f"{w!r}: {tok.encode(w).tokens}")
     sample = texts[0][-400:]
