@@ -171,7 +171,9 @@ void Session::start(const std::vector<int32_t>& prompt) {
         "the prompt has {} tokens, which leaves no room to generate within the context limit of {} "
         "tokens; shorten the problem{}",
         prompt.size(), max_context_, raise_context_hint());
-  check_kv_budget_fits(opt_.kv.budget, static_cast<int64_t>(prompt.size()), opt_.kv.recent);
+  check_kv_fits(
+      opt_.kv, static_cast<int64_t>(prompt.size()), opt_.n_workers, fmt_,
+      [&](const std::string& t) { return static_cast<int64_t>(codec_.encode(t).size()); });
   started_ = true;
   prompt_ = prompt;
   protected_.assign(1, TokenRange{0, static_cast<int64_t>(prompt.size())});  // prompt and rules

@@ -237,7 +237,7 @@ TEST(Formatting, JsonRoundTrip) {
   std::vector<std::string> want = {"name",        "chat",         "rules",        "rules_single",
                                    "example",     "worker_names", "step_prefix",  "step_separator",
                                    "note_prefix", "layout",       "collab_check", "finisher",
-                                   "forbidden",   "answer",       "sot"};
+                                   "forbidden",   "answer",       "sot",          "summary"};
   EXPECT_EQ(keys, want);
   EXPECT_EQ(j["chat"]["enable_thinking"], true);
   EXPECT_TRUE(builtin_formatting("qwq-math").to_json()["chat"]["enable_thinking"].is_null());
