@@ -145,11 +145,17 @@ struct Recorder : SessionObserver {
   std::map<std::pair<int, int>, int64_t> fed;           // (worker, step) -> tokens fed
   std::vector<std::pair<int, int>> history;             // steps in the order they joined
   std::vector<ForgetEvent> forgets;
+  // After each serial step's promotions and forgetting: history tokens joined and forgotten.
+  std::map<int64_t, int64_t> joined, forgotten;
   void on_forward(const ForwardRecord& r) override {
     serial = r.serial_step;
     for (const FedToken& t : r.tokens)
       if (t.worker >= 0) fed[{t.worker, t.step}] += 1;
     history.insert(history.end(), r.closed.begin(), r.closed.end());
+    if (r.kind != ForwardKind::step) return;
+    joined[serial] = joined.empty() ? 0 : joined.rbegin()->second;
+    forgotten[serial] = forgotten.empty() ? 0 : forgotten.rbegin()->second;
+    for (const auto& s : r.closed) joined[serial] += fed.at(s);
   }
   void on_step_start(int w, int k, const std::string& bytes, bool) override {
     openings[{w, k}] = bytes;
@@ -158,7 +164,10 @@ struct Recorder : SessionObserver {
   void on_step_end(int w, int, const std::string&, const std::optional<std::string>&) override {
     ended[serial].insert(w);
   }
-  void on_forget(const ForgetEvent& e) override { forgets.push_back(e); }
+  void on_forget(const ForgetEvent& e) override {
+    forgets.push_back(e);
+    for (const auto& [b, end] : e.ranges) forgotten[e.serial_step] += end - b;
+  }
   // History index where step `key` begins (the prompt, then the steps in the order they joined).
   int64_t offset_of(std::pair<int, int> key, int64_t prompt) const {
     int64_t at = prompt;
@@ -279,7 +288,8 @@ class KvSummaryVsReference : public ::testing::TestWithParam<Param> {};
 // logits match the naive reference that forgets the same history tokens (1e-4), and each
 // summary drops exactly the steps between the prompt and it (the history rebuilt from the
 // forwards' closed steps and fed tokens), after it was started by the lowest-index worker whose
-// step ended in the serial step it opened in.
+// step ended in the serial step it opened in: the first serial step with a step end once the
+// history passed the trigger.
 TEST_P(KvSummaryVsReference, ReplayHoldsAndTheDropsAreTheSummarisedSteps) {
   auto [spec, layout, n] = GetParam();
   cpu::CpuBackend be(session_model(spec));
@@ -317,6 +327,7 @@ TEST_P(KvSummaryVsReference, ReplayHoldsAndTheDropsAreTheSummarisedSteps) {
   Ranges gaps;
   int64_t last_summary_end = head;
   int summarised = 0, capped = 0;
+  int64_t last_join = 1;  // serial step of the last summary's drop
   const int64_t trigger = summary_trigger(budget, n, f.summary.max_tokens);
   for (const ForgetEvent& e : r.forgotten) {
     if (e.summary_worker < 0) {
@@ -351,6 +362,23 @@ TEST_P(KvSummaryVsReference, ReplayHoldsAndTheDropsAreTheSummarisedSteps) {
     const int64_t opened = rec.opened_at.at(key);
     ASSERT_FALSE(rec.ended[opened].empty());
     EXPECT_EQ(*rec.ended[opened].begin(), e.summary_worker);
+    // It opened at the first step end at or after the first serial step since the last drop
+    // whose history (prompt, joined, less forgotten) passed the trigger.
+    int64_t due = -1;
+    for (const auto& [t, j] : rec.joined)
+      if (t >= last_join && head + j - rec.forgotten.at(t) > trigger) {
+        due = t;
+        break;
+      }
+    ASSERT_GE(due, 0);
+    int64_t first_end = -1;
+    for (const auto& [t, ws] : rec.ended)
+      if (t >= due && !ws.empty()) {
+        first_end = t;
+        break;
+      }
+    EXPECT_EQ(opened, first_end);
+    last_join = e.serial_step;
   }
   EXPECT_EQ(gaps, s.history_gaps());
   EXPECT_GT(summarised, 0);

@@ -14,6 +14,9 @@ steps.
   tools/collab/kv_budget_sweep.py --bin build/hogwild --count 20 --out sweep.json
   tools/collab/kv_budget_sweep.py --policies evict,summarise --fractions 1,0.5,0.25 \
       --count 20 --out docs/collab/kv_budget/policies_k4_w4.json
+  # the long packs on a GPU (K = 8, 8 workers):
+  tools/collab/kv_budget_sweep.py --device cuda --k 8 --workers 8 --count 100 \
+      --policies evict,summarise --fractions 1,0.5,0.25 --out policies_k8_w8.json
 """
 import argparse
 import json
@@ -23,12 +26,15 @@ import subprocess
 import tempfile
 
 
+DEVICE = "cpu"
+
+
 def run(binary, model, problem, workers, extra, path):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write(problem)
         pfile = f.name
     try:
-        subprocess.run([binary, "run", "--device", "cpu", "-m", model, "-w", str(workers),
+        subprocess.run([binary, "run", "--device", DEVICE, "-m", model, "-w", str(workers),
                         "--greedy", "--no-live", "--json", path, "-f", pfile] + extra,
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(path) as f:
@@ -43,7 +49,7 @@ def least_summarise_budget(binary, model, problem, workers):
         f.write(problem)
         pfile = f.name
     try:
-        r = subprocess.run([binary, "run", "--device", "cpu", "-m", model, "-w", str(workers),
+        r = subprocess.run([binary, "run", "--device", DEVICE, "-m", model, "-w", str(workers),
                             "--greedy", "--no-live", "--kv-budget", "1", "--kv-policy",
                             "summarise", "-f", pfile], capture_output=True, text=True)
     finally:
@@ -65,8 +71,11 @@ def main():
     ap.add_argument("--fractions", default="0.75,0.5,0.25")
     ap.add_argument("--chunk", type=int, default=0, help="--kv-chunk (0 = the default)")
     ap.add_argument("--policies", default="evict", help="comma-separated --kv-policy values")
+    ap.add_argument("--device", default="cpu", help="run's --device (cpu, cuda, auto)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    global DEVICE
+    DEVICE = a.device
     packs = subprocess.run([a.bin, "collab", "problems", "--split", "test", "--k", str(a.k),
                             "--seed", str(a.seed), "--count", str(a.count)],
                            check=True, capture_output=True, text=True).stdout.splitlines()
