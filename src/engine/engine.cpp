@@ -40,7 +40,7 @@ SessionId Engine::submit(SessionRequest request) {
   if (opt_.prefix_cache) e->session->use_prefix_cache();
   e->session->start(r.prompt);  // checks the prompt against the context; creates no blocks
   if (r.observer) e->session->set_observer(r.observer);
-  e->kv_need = Session::kv_tokens_needed(r.options, r.formatting, be_.config(),
+  e->kv_need = Session::kv_tokens_needed(r.options, r.formatting, codec_, be_.config(),
                                          static_cast<int64_t>(r.prompt.size()));
   if (limit_ > 0 && e->kv_need > limit_)
     fail(
@@ -89,8 +89,10 @@ std::pair<SessionId, int64_t> Engine::prefix_leader(const Entry& e, int64_t cach
   const std::vector<int32_t>& p = e.request.prompt;
   const size_t shareable = p.size() - 1;  // the last prompt token is always fed
   std::pair<SessionId, int64_t> best{0, cached};
+  // A session that waits itself may lead: the choices of a request whose common pages beyond
+  // another request's are not cached yet wait for the first of them, which prefills them once.
   for (const auto& a : active_) {
-    if (a->leader != 0 || !a->session->prefilling()) continue;
+    if (!a->session->prefilling()) continue;
     const std::vector<int32_t>& q = a->request.prompt;
     const size_t n = std::min(shareable, q.size());
     const auto common = std::mismatch(p.begin(), p.begin() + n, q.begin()).first - p.begin();

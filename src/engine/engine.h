@@ -22,10 +22,10 @@
 // reservation, and a page its first session leaves behind was within that session's.
 // Sessions admitted together (the n choices of one request, or requests with the same system
 // prompt) prefill their common pages once: a session whose prompt begins with whole pages that
-// an admitted session still prefilling (its leader) will cache, beyond those cached now, is
-// admitted but waits, planning nothing, until the cache holds them or the leader's prefill has
-// ended; it then shares them and prefills the rest. It reserves its whole need while it waits
-// and gives back the shared tokens when it shares them.
+// an admitted session still prefilling (its leader, which may itself be waiting for a leader)
+// will cache, beyond those cached now, is admitted but waits, planning nothing, until the cache
+// holds them or the leader's prefill has ended; it then shares them and prefills the rest. It
+// reserves its whole need while it waits and gives back the shared tokens when it shares them.
 //
 // Determinism: a session's result does not depend on the other sessions in its forwards when
 // the backend computes each row independently of the batch (the CPU backend: identical tokens).
@@ -168,9 +168,10 @@ class Engine {
     int64_t tokens = 0, prefill_chunks = 0;  // rows of the forward; prompt chunks among them
   };
   void admit();
-  // The admitted session still prefilling whose prompt shares the most whole pages with e's
-  // (below e's last prompt token), and those pages in tokens; {0, 0} when none shares more than
-  // `cached` tokens (what the cache already holds of e's prompt).
+  // The admitted session still prefilling (or waiting for its own leader) whose prompt shares
+  // the most whole pages with e's (below e's last prompt token), and those pages in tokens;
+  // {0, 0} when none shares more than `cached` tokens (what the cache already holds of e's
+  // prompt).
   std::pair<SessionId, int64_t> prefix_leader(const Entry& e, int64_t cached) const;
   // Creates e's blocks, shares the cached pages of its prompt (Session::share_prompt) and lowers
   // its reservation by them; counts the lookup in stats_.

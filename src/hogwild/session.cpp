@@ -131,11 +131,47 @@ int64_t Session::serial_steps_bound(const SessionOptions& o) {
 }
 
 int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt,
-                                  const ModelConfig& config, int64_t prompt_tokens) {
+                                  const TextCodec& codec, const ModelConfig& config,
+                                  int64_t prompt_tokens) {
   const int64_t ctx = o.max_context > 0 ? o.max_context : config.max_position_embeddings;
-  return run_kv_tokens({prompt_tokens, o.n_workers, serial_steps_bound(o), ctx,
-                        o.finisher ? fmt.finisher.max_tokens : 0, o.layout == Layout::independent,
-                        o.kv.budget, o.kv.step_tokens});
+  const int64_t steps = serial_steps_bound(o);
+  const bool indep = o.layout == Layout::independent;
+  KvNeed need;
+  need.prompt_tokens = prompt_tokens;
+  need.n_workers = o.n_workers;
+  need.budget = steps;
+  need.context = ctx;
+  need.finisher_max_tokens = o.finisher ? fmt.finisher.max_tokens : 0;
+  need.independent = indep;
+  need.kv_budget = o.kv.budget;
+  need.step_tokens = o.kv.step_tokens;
+  if (steps > 0) {
+    // The openings as open_step feeds them, at the largest step number the run can reach (a step
+    // number's tokens grow with its digits).
+    auto count = [&](const std::string& text) {
+      return static_cast<int64_t>(codec.encode(text).size());
+    };
+    const int step = static_cast<int>(std::min<int64_t>(steps + 1, INT32_MAX));
+    const bool check = !o.skeleton && !fmt.collab_check.text.empty();
+    for (int w = 0; w < (indep ? 1 : o.n_workers); ++w) {
+      const int64_t plain = count(fmt.step_start(w, step, false));
+      need.opening_tokens = std::max(need.opening_tokens, plain);
+      if (check)
+        need.check_tokens =
+            std::max(need.check_tokens, count(fmt.step_start(w, step, true)) - plain);
+    }
+    need.collab_every = check ? (o.collab_every >= 0 ? o.collab_every : fmt.collab_check.every) : 0;
+    if (o.skeleton) {
+      // Each point's text is a line of the outline, which has at most outline_max_tokens tokens
+      // (and at most one per serial step): allowed in full in every point's prefix.
+      const int64_t text = std::min(fmt.sot.outline_max_tokens, steps);
+      need.skeleton = true;
+      need.once_tokens = count(fmt.sot.outline_prefix) + count(fmt.sot.answer_prefix);
+      for (int k = 1; k <= o.n_workers; ++k)
+        need.once_tokens += count(fmt.point_prefix(k, "")) + text;
+    }
+  }
+  return run_kv_tokens(need);
 }
 
 LayoutState Session::layout_state() const {

@@ -375,10 +375,13 @@ class Session {
   static int64_t serial_steps_bound(const SessionOptions& options);
   /// Upper bound of the KV cache (tokens, counted as Backend::kv_used_tokens with 64-token pages)
   /// a session of these options can fill with a prompt of prompt_tokens: the longest view
-  /// (bounded by max_context, or the model's context, and by serial_steps_bound as by a budget)
-  /// plus the finisher's, the constant blocks and one partly filled page per live block.
+  /// (bounded by max_context, or the model's context, and by serial_steps_bound as by a budget,
+  /// every serial step counted with a step opening as `codec` encodes the formatting's, the
+  /// collaboration questions at their frequency; kv_budget.h run_kv_tokens) plus the finisher's,
+  /// the constant blocks and one partly filled page per live block.
   static int64_t kv_tokens_needed(const SessionOptions& options, const Formatting& formatting,
-                                  const ModelConfig& config, int64_t prompt_tokens);
+                                  const TextCodec& codec, const ModelConfig& config,
+                                  int64_t prompt_tokens);
 
   /// The vocabulary mask used during collaborative reasoning: 1 = forbidden (vocab_size).
   const std::vector<uint8_t>& forbidden() const { return forbidden_; }

@@ -26,7 +26,8 @@ struct Event {
     step_end,    // text = the whole step, answer when it holds one
     note,        // a person's note: author, text; serial_step = the forward that wrote it
     content,     // delta of the choice's content (the answer for hogwild, the text for plain)
-    done,        // the choice ended: finish_reason, stop_reason, stats / error
+    done,        // the choice ended: finish_reason, stop_reason, stats / error; answer = the
+                 // hogwild answer whole (the content is cut by the stop strings)
   };
   Event() = default;
   explicit Event(Kind k) : kind(k) {}

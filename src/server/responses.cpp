@@ -244,6 +244,7 @@ std::string ResponseBuilder::finish(const Event& e) {
   }
   c.finish_reason = e.finish_reason;
   c.stop_reason = e.stop_reason;
+  c.answer = e.answer;
   c.prompt_tokens = e.prompt_tokens;
   c.cached_tokens = e.prompt_cached_tokens;
   c.completion_tokens =
@@ -267,7 +268,7 @@ std::string ResponseBuilder::finish(const Event& e) {
   if (meta_.hogwild) {
     json ev = {{"event", "stats"},
                {"stop_reason", std::string(stop_reason_name(e.stop_reason))},
-               {"answer", c.content},
+               {"answer", c.answer.value_or("")},
                {"stats", c.stats}};
     ev.update(c.method);
     out += sse_data(hogwild_chunk(e.choice, ev));
@@ -339,7 +340,7 @@ json ResponseBuilder::response() const {
       json one = {{"workers", workers},
                   {"notes", c.notes},
                   {"stop_reason", std::string(stop_reason_name(c.stop_reason))},
-                  {"answer", c.content},
+                  {"answer", c.answer.value_or("")},
                   {"stats", c.stats}};
       one.update(c.method);
       hc.push_back(std::move(one));

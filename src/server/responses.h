@@ -82,7 +82,7 @@ class ResponseBuilder {
     nlohmann::json notes = nlohmann::json::array();
     nlohmann::json stats;
     nlohmann::json method = nlohmann::json::object();  // worker_answers / outline, when given
-    std::optional<std::string> answer;
+    std::optional<std::string> answer;  // hogwild: the answer whole (content: cut by `stop`)
     int64_t prompt_tokens = 0, completion_tokens = 0;
     int64_t cached_tokens = 0;  // of prompt_tokens, shared from the prefix cache
   };

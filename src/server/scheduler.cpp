@@ -173,8 +173,9 @@ class Scheduler::ChoiceObserver : public SessionObserver {
         e.serial_step = res->serial_steps;
         push(std::move(e));
       }
-      if (res->answer) {
-        content(stop_.push(decode_all(*res->answer)));
+      if (res->answer) {  // the stop strings cut the content, not the answer in "hogwild"
+        d.answer = decode_all(*res->answer);
+        content(stop_.push(*d.answer));
         content(stop_.flush());
       }
     } else {

@@ -174,7 +174,7 @@ TEST(Engine, AdmissionWaitsForKvMemoryAndRefusesWhatCannotFit) {
   };
   SessionRequest probe = request(2, 10);
   const int64_t need =
-      Session::kv_tokens_needed(probe.options, probe.formatting, session_model(spec).config,
+      Session::kv_tokens_needed(probe.options, probe.formatting, codec, session_model(spec).config,
                                 static_cast<int64_t>(probe.prompt.size()));
   // Room for one such session, not two (the capacity is whole 64-token pages).
   cpu::CpuBackend be(session_model(spec), need + need / 2);
@@ -236,10 +236,13 @@ TEST(Engine, MaxTokensBoundTheKvReservationSoEveryFittingSessionRuns) {
   const int64_t prompt = static_cast<int64_t>(probe.prompt.size());
   const int64_t finisher = probe.formatting.finisher.max_tokens;
   const int64_t need =
-      Session::kv_tokens_needed(probe.options, probe.formatting, weights.config, prompt);
-  // By hand (kv_budget.h): the view holds the prompt and 4 serial steps with 64 opening tokens,
-  // then the finisher, one page for each of 3 + 4 live blocks and 256 constant tokens.
-  EXPECT_EQ(need, prompt + kMaxTokens + 64 + finisher + 64 * 7 + 256);
+      Session::kv_tokens_needed(probe.options, probe.formatting, codec, weights.config, prompt);
+  // By hand (kv_budget.h): the view holds the prompt and 4 serial steps, each with a token and a
+  // step opening ("**Alice [5]:** ", 15 tokens of the byte codec; no collaboration question: 5
+  // tokens at most are generated, one every 9 would be due), then the finisher, one page for each
+  // of 3 + 4 live blocks and 256 constant tokens.
+  ASSERT_EQ(probe.formatting.step_start(0, kMaxTokens + 1, false), "**Alice [5]:** ");
+  EXPECT_EQ(need, prompt + kMaxTokens * (1 + 15) + finisher + 64 * 7 + 256);
   const int64_t context_long = 8192 + finisher + 64 * 7 + 256;  // as without max_tokens
   cpu::CpuBackend be(session_model(spec), 2 * context_long);
   ASSERT_LT(be.kv_capacity_tokens(), 3 * context_long);

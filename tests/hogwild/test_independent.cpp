@@ -277,8 +277,8 @@ TEST(Independent, KvBoundHolds) {
     opt.snapshots = {10, 30};
     const std::vector<int32_t> prompt = toy_prompt();
     const ModelWeights weights = session_model(qwen3_spec());
-    const int64_t need =
-        Session::kv_tokens_needed(opt, f, weights.config, static_cast<int64_t>(prompt.size()));
+    const int64_t need = Session::kv_tokens_needed(opt, f, codec, weights.config,
+                                                   static_cast<int64_t>(prompt.size()));
     cpu::CpuBackend be(weights, need);
     std::vector<std::vector<int32_t>> scripts;
     for (int k = 0; k < opt.n_workers; ++k) scripts.push_back(worker_script(k, 40));
@@ -297,7 +297,10 @@ TEST(Independent, KvBoundHolds) {
     EXPECT_EQ(s.result().stop_reason, StopReason::budget);
     EXPECT_EQ(s.result().serial_steps, 60);
     EXPECT_LE(peak, need);
-    EXPECT_GT(peak, need / 4);  // the bound is not loose beyond use
+    // The bound is not loose beyond use. (Skeleton-of-Thought: every serial step counts a step
+    // opening of the first worker, 60 x 16 tokens, as its answer phase could open one at each
+    // token; this run's steps are several tokens long.)
+    EXPECT_GT(peak, need / (skeleton ? 8 : 4));
     if (skeleton) {
       EXPECT_EQ(s.result().outline_points.size(), 3u);
     }

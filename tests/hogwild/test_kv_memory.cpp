@@ -101,10 +101,13 @@ SessionOptions budgeted_options(int64_t kv_budget) {
 std::vector<std::vector<int32_t>> scripts() { return {worker_script(0), worker_script(1)}; }
 
 // The reservation, by hand: with the budget, the views term is (history_page_cap(192) = 5, + 1)
-// pages + 2 workers x 2 x 48 = 384 + 192 = 576; without, the prompt + 2 x (600 + 64) = 1364.
-// Both add the finisher's 32, a page for each of 3 x 2 + 4 live blocks (640) and 256 per worker.
-constexpr int64_t kNeedBudgeted = 576 + 32 + 640 + 512;               // 1760
-constexpr int64_t kNeedUnbudgeted = kPrompt + 1328 + 32 + 640 + 512;  // 2548
+// pages + 2 workers x 2 x 48 = 384 + 192 = 576; without, what 600 serial steps can feed (each a
+// token and a step opening of up to 17 tokens, "**Alice [601]:** ", and (600 + 1) x 2 / 7 = 171
+// collaboration questions of 11: 36 + 2 x 600 x 18 + 1881 = 23517) passes the context, 8192,
+// which bounds it. Both add the finisher's 32, a page for each of 3 x 2 + 4 live blocks (640) and
+// 256 per worker.
+constexpr int64_t kNeedBudgeted = 576 + 32 + 640 + 512;     // 1760
+constexpr int64_t kNeedUnbudgeted = 8192 + 32 + 640 + 512;  // 9376
 
 TEST(KvMemorySession, PeakStaysWithinTheReservation) {
   const auto spec = session_specs().front();
@@ -112,8 +115,11 @@ TEST(KvMemorySession, PeakStaysWithinTheReservation) {
   ASSERT_EQ(static_cast<int64_t>(codec.encode(kTask).size()), kPrompt);
   const Formatting f = test_formatting(7);
   const ModelWeights w = session_model(spec);
-  EXPECT_EQ(Session::kv_tokens_needed(budgeted_options(192), f, w.config, kPrompt), kNeedBudgeted);
-  EXPECT_EQ(Session::kv_tokens_needed(budgeted_options(0), f, w.config, kPrompt), kNeedUnbudgeted);
+  ASSERT_EQ(w.config.max_position_embeddings, 8192);
+  EXPECT_EQ(Session::kv_tokens_needed(budgeted_options(192), f, codec, w.config, kPrompt),
+            kNeedBudgeted);
+  EXPECT_EQ(Session::kv_tokens_needed(budgeted_options(0), f, codec, w.config, kPrompt),
+            kNeedUnbudgeted);
   auto run = [&](int64_t kv_budget, int64_t& peak) {
     cpu::CpuBackend be(session_model(spec));
     ScriptPicker picker(scripts());
@@ -136,9 +142,47 @@ TEST(KvMemorySession, PeakStaysWithinTheReservation) {
   EXPECT_LE(held_pages(last.history_len, merge_ranges(gaps), kKvPageTokens), 5);
   EXPECT_GT(last.history_len, 1000);  // a history of more than 15 pages
   EXPECT_LE(peak_b, kNeedBudgeted);
+  EXPECT_LE(peak_u, kNeedUnbudgeted);
   EXPECT_GT(peak_u, kNeedBudgeted);  // without a budget the same run holds more
   std::printf("peak KV tokens: %lld with the budget, %lld without\n",
               static_cast<long long>(peak_b), static_cast<long long>(peak_u));
+}
+
+// Without a KV budget, a session of B serial steps reserves what its workers can feed in them:
+// in each serial step a token and, when that token ended a step, the next step's opening. With
+// steps of one token (".\n\n": every token ends a step) and of 41 tokens, the run fits a cache of
+// exactly its reservation and its peak stays within it; with one-token steps it comes near it.
+TEST(KvMemorySession, WithoutABudgetThePeakStaysWithinTheReservationForShortAndLongSteps) {
+  const auto spec = session_specs().front();
+  ByteCodec codec;
+  const Formatting f = test_formatting(7);
+  SessionOptions o;
+  o.n_workers = 2;
+  o.budget = 120;
+  o.stop_on_answer = false;
+  // By hand: openings of up to 17 tokens ("**Alice [121]:** "), the question "Redundant? " (11)
+  // at most (120 + 1) x 2 / 7 = 34 times: 36 + 2 x 120 x (1 + 17) + 34 x 11 = 4730 tokens of
+  // views (below the context, 8192), + the finisher's 32, 10 pages and 2 x 256.
+  const ModelWeights w = session_model(spec);
+  const int64_t need = Session::kv_tokens_needed(o, f, codec, w.config, kPrompt);
+  EXPECT_EQ(need, 4730 + 32 + 640 + 512);
+  std::vector<int32_t> long_step(40, 'a');
+  long_step.push_back(kDotSep);
+  for (const std::vector<int32_t>& step : {std::vector<int32_t>{kDotSep}, long_step}) {
+    SCOPED_TRACE(step.size());
+    cpu::CpuBackend be(session_model(spec), need);  // the pool holds the reservation, no more
+    ScriptPicker picker({step, step});
+    Session s(be, codec, f, o, picker);
+    const SessionResult r = s.run(codec.encode(kTask));
+    EXPECT_EQ(r.stop_reason, StopReason::budget);
+    const int64_t peak = be.table().peak_used_pages() * kKvPageTokens;
+    EXPECT_LE(peak, need);
+    if (step.size() == 1) {
+      EXPECT_GT(peak, need * 3 / 4);  // not loose beyond use
+    }
+    std::printf("steps of %zu tokens: peak %lld KV tokens, %lld reserved\n", step.size(),
+                static_cast<long long>(peak), static_cast<long long>(need));
+  }
 }
 
 TEST(KvMemoryEngine, AdmitsMoreSessionsWithABudget) {
@@ -152,10 +196,10 @@ TEST(KvMemoryEngine, AdmitsMoreSessionsWithABudget) {
     r.picker = std::make_unique<ScriptPicker>(scripts());
     return r;
   };
-  // A cache of 4 budgeted reservations: 7040 tokens, 110 pages.
+  // A cache of one unbudgeted reservation: 9376 tokens, in 147 pages 9408.
   auto admitted = [&](int64_t kv_budget) {
-    cpu::CpuBackend be(session_model(spec), 4 * kNeedBudgeted);
-    EXPECT_EQ(be.kv_capacity_tokens(), 7040);
+    cpu::CpuBackend be(session_model(spec), kNeedUnbudgeted);
+    EXPECT_EQ(be.kv_capacity_tokens(), 9408);
     Engine engine(be, codec, EngineOptions{});
     for (int i = 0; i < 6; ++i) engine.submit(request(kv_budget));
     engine.step();
@@ -163,8 +207,8 @@ TEST(KvMemoryEngine, AdmitsMoreSessionsWithABudget) {
     while (!engine.idle()) engine.step();  // every run fits what it reserved
     return n;
   };
-  EXPECT_EQ(admitted(192), 4);  // 4 x 1760 = 7040
-  EXPECT_EQ(admitted(0), 2);    // 7040 / 2548 = 2.76
+  EXPECT_EQ(admitted(192), 5);  // 5 x 1760 = 8800
+  EXPECT_EQ(admitted(0), 1);
 }
 
 }  // namespace

@@ -189,20 +189,32 @@ TEST(SameTextWarning, OnlyWhenNothingTellsTheWorkersApart) {
   EXPECT_FALSE(same_text_warning(greedy, named, 4));  // names in every step prefix
 }
 
-// The KV estimate of a run (kv_budget.h), by hand: the longest view is bounded by the budget,
-// then the finisher, one page per live block (3w + 4) and the constant blocks are added.
+// The KV estimate of a run (kv_budget.h), by hand: the longest view is bounded by what the
+// workers can feed in the budget's serial steps, then the finisher, one page per live block
+// (3w + 4) and the constant blocks are added.
 TEST(KvBudget, HandComputedEstimates) {
-  // prompt 100, 2 workers, budget 50, context 32768, finisher 32:
-  //   min(32768, 100 + 2 * (50 + 64)) = 328; + 32 + 64 * 10 + 256 * 2 = 1512.
-  EXPECT_EQ(run_kv_tokens({100, 2, 50, 32768, 32}), 1512);
+  // prompt 100, 2 workers, budget 50, context 32768, finisher 32, no step openings: each worker
+  // feeds one token per serial step: min(32768, 100 + 2 * 50) = 200; + 32 + 64 * 10 + 256 * 2.
+  EXPECT_EQ(run_kv_tokens({100, 2, 50, 32768, 32}), 1384);
+  // Openings of 17 tokens, a collaboration question of 11 every 7 generated tokens: every serial
+  // step may feed a token and an opening (a step may end at each token), 2 * 50 * (1 + 17) =
+  // 1800, and at most (50 + 1) * 2 / 7 = 14 questions, 154: 100 + 1800 + 154 = 2054.
+  EXPECT_EQ(run_kv_tokens({100, 2, 50, 32768, 32, false, 0, 0, 17, 11, 7}), 2054 + 32 + 640 + 512);
   // No budget: the context bounds the view. 32768 + 32 + 640 + 512.
   EXPECT_EQ(run_kv_tokens({100, 2, 0, 32768, 32}), 33952);
+  EXPECT_EQ(run_kv_tokens({100, 2, 0, 32768, 32, false, 0, 0, 17, 11, 7}), 33952);
   // A huge budget or unknown context saturate instead of overflowing.
   EXPECT_EQ(run_kv_tokens({100, 8, INT64_MAX / 2, 4096, 0}), 4096 + 64 * 28 + 256 * 8);
+  EXPECT_EQ(run_kv_tokens({100, 8, INT64_MAX / 2, 4096, 0, false, 0, 0, 17, 11, 1}),
+            4096 + 64 * 28 + 256 * 8);
   EXPECT_GT(run_kv_tokens({100, 8, 0, 0, 32}), INT64_MAX / 8);
-  // Independent layout: each worker's own output and finisher: views 100 + 4 * (50 + 64) = 556,
-  // per worker min(556 - 100, 50 + 64) = 114; 100 + 4 * (114 + 32) = 684; + 32 + 64 * 16 + 256 * 4.
-  EXPECT_EQ(run_kv_tokens({100, 4, 50, 32768, 32, true}), 684 + 32 + 1024 + 1024);
+  // Independent layout: each worker's own output and finisher. Without openings: views
+  // 100 + 4 * 50 = 300, per worker min(300 - 100, 50) = 50; 100 + 4 * (50 + 32) = 428;
+  // + 32 + 64 * 16 + 256 * 4.
+  EXPECT_EQ(run_kv_tokens({100, 4, 50, 32768, 32, true}), 428 + 32 + 1024 + 1024);
+  // With them: per worker 50 * 18 = 900 and its own questions, (50 + 1) / 7 = 7 of 11 tokens:
+  // 977; 100 + 4 * (977 + 32) = 4136.
+  EXPECT_EQ(run_kv_tokens({100, 4, 50, 32768, 32, true, 0, 0, 17, 11, 7}), 4136 + 32 + 1024 + 1024);
 }
 
 // Session::serial_steps_bound: a worker stops at max_tokens_per_worker and each serial step samples
@@ -220,9 +232,9 @@ TEST(KvBudget, MaxTokensBoundTheSerialSteps) {
   o.skeleton = true;
   EXPECT_EQ(Session::serial_steps_bound(o), 500);
   // A plain completion of 128 tokens after a 20-token prompt in a 40960-token context (Qwen3-8B),
-  // finisher 1: 20 + (128 + 64) + 1 + 64 * 7 + 256 = 917 KV tokens instead of
-  // 40960 + 1 + 448 + 256 = 41665 (a pool of 882000 tokens holds 961 of them, not 21).
-  EXPECT_EQ(run_kv_tokens({20, 1, 128, 40960, 1}), 917);
+  // finisher 1, no step openings: 20 + 128 + 1 + 64 * 7 + 256 = 853 KV tokens instead of
+  // 40960 + 1 + 448 + 256 = 41665 (a pool of 882000 tokens holds 1033 of them, not 21).
+  EXPECT_EQ(run_kv_tokens({20, 1, 128, 40960, 1}), 853);
   EXPECT_EQ(run_kv_tokens({20, 1, 0, 40960, 1}), 41665);
 }
 

@@ -288,12 +288,37 @@ TEST(PrefixCacheEngine, ChoicesSubmittedTogetherPrefillTheirPromptOnce) {
   EXPECT_NE(on.logs[0].tokens, on.logs[1].tokens);
 }
 
+// Another request's prompt begins like the choices' for two pages: the first choice waits for
+// those, shares them and prefills its 150 tokens after them; the two others wait for the first
+// choice and share its four whole pages (256 of its 278 tokens, the last one always fed), so each
+// prefills only the last 22 tokens.
+TEST(PrefixCacheEngine, ChoicesWaitingForAnotherRequestPrefillTheirOwnPagesOnce) {
+  ByteCodec codec;
+  cpu::CpuBackend be(session_model(session_specs()[2]));
+  EngineOptions eo;
+  eo.prefill_chunk = 64;
+  Engine engine(be, codec, eo);
+  const std::string longer = kPrompt.substr(0, 128) + kPrompt;  // 278 tokens
+  const SessionId a = engine.submit(greedy_request(codec, 1, "plain", kPrompt, 4));
+  std::vector<SessionId> choices;
+  for (int i = 0; i < 3; ++i)
+    choices.push_back(engine.submit(greedy_request(codec, 1, "plain", longer, 4)));
+  engine.run_until_idle();
+  EXPECT_EQ(engine.take(a).prompt_cached_tokens, 0);
+  std::vector<int64_t> cached;
+  for (SessionId id : choices) cached.push_back(engine.take(id).prompt_cached_tokens);
+  EXPECT_EQ(cached, (std::vector<int64_t>{128, 256, 256}));
+  EXPECT_EQ(engine.stats().prompt_tokens, 150 + 150 + 22 + 22);
+  EXPECT_EQ(engine.stats().prefix_hit_tokens, 128 + 256 + 256);
+  EXPECT_EQ(engine.kv_reserved(), 0);
+}
+
 TEST(PrefixCacheEngine, AWaitingChoiceReservesItsWholeNeedUntilItShares) {
   ByteCodec codec;
   cpu::CpuBackend be(session_model(session_specs()[2]));
   const SessionRequest probe = greedy_request(codec, 1, "plain", kPrompt, 8);
-  const int64_t need = Session::kv_tokens_needed(probe.options, probe.formatting, be.config(),
-                                                 static_cast<int64_t>(kPrompt.size()));
+  const int64_t need = Session::kv_tokens_needed(probe.options, probe.formatting, codec,
+                                                 be.config(), static_cast<int64_t>(kPrompt.size()));
   EngineOptions eo;
   eo.prefill_chunk = 64;
   Engine engine(be, codec, eo);
@@ -321,8 +346,8 @@ TEST(PrefixCacheEngine, AdmissionReservesOnlyThePagesASessionNewlyTakes) {
   ByteCodec codec;
   cpu::CpuBackend be(session_model(session_specs()[2]));
   const SessionRequest probe = greedy_request(codec, 2, "test", kPrompt, 8);
-  const int64_t need = Session::kv_tokens_needed(probe.options, probe.formatting, be.config(),
-                                                 static_cast<int64_t>(kPrompt.size()));
+  const int64_t need = Session::kv_tokens_needed(probe.options, probe.formatting, codec,
+                                                 be.config(), static_cast<int64_t>(kPrompt.size()));
   for (bool cache : {true, false}) {
     SCOPED_TRACE(cache);
     EngineOptions eo;

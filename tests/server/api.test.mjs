@@ -511,6 +511,37 @@ test('hogwild serve takes a formatting file, and a model directory\'s hogwild_fo
   }
 });
 
+// `stop` on a hogwild request cuts the content, not the answer in `hogwild` (docs/SERVER.md
+// "Requests"). A formatting whose step prefix holds \boxed{17 apples} makes every finished step's
+// answer "17 apples", so the first step to finish ends the session with it.
+test('stop on a hogwild request cuts the content, not hogwild.choices[i].answer, streaming or not', async () => {
+  mkdirSync(WORK, { recursive: true });
+  const file = join(WORK, 'answer_in_prefix_format.json');
+  await writeFile(file, JSON.stringify({ base: 'qwen3-math', step_prefix: '**{name} [{step}]:** \\boxed{17 apples} ' }));
+  const s = await startServer(['--format', file]);
+  try {
+    const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const args = { model: '', messages: problem, seed: 1, temperature: 1.0, stop: [' apples'], hogwild: { workers: 2, budget: 150 } };
+    const full = await c.chat.completions.create(args);
+    const ch = full.hogwild.choices[0];
+    assert.equal(ch.stop_reason, 'answer');
+    assert.equal(ch.answer, '17 apples');
+    assert.equal(full.choices[0].message.content, '17');
+    assert.equal(full.choices[0].finish_reason, 'stop');
+    const answered = ch.workers.flatMap((w) => w.steps.filter((st) => st.answer !== undefined));
+    assert.ok(answered.length > 0 && answered.every((st) => st.answer === '17 apples' && st.text.includes('\\boxed{17 apples}')));
+    let content = '', stats = null;
+    for await (const chunk of await c.chat.completions.create({ ...args, stream: true })) {
+      if (chunk.hogwild?.event === 'stats') stats = chunk.hogwild;
+      content += chunk.choices[0]?.delta?.content ?? '';
+    }
+    assert.equal(content, '17');
+    assert.equal(stats.answer, '17 apples');
+  } finally {
+    await s.stop();
+  }
+});
+
 test('without max_tokens a completion stops at generation_config.json\'s max_new_tokens', async () => {
   const dir = join(WORK, 'model-with-max-new-tokens');
   rmSync(dir, { recursive: true, force: true });

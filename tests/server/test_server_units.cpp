@@ -1,7 +1,8 @@
 // Units of the server: UTF-8 streaming (then the stop strings of sampling/stop_strings.h), request
 // validation (every client mistake a 4xx naming the field), live steering (a note inserted between
-// serial steps is in every worker's view from the next serial step on), and admission (every
-// request that fits runs in the same engine forward; the /metrics histograms count what happened).
+// serial steps is in every worker's view from the next serial step on), admission (every request
+// that fits runs in the same engine forward; the /metrics histograms count what happened), and
+// the stop strings through the scheduler over a scripted engine (what they cut, finish_reason).
 #include <gtest/gtest.h>
 
 #include <future>
@@ -12,6 +13,7 @@
 #include "sampling/stop_strings.h"
 #include "server/api_error.h"
 #include "server/request.h"
+#include "server/responses.h"
 #include "server/scheduler.h"
 #include "server/server_engine.h"
 #include "server/text_stream.h"
@@ -425,7 +427,7 @@ TEST(Scheduler, EveryRequestThatFitsRunsInTheSameForward) {
   unbounded.options.max_tokens_per_worker = 0;
   const ModelWeights weights = session_model(spec);
   const int64_t context_long =
-      Session::kv_tokens_needed(unbounded.options, unbounded.formatting, weights.config,
+      Session::kv_tokens_needed(unbounded.options, unbounded.formatting, codec, weights.config,
                                 static_cast<int64_t>(unbounded.prompt.size()));
   cpu::CpuBackend cpu(session_model(spec), 2 * context_long);
   ASSERT_LT(cpu.kv_capacity_tokens(), 3 * context_long);
@@ -497,6 +499,134 @@ TEST(Scheduler, EveryRequestThatFitsRunsInTheSameForward) {
   EXPECT_EQ(st.by_method.at("hogwild").finished + st.by_method.at("hogwild").rejected, 0);
   EXPECT_EQ(st.running, 0);
   EXPECT_EQ(st.queued, 0);
+}
+
+// A scripted engine behind the scheduler (generation.h): every session, at its first step, gives
+// its observer one worker's tokens (their bytes, one serial step each) and ends with the result.
+class ScriptedEngine : public GenerationEngine {
+ public:
+  struct Script {
+    std::vector<std::string> tokens;  // each token's bytes
+    SessionResult result;
+  };
+  explicit ScriptedEngine(std::vector<Script> scripts) : scripts_(std::move(scripts)) {}
+  SessionId submit(GenerationRequest, SessionObserver* obs) override {
+    if (observers_.size() == scripts_.size()) throw Error("no script left");
+    observers_.push_back(obs);
+    done_.push_back(false);
+    return static_cast<SessionId>(observers_.size());
+  }
+  void cancel(SessionId) override {}  // every session ends in its first step
+  void insert_note(SessionId, const std::string&, const std::string&) override {}
+  bool step() override {
+    bool any = false;
+    for (size_t i = 0; i < observers_.size(); ++i) {
+      if (done_[i]) continue;
+      const std::vector<std::string>& tokens = scripts_[i].tokens;
+      for (size_t k = 0; k < tokens.size(); ++k)
+        observers_[i]->on_token(
+            {0, 1, static_cast<int64_t>(k), static_cast<int32_t>(k), tokens[k], false});
+      done_[i] = true;
+      any = true;
+    }
+    return any;
+  }
+  ForwardCounts last_forward() const override { return {}; }
+  bool finished(SessionId id) const override { return done_.at(id - 1); }
+  SessionResult take_result(SessionId id) override { return scripts_.at(id - 1).result; }
+  EngineGauges gauges() const override { return {}; }
+
+ private:
+  std::vector<Script> scripts_;
+  std::vector<SessionObserver*> observers_;
+  std::vector<bool> done_;
+};
+
+// One request of one choice through the scheduler over a ScriptedEngine: its events, from
+// `accepted` to `done`.
+std::vector<Event> run_scripted(ScriptedEngine::Script script, bool hogwild,
+                                std::vector<std::string> stop) {
+  Scheduler sched([&] { return std::make_unique<ScriptedEngine>(std::vector{script}); }, 1);
+  Job job;
+  job.id = "cmpl-scripted";
+  job.hogwild = hogwild;
+  job.method = hogwild ? "hogwild" : "plain";
+  job.stop = std::move(stop);
+  GenerationRequest g;
+  g.options.n_workers = 1;
+  job.choices = {g};
+  std::shared_ptr<Channel> ch = sched.submit(std::move(job));
+  std::vector<Event> evs, all;
+  while (ch->pop_all(evs, std::chrono::milliseconds(100))) {
+    all.insert(all.end(), evs.begin(), evs.end());
+    evs.clear();
+  }
+  return all;
+}
+
+std::string content_of(const std::vector<Event>& evs) {
+  std::string s;
+  for (const Event& e : evs)
+    if (e.kind == Event::Kind::content) s += e.text;
+  return s;
+}
+
+// A plain completion that ends at max_tokens while a stop string is completed by its last bytes:
+// by the last token ("the end" at " end"; "café" at "é", whose first byte the decoder held back
+// until the last token completed it), or only by the decoder's flush when the session has ended
+// (the last token is a lone lead byte of a 2-byte character, held back as incomplete, that the
+// flush turns into U+FFFD, completing "x" U+FFFD). Each is finish_reason "stop" with the content
+// cut before the stop string; without one, "length" with the whole text.
+TEST(SchedulerStop, AStopStringCompletedByTheLastBytesIsAStop) {
+  SessionResult capped;
+  capped.stop_reason = StopReason::max_tokens;
+  capped.tokens_per_worker = {3};
+  struct Case {
+    std::vector<std::string> tokens, stop;
+    std::string content, finish_reason;
+  };
+  const std::vector<Case> cases = {
+      {{"the", " e", "nd"}, {" end"}, "the", "stop"},
+      {{"caf", "\xC3", "\xA9"}, {"\xC3\xA9"}, "caf", "stop"},
+      {{"Hi", " x", "\xC3"}, {"x" + kFFFD}, "Hi ", "stop"},
+      {{"Hi", " x", "\xC3"}, {"y" + kFFFD}, "Hi x" + kFFFD, "length"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.stop[0]);
+    const std::vector<Event> evs = run_scripted({c.tokens, capped}, false, c.stop);
+    ASSERT_FALSE(evs.empty());
+    ASSERT_EQ(evs.back().kind, Event::Kind::done);
+    EXPECT_EQ(content_of(evs), c.content);
+    EXPECT_EQ(evs.back().finish_reason, c.finish_reason);
+    EXPECT_EQ(evs.back().stop_reason,
+              c.finish_reason == "stop" ? StopReason::stop : StopReason::max_tokens);
+  }
+}
+
+// `stop` on a hogwild request cuts the content (the answer as the client reads it), not the
+// answer in "hogwild" nor the workers' text (docs/SERVER.md "Requests").
+TEST(SchedulerStop, OnAHogwildRequestOnlyTheContentIsCut) {
+  SessionResult r;
+  r.stop_reason = StopReason::answer;
+  r.answer = "17 apples";
+  r.tokens_per_worker = {2};
+  const std::vector<Event> evs = run_scripted({{"so 17", " apples."}, r}, true, {" apples"});
+  ASSERT_FALSE(evs.empty());
+  ASSERT_EQ(evs.back().kind, Event::Kind::done);
+  EXPECT_EQ(content_of(evs), "17");
+  EXPECT_EQ(evs.back().finish_reason, "stop");
+  ResponseMeta meta;
+  meta.id = "chatcmpl-scripted";
+  meta.hogwild = true;
+  meta.worker_names = {"Alice"};
+  ResponseBuilder b(meta);
+  for (const Event& e : evs) b.add(e);
+  const nlohmann::json j = b.response();
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "17");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  const nlohmann::json& hc = j["hogwild"]["choices"][0];
+  EXPECT_EQ(hc["answer"], "17 apples");
+  EXPECT_EQ(hc["workers"][0]["steps"][0]["text"], "so 17 apples.");
 }
 
 // The /metrics text of a histogram: cumulative buckets by upper bound, +Inf, sum and count.
