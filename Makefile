@@ -35,7 +35,8 @@ ASAN_TESTS ?= test_core test_stop_policy test_sampler test_generate test_model_c
   test_rope test_cpu_backend test_cpu_moe test_cpu_parallel \
   test_hogwild_layout test_hogwild_scheduler test_hogwild_session test_hogwild_device_sampling \
   test_hogwild_block_ops test_hogwild_run_outputs test_hogwild_live_view hogwild_protocol_test \
-  test_hogwild_kv_budget test_server_http_parse tokenizer_test test_chat_template
+  test_hogwild_kv_budget test_hogwild_kv_summary test_server_http_parse tokenizer_test \
+  test_chat_template
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOGWILD_CUDA=OFF \
 	  -DHOGWILD_SANITIZE=ON -DHOGWILD_BENCH=OFF $(CMAKE_FLAGS)

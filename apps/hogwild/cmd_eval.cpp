@@ -48,7 +48,7 @@ using namespace hogwild::eval;
 struct EvalArgs {
   std::string model_dir, dataset, datasets_dir, out, method = "hogwild", layout = "combined";
   std::string budgets = "1024", compat = "none", format, python = "/usr/bin/python3";
-  std::string sandbox = "auto", judge_url, judge_model;
+  std::string sandbox = "auto", judge_url, judge_model, kv_policy;
   FieldMap fields;
   std::optional<int> workers;
   int samples = 1, concurrency = 1;
@@ -165,6 +165,7 @@ EvalPlan check_eval_flags(const EvalArgs& a) {
   check_max_context(a.max_context, 0);
   check_kv_budget(a.kv_budget, plan.layout, plan.sot);
   check_kv_chunk(a.kv_chunk, a.kv_budget);
+  check_kv_policy(a.kv_policy, a.kv_budget, a.kv_chunk);
   return plan;
 }
 
@@ -233,6 +234,7 @@ RunSpec make_run_spec(const EvalArgs& a, const EvalPlan& plan, const Dataset& da
   spec.max_context = a.max_context;
   spec.kv_budget = a.kv_budget;
   spec.kv_chunk = a.kv_chunk;
+  spec.kv_policy = a.kv_policy;
   spec.prefix_cache = !a.no_prefix_cache;
   return spec;
 }
@@ -266,6 +268,7 @@ json eval_config(const EvalArgs& a, const RunSpec& spec, const Dataset& data, ui
                  {"max_context", a.max_context},
                  {"kv_budget", a.kv_budget},
                  {"kv_chunk", a.kv_chunk},
+                 {"kv_policy", a.kv_policy.empty() ? std::string("evict") : a.kv_policy},
                  {"lenient", a.lenient},
                  {"note", data.note}};
   if (judged) config["judge"] = {{"url", a.judge_url}, {"model", a.judge_model}};
@@ -446,6 +449,10 @@ void register_eval(CLI::App& app) {
                 "tokens; 0 = unlimited; docs/ARCHITECTURE.md)");
   c->add_option("--kv-chunk", a->kv_chunk,
                 "with --kv-budget: tokens forgotten together, aligned in the history (0 = 16)");
+  c->add_option("--kv-policy", a->kv_policy,
+                "with --kv-budget: evict (the default: forget the least attended chunks) or "
+                "summarise (a worker writes a summary step with the formatting's summary.prompt, "
+                "then the steps it sums up are forgotten)");
   add_prefix_cache_flag(c, a->no_prefix_cache);
   c->add_flag("--lenient", a->lenient,
               "also accept numbers within 1e-4 relative and p% as p/100 (default: exact)");

@@ -59,7 +59,7 @@ namespace hogwild::cli {
 namespace {
 
 struct RunArgs {
-  std::string model_dir, layout = "combined", snapshots, format, problem, problem_file;
+  std::string model_dir, layout = "combined", snapshots, format, problem, problem_file, kv_policy;
   RunFilePaths files;
   int workers = 2;
   int64_t budget = 0, collab_every = -1, max_context = 0, n_predict = 0, kv_budget = 0,
@@ -114,6 +114,7 @@ std::vector<int64_t> check_run_ranges(const RunArgs& a, Layout layout, const For
   check_field(RequestField::max_context, a.max_context);
   check_kv_budget(a.kv_budget, layout, false);
   check_kv_chunk(a.kv_chunk, a.kv_budget);
+  check_kv_policy(a.kv_policy, a.kv_budget, a.kv_chunk);
   const std::vector<int64_t> snapshots =
       a.snapshots.empty() ? std::vector<int64_t>{} : parse_step_list(a.snapshots, "--snapshots");
   check_snapshots(snapshots, a.budget);
@@ -137,6 +138,7 @@ SessionRequest make_run_request(const Model& model, const RunArgs& a, Layout lay
   pr.max_context = a.max_context;
   pr.kv_budget = a.kv_budget;
   pr.kv_chunk = a.kv_chunk;
+  pr.kv_policy = a.kv_policy;
   pr.sampling = sampling_params(a.sampling, model.generation_config(), seed);
   SessionRequest req = make_request(model, pr);
   if (a.ignore_eos) req.formatting.forbidden.eos = true;  // llama.cpp: EOS is never sampled
@@ -182,6 +184,7 @@ nlohmann::json run_header(const RunArgs& a, const Model& model, const SessionReq
                              {"max_context", a.max_context},
                              {"kv_budget", a.kv_budget},
                              {"kv_chunk", a.kv_chunk},
+                             {"kv_policy", kv_policy_name(req.options.kv.policy)},
                              {"collab_every", a.collab_every},
                              {"n_predict", a.n_predict},
                              {"sampling",
@@ -299,6 +302,10 @@ void register_run(CLI::App& app) {
                 "tokens; 0 = unlimited; docs/ARCHITECTURE.md)");
   c->add_option("--kv-chunk", a->kv_chunk,
                 "with --kv-budget: tokens forgotten together, aligned in the history (0 = 16)");
+  c->add_option("--kv-policy", a->kv_policy,
+                "with --kv-budget: evict (the default: forget the least attended chunks) or "
+                "summarise (a worker writes a summary step with the formatting's summary.prompt, "
+                "then the steps it sums up are forgotten)");
   c->add_option("--n-predict", a->n_predict,
                 "at most this many generated tokens per worker (0 = no limit)");
   c->add_flag("--ignore-eos", a->ignore_eos,

@@ -37,6 +37,8 @@ constexpr FieldRange kRanges[] = {
      "tokens of the shared history kept in attention (0 = unlimited)"},
     {RequestField::kv_chunk, "kv_chunk", 0, 4096, false, true,
      "tokens forgotten together (0 = the default, 16)"},
+    // A name (hogwild/request_check.h check_kv_policy); the row gives its name in messages.
+    {RequestField::kv_policy, "kv_policy", 0, 0, false, true, "(evict or summarise)"},
 };
 
 [[noreturn]] void out_of_range(RequestField f, const std::string& value) {

@@ -38,6 +38,7 @@ enum class RequestField {
   stop,                // a stop string (bytes)
   kv_budget,           // tokens of the shared history still read (hogwild/forgetting.h)
   kv_chunk,            // tokens forgotten together (ForgetPolicy::chunk)
+  kv_policy,           // what happens at the KV budget: evict or summarise (a name, no range)
 };
 
 /// One row of the table: an inclusive range [lo, hi] (lo excluded when lo_open) and the unit and

@@ -37,8 +37,12 @@ SessionRequest make_request(const Model& model, const ProblemRequest& p) {
   r.prompt = model.tokenizer().encode(text, !fmt.chat.use_template);
   r.options.kv.budget = p.kv_budget;
   check_kv_chunk(p.kv_chunk, p.kv_budget);
+  r.options.kv.policy = check_kv_policy(p.kv_policy, p.kv_budget, p.kv_chunk);
   if (p.kv_chunk > 0) r.options.kv.chunk = p.kv_chunk;
-  check_kv_budget_fits(p.kv_budget, static_cast<int64_t>(r.prompt.size()), r.options.kv.recent);
+  check_kv_fits(r.options.kv, static_cast<int64_t>(r.prompt.size()), p.workers, fmt,
+                [&](const std::string& t) {
+                  return static_cast<int64_t>(model.tokenizer().encode(t).size());
+                });
   r.options.n_workers = p.workers;
   r.options.layout = p.skeleton ? Layout::independent : p.layout;
   r.options.skeleton = p.skeleton;

@@ -41,6 +41,7 @@ struct ProblemRequest {
   // budget. The CPU backend only, for now.
   int64_t kv_budget = 0;
   int64_t kv_chunk = 0;     // tokens forgotten together (ForgetPolicy::chunk); 0 = its default
+  std::string kv_policy;    // evict or summarise (ForgetPolicy::policy); "" = evict
   SamplingParams sampling;  // from generation_config.json + the user's flags
   // Skeleton-of-Thought (hogwild/session.h): workers = the most outline points (1..64); the
   // layout is independent and the prompt the formatting's "sot" one.
@@ -58,7 +59,8 @@ Formatting request_formatting(const Model& model, const std::string& name);
 /// Throws RequestError for a field out of its range (hogwild/request_check.h: workers for the
 /// layout and formatting, budget, snapshots beyond the budget, collab_every, a context beyond the
 /// model's, sampling, a kv_budget out of range, on a layout without a growing history or below
-/// the prompt plus the recent tokens kept), hogwild::Error for an empty problem or a chat template
+/// the prompt plus the recent tokens kept (summarise: plus the summaries' room), a kv_policy
+/// other than evict or summarise), hogwild::Error for an empty problem or a chat template
 /// that cannot be used (with its error).
 SessionRequest make_request(const Model& model, const ProblemRequest& problem);
 

@@ -266,6 +266,7 @@ SessionRequest job_request(Model& model, const RunSpec& spec, const std::string&
   pr.max_context = spec.max_context;
   pr.kv_budget = spec.kv_budget;
   pr.kv_chunk = spec.kv_chunk;
+  pr.kv_policy = spec.kv_policy;
   pr.sampling = spec.sampling;
   pr.sampling.seed = seed;
   SessionRequest req = make_request(model, pr);

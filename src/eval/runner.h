@@ -57,6 +57,7 @@ struct RunSpec {
   int64_t max_context = 0;
   int64_t kv_budget = 0;     // ProblemRequest::kv_budget: 0 = no KV budget
   int64_t kv_chunk = 0;      // ProblemRequest::kv_chunk: 0 = the default
+  std::string kv_policy;     // ProblemRequest::kv_policy: "" = evict
   bool prefix_cache = true;  // EngineOptions::prefix_cache (--no-prefix-cache: false)
 };
 

@@ -8,6 +8,30 @@
 
 namespace hogwild {
 
+std::string_view kv_policy_name(KvPolicy p) {
+  return p == KvPolicy::summarise ? "summarise" : "evict";
+}
+
+std::optional<KvPolicy> parse_kv_policy(std::string_view name) {
+  if (name == "evict") return KvPolicy::evict;
+  if (name == "summarise" || name == "summarize") return KvPolicy::summarise;
+  return std::nullopt;
+}
+
+int64_t summary_trigger(int64_t budget, int n_workers, int64_t summary_tokens) {
+  return std::max<int64_t>(0,
+                           budget - std::max(1, n_workers) * std::max<int64_t>(0, summary_tokens));
+}
+
+std::vector<TokenRange> summarised_ranges(int64_t head, int64_t summary_begin,
+                                          const std::vector<TokenRange>& keep,
+                                          const std::vector<TokenRange>& gaps) {
+  if (summary_begin <= head) return {};
+  std::vector<TokenRange> skip = gaps;
+  skip.insert(skip.end(), keep.begin(), keep.end());
+  return outside_ranges({{head, summary_begin}}, merge_ranges(std::move(skip)));
+}
+
 void ScoreWindow::push(std::vector<float> scores) {
   steps_.push_back(std::move(scores));
   while (static_cast<int64_t>(steps_.size()) > std::max<int64_t>(window_, 1)) steps_.pop_front();

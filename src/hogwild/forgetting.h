@@ -14,17 +14,38 @@
 // sentence when it has several — its conclusion —, notes; the session lists them) or the last
 // `recent` tokens are never forgotten; of the others, the lowest scores go first (ties: the
 // older chunk first) until the tokens still read fit the budget.
+//
+// The second policy, summarise-and-drop (KvPolicy::summarise; as Delethink and InftyThink do for
+// one sequence): when the history's tokens still read pass summary_trigger, the next worker whose
+// step ends (the lowest index among those ending in the same serial step) writes a summary step
+// instead of its next ordinary step, opened by the formatting's summary prompt and at most its
+// summary.max_tokens long; once that step joins the history, everything between the prompt and
+// the summary is forgotten (summarised_ranges: the finished steps and earlier summaries; a
+// person's notes stay). No score is measured. docs/ARCHITECTURE.md §11.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace hogwild {
 
 using TokenRange = std::pair<int64_t, int64_t>;  // block-local [begin, end)
+
+/// What a session does when its history passes the KV budget.
+enum class KvPolicy {
+  evict,      // forget the least attended chunks (choose_forgotten)
+  summarise,  // one worker writes a summary step; what it summarises is forgotten
+};
+
+/// "evict" / "summarise" (the spelling of --kv-policy and hogwild.kv_policy).
+std::string_view kv_policy_name(KvPolicy p);
+/// The policy of that name ("summarize" is taken too); nullopt for any other text.
+std::optional<KvPolicy> parse_kv_policy(std::string_view name);
 
 /// Settings of a session's KV budget (SessionOptions).
 struct ForgetPolicy {
@@ -36,7 +57,23 @@ struct ForgetPolicy {
   // reservation counts each worker's step at this length (kv_budget.h); a step that would pass it
   // ends the run as the context limit does.
   int64_t step_tokens = 512;
+  KvPolicy policy = KvPolicy::evict;
 };
+
+/// Summarise-and-drop: the history's tokens still read above which a summary step is due, for a
+/// budget (> 0) shared by n_workers workers with summaries of at most summary_tokens generated
+/// tokens: budget - n_workers * summary_tokens, leaving room for the summary itself and for what
+/// the other workers write into the history while it is written (one token per serial step
+/// each). At least 0.
+int64_t summary_trigger(int64_t budget, int n_workers, int64_t summary_tokens);
+
+/// Summarise-and-drop: the history ranges a summary that begins at history index summary_begin
+/// replaces: [head, summary_begin) (head: the prompt's tokens), less the ranges in `keep` (a
+/// person's notes; any order) and what `gaps` (sorted, disjoint) already forgot. Sorted,
+/// disjoint; {} when nothing lies between.
+std::vector<TokenRange> summarised_ranges(int64_t head, int64_t summary_begin,
+                                          const std::vector<TokenRange>& keep,
+                                          const std::vector<TokenRange>& gaps);
 
 /// The most pages of `page` tokens the history of a session with this KV budget (tokens, > 0)
 /// holds after each serial step's forgetting: ceil(budget / page) + 2 (the page the prompt ends

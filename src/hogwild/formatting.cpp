@@ -159,6 +159,7 @@ Formatting make_plain() {
   f.answer.kind = AnswerKind::boxed;
   f.sot = {defaults::kSotRulesMath, defaults::kSotOutline, defaults::kSotPoint,
            defaults::kSotAnswer, 256};
+  f.summary = {defaults::kSummaryPrompt, 128};
   return f;
 }
 
@@ -199,6 +200,7 @@ Formatting make_builtin(std::string_view family, std::string_view variant) {
   f.answer.marker = code ? defaults::kCodeMarker : "";
   f.sot = {code ? defaults::kSotRulesCode : defaults::kSotRulesMath, defaults::kSotOutline,
            defaults::kSotPoint, defaults::kSotAnswer, 256};
+  f.summary = {defaults::kSummaryPrompt, 128};
   return f;
 }
 
@@ -294,6 +296,10 @@ std::string Formatting::step_start(int w, int step, bool with_collab_check) cons
   return s;
 }
 
+std::string Formatting::summary_start(int w, int step) const {
+  return render_step_prefix(w, step) + render(summary.prompt, {{"name", worker_name(w)}});
+}
+
 std::string Formatting::point_prefix(int point, std::string_view text) const {
   return render(sot.point_prefix,
                 {{"point", std::to_string(point)}, {"point_text", std::string(text)}});
@@ -346,6 +352,7 @@ ojson Formatting::to_json() const {
                    {"point_prefix", sot.point_prefix},
                    {"answer_prefix", sot.answer_prefix},
                    {"outline_max_tokens", sot.outline_max_tokens}};
+  j["summary"] = ojson{{"prompt", summary.prompt}, {"max_tokens", summary.max_tokens}};
   return j;
 }
 
@@ -439,6 +446,7 @@ void check_formatting_values(const Formatting& f, std::string_view origin) {
   check_placeholders(origin, "sot.outline_prefix", f.sot.outline_prefix, 0, n);
   check_placeholders(origin, "sot.point_prefix", f.sot.point_prefix, kPhPoint, n);
   check_placeholders(origin, "sot.answer_prefix", f.sot.answer_prefix, 0, n);
+  check_placeholders(origin, "summary.prompt", f.summary.prompt, kPhName, n);
 }
 
 }  // namespace
@@ -459,7 +467,7 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
   ObjReader top(j, "", origin,
                 {"name", "chat", "rules", "rules_single", "example", "worker_names", "step_prefix",
                  "step_separator", "note_prefix", "layout", "collab_check", "finisher", "forbidden",
-                 "answer", "sot"});
+                 "answer", "sot", "summary"});
   Formatting f;
   f.name = top.str("name");
   ObjReader chat =
@@ -505,6 +513,8 @@ Formatting parse_formatting(const ojson& input, std::string_view origin) {
       "sot", {"rules", "outline_prefix", "point_prefix", "answer_prefix", "outline_max_tokens"});
   f.sot = {sot.str("rules"), sot.str("outline_prefix"), sot.str("point_prefix"),
            sot.str("answer_prefix"), sot.integer("outline_max_tokens", 1)};
+  ObjReader sum = top.object("summary", {"prompt", "max_tokens"});
+  f.summary = {sum.str("prompt"), sum.integer("max_tokens", 1)};
 
   check_formatting_values(f, origin);
   return f;

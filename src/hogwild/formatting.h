@@ -138,6 +138,18 @@ struct SkeletonTexts {
   int64_t outline_max_tokens = 256;  ///< generated tokens of the outline at most (>= 1)
 };
 
+/// The summary step of the KV budget's summarise-and-drop policy (JSON object "summary";
+/// docs/ARCHITECTURE.md §11, hogwild/forgetting.h): when the shared history passes the budget, one
+/// worker's next step opens with its step prefix followed by `prompt` and sums up the history;
+/// once it is in the history, the steps it sums up are forgotten.
+struct SummaryText {
+  /// Written after the step prefix ({name} = the worker writing it); asks for the summary.
+  std::string prompt;
+  /// Generated tokens of a summary at most (>= 1): a summary that has not ended by then is closed
+  /// with the step separator.
+  int64_t max_tokens = 128;
+};
+
 /// A complete formatting. Build with builtin_formatting() / load_formatting() / parse_formatting();
 /// all fields are validated there (non-empty names, separator, user template, ...).
 struct Formatting {
@@ -159,6 +171,7 @@ struct Formatting {
   ForbiddenTokens forbidden;
   AnswerFormat answer;
   SkeletonTexts sot;
+  SummaryText summary;
 
   /// Throws hogwild::Error unless 1 <= n_workers <= worker_names.size().
   void check_workers(int n_workers) const;
@@ -184,6 +197,9 @@ struct Formatting {
   /// Text that opens a new step: the step prefix, plus the collaboration-check question when
   /// `with_collab_check` (and collab_check.text is non-empty).
   std::string step_start(int w, int step, bool with_collab_check) const;
+  /// Text that opens worker w's summary step number `step` (the KV budget's summarise-and-drop):
+  /// the step prefix, then summary.prompt.
+  std::string summary_start(int w, int step) const;
   /// The whole text of a note by `author` (docs/ARCHITECTURE.md §4, "Notes"): note_prefix with
   /// {name} = author, the note, then step_separator (unless the note already ends with it), so
   /// that it reads as a finished step.

@@ -246,11 +246,15 @@ void LiveView::finish(const SessionResult& r, const std::string& title) {
              r.finisher_seconds);
   if (!r.forgotten.empty()) {  // the KV budget (forgetting.h): the transcript holds the ranges
     const ForgetEvent& last = r.forgotten.back();
+    const auto summarised =
+        std::count_if(r.forgotten.begin(), r.forgotten.end(),
+                      [](const ForgetEvent& e) { return e.summary_worker >= 0; });
     fmt::print(
         out_,
-        "kv budget: {} history tokens forgotten ({} time{}); {} of {} still read at the end\n",
-        r.forgotten_tokens, r.forgotten.size(), r.forgotten.size() == 1 ? "" : "s", last.kept,
-        last.history_len);
+        "kv budget: {} history tokens forgotten ({} time{}{}); {} of {} still read at the end\n",
+        r.forgotten_tokens, r.forgotten.size(), r.forgotten.size() == 1 ? "" : "s",
+        summarised > 0 ? fmt::format(", {} by a summary step", summarised) : std::string(),
+        last.kept, last.history_len);
   }
   for (auto& f : r.snapshots)
     fmt::print(out_, "snapshot @{}{}: {}\n", f.serial_step, f.reached ? "" : " (after the end)",

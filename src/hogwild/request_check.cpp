@@ -1,5 +1,8 @@
 #include "hogwild/request_check.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "hogwild/session.h"
 
 namespace hogwild {
@@ -83,6 +86,60 @@ void check_kv_budget(int64_t kv_budget, Layout layout, bool skeleton) {
                     "history, so there is nothing to forget; use the combined or interleaved "
                     "layout, or kv_budget 0",
                     kv_budget, layout_name(layout), skeleton ? " with Skeleton-of-Thought" : ""));
+}
+
+KvPolicy check_kv_policy(std::string_view kv_policy, int64_t kv_budget, int64_t kv_chunk) {
+  if (kv_policy.empty()) return KvPolicy::evict;
+  const std::optional<KvPolicy> p = parse_kv_policy(kv_policy);
+  if (!p)
+    throw RequestError(RequestField::kv_policy,
+                       fmt::format("kv_policy is '{}'; use evict (forget the least attended "
+                                   "chunks of the history) or summarise (a worker writes a "
+                                   "summary step and the steps it sums up are forgotten)",
+                                   kv_policy));
+  if (*p == KvPolicy::summarise && kv_budget == 0)
+    throw RequestError(RequestField::kv_policy,
+                       "kv_policy is summarise, but there is no kv_budget: the policy says what "
+                       "happens at the budget; give a kv_budget, or drop kv_policy");
+  if (*p == KvPolicy::summarise && kv_chunk > 0)
+    throw RequestError(RequestField::kv_chunk,
+                       fmt::format("kv_chunk is {}, but kv_policy summarise drops whole steps, not "
+                                   "chunks; drop kv_chunk, or use kv_policy evict",
+                                   kv_chunk));
+  return *p;
+}
+
+void check_kv_summary_fits(int64_t kv_budget, int64_t prompt_tokens, int n_workers,
+                           int64_t summary_tokens, int64_t summary_step) {
+  const int64_t need = prompt_tokens + summary_step + n_workers * summary_tokens;
+  if (kv_budget > 0 && kv_budget < need)
+    throw RequestError(
+        RequestField::kv_budget,
+        fmt::format("kv_budget is {}, but with kv_policy summarise the history holds the prompt "
+                    "({} tokens) and a summary step of up to {} tokens, and a summary starts {} x "
+                    "{} tokens before the budget ({} workers write while it is written); give at "
+                    "least {} tokens, a shorter summary.max_tokens in the formatting, or 0 for no "
+                    "budget",
+                    kv_budget, prompt_tokens, summary_step, n_workers, summary_tokens, n_workers,
+                    need));
+}
+
+int64_t summary_step_tokens(const Formatting& fmt, int n_workers,
+                            const std::function<int64_t(const std::string&)>& count_tokens) {
+  int64_t opening = 0;
+  for (int w = 0; w < n_workers; ++w)
+    opening = std::max(opening, count_tokens(fmt.summary_start(w, 1000)));
+  return opening + fmt.summary.max_tokens + count_tokens(fmt.step_separator);
+}
+
+void check_kv_fits(const ForgetPolicy& kv, int64_t prompt_tokens, int n_workers,
+                   const Formatting& fmt,
+                   const std::function<int64_t(const std::string&)>& count_tokens) {
+  if (kv.policy == KvPolicy::summarise && kv.budget > 0)
+    check_kv_summary_fits(kv.budget, prompt_tokens, n_workers, fmt.summary.max_tokens,
+                          summary_step_tokens(fmt, n_workers, count_tokens));
+  else
+    check_kv_budget_fits(kv.budget, prompt_tokens, kv.recent);
 }
 
 void check_kv_budget_fits(int64_t kv_budget, int64_t prompt_tokens, int64_t recent) {

@@ -6,9 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/request_fields.h"
+#include "hogwild/forgetting.h"
 #include "hogwild/formatting.h"
 #include "hogwild/layout.h"
 
@@ -41,10 +45,33 @@ void check_kv_chunk(int64_t kv_chunk, int64_t kv_budget);
 /// (> 0) on a layout whose history never grows (contiguous, independent, Skeleton-of-Thought).
 void check_kv_budget(int64_t kv_budget, Layout layout, bool skeleton);
 
+/// Throws RequestError (RequestField::kv_policy) for a policy name other than evict or summarise
+/// (forgetting.h parse_kv_policy), for summarise without a kv_budget (alone it does nothing), and
+/// for a kv_chunk (> 0) with summarise (chunks are what evict forgets; summarise drops whole
+/// steps). Returns the policy; "" is evict.
+KvPolicy check_kv_policy(std::string_view kv_policy, int64_t kv_budget, int64_t kv_chunk);
+
 /// Throws RequestError (RequestField::kv_budget) when a budget (> 0) is below what is never
 /// forgotten: the prompt's prompt_tokens plus the history's last `recent` tokens
 /// (ForgetPolicy::recent).
 void check_kv_budget_fits(int64_t kv_budget, int64_t prompt_tokens, int64_t recent);
+/// The same for the summarise policy (forgetting.h summary_trigger): the budget must hold the
+/// prompt, one whole summary step (summary_step: its opening, summary_tokens generated and the
+/// separator; summary_step_tokens) and the room n_workers * summary_tokens that a summary is
+/// started ahead of the budget, so that right after a drop no summary is due at once:
+/// prompt_tokens + summary_step + n_workers * summary_tokens.
+void check_kv_summary_fits(int64_t kv_budget, int64_t prompt_tokens, int n_workers,
+                           int64_t summary_tokens, int64_t summary_step);
+/// Tokens a summary step of one of n_workers holds at most: the longest of their summary
+/// openings (Formatting::summary_start at a four-digit step number), summary.max_tokens and the
+/// step separator, each text counted by count_tokens (the model's tokenizer).
+int64_t summary_step_tokens(const Formatting& fmt, int n_workers,
+                            const std::function<int64_t(const std::string&)>& count_tokens);
+/// check_kv_budget_fits or check_kv_summary_fits, as kv.policy says (the formatting's summary,
+/// its texts counted by count_tokens).
+void check_kv_fits(const ForgetPolicy& kv, int64_t prompt_tokens, int n_workers,
+                   const Formatting& fmt,
+                   const std::function<int64_t(const std::string&)>& count_tokens);
 
 /// Every field of `o` against its range, workers by check_workers, max_context against
 /// `model_context`; snapshots by range only (a Session reports a snapshot past its end as not

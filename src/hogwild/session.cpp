@@ -156,6 +156,11 @@ int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt
     for (int w = 0; w < (indep ? 1 : o.n_workers); ++w) {
       const int64_t plain = count(fmt.step_start(w, step, false));
       need.opening_tokens = std::max(need.opening_tokens, plain);
+      // Summarise-and-drop: a summary's opening; the separator that closes one at
+      // summary.max_tokens is fed with its last token and the next step's (shorter) opening.
+      if (o.kv.budget > 0 && o.kv.policy == KvPolicy::summarise)
+        need.opening_tokens = std::max(
+            need.opening_tokens, count(fmt.summary_start(w, step)) + count(fmt.step_separator));
       if (check)
         need.check_tokens =
             std::max(need.check_tokens, count(fmt.step_start(w, step, true)) - plain);
@@ -207,7 +212,9 @@ void Session::start(const std::vector<int32_t>& prompt) {
         "the prompt has {} tokens, which leaves no room to generate within the context limit of {} "
         "tokens; shorten the problem{}",
         prompt.size(), max_context_, raise_context_hint());
-  check_kv_budget_fits(opt_.kv.budget, static_cast<int64_t>(prompt.size()), opt_.kv.recent);
+  check_kv_fits(
+      opt_.kv, static_cast<int64_t>(prompt.size()), opt_.n_workers, fmt_,
+      [&](const std::string& t) { return static_cast<int64_t>(codec_.encode(t).size()); });
   started_ = true;
   prompt_ = prompt;
   protected_.assign(1, TokenRange{0, static_cast<int64_t>(prompt.size())});  // prompt and rules

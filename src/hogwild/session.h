@@ -124,8 +124,10 @@ struct SessionOptions {
   bool ignore_eos = false;
   // KV budget (hogwild/forgetting.h, docs/ARCHITECTURE.md "Bounded shared memory"): when the
   // shared history's tokens still read pass kv.budget, the session forgets the history's least
-  // attended chunks. kv.budget 0 = unlimited (nothing is measured or forgotten). Needs the
-  // combined or interleaved layout and a backend that can forget (Backend::can_forget).
+  // attended chunks (kv.policy evict), or one worker writes a summary step and the steps it sums
+  // up are forgotten (kv.policy summarise). kv.budget 0 = unlimited (nothing is measured or
+  // forgotten). Needs the combined or interleaved layout and a backend that can forget
+  // (Backend::can_forget).
   ForgetPolicy kv;
 };
 
@@ -138,10 +140,18 @@ struct ForgetEvent {
   std::vector<std::string> texts;  // the bytes of each range, as fed
   int64_t kept = 0;                // history tokens still read afterwards
   int64_t history_len = 0;         // history tokens in all (read or forgotten)
+  // Summarise-and-drop (KvPolicy::summarise): the summary step that replaced the ranges, by
+  // worker `summary_worker` (its step `summary_step`), at history indices `summary`
+  // [begin, end). summary_worker -1: no summary (evict's choice, or the memory cap alone).
+  int summary_worker = -1;
+  int summary_step = 0;
+  TokenRange summary{0, 0};
 };
 
 /// Where a fed token came from.
-enum class FeedRole { prompt, constant, step_start, generated, note, finisher };
+/// step_end: the step separator the session writes to close a summary step that reached the
+/// formatting's summary.max_tokens (the KV budget's summarise-and-drop).
+enum class FeedRole { prompt, constant, step_start, generated, note, finisher, step_end };
 
 /// What a forward was for: the prefill (serial step 0, possibly in chunks), a serial step, or one
 /// of the finisher's forwards (SessionObserver::on_finisher_forward; final or snapshot).
@@ -293,6 +303,8 @@ struct SessionResult {
   // KV budget (SessionOptions::kv): every forgetting, in order, and the history tokens forgotten.
   std::vector<ForgetEvent> forgotten;
   int64_t forgotten_tokens = 0;
+  // KV budget, summarise-and-drop: summary steps started (one may be unfinished at the end).
+  int summaries_started = 0;
 };
 
 class Session {
@@ -482,6 +494,13 @@ class Session {
   bool is_eos(int32_t token) const;
   // KV budget: after a decode step's promotions, the window's scores and the forgetting.
   void forget_history(const SessionStep& step);
+  // KV budget, summarise-and-drop: after a decode step's promotions, the summarised steps
+  // forgotten when the summary joined the history, and whether a summary is due.
+  void summarise_history();
+  // Forgets `drop` (sorted, disjoint, not yet forgotten) in the history block and reports it.
+  void forget_ranges(std::vector<TokenRange> drop, ForgetEvent ev);
+  // Worker w's summary step ends without joining the history (EOS, its token cap).
+  void summary_abandoned(int w);
 
   Backend& be_;
   const TextCodec& codec_;
@@ -523,6 +542,18 @@ class Session {
   std::vector<int64_t> opening_len_;
   ScoreWindow scores_{1};
   std::vector<TokenRange> history_gaps_;
+  // Summarise-and-drop: the notes' history ranges (kept), whether a summary step is due, the one
+  // being written (worker, step, block, tokens generated), where the last one joined the history
+  // in this serial step ({-1, -1}: none) and the steps promoted since the last summary.
+  std::vector<TokenRange> note_ranges_;
+  bool summary_due_ = false;
+  int summary_worker_ = -1;
+  int summary_step_ = 0;
+  BlockId summary_block_ = -1;
+  int64_t summary_generated_ = 0;
+  TokenRange summary_joined_{-1, -1};
+  int64_t summary_end_ = 0;  // history index after the last summary that joined (0: none)
+  int64_t steps_since_summary_ = 0;
   std::chrono::steady_clock::time_point decode_start_;
   SessionResult result_;
 };

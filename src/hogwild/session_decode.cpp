@@ -73,7 +73,8 @@ bool Session::plan_decode(SessionStep& step) {
     return end(result_.stop_reason == StopReason::none ? StopReason::eos : StopReason::none);
   }
   batch.views = build_views(layout_state());
-  if (opt_.kv.budget > 0) batch.score_blocks = {history_};  // what the workers read of it
+  if (opt_.kv.budget > 0 && opt_.kv.policy == KvPolicy::evict)
+    batch.score_blocks = {history_};  // what the workers read of it
   plan_notes(step);
   // The longest view after this forward must fit the context.
   if (longest_view(batch) > max_context_) {
@@ -181,7 +182,10 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
   }
   promote_closing(rep);
   append_notes();
-  if (opt_.kv.budget > 0) forget_history(step);
+  if (opt_.kv.budget > 0 && opt_.kv.policy == KvPolicy::summarise)
+    summarise_history();
+  else if (opt_.kv.budget > 0)
+    forget_history(step);
   bool stop = false;
   for (size_t r = 0; r < step.rows.size(); ++r) {
     int32_t t;
@@ -215,6 +219,12 @@ void Session::promote_closing(StepReport& rep) {
       const int64_t len = static_cast<int64_t>(block_tokens_[b].size());
       if (from < len) protected_.push_back({at + from, at + len});
     }
+    if (b == summary_block_) {  // the summary joins the history: what it sums up goes
+      summary_joined_ = {at, at + static_cast<int64_t>(block_tokens_[b].size())};
+      steps_since_summary_ = 0;
+    } else {
+      steps_since_summary_ += 1;
+    }
     be_.append_block(history_, b);
     auto& h = block_tokens_[history_];
     h.insert(h.end(), block_tokens_[b].begin(), block_tokens_[b].end());
@@ -231,6 +241,7 @@ void Session::append_notes() {
   for (auto& [b, author] : feeding_notes_) {  // notes follow the closing steps in the history
     const int64_t at = static_cast<int64_t>(block_tokens_[history_].size());
     protected_.push_back({at, at + static_cast<int64_t>(block_tokens_[b].size())});
+    note_ranges_.push_back(protected_.back());
     be_.append_block(history_, b);
     auto& h = block_tokens_[history_];
     h.insert(h.end(), block_tokens_[b].begin(), block_tokens_[b].end());
@@ -260,6 +271,18 @@ void Session::start_step(int w, bool first) {
   const bool indep = opt_.layout == Layout::independent;
   const BlockId block =
       first || (opt_.layout != Layout::contiguous && !indep) ? new_block() : ws.cur;
+  if (!first && summary_due_ && summary_worker_ < 0) {
+    // Summarise-and-drop: this worker's next step is the summary (the first worker whose step
+    // ends once it is due; rows are completed in worker order).
+    summary_due_ = false;
+    summary_worker_ = w;
+    summary_step_ = ws.step + 1;
+    summary_block_ = block;
+    summary_generated_ = 0;
+    result_.summaries_started += 1;
+    open_step(w, block, fmt_.summary_start(w, ws.step + 1), false);
+    return;
+  }
   bool& due = indep ? ws.collab_due : collab_due_;  // independent: each worker's own tokens
   const bool check = due && !fmt_.collab_check.text.empty();
   if (check) due = false;
@@ -319,6 +342,7 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
   if (is_eos(token) && !forbidden_[token]) {
     ev.eos = true;
     ws.active = false;
+    summary_abandoned(w);
     if (obs_) obs_->on_token(ev);
     if (sot_ == SotPhase::outline) return sot_outline_token(w, true, rep);
     auto answer = step_answer(ws.step_bytes, fmt_.answer);
@@ -339,7 +363,18 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
   ws.feed.push_back({token, ws.cur, ws.step, FeedRole::generated});
   if (sot_ == SotPhase::outline) return sot_outline_token(w, false, rep);
   StepEnd end = find_step_end(ws.step_bytes, ev.bytes.size(), fmt_.step_separator);
+  if (w == summary_worker_ && ws.cur == summary_block_ &&
+      ++summary_generated_ >= fmt_.summary.max_tokens && !end.ended) {
+    // A summary at its length: the session closes it with the step separator, fed after this
+    // token into the same block, so that it joins the history as a finished step.
+    for (int32_t t : codec_.encode(fmt_.step_separator)) {
+      ws.feed.push_back({t, ws.cur, ws.step, FeedRole::step_end});
+      ws.step_bytes += codec_.token_bytes(t);
+    }
+    end.ended = true;
+  }
   if (opt_.max_tokens_per_worker > 0 && ws.generated >= opt_.max_tokens_per_worker) {
+    summary_abandoned(w);
     ws.active = false;
     ws.capped = true;
     ws.feed.clear();  // the worker stops; its last token is not fed (as after EOS)
@@ -361,11 +396,75 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
     return true;
   }
   if (opt_.layout != Layout::contiguous && opt_.layout != Layout::independent) {
-    closing_.push_back(ws.cur);
-    closing_steps_.emplace_back(w, ws.step);
+    // Finishing order, ties by worker index; except that a summary joins the history after the
+    // steps that end in the same serial step (it sums them up too: it read all but their last
+    // token), so that after its drop only the prompt, the notes and the summary are read.
+    const bool before_summary = !closing_.empty() && closing_.back() == summary_block_;
+    closing_.insert(before_summary ? closing_.end() - 1 : closing_.end(), ws.cur);
+    closing_steps_.insert(before_summary ? closing_steps_.end() - 1 : closing_steps_.end(),
+                          {w, ws.step});
   }
   start_step(w, false);
   return false;
+}
+
+void Session::summary_abandoned(int w) {
+  if (w != summary_worker_ || workers_[w].cur != summary_block_) return;
+  summary_worker_ = -1;  // not in the history: nothing is dropped; the next one is due again
+  summary_block_ = -1;
+}
+
+void Session::summarise_history() {
+  const int64_t len = static_cast<int64_t>(block_tokens_[history_].size());
+  std::vector<TokenRange> drop;
+  ForgetEvent ev;
+  if (summary_joined_.first >= 0) {  // the summary joined the history in this serial step
+    drop = summarised_ranges(static_cast<int64_t>(prompt_.size()), summary_joined_.first,
+                             note_ranges_, history_gaps_);
+    ev.summary_worker = summary_worker_;
+    ev.summary_step = summary_step_;
+    ev.summary = summary_joined_;
+    summary_end_ = summary_joined_.second;
+    summary_worker_ = -1;
+    summary_block_ = -1;
+    summary_joined_ = {-1, -1};
+  }
+  if (ev.summary_worker >= 0) forget_ranges(std::move(drop), std::move(ev));
+  // The memory cap, as for evict (an event of its own): the history never holds more pages than
+  // were reserved. The summary is started ahead of the budget, so this cuts only when the others
+  // wrote more than that room while it was written (step openings, steps begun before it); it
+  // keeps the pages touching the prompt or the last summary (everything between is forgotten),
+  // so the cap is reached since the budget holds both (check_kv_summary_fits).
+  const std::vector<TokenRange> pages = outside_ranges(
+      pages_over_cap(len, history_gaps_, std::max<int64_t>(summary_end_, prompt_.size()), 0,
+                     kKvPageTokens, history_page_cap(opt_.kv.budget, kKvPageTokens)),
+      history_gaps_);
+  if (!pages.empty()) forget_ranges(pages, ForgetEvent{});
+  // A summary is due when the tokens still read pass the trigger and some step joined the
+  // history since the last summary (else it would sum up only itself).
+  if (summary_worker_ < 0 && steps_since_summary_ > 0 &&
+      kept_tokens(len, history_gaps_) >
+          summary_trigger(opt_.kv.budget, opt_.n_workers, fmt_.summary.max_tokens))
+    summary_due_ = true;
+}
+
+void Session::forget_ranges(std::vector<TokenRange> drop, ForgetEvent ev) {
+  const std::vector<int32_t>& h = block_tokens_[history_];
+  const int64_t len = static_cast<int64_t>(h.size());
+  ev.serial_step = serial_;
+  ev.block = history_;
+  for (const auto& [b, e] : drop) {
+    be_.forget_tokens(history_, b, e);
+    history_gaps_.push_back({b, e});
+    ev.ranges.push_back({b, e});
+    ev.texts.push_back(codec_.bytes(std::vector<int32_t>(h.begin() + b, h.begin() + e)));
+  }
+  history_gaps_ = merge_ranges(std::move(history_gaps_));  // as the backend keeps them
+  ev.kept = kept_tokens(len, history_gaps_);
+  ev.history_len = len;
+  result_.forgotten_tokens = len - ev.kept;
+  result_.forgotten.push_back(ev);
+  if (obs_) obs_->on_forget(ev);
 }
 
 void Session::forget_history(const SessionStep& step) {
@@ -387,21 +486,7 @@ void Session::forget_history(const SessionStep& step) {
   }
   drop = outside_ranges(drop, history_gaps_);  // only what is not forgotten yet
   if (drop.empty()) return;
-  ForgetEvent ev;
-  ev.serial_step = serial_;
-  ev.block = history_;
-  for (const auto& [b, e] : drop) {
-    be_.forget_tokens(history_, b, e);
-    history_gaps_.push_back({b, e});
-    ev.ranges.push_back({b, e});
-    ev.texts.push_back(codec_.bytes(std::vector<int32_t>(h.begin() + b, h.begin() + e)));
-  }
-  history_gaps_ = merge_ranges(std::move(history_gaps_));  // as the backend keeps them
-  ev.kept = kept_tokens(len, history_gaps_);
-  ev.history_len = len;
-  result_.forgotten_tokens = len - ev.kept;
-  result_.forgotten.push_back(ev);
-  if (obs_) obs_->on_forget(ev);
+  forget_ranges(std::move(drop), ForgetEvent{});
 }
 
 }  // namespace hogwild

@@ -127,6 +127,11 @@ void TranscriptRecorder::on_forget(const ForgetEvent& e) {
                       {"ranges", ranges},
                       {"kept", e.kept},
                       {"history_len", e.history_len}};
+  if (e.summary_worker >= 0)  // summarise-and-drop: the summary step that replaced the ranges
+    j["summary"] = {{"worker", e.summary_worker},
+                    {"step", e.summary_step},
+                    {"begin", e.summary.first},
+                    {"end", e.summary.second}};
   forgotten_.push_back(j);
   emit("forget", j);
 }

@@ -39,7 +39,9 @@ class MultiObserver : public SessionObserver {
 ///  start order, "answer", "answer_worker", "stop_reason", "stats": {...}, "snapshots": [...],
 ///  "finisher": {...}, "history", "notes": [{"author", "text", "serial_step"}...],
 ///  "forgotten": [{"serial_step", "block", "ranges": [{"begin", "end", "text"}...], "kept",
-///  "history_len"}...] (the KV budget's forgetting, forgetting.h; the history text keeps every
+///  "history_len", "summary"?: {"worker", "step", "begin", "end"}}...] (the KV budget's
+///  forgetting, forgetting.h; "summary": the summary step that replaced the ranges, with
+///  kv_policy summarise; the history text keeps every
 ///  token, these say which ones no worker read any more from the next serial step on)}. Every text
 ///  is valid UTF-8 (invalid bytes → U+FFFD); where the raw bytes were not UTF-8 they are beside it
 ///  as "<key>_bytes" (core/json_text.h set_text).

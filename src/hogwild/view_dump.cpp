@@ -29,6 +29,8 @@ const char* role_name(FeedRole r) {
       return "note";
     case FeedRole::finisher:
       return "finisher";
+    case FeedRole::step_end:
+      return "step_end";
   }
   return "?";
 }
@@ -177,6 +179,11 @@ void ViewDumper::on_forget(const ForgetEvent& e) {
   nlohmann::json j = {{"kind", "forget"}, {"serial_step", e.serial_step},
                       {"block", e.block}, {"ranges", ranges},
                       {"kept", e.kept},   {"history_len", e.history_len}};
+  if (e.summary_worker >= 0)  // summarise-and-drop: the summary step that replaced the ranges
+    j["summary"] = {{"worker", e.summary_worker},
+                    {"step", e.summary_step},
+                    {"begin", e.summary.first},
+                    {"end", e.summary.second}};
   out_.write(dump_json(j) + "\n");
   out_.flush();
 }

@@ -154,8 +154,11 @@ void fill_hogwild(GenerationRequest& g, const CompletionRequest& r, const Served
   g.options.collab_every = h.collab_every;
   g.options.max_tokens_per_worker = r.max_tokens.value_or(0);
   g.options.kv.budget = h.kv_budget;
+  g.options.kv.policy = h.kv_policy;
   try {
-    check_kv_budget_fits(h.kv_budget, static_cast<int64_t>(g.prompt.size()), g.options.kv.recent);
+    check_kv_fits(
+        g.options.kv, static_cast<int64_t>(g.prompt.size()), h.workers, g.formatting,
+        [&](const std::string& t) { return static_cast<int64_t>(m.tokenizer->encode(t).size()); });
   } catch (const RequestError& e) {
     throw bad_request(e.what(), "hogwild.kv_budget");
   }

@@ -315,12 +315,12 @@ std::vector<std::string> parse_stop(const json& j) {
 HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
   if (!h.is_object())
     throw bad_request(fmt::format("'hogwild' must be an object, got {}", type_of(h)), "hogwild");
-  static const char* kKeys[] = {"workers", "layout",   "budget",   "collab_every",
-                                "format",  "skeleton", "kv_budget"};
+  static const char* kKeys[] = {"workers", "layout",   "budget",    "collab_every",
+                                "format",  "skeleton", "kv_budget", "kv_policy"};
   for (auto& [k, v] : h.items())
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
       throw bad_request(fmt::format("'hogwild.{}' is not a known key; use workers, layout, budget, "
-                                    "collab_every, format, skeleton or kv_budget",
+                                    "collab_every, format, skeleton, kv_budget or kv_policy",
                                     k),
                         "hogwild." + k);
   HogwildParams p;
@@ -362,6 +362,8 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
     in_table("hogwild.kv_budget", [&] { check_kv_budget(*kb, p.layout, p.skeleton); });
     p.kv_budget = *kb;
   }
+  if (auto kp = get_string(h, "kv_policy", "hogwild.kv_policy"))
+    in_table("hogwild.kv_policy", [&] { p.kv_policy = check_kv_policy(*kp, p.kv_budget, 0); });
   // Independent samples and outline points go further than workers sharing a cache.
   const bool independent = p.layout == Layout::independent;
   const int most = independent ? lim.max_samples : lim.max_workers;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hogwild/forgetting.h"
 #include "hogwild/layout.h"
 
 namespace hogwild::server {
@@ -27,6 +28,7 @@ struct HogwildParams {
   int64_t collab_every = -1;  // generated tokens between collaboration checks; -1 = formatting
   std::string format;         // built-in formatting name; "" = the model family's math one
   int64_t kv_budget = 0;      // tokens of the shared history still read; 0 = no KV budget
+  KvPolicy kv_policy = KvPolicy::evict;  // what happens at the budget (hogwild/forgetting.h)
   // Skeleton-of-Thought (independent layout): an outline, then workers expand its points
   // (workers = the most points). Layout independent alone: self-consistency (the workers are
   // independent samples, the answer their vote).

@@ -148,6 +148,39 @@ TEST(KvMemorySession, PeakStaysWithinTheReservation) {
               static_cast<long long>(peak_b), static_cast<long long>(peak_u));
 }
 
+// Summarise-and-drop under the same budget: the same reservation (the history's page cap), the
+// run's peak within it, and the history within the cap after every drop, summaries taking the
+// place of the chosen chunks.
+TEST(KvMemorySession, SummariesStayWithinTheReservation) {
+  const auto spec = session_specs().front();
+  ByteCodec codec;
+  const Formatting f = test_formatting(7);
+  SessionOptions o = budgeted_options(192);
+  o.kv.policy = KvPolicy::summarise;
+  const ModelWeights w = session_model(spec);
+  EXPECT_EQ(Session::kv_tokens_needed(o, f, codec, w.config, kPrompt), kNeedBudgeted);
+  cpu::CpuBackend be(session_model(spec), kNeedBudgeted);  // the pool holds the reservation
+  ScriptPicker picker(scripts());
+  Session s(be, codec, f, o, picker);
+  const SessionResult r = s.run(codec.encode(kTask));
+  EXPECT_EQ(r.stop_reason, StopReason::budget);
+  ASSERT_FALSE(r.forgotten.empty());
+  int summaries = 0;
+  Ranges gaps;
+  for (const ForgetEvent& e : r.forgotten) {
+    summaries += e.summary_worker >= 0;
+    gaps.insert(gaps.end(), e.ranges.begin(), e.ranges.end());
+    gaps = merge_ranges(gaps);
+    EXPECT_LE(held_pages(e.history_len, gaps, kKvPageTokens), 5);
+  }
+  EXPECT_GT(summaries, 10);
+  EXPECT_GT(r.forgotten.back().history_len, 1000);
+  const int64_t peak = be.table().peak_used_pages() * kKvPageTokens;
+  EXPECT_LE(peak, kNeedBudgeted);
+  std::printf("summarise: %d summaries, peak %lld KV tokens\n", summaries,
+              static_cast<long long>(peak));
+}
+
 // Without a KV budget, a session of B serial steps reserves what its workers can feed in them:
 // in each serial step a token and, when that token ended a step, the next step's opening. With
 // steps of one token (".\n\n": every token ends a step) and of 41 tokens, the run fits a cache of

@@ -447,7 +447,8 @@ TEST_F(RunEndToEnd, HelpShowsDefaults) {
 // problem): a budget above the run changes no token; a budget below it forgets parts of the
 // history that the transcript and the view dump record (ranges past the prompt, their text in the
 // history, no step's conclusion among them, each forward's gaps the union of what was forgotten
-// before it, the summary line).
+// before it, the summary line); with --kv-policy summarise, each drop is the history between the
+// prompt and a summary step the outputs name.
 TEST(RunKvBudget, CollaboratingModelForgetsAndRecordsIt) {
   const std::string collab = HOGWILD_SOURCE_DIR "/models/packs-collab";
   if (!fs::exists(kBin)) GTEST_SKIP() << "hogwild not built";
@@ -543,6 +544,53 @@ TEST(RunKvBudget, CollaboratingModelForgetsAndRecordsIt) {
   EXPECT_EQ(forgets, small["forgotten"].size());
   EXPECT_GT(gap_lines, 0);
   fs::remove(views);
+
+  // Summarise-and-drop (the model's formatting opens a summary with " All parts so far:"): a
+  // budget above the run changes no token; below it, each drop names its summary step in the
+  // transcript and the view dump, and is everything between the prompt and the summary not
+  // forgotten before; after it the prompt and the summary are what is read.
+  const json sum_above = go("--kv-budget 100000 --kv-policy summarise", "sum_above");
+  EXPECT_EQ(ids(plain), ids(sum_above));
+  EXPECT_TRUE(sum_above["forgotten"].empty());
+  const std::string sum_views = tmp("sum_views.jsonl");
+  const json summed = go("--kv-budget 520 --kv-policy summarise --dump-views " + sum_views, "sum");
+  ASSERT_FALSE(summed["forgotten"].empty());
+  int64_t dropped_to = prompt;  // the drops so far cover [prompt, dropped_to)
+  int summaries = 0;
+  for (const auto& f : summed["forgotten"]) {
+    ASSERT_TRUE(f.contains("summary")) << f.dump();
+    const json& s = f["summary"];
+    const int64_t b = s["begin"], e = s["end"];
+    ASSERT_EQ(f["ranges"].size(), 1u);
+    EXPECT_EQ(f["ranges"][0]["begin"].get<int64_t>(), dropped_to);
+    EXPECT_EQ(f["ranges"][0]["end"].get<int64_t>(), b);
+    EXPECT_EQ(f["kept"].get<int64_t>(), prompt + (e - b));
+    EXPECT_EQ(f["history_len"].get<int64_t>(), e);
+    dropped_to = b;
+    ++summaries;
+    bool found = false;
+    for (const auto& st : summed["steps"])
+      if (st["worker"] == s["worker"] && st["step"] == s["step"]) {
+        found = true;
+        const std::string text = st["text"];
+        EXPECT_EQ(text.rfind(st["name"].get<std::string>() + ": All parts so far:", 0), 0u) << text;
+        EXPECT_EQ(static_cast<int64_t>(summed["history"].get<std::string>().find(text)) > 0, true);
+      }
+    EXPECT_TRUE(found) << s.dump();
+  }
+  EXPECT_NE(out.find(std::to_string(summaries) + " by a summary step"), std::string::npos) << out;
+  std::ifstream sin(sum_views);
+  size_t sum_forgets = 0;
+  while (std::getline(sin, line)) {
+    const json j = json::parse(line);
+    if (j["kind"] != "forget") continue;
+    ASSERT_LT(sum_forgets, summed["forgotten"].size());
+    EXPECT_EQ(j["summary"], summed["forgotten"][sum_forgets]["summary"]);
+    EXPECT_EQ(j["ranges"], summed["forgotten"][sum_forgets]["ranges"]);
+    ++sum_forgets;
+  }
+  EXPECT_EQ(sum_forgets, summed["forgotten"].size());
+  fs::remove(sum_views);
   fs::remove(pfile);
 }
 

@@ -85,7 +85,8 @@ inline std::vector<int32_t> worker_script(int w, int n_sentences = 12) {
   return ids;
 }
 
-/// generic-math with short ASCII layout texts and a frequent collaboration check.
+/// generic-math with short ASCII layout texts, a frequent collaboration check and summaries of at
+/// most 6 tokens after "Sum: " (KvPolicy::summarise).
 inline Formatting test_formatting(int64_t collab_every = 7) {
   Formatting f = builtin_formatting("generic-math");
   f.layout.others_header = "[others of {name}:]\n";
@@ -93,6 +94,8 @@ inline Formatting test_formatting(int64_t collab_every = 7) {
   f.layout.own_header = "[{name}:]\n";
   f.collab_check.every = collab_every;
   f.collab_check.text = "Redundant? ";
+  f.summary.prompt = "Sum: ";  // the KV budget's summarise-and-drop: short summaries
+  f.summary.max_tokens = 6;
   return f;
 }
 

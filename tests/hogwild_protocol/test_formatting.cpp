@@ -237,7 +237,7 @@ TEST(Formatting, JsonRoundTrip) {
   std::vector<std::string> want = {"name",        "chat",         "rules",        "rules_single",
                                    "example",     "worker_names", "step_prefix",  "step_separator",
                                    "note_prefix", "layout",       "collab_check", "finisher",
-                                   "forbidden",   "answer",       "sot"};
+                                   "forbidden",   "answer",       "sot",          "summary"};
   EXPECT_EQ(keys, want);
   EXPECT_EQ(j["chat"]["enable_thinking"], true);
   EXPECT_TRUE(builtin_formatting("qwq-math").to_json()["chat"]["enable_thinking"].is_null());
@@ -318,7 +318,8 @@ TEST(FormattingErrors, UnknownKeys) {
       "example, worker_names, step_prefix, step_separator, note_prefix, layout, collab_check, "
       "finisher, "
       "forbidden, "
-      "answer, sot. Fix the spelling or remove it (docs/FORMATTING.md lists every key; keys "
+      "answer, sot, summary. Fix the spelling or remove it (docs/FORMATTING.md lists every key; "
+      "keys "
       "starting with "
       "\"//\" are comments).");
   EXPECT_EQ(parse_error({{"base", "qwen3-math"}, {"layout", {{"sep", "x"}}}}),

@@ -3,17 +3,30 @@
 
 Runs `hogwild run` on held-out packs (models/packs-collab, greedy, CPU): first without a budget,
 then with --kv-budget = prompt + max(128, f x the tokens the unbounded run generated) for each
-fraction f, and writes one JSON object: per setting, the accuracy, the mean tokens forgotten, the
-runs that forgot and of those the runs whose history was within the budget after the last
-forgetting (the rest ran out of tokens that may go), and the mean serial steps.
+fraction f and each --kv-policy of --policies, and writes one JSON object: per setting, the
+accuracy, the mean tokens forgotten, the runs that forgot and of those the runs whose history was
+within the budget after the last forgetting (the rest ran out of tokens that may go), and the
+mean serial steps. Summarise needs a budget of at least the prompt, one summary step and the room
+a summary starts ahead of the budget (docs/ARCHITECTURE.md §11): a smaller one is raised to that
+least budget, and the run says so ("raised"); its "summaries" are the summaries that replaced
+steps.
 
   tools/collab/kv_budget_sweep.py --bin build/hogwild --count 20 --out sweep.json
+  tools/collab/kv_budget_sweep.py --policies evict,summarise --fractions 1,0.5,0.25 \
+      --count 20 --out docs/collab/kv_budget/policies_k4_w4.json
+  # the long packs on a GPU (K = 8, 8 workers):
+  tools/collab/kv_budget_sweep.py --device cuda --k 8 --workers 8 --count 100 \
+      --policies evict,summarise --fractions 1,0.5,0.25 --out policies_k8_w8.json
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import tempfile
+
+
+DEVICE = "cpu"
 
 
 def run(binary, model, problem, workers, extra, path):
@@ -21,13 +34,30 @@ def run(binary, model, problem, workers, extra, path):
         f.write(problem)
         pfile = f.name
     try:
-        subprocess.run([binary, "run", "--device", "cpu", "-m", model, "-w", str(workers),
+        subprocess.run([binary, "run", "--device", DEVICE, "-m", model, "-w", str(workers),
                         "--greedy", "--no-live", "--json", path, "-f", pfile] + extra,
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(path) as f:
             return json.load(f)
     finally:
         os.unlink(pfile)
+
+
+def least_summarise_budget(binary, model, problem, workers):
+    """The least --kv-budget `run` accepts with --kv-policy summarise (from its refusal)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(problem)
+        pfile = f.name
+    try:
+        r = subprocess.run([binary, "run", "--device", DEVICE, "-m", model, "-w", str(workers),
+                            "--greedy", "--no-live", "--kv-budget", "1", "--kv-policy",
+                            "summarise", "-f", pfile], capture_output=True, text=True)
+    finally:
+        os.unlink(pfile)
+    m = re.search(r"give at least (\d+) tokens", r.stderr)
+    if not m:
+        raise RuntimeError("no least budget in: " + r.stderr[-500:])
+    return int(m.group(1))
 
 
 def main():
@@ -40,15 +70,23 @@ def main():
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--fractions", default="0.75,0.5,0.25")
     ap.add_argument("--chunk", type=int, default=0, help="--kv-chunk (0 = the default)")
+    ap.add_argument("--policies", default="evict", help="comma-separated --kv-policy values")
+    ap.add_argument("--device", default="cpu", help="run's --device (cpu, cuda, auto)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    global DEVICE
+    DEVICE = a.device
     packs = subprocess.run([a.bin, "collab", "problems", "--split", "test", "--k", str(a.k),
                             "--seed", str(a.seed), "--count", str(a.count)],
                            check=True, capture_output=True, text=True).stdout.splitlines()
     packs = [json.loads(p) for p in packs]
     fractions = [float(x) for x in a.fractions.split(",")]
+    policies = a.policies.split(",")
+
+    def name(policy, f):  # evict alone keeps the first sweep's names
+        return f"{f:g}" if policies == ["evict"] else f"{policy} {f:g}"
     settings = {"none": []}
-    settings.update({f"{f:g}": [] for f in fractions})
+    settings.update({name(p, f): [] for p in policies for f in fractions})
     path = tempfile.mktemp(suffix=".json")
     for p in packs:
         base = run(a.bin, a.model, p["problem"], a.workers, [], path)
@@ -56,20 +94,28 @@ def main():
         generated = base["stats"]["total_tokens"]
         settings["none"].append({"id": p["id"], "right": str(base["answer"]) == str(p["answer"]),
                                  "forgotten": 0, "serial_steps": base["stats"]["serial_steps"]})
-        for f in fractions:
-            budget = prompt + max(128, int(f * generated))
-            extra = ["--kv-budget", str(budget)]
-            if a.chunk:
-                extra += ["--kv-chunk", str(a.chunk)]
-            r = run(a.bin, a.model, p["problem"], a.workers, extra, path)
-            forgotten = sum(x["end"] - x["begin"] for e in r["forgotten"] for x in e["ranges"])
-            last = r["forgotten"][-1] if r["forgotten"] else None
-            settings[f"{f:g}"].append({"id": p["id"], "right": str(r["answer"]) == str(p["answer"]),
-                                       "budget": budget, "forgotten": forgotten,
-                                       "kept": last["kept"] if last else None,
-                                       # None: nothing was forgotten (no event says the length)
-                                       "met": last["kept"] <= budget if last else None,
-                                       "serial_steps": r["stats"]["serial_steps"]})
+        least = (least_summarise_budget(a.bin, a.model, p["problem"], a.workers)
+                 if "summarise" in policies else 0)
+        for policy in policies:
+            for f in fractions:
+                budget = prompt + max(128, int(f * generated))
+                raised = policy == "summarise" and budget < least
+                budget = max(budget, least) if policy == "summarise" else budget
+                extra = ["--kv-budget", str(budget), "--kv-policy", policy]
+                if a.chunk and policy == "evict":
+                    extra += ["--kv-chunk", str(a.chunk)]
+                r = run(a.bin, a.model, p["problem"], a.workers, extra, path)
+                forgotten = sum(x["end"] - x["begin"] for e in r["forgotten"]
+                                for x in e["ranges"])
+                last = r["forgotten"][-1] if r["forgotten"] else None
+                settings[name(policy, f)].append({
+                    "id": p["id"], "right": str(r["answer"]) == str(p["answer"]),
+                    "budget": budget, "raised": raised, "forgotten": forgotten,
+                    "summaries": sum("summary" in e for e in r["forgotten"]),
+                    "kept": last["kept"] if last else None,
+                    # None: nothing was forgotten (no event says the length)
+                    "met": last["kept"] <= budget if last else None,
+                    "serial_steps": r["stats"]["serial_steps"]})
     summary = {}
     for name, rows in settings.items():
         n = len(rows)
@@ -77,9 +123,12 @@ def main():
                          "runs_that_forgot": sum(r.get("met") is not None for r in rows),
                          "budget_met": sum(r.get("met") is True for r in rows),
                          "mean_forgotten": sum(r["forgotten"] for r in rows) / n,
-                         "mean_serial_steps": sum(r["serial_steps"] for r in rows) / n}
+                         "mean_serial_steps": sum(r["serial_steps"] for r in rows) / n,
+                         "mean_budget": sum(r.get("budget", 0) for r in rows) / n,
+                         "budgets_raised": sum(r.get("raised", False) for r in rows),
+                         "runs_summarised": sum(r.get("summaries", 0) > 0 for r in rows)}
     out = {"model": a.model, "k": a.k, "seed": a.seed, "count": a.count, "workers": a.workers,
-           "chunk": a.chunk or 16, "summary": summary, "runs": settings}
+           "chunk": a.chunk or 16, "policies": policies, "summary": summary, "runs": settings}
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
     print(json.dumps(summary, indent=1))
