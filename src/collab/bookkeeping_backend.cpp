@@ -33,17 +33,12 @@ void BookkeepingBackend::read_block(BlockId, int64_t, std::vector<float>&,
   fail("the bookkeeping backend keeps no keys or values");
 }
 
-void BookkeepingBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) {
+void BookkeepingBackend::forward(const ForwardBatch& batch, ForwardResult& out) {
+  check_row_sampling(batch);
   const ForwardPlan plan = plan_forward(batch, table_, config_, /*max_positions=*/0);
   apply_appends(plan, table_);
-  logits.assign(static_cast<size_t>(plan.logit_rows * config_.vocab_size), 0.0f);
-}
-
-void BookkeepingBackend::forward_sample(const ForwardBatch& batch,
-                                        const std::vector<std::vector<int32_t>>& banned_sets,
-                                        const std::vector<RowSampling>& rows,
-                                        std::vector<int32_t>& tokens) {
-  forward_sample_on_host(*this, batch, banned_sets, rows, tokens);
+  out.logits.assign(static_cast<size_t>(plan.logit_rows * config_.vocab_size), 0.0f);
+  draw_on_host(batch, config_.vocab_size, out);
 }
 
 }  // namespace hogwild::collab

@@ -27,13 +27,11 @@ class BookkeepingBackend : public Backend {
   /// No keys or values are kept: throws hogwild::Error.
   void read_block(BlockId b, int64_t layer, std::vector<float>& k,
                   std::vector<float>& v) const override;
+  using Backend::forward;
   /// Checks the batch and appends every token to its block (model/forward_plan.h, as every
-  /// backend does); logits = (rows with want_logits, vocab_size) zeros.
-  void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
-  /// forward, then the host draw (sampling/row_draw.h) over the zero logits.
-  void forward_sample(const ForwardBatch& batch,
-                      const std::vector<std::vector<int32_t>>& banned_sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override;
+  /// backend does); logits = (rows with want_logits, vocab_size) zeros, and a draw is the host
+  /// draw (sampling/row_draw.h) over them.
+  void forward(const ForwardBatch& batch, ForwardResult& out) override;
   int64_t kv_used_tokens() const override { return table_.used_pages() * table_.page_tokens(); }
   int64_t live_blocks() const override { return table_.live_blocks(); }
 

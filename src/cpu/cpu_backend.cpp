@@ -159,18 +159,10 @@ void CpuBackend::free_block(BlockId b) {
 
 int64_t CpuBackend::block_len(BlockId b) const { return table_.len(b); }
 
-void CpuBackend::forward_sample(const ForwardBatch& batch,
-                                const std::vector<std::vector<int32_t>>& banned_sets,
-                                const std::vector<RowSampling>& rows,
-                                std::vector<int32_t>& tokens) {
-  forward_sample_on_host(*this, batch, banned_sets, rows, tokens);
-}
-
-void CpuBackend::forward_sample_logits(const ForwardBatch& batch,
-                                       const std::vector<std::vector<int32_t>>& banned_sets,
-                                       const std::vector<RowSampling>& rows,
-                                       std::vector<int32_t>& tokens, std::vector<float>& logits) {
-  forward_sample_on_host(*this, batch, banned_sets, rows, tokens, &logits);
+void CpuBackend::forward(const ForwardBatch& batch, ForwardResult& out) {
+  check_row_sampling(batch);
+  compute_logits(batch, out.logits);
+  draw_on_host(batch, w_.config.vocab_size, out);
 }
 
 int64_t CpuBackend::cached_tokens() const {
@@ -310,7 +302,7 @@ void CpuBackend::read_block(BlockId b, int64_t layer, std::vector<float>& k,
     }
 }
 
-void CpuBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) {
+void CpuBackend::compute_logits(const ForwardBatch& batch, std::vector<float>& logits) {
   const ModelConfig& c = w_.config;
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   logits.clear();

@@ -63,15 +63,10 @@ class CpuBackend : public Backend {
   const std::vector<std::vector<float>>& attention_scores() const override { return scores_; }
   void read_block(BlockId b, int64_t layer, std::vector<float>& k,
                   std::vector<float>& v) const override;
-  void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
-  /// forward, then the host draw of sampling/row_draw.h for every row.
-  void forward_sample(const ForwardBatch& batch,
-                      const std::vector<std::vector<int32_t>>& banned_sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override;
-  void forward_sample_logits(const ForwardBatch& batch,
-                             const std::vector<std::vector<int32_t>>& banned_sets,
-                             const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
-                             std::vector<float>& logits) override;
+  using Backend::forward;
+  /// Backend::forward: the logits on the host, then the host draw (sampling/row_draw.h) when the
+  /// batch draws.
+  void forward(const ForwardBatch& batch, ForwardResult& out) override;
   /// The prefix cache (Backend): the blocks keep contiguous K/V (this backend's attention reads a
   /// block's keys as one array), so a cached page's K/V is also kept in a copy by page id, taken
   /// when cache_prefix caches it and dropped when the table evicts it; share_prefix copies the
@@ -120,6 +115,8 @@ class CpuBackend : public Backend {
   }
 
  private:
+  // The forward's logits rows ((want_logits rows, vocab_size) fp32) into `logits`.
+  void compute_logits(const ForwardBatch& batch, std::vector<float>& logits);
   // K/V data of one cache block (its length, pages and liveness are in table_): per layer and
   // key/value head, K and V (len, head_dim) fp32, so that one head's keys are contiguous for
   // attention; keys rotated at block-local positions (scaled by attention_scaling once).

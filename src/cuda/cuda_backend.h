@@ -108,22 +108,16 @@ class CudaBackend : public Backend {
   const std::vector<std::vector<float>>& attention_scores() const override;
   void read_block(BlockId b, int64_t layer, std::vector<float>& k,
                   std::vector<float>& v) const override;
-  void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
-  /// Same forward, but logits stay on the device: logits_device() holds (rows, vocab_size) fp32
-  /// until the next forward (for sampling on the GPU and for the bench). Returns the row count.
+  using Backend::forward;
+  /// Backend::forward. Without a draw the logits rows come to the host; with one, the banned ids
+  /// and sampling.h sample_rows run on the device and only the token ids come back (and the rows,
+  /// copied before the banned ids are applied, when the draw keeps its logits).
+  void forward(const ForwardBatch& batch, ForwardResult& out) override;
+  bool samples_on_device() const override { return true; }
+  /// The forward with its logits left on the device: logits_device() holds (rows, vocab_size)
+  /// fp32 until the next forward (for the bench). The batch must not draw. Returns the row count.
   int64_t forward_device(const ForwardBatch& batch);
   const float* logits_device() const { return logits_; }
-  /// Backend::forward_sample on the GPU: banned ids, then sampling.h sample_rows; only the token
-  /// ids come back to the host (and the logits rows when `logits` is not null, copied before the
-  /// banned ids are applied).
-  bool samples_on_device() const override { return true; }
-  void forward_sample(const ForwardBatch& batch,
-                      const std::vector<std::vector<int32_t>>& banned_sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override;
-  void forward_sample_logits(const ForwardBatch& batch,
-                             const std::vector<std::vector<int32_t>>& banned_sets,
-                             const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
-                             std::vector<float>& logits) override;
 
   /// The prefix cache (Backend; model/block_table.h): K/V are addressed by page in the pool, so
   /// a shared page is read in place by every block that holds it, and no copy is kept.
@@ -203,14 +197,11 @@ class CudaBackend : public Backend {
   // After execute: queues the copy of the scores to the host (attention_scores reads it).
   void fetch_scores();
   void execute(int64_t n_tokens, int64_t n_logits);
-  // prepare + execute without the final synchronisation (forward_sample queues its sampling
-  // behind it and synchronises once); -> logit rows.
+  // prepare + execute without the final synchronisation (a draw queues its sampling behind it
+  // and synchronises once); -> logit rows.
   int64_t enqueue_forward(const ForwardBatch& batch);
-  // forward_sample and forward_sample_logits (logits null: only the ids come back).
-  void sample_on_device(const ForwardBatch& batch,
-                        const std::vector<std::vector<int32_t>>& banned_sets,
-                        const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
-                        std::vector<float>* logits);
+  // forward's draw (cuda_sample.cpp): the forward, then banned ids and sampling on the device.
+  void sample_on_device(const ForwardBatch& batch, ForwardResult& out);
 
   ModelConfig cfg_;
   CudaOptions opt_;

@@ -430,13 +430,21 @@ int64_t CudaBackend::enqueue_forward(const ForwardBatch& batch) {
 }
 
 int64_t CudaBackend::forward_device(const ForwardBatch& batch) {
+  if (!batch.draw.rows.empty())
+    throw Error("CudaBackend::forward_device: the batch draws; use forward");
   const int64_t n_logits = enqueue_forward(batch);
   // The next forward rewrites the pinned staging buffer that this one's copies read from.
   HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
   return n_logits;
 }
 
-void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) {
+void CudaBackend::forward(const ForwardBatch& batch, ForwardResult& out) {
+  if (!batch.draw.rows.empty()) {
+    sample_on_device(batch, out);
+    return;
+  }
+  out.tokens.clear();
+  std::vector<float>& logits = out.logits;
   const int64_t n = forward_device(batch);
   logits.resize(n * cfg_.vocab_size);
   if (n > 0)

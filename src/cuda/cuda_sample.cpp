@@ -1,5 +1,5 @@
-// CudaBackend::forward_sample: the forward, banned ids, and sampling on the device (sampling.h);
-// only one token id per row comes back to the host.
+// CudaBackend::forward with a draw (ForwardBatch::draw): the forward, banned ids, and sampling
+// on the device (sampling.h); only one token id per row comes back to the host.
 #include <cmath>
 
 #include "core/error.h"
@@ -10,25 +10,13 @@
 
 namespace hogwild::cuda {
 
-void CudaBackend::forward_sample(const ForwardBatch& batch,
-                                 const std::vector<std::vector<int32_t>>& banned_sets,
-                                 const std::vector<RowSampling>& rows,
-                                 std::vector<int32_t>& tokens) {
-  sample_on_device(batch, banned_sets, rows, tokens, nullptr);
-}
-
-void CudaBackend::forward_sample_logits(const ForwardBatch& batch,
-                                        const std::vector<std::vector<int32_t>>& banned_sets,
-                                        const std::vector<RowSampling>& rows,
-                                        std::vector<int32_t>& tokens, std::vector<float>& logits) {
-  sample_on_device(batch, banned_sets, rows, tokens, &logits);
-}
-
-void CudaBackend::sample_on_device(const ForwardBatch& batch,
-                                   const std::vector<std::vector<int32_t>>& banned_sets,
-                                   const std::vector<RowSampling>& rows,
-                                   std::vector<int32_t>& tokens, std::vector<float>* logits) {
-  check_row_sampling(batch, banned_sets, rows);
+void CudaBackend::sample_on_device(const ForwardBatch& batch, ForwardResult& out) {
+  const std::vector<std::vector<int32_t>>& banned_sets = batch.draw.banned_sets;
+  const std::vector<RowSampling>& rows = batch.draw.rows;
+  std::vector<int32_t>& tokens = out.tokens;
+  std::vector<float>* logits = batch.draw.keep_logits ? &out.logits : nullptr;
+  if (!logits) out.logits.clear();
+  check_row_sampling(batch);
   const int64_t want = static_cast<int64_t>(rows.size());
   auto alloc = [&](size_t bytes) {
     void* p = nullptr;

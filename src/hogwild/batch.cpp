@@ -12,11 +12,9 @@ namespace {
 // The steps' parts as one forward: tokens in step order (views renumbered), the rows sampled on
 // the backend with their banned sets deduplicated by identity.
 struct MergedForward {
-  ForwardBatch batch;
-  std::vector<std::vector<int32_t>> banned_sets;
-  std::vector<RowSampling> rows;  // the rows of the steps that draw on the backend
-  bool host = false;              // some step wants its logits on the host (draws there)
-  bool keep = false;              // some step keeps its rows' logits (SessionStep::keep_logits)
+  ForwardBatch batch;  // its draw: the rows of the steps that draw on the backend
+  bool host = false;   // some step wants its logits on the host (draws there)
+  bool keep = false;   // some step keeps its rows' logits (SessionStep::keep_logits)
 };
 
 MergedForward merge_steps(std::span<SessionStep*> steps, size_t n_tokens) {
@@ -46,20 +44,24 @@ MergedForward merge_steps(std::span<SessionStep*> steps, size_t n_tokens) {
       if (set < 0) {
         set = static_cast<int32_t>(set_of.size());
         set_of.push_back(s->banned);
-        m.banned_sets.push_back(*s->banned);
+        m.batch.draw.banned_sets.push_back(*s->banned);
       }
     }
     for (RowSampling r : s->sampling) {
       r.banned = r.banned >= 0 ? set : -1;
-      m.rows.push_back(r);
+      m.batch.draw.rows.push_back(r);
     }
   }
+  if (m.host)
+    m.batch.draw = {};  // every row's logits come to the host, the rows are drawn there
+  else
+    m.batch.draw.keep_logits = m.keep;
   return m;
 }
 
 // Draws the rows of step s on the host from its logits (rows, vocab) starting at `base`.
 // Throws hogwild::Error when a row has nothing to draw.
-void draw_on_host(SessionStep& s, const float* base, int64_t vocab) {
+void draw_step_on_host(SessionStep& s, const float* base, int64_t vocab) {
   const size_t n = s.rows.size();
   s.drawn.resize(n);
   for (size_t r = 0; r < n; ++r) {
@@ -95,7 +97,7 @@ void hand_out(Backend& backend, std::span<SessionStep*> steps, const MergedForwa
       if (s->host_logits || s->keep_logits) s->logits.assign(base, base + n * vocab);
     }
     if (m.host) {
-      if (!s->host_logits) draw_on_host(*s, logits.data() + row * vocab, vocab);
+      if (!s->host_logits) draw_step_on_host(*s, logits.data() + row * vocab, vocab);
     } else {
       s->drawn.assign(drawn.begin() + sampled_row, drawn.begin() + sampled_row + n);
       sampled_row += n;
@@ -112,19 +114,11 @@ void run_forward(Backend& backend, std::span<SessionStep*> steps) {
   if (n_tokens == 0) return;
   const MergedForward m = merge_steps(steps, n_tokens);
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<float> logits;
-  std::vector<int32_t> drawn;
-  if (!m.host) {
-    if (m.keep)
-      backend.forward_sample_logits(m.batch, m.banned_sets, m.rows, drawn, logits);
-    else
-      backend.forward_sample(m.batch, m.banned_sets, m.rows, drawn);
-  } else {
-    backend.forward(m.batch, logits);
-  }
+  ForwardResult out;
+  backend.forward(m.batch, out);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  hand_out(backend, steps, m, logits, drawn, seconds);
+  hand_out(backend, steps, m, out.logits, out.tokens, seconds);
 }
 
 }  // namespace hogwild

@@ -5,8 +5,8 @@
 // Merging: views are appended part after part and every token's writer index is shifted by the
 // number of views before its part; block ids are global to the backend, so the tokens keep them.
 // The logits rows of a part are contiguous (its tokens are), in its own batch order.
-// Sampling: when no part needs host logits, Backend::forward_sample draws every row (each part's
-// forbidden ids as one banned set); otherwise Backend::forward brings every row to the host, the
+// Sampling: when no part needs host logits, the forward draws every row (ForwardBatch::draw; each
+// part's forbidden ids as one banned set); otherwise the forward brings every row to the host, the
 // parts that need them get their logits, and the others' rows are drawn on the host with the same
 // contract (sampling/row_draw.h) — on the CPU backend this is the same computation either way.
 #pragma once

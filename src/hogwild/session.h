@@ -85,9 +85,10 @@ class TokenPicker {
   virtual ~TokenPicker() = default;
   /// logits: (vocab_size) fp32, may be modified. Returns a vocabulary id.
   virtual int32_t pick(int worker, std::vector<float>& logits) = 0;
-  /// Device sampling (Backend::forward_sample): describes worker's next pick as a RowSampling
-  /// (drawing its uniform now) and returns true, or returns false when the pick needs the host
-  /// logits (then pick() is called). After true, the caller reports the drawn token to picked().
+  /// Device sampling (the forward's draw, ForwardBatch::draw): describes worker's next pick as a
+  /// RowSampling (drawing its uniform now) and returns true, or returns false when the pick needs
+  /// the host logits (then pick() is called). After true, the caller reports the drawn token to
+  /// picked().
   virtual bool device_row(int /*worker*/, RowSampling& /*out*/) { return false; }
   virtual void picked(int /*worker*/, int32_t /*token*/) {}
 };
@@ -104,13 +105,13 @@ struct SessionOptions {
   std::vector<int32_t> extra_eos;     // EOS ids besides the codec's and the model config's
                                       // (generation_config.json's; stop_policy.h)
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT) to stop after this step
-  // Draw through Backend::forward_sample (the one sampling contract of sampling/row_draw.h, on
+  // Draw in the forward (ForwardBatch::draw: the one sampling contract of sampling/row_draw.h, on
   // the device for CUDA) when the picker describes every row of a forward
   // (TokenPicker::device_row); ForwardRecord::logits is then null for those forwards. false: the
   // logits come to the host and TokenPicker::pick draws.
   bool device_sampling = false;
   // With device sampling, also bring each forward's logits rows to the host (for dumps such as
-  // `run --dump-logits`; Backend::forward_sample's logits): ForwardRecord::logits is then never
+  // `run --dump-logits`; ForwardDraw::keep_logits): ForwardRecord::logits is then never
   // null. Costs one copy per forward.
   bool keep_logits = false;
   // Skeleton-of-Thought (above): layout must be independent; n_workers = the most points.
@@ -286,7 +287,7 @@ struct SessionResult {
   int64_t prompt_cached_tokens = 0;
   std::vector<int64_t> tokens_per_worker;  // generated (sampled) tokens
   double prefill_seconds = 0, decode_seconds = 0, finisher_seconds = 0;
-  // Of decode_seconds, the time inside the backend's forwards (Backend::forward / forward_sample:
+  // Of decode_seconds, the time inside the backend's forwards (Backend::forward:
   // planning, uploads, the model, sampling on the device); the rest is the session's host work
   // (scheduling, step ends, promotions, observers such as the live view).
   double decode_forward_seconds = 0;

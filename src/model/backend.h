@@ -41,6 +41,30 @@ struct TokenInput {
   bool want_logits = false;  // produce logits for this row
 };
 
+/// How to draw one token from one logits row on the backend (ForwardBatch::draw), with
+/// transformers' processors in transformers' order: temperature -> top-k -> top-p -> min-p -> draw
+/// (sampling/sampler.h; the repetition penalty has no device form, callers sample those rows on
+/// the host).
+struct RowSampling {
+  float temperature = 0.0f;  // <= 0: greedy (argmax, lowest id among ties)
+  int32_t top_k = 0;         // 0 = off
+  float top_p = 1.0f;        // >= 1 = off
+  float min_p = 0.0f;        // 0 = off
+  float u = 0.0f;            // the uniform draw in [0, 1): inverse CDF in vocabulary order
+  int32_t banned = -1;       // index into ForwardDraw::banned_sets (-1 = none banned)
+};
+
+/// The draw a forward makes (ForwardBatch::draw): one token per logits row, each row's banned set
+/// (banned_sets[row.banned]) set to -inf first, by the one contract of sampling/row_draw.h — on
+/// the device where the backend samples there (Backend::samples_on_device), else on the host.
+struct ForwardDraw {
+  std::vector<RowSampling> rows;  // one per want_logits token, in batch order; empty = no draw
+  std::vector<std::vector<int32_t>> banned_sets;  // vocabulary ids, indexed by RowSampling::banned
+  // With rows: also return the logits the rows were drawn from, before the banned ids (for dumps
+  // such as `run --dump-logits`; on the GPU one more device-to-host copy).
+  bool keep_logits = false;
+};
+
 /// One forward = one serial step: every active worker's new tokens, batched.
 /// Order of `tokens` fixes the order of appends to each block. All tokens are written to their
 /// blocks before attention, so view offsets use the block lengths *after* this forward's appends.
@@ -55,19 +79,16 @@ struct ForwardBatch {
   // Blocks whose keys' attention this forward measures (Backend::attention_scores; the KV budget's
   // eviction policy, docs/ARCHITECTURE.md "Bounded shared memory"). Empty: nothing is measured.
   std::vector<BlockId> score_blocks;
+  ForwardDraw draw;  // no rows: the forward returns logits
 };
 
-/// How to draw one token from one logits row on the device (Backend::forward_sample), with
-/// transformers' processors in transformers' order: temperature -> top-k -> top-p -> min-p -> draw
-/// (sampling/sampler.h; the repetition penalty has no device form, callers sample those rows on
-/// the host).
-struct RowSampling {
-  float temperature = 0.0f;  // <= 0: greedy (argmax, lowest id among ties)
-  int32_t top_k = 0;         // 0 = off
-  float top_p = 1.0f;        // >= 1 = off
-  float min_p = 0.0f;        // 0 = off
-  float u = 0.0f;            // the uniform draw in [0, 1): inverse CDF in vocabulary order
-  int32_t banned = -1;       // index into forward_sample's banned_sets (-1 = none banned)
+/// What one forward returns (Backend::forward).
+struct ForwardResult {
+  // (number of want_logits tokens, vocab_size) fp32 rows in batch order, when the batch draws
+  // nothing or keeps its logits (ForwardDraw::keep_logits); otherwise empty.
+  std::vector<float> logits;
+  // With a draw: the drawn vocabulary id of each logits row, in batch order; otherwise empty.
+  std::vector<int32_t> tokens;
 };
 
 class Backend {
@@ -118,36 +139,27 @@ class Backend {
   virtual void read_block(BlockId b, int64_t layer, std::vector<float>& k,
                           std::vector<float>& v) const = 0;
 
-  /// Runs one forward. logits receives (number of tokens with want_logits, vocab_size) fp32 rows
-  /// in batch order. Throws hogwild::Error on invalid input (unknown block, token id out of range).
-  virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
-
-  /// True when forward_sample draws on the device (the logits never leave it); false when it
-  /// fetches the logits and draws on the host (sampling/row_draw.h, the CPU backend).
-  virtual bool samples_on_device() const { return false; }
-  /// Runs one forward and draws one token per logits row (rows in batch order, one RowSampling
-  /// each), after setting the ids of the row's banned set (banned_sets[row.banned]; -1 = none) to
-  /// -inf in that row. Every backend implements the contract of sampling/row_draw.h. tokens
-  /// receives the ids. Throws hogwild::Error on invalid input like forward, when rows.size()
-  /// differs from the number of want_logits tokens, for a malformed row (check_row_sampling), or
-  /// when a row has nothing left to draw.
-  virtual void forward_sample(const ForwardBatch& batch,
-                              const std::vector<std::vector<int32_t>>& banned_sets,
-                              const std::vector<RowSampling>& rows,
-                              std::vector<int32_t>& tokens) = 0;
-  /// forward_sample that also returns the rows the tokens were drawn from, as forward() gives them
-  /// ((rows, vocab_size) fp32, before the banned ids; on the GPU one more device-to-host copy), for
-  /// dumps such as `run --dump-logits`: the tokens are drawn exactly as forward_sample draws
-  /// them. The CPU and CUDA backends implement it; the default throws hogwild::Error.
-  virtual void forward_sample_logits(const ForwardBatch& /*batch*/,
-                                     const std::vector<std::vector<int32_t>>& /*banned_sets*/,
-                                     const std::vector<RowSampling>& /*rows*/,
-                                     std::vector<int32_t>& /*tokens*/,
-                                     std::vector<float>& /*logits*/) {
-    throw Error(
-        "this backend cannot return the logits it samples from; sample on the host (no device "
-        "sampling) to see them");
+  /// Runs one forward, the backend's one entry point for compute: appends the batch's tokens to
+  /// their blocks and returns the logits rows or, with batch.draw, the drawn ids (ForwardResult).
+  /// Throws hogwild::Error on invalid input (unknown block, token id out of range; with a draw:
+  /// rows.size() differs from the number of want_logits tokens, a malformed row
+  /// (check_row_sampling, sampling/row_draw.h), or a row with nothing left to draw), before the
+  /// cache changes where the input is malformed.
+  virtual void forward(const ForwardBatch& batch, ForwardResult& out) = 0;
+  /// The logits-only forward: `forward` of a batch without a draw, whose logits land in `logits`
+  /// ((want_logits rows, vocab_size) fp32; the vector's storage is reused). Throws hogwild::Error
+  /// as forward does, and when the batch asks for a draw.
+  void forward(const ForwardBatch& batch, std::vector<float>& logits) {
+    if (!batch.draw.rows.empty())
+      throw Error("Backend::forward: a batch that draws returns tokens; pass a ForwardResult");
+    ForwardResult out;
+    out.logits.swap(logits);
+    forward(batch, out);
+    logits.swap(out.logits);
   }
+  /// True when a forward's draw runs on the device (the logits never leave it unless kept);
+  /// false when the backend fetches the logits and draws on the host (sampling/row_draw.h).
+  virtual bool samples_on_device() const { return false; }
 
   // ---- prefix cache (automatic prefix caching, docs/ARCHITECTURE.md §2 "Prefix sharing"). A
   // block that begins with a prompt (fed as the block's first tokens, in a view of that block

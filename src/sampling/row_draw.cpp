@@ -40,45 +40,45 @@ int32_t draw_row(std::span<const float> logits, const RowSampling& r,
   return pick;
 }
 
-void check_row_sampling(const ForwardBatch& batch,
-                        const std::vector<std::vector<int32_t>>& banned_sets,
-                        const std::vector<RowSampling>& rows) {
+void check_row_sampling(const ForwardBatch& batch) {
+  const std::vector<RowSampling>& rows = batch.draw.rows;
+  const std::vector<std::vector<int32_t>>& banned_sets = batch.draw.banned_sets;
+  if (rows.empty()) return;
   int64_t want = 0;
   for (const TokenInput& t : batch.tokens) want += t.want_logits ? 1 : 0;
   if (static_cast<int64_t>(rows.size()) != want)
-    fail("forward_sample: {} sampling rows for {} tokens that want logits; give one per row",
-         rows.size(), want);
+    fail("forward: {} sampling rows for {} tokens that want logits; give one per row", rows.size(),
+         want);
   for (const RowSampling& r : rows) {
     if (!(r.u >= 0.0f && r.u < 1.0f) || std::isnan(r.temperature) || r.top_k < 0 ||
         !(r.top_p > 0.0f) || !(r.min_p >= 0.0f && r.min_p <= 1.0f))
-      fail("forward_sample: bad sampling row (u {}, temperature {}, top_k {}, top_p {}, min_p {})",
-           r.u, r.temperature, r.top_k, r.top_p, r.min_p);
+      fail("forward: bad sampling row (u {}, temperature {}, top_k {}, top_p {}, min_p {})", r.u,
+           r.temperature, r.top_k, r.top_p, r.min_p);
     if (r.banned < -1 || r.banned >= static_cast<int32_t>(banned_sets.size()))
-      fail("forward_sample: a row names banned set {} of {}; use -1 (none) or an index below {}",
-           r.banned, banned_sets.size(), banned_sets.size());
+      fail("forward: a row names banned set {} of {}; use -1 (none) or an index below {}", r.banned,
+           banned_sets.size(), banned_sets.size());
   }
 }
 
-void forward_sample_on_host(Backend& backend, const ForwardBatch& batch,
-                            const std::vector<std::vector<int32_t>>& banned_sets,
-                            const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
-                            std::vector<float>* kept) {
-  check_row_sampling(batch, banned_sets, rows);
-  std::vector<float> own;
-  std::vector<float>& logits = kept ? *kept : own;
-  backend.forward(batch, logits);
-  const int64_t vocab = backend.config().vocab_size;
-  tokens.assign(rows.size(), -1);
-  for (size_t r = 0; r < rows.size(); ++r) {
+void draw_on_host(const ForwardBatch& batch, int64_t vocab_size, ForwardResult& out) {
+  const ForwardDraw& d = batch.draw;
+  out.tokens.clear();
+  if (d.rows.empty()) return;
+  HOGWILD_CHECK(static_cast<int64_t>(out.logits.size()) ==
+                static_cast<int64_t>(d.rows.size()) * vocab_size);
+  out.tokens.assign(d.rows.size(), -1);
+  for (size_t r = 0; r < d.rows.size(); ++r) {
     std::span<const int32_t> banned;
-    if (rows[r].banned >= 0) banned = banned_sets[rows[r].banned];
-    tokens[r] = draw_row(std::span<const float>(logits.data() + r * vocab, vocab), rows[r], banned);
-    if (tokens[r] < 0)
+    if (d.rows[r].banned >= 0) banned = d.banned_sets[d.rows[r].banned];
+    out.tokens[r] = draw_row(std::span<const float>(out.logits.data() + r * vocab_size, vocab_size),
+                             d.rows[r], banned);
+    if (out.tokens[r] < 0)
       fail(
           "no token can be drawn for logits row {} (every logit is -inf or NaN after the banned "
           "tokens and filters)",
           r);
   }
+  if (!d.keep_logits) out.logits.clear();
 }
 
 }  // namespace hogwild

@@ -1,5 +1,5 @@
 // The host implementation of the per-row sampling contract (model/backend.h RowSampling,
-// Backend::forward_sample): the row's banned ids to -inf, then the Sampler's processors in
+// ForwardBatch::draw): the row's banned ids to -inf, then the Sampler's processors in
 // transformers' order (temperature -> top-k -> top-p -> min-p, sampling/sampler.h), then greedy
 // argmax (lowest id among ties) or the inverse CDF in vocabulary order at the row's uniform u, in
 // double. The CPU backend samples with it; the CUDA kernels (src/cuda/sampling.h) implement the
@@ -20,21 +20,18 @@ namespace hogwild {
 int32_t draw_row(std::span<const float> logits, const RowSampling& r,
                  std::span<const int32_t> banned);
 
-/// Backend::forward_sample done on the host: backend.forward, then draw_row for every row with
-/// its banned set (RowSampling::banned indexes banned_sets; -1 = none); `logits`, when not null,
-/// receives the forward's rows. Throws hogwild::Error when
-/// rows.size() differs from the number of want_logits tokens, a row is malformed (u outside
-/// [0, 1), NaN temperature, top_k < 0, top_p <= 0, min_p outside [0, 1], banned set out of range),
-/// or a row has nothing left to draw.
-void forward_sample_on_host(Backend& backend, const ForwardBatch& batch,
-                            const std::vector<std::vector<int32_t>>& banned_sets,
-                            const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens,
-                            std::vector<float>* logits = nullptr);
+/// The checks of a forward's draw (ForwardBatch::draw), shared by every backend so that they
+/// refuse the same inputs with the same message, before the forward changes the cache. Throws
+/// hogwild::Error when draw.rows is not empty and its size differs from the number of
+/// want_logits tokens, or a row is malformed (u outside [0, 1), NaN temperature, top_k < 0,
+/// top_p <= 0, min_p outside [0, 1], banned set out of range). No rows: nothing to check.
+void check_row_sampling(const ForwardBatch& batch);
 
-/// The checks forward_sample applies to its arguments (see forward_sample_on_host); shared by
-/// every backend so that they refuse the same inputs with the same message.
-void check_row_sampling(const ForwardBatch& batch,
-                        const std::vector<std::vector<int32_t>>& banned_sets,
-                        const std::vector<RowSampling>& rows);
+/// The host draw of a forward (backends that sample on the host, after check_row_sampling and
+/// the forward that filled out.logits with (rows, vocab_size) fp32): draw_row for every row of
+/// batch.draw with its banned set into out.tokens; out.logits is then cleared unless
+/// draw.keep_logits. No rows: out is left with its logits and no tokens. Throws hogwild::Error
+/// when a row has nothing left to draw.
+void draw_on_host(const ForwardBatch& batch, int64_t vocab_size, ForwardResult& out);
 
 }  // namespace hogwild

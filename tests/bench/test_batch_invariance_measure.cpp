@@ -28,7 +28,7 @@ class BatchDependent : public test::ForwardingBackend {
   static constexpr int32_t kBumped = 7;
   static constexpr float kBump = 1000.0f;
   using ForwardingBackend::ForwardingBackend;
-  void forward(const ForwardBatch& batch, std::vector<float>& logits) override {
+  void logits_of(const ForwardBatch& batch, std::vector<float>& logits) override {
     inner_.forward(batch, logits);
     if (batch.views.size() < 2) return;
     const int64_t V = config().vocab_size;

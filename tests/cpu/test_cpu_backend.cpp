@@ -224,6 +224,62 @@ TEST(CpuBackend, BadInputThrowsError) {
   }
 }
 
+// The one forward (Backend::forward): without a draw the logits rows come back; with one, the
+// drawn ids (greedy here: the argmax of the same rows after the row's banned ids), and the rows
+// too only when the draw keeps them. A malformed draw is refused before the cache changes.
+TEST(CpuBackend, OneForwardReturnsLogitsOrTheDrawnIds) {
+  const ModelConfig cfg = test::tiny_config(test::tiny_spec("x", Arch::qwen3, false, true, false));
+  const ModelWeights w = test::tiny_weights(cfg, 4);
+  const int64_t V = cfg.vocab_size;
+  const std::vector<int32_t> ids = test_ids(6, static_cast<int>(V), 21);
+  auto batch = [&](BlockId b) {
+    ForwardBatch fb;
+    fb.views = {{b}};
+    for (size_t i = 0; i < ids.size(); ++i) fb.tokens.push_back({ids[i], 0, b, i == 3 || i == 5});
+    return fb;
+  };
+  auto argmax = [&](const float* row, int32_t banned) {
+    int32_t best = -1;
+    for (int32_t v = 0; v < V; ++v)
+      if (v != banned && (best < 0 || row[v] > row[best])) best = v;
+    return best;
+  };
+  CpuBackend plain(w), drawing(w), keeping(w);
+  std::vector<float> logits;
+  plain.forward(batch(plain.new_block()), logits);
+  ASSERT_EQ(static_cast<int64_t>(logits.size()), 2 * V);
+  const int32_t top0 = argmax(logits.data(), -1);
+
+  ForwardBatch fb = batch(drawing.new_block());
+  fb.draw.rows.resize(2);  // greedy; row 0 may not take its argmax
+  fb.draw.rows[0].banned = 0;
+  fb.draw.banned_sets = {{top0}};
+  ForwardResult out;
+  drawing.forward(fb, out);
+  EXPECT_EQ(out.tokens,
+            (std::vector<int32_t>{argmax(logits.data(), top0), argmax(logits.data() + V, -1)}));
+  EXPECT_TRUE(out.logits.empty());
+  std::vector<float> unused;
+  EXPECT_THROW(drawing.forward(fb, unused), Error);  // a draw needs a ForwardResult
+
+  fb = batch(keeping.new_block());
+  fb.draw.rows.resize(2);
+  fb.draw.keep_logits = true;
+  ForwardResult kept;
+  keeping.forward(fb, kept);
+  EXPECT_EQ(kept.logits, logits);  // the same rows, bit for bit, before any banned id
+  EXPECT_EQ(kept.tokens, (std::vector<int32_t>{top0, argmax(logits.data() + V, -1)}));
+
+  const BlockId c = keeping.new_block();
+  fb = batch(c);
+  fb.draw.rows.resize(1);  // one row for two tokens that want logits
+  EXPECT_THROW(keeping.forward(fb, kept), Error);
+  fb.draw.rows.resize(2);
+  fb.draw.rows[1].banned = 3;  // no such set
+  EXPECT_THROW(keeping.forward(fb, kept), Error);
+  EXPECT_EQ(keeping.block_len(c), 0);
+}
+
 TEST(CpuBackend, TruncateAndReuseBlocks) {
   const ModelConfig cfg = test::tiny_config(test::tiny_spec("x", Arch::qwen3, false, true, false));
   const ModelWeights w = test::tiny_weights(cfg, 3);

@@ -467,9 +467,9 @@ TEST(CudaBackend, BadInputThrowsAndLeavesTheCacheUnchanged) {
   cuda::CudaBackend gpu(w, o);
   const BlockId a = gpu.new_block(), b = gpu.new_block();
   std::vector<float> logits;
-  ForwardBatch bad_id{{{1000, 0, a, true}}, {{a}}, {}};
+  ForwardBatch bad_id{{{1000, 0, a, true}}, {{a}}, {}, {}};
   EXPECT_THROW(gpu.forward(bad_id, logits), Error);
-  ForwardBatch not_in_view{{{1, 0, b, true}}, {{a}}, {}};
+  ForwardBatch not_in_view{{{1, 0, b, true}}, {{a}}, {}, {}};
   EXPECT_THROW(gpu.forward(not_in_view, logits), Error);
   ForwardBatch too_many;
   too_many.views = {{a}};

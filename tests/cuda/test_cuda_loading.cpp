@@ -1,7 +1,7 @@
 // CudaBackend(model_dir): the checkpoint streamed to the GPU as bf16 holds bit-identical weights to
 // the fp32 host load (load_model) rounded on the device, for f32 / bf16 / f16 checkpoints, sharded
 // or not, with Phi3's fused qkv/gate_up tensors, q/k/v biases and q/k norms; a checkpoint that does
-// not match config.json is refused. CudaBackend::forward_sample against the host: greedy rows are
+// not match config.json is refused. CudaBackend::forward's draw against the host: greedy rows are
 // the argmax of the same forward's logits, sampled rows the inverse CDF of the CPU Sampler's
 // processed probabilities at the given uniform, banned ids are never drawn.
 #include <gtest/gtest.h>
@@ -170,9 +170,12 @@ TEST(CudaLoading, ForwardSampleMatchesHostSampling) {
       std::max_element(logits.begin() + V, logits.begin() + 2 * V) - (logits.begin() + V));
   const std::vector<std::vector<int32_t>> sets = {banned, {top1, 11}};
   for (int r = 0; r < rows; ++r) rs[r].banned = r % 3 == 2 ? -1 : r % 3;
-  std::vector<int32_t> got;
-  std::vector<float> fetched;  // the rows drawn from, fetched for dumps
-  dev.forward_sample_logits(prompt_batch(bd, 30, V, rows), sets, rs, got, fetched);
+  ForwardBatch drawing = prompt_batch(bd, 30, V, rows);
+  drawing.draw = ForwardDraw{rs, sets, /*keep_logits=*/true};
+  ForwardResult out;
+  dev.forward(drawing, out);
+  const std::vector<int32_t>& got = out.tokens;
+  const std::vector<float>& fetched = out.logits;  // the rows drawn from, fetched for dumps
   ASSERT_EQ(got.size(), static_cast<size_t>(rows));
   EXPECT_EQ(fetched, logits) << "the fetched rows are the forward's logits, before the banned ids";
   for (int r = 0; r < rows; ++r) {
@@ -185,12 +188,15 @@ TEST(CudaLoading, ForwardSampleMatchesHostSampling) {
   EXPECT_NE(got[0], top0);
   EXPECT_NE(got[1], top1);
   // Wrong row count, or a row naming a set that does not exist: refused before anything runs.
-  std::vector<int32_t> none;
+  ForwardResult none;
   const int64_t len = dev.block_len(bd);
-  EXPECT_THROW(dev.forward_sample(prompt_batch(bd, 2, V, 1), sets, {}, none), Error);
-  std::vector<RowSampling> bad(1);
-  bad[0].banned = 2;
-  EXPECT_THROW(dev.forward_sample(prompt_batch(bd, 2, V, 1), sets, bad, none), Error);
+  ForwardBatch two_rows = prompt_batch(bd, 2, V, 1);
+  two_rows.draw = ForwardDraw{std::vector<RowSampling>(2), sets, false};
+  EXPECT_THROW(dev.forward(two_rows, none), Error);
+  ForwardBatch bad = prompt_batch(bd, 2, V, 1);
+  bad.draw = ForwardDraw{std::vector<RowSampling>(1), sets, false};
+  bad.draw.rows[0].banned = 2;
+  EXPECT_THROW(dev.forward(bad, none), Error);
   EXPECT_EQ(dev.block_len(bd), len);
 }
 

@@ -106,7 +106,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, CudaSessionVsReference,
 class BlindToOthers : public test::ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
-  void forward(const ForwardBatch& batch, std::vector<float>& logits) override {
+  void logits_of(const ForwardBatch& batch, std::vector<float>& logits) override {
     ForwardBatch b = batch;
     for (size_t w = 0; w < b.views.size(); ++w) {
       std::set<BlockId> others;

@@ -1,7 +1,7 @@
 // A Backend that hands every call to another one: the base of test backends that change one
 // thing (tests/cuda/test_cuda_session.cpp BlindToOthers, tests/bench/
-// test_batch_invariance_measure.cpp BatchDependent), which override forward only. forward_sample
-// draws on the host from this backend's forward (sampling/row_draw.h), so the change reaches the
+// test_batch_invariance_measure.cpp BatchDependent), which override logits_of only. A forward's
+// draw is made on the host from logits_of's rows (sampling/row_draw.h), so the change reaches the
 // sampled tokens too.
 #pragma once
 
@@ -25,12 +25,17 @@ class ForwardingBackend : public Backend {
                   std::vector<float>& v) const override {
     inner_.read_block(b, layer, k, v);
   }
-  void forward(const ForwardBatch& batch, std::vector<float>& logits) override {
-    inner_.forward(batch, logits);
+  using Backend::forward;
+  void forward(const ForwardBatch& batch, ForwardResult& out) final {
+    check_row_sampling(batch);
+    ForwardBatch plain = batch;
+    plain.draw = {};
+    logits_of(plain, out.logits);
+    draw_on_host(batch, config().vocab_size, out);
   }
-  void forward_sample(const ForwardBatch& b, const std::vector<std::vector<int32_t>>& banned_sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override {
-    forward_sample_on_host(*this, b, banned_sets, rows, tokens);
+  /// The logits rows of a batch without a draw; the default asks the inner backend.
+  virtual void logits_of(const ForwardBatch& batch, std::vector<float>& logits) {
+    inner_.forward(batch, logits);
   }
   int64_t kv_used_tokens() const override { return inner_.kv_used_tokens(); }
   int64_t live_blocks() const override { return inner_.live_blocks(); }

@@ -1,9 +1,9 @@
-// Session with device sampling (SessionOptions::device_sampling, Backend::forward_sample,
+// Session with device sampling (SessionOptions::device_sampling, ForwardBatch::draw,
 // TokenPicker::device_row): a backend that samples "on the device" must give the very tokens of
 // host sampling (same seeds, same RNG stream), get the session's forbidden ids as banned ids, and
 // be bypassed when the picker needs host logits (repetition penalty).
 //
-// The device here is a host twin of CudaBackend::forward_sample (src/cuda/sampling.h semantics:
+// The device here is a host twin of CudaBackend::forward's draw (src/cuda/sampling.h semantics:
 // banned ids -> temperature -> top-k -> top-p -> min-p -> inverse CDF in vocabulary order with
 // the given uniform), built on the CPU backend and the CPU Sampler's processors.
 #include <gtest/gtest.h>
@@ -24,21 +24,26 @@ class HostTwinDevice : public cpu::CpuBackend {
  public:
   using cpu::CpuBackend::CpuBackend;
   bool samples_on_device() const override { return true; }
-  void forward_sample(const ForwardBatch& batch,
-                      const std::vector<std::vector<int32_t>>& banned_sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override {
+  using cpu::CpuBackend::forward;
+  void forward(const ForwardBatch& batch, ForwardResult& out) override {
+    if (batch.draw.rows.empty()) return cpu::CpuBackend::forward(batch, out);
+    const ForwardDraw& d = batch.draw;
+    ForwardBatch plain = batch;
+    plain.draw = {};
     std::vector<float> logits;
-    forward(batch, logits);
+    forward(plain, logits);
     ++calls;
-    last_banned = banned_sets.empty() ? std::vector<int32_t>{} : banned_sets[0];
+    last_banned = d.banned_sets.empty() ? std::vector<int32_t>{} : d.banned_sets[0];
     const int64_t V = config().vocab_size;
-    ASSERT_EQ(static_cast<int64_t>(rows.size()) * V, static_cast<int64_t>(logits.size()));
-    tokens.clear();
-    for (size_t r = 0; r < rows.size(); ++r) {
+    ASSERT_EQ(static_cast<int64_t>(d.rows.size()) * V, static_cast<int64_t>(logits.size()));
+    out.tokens.clear();
+    for (size_t r = 0; r < d.rows.size(); ++r) {
       std::span<const int32_t> banned;
-      if (rows[r].banned >= 0) banned = banned_sets.at(rows[r].banned);
-      tokens.push_back(draw_row(std::span<const float>(logits.data() + r * V, V), rows[r], banned));
+      if (d.rows[r].banned >= 0) banned = d.banned_sets.at(d.rows[r].banned);
+      out.tokens.push_back(
+          draw_row(std::span<const float>(logits.data() + r * V, V), d.rows[r], banned));
     }
+    out.logits = d.keep_logits ? logits : std::vector<float>{};
   }
   int calls = 0;
   std::vector<int32_t> last_banned;
@@ -123,7 +128,7 @@ TEST(DeviceSampling, SameTokensAsHostSampling) {
 }
 
 // Keeping the logits for a dump (run --dump-logits) brings every decode forward's rows to the host
-// (Backend::forward_sample_logits) without changing a single draw.
+// (ForwardDraw::keep_logits) without changing a single draw.
 TEST(DeviceSampling, KeptLogitsDoNotChangeTheDraws) {
   const test::TinySpec spec = session_specs()[2];
   const SamplingParams sp = sampled(2.0f, 20, 0.9f, 0.0f);

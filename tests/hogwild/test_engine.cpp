@@ -60,7 +60,7 @@ SessionRequest sampled_request(const ByteCodec& codec, int workers, Layout layou
   r.options.n_workers = workers;
   r.options.layout = layout;
   r.options.budget = budget;
-  r.options.device_sampling = true;  // the one sampling contract (Backend::forward_sample)
+  r.options.device_sampling = true;  // the one sampling contract (ForwardBatch::draw)
   r.options.stop_on_answer = false;
   r.prompt = codec.encode(prompt);
   r.sampling = sp;

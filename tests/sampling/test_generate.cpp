@@ -43,7 +43,10 @@ class CountingBackend : public Backend {
   void truncate_block(BlockId b, int64_t n) override { len_[b] = n; }
   void append_block(BlockId, BlockId) override {}
   void read_block(BlockId, int64_t, std::vector<float>&, std::vector<float>&) const override {}
-  void forward(const ForwardBatch& b, std::vector<float>& logits) override {
+  using Backend::forward;
+  void forward(const ForwardBatch& b, ForwardResult& out) override {
+    check_row_sampling(b);
+    std::vector<float>& logits = out.logits;
     logits.clear();
     ++forwards;
     for (const TokenInput& t : b.tokens) {
@@ -54,10 +57,7 @@ class CountingBackend : public Backend {
       row[(t.token_id + 1) % cfg_.vocab_size] = 10.0f;
       logits.insert(logits.end(), row.begin(), row.end());
     }
-  }
-  void forward_sample(const ForwardBatch& b, const std::vector<std::vector<int32_t>>& sets,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& t) override {
-    forward_sample_on_host(*this, b, sets, rows, t);
+    draw_on_host(b, cfg_.vocab_size, out);
   }
   int64_t kv_used_tokens() const override { return 0; }
   int64_t live_blocks() const override { return 0; }

@@ -302,13 +302,9 @@ class RecordingBackend : public Backend {
   }
   int64_t kv_used_tokens() const override { return in_.kv_used_tokens(); }
   int64_t live_blocks() const override { return in_.live_blocks(); }
-  void forward(const ForwardBatch& batch, std::vector<float>& logits) override {
-    in_.forward(batch, logits);
-    record(batch);
-  }
-  void forward_sample(const ForwardBatch& batch, const std::vector<std::vector<int32_t>>& banned,
-                      const std::vector<RowSampling>& rows, std::vector<int32_t>& tokens) override {
-    in_.forward_sample(batch, banned, rows, tokens);
+  using Backend::forward;
+  void forward(const ForwardBatch& batch, ForwardResult& out) override {
+    in_.forward(batch, out);
     record(batch);
   }
   std::vector<std::vector<std::vector<int32_t>>> forwards;  // per forward, per view: token ids
