@@ -68,8 +68,9 @@ struct PickerStats {
 
 class OraclePicker : public TokenPicker, public SessionObserver {
  public:
+  /// The policy: the packs' Oracle (oracle.h) or the countdown search (countdown_oracle.h).
   /// PRECONDITION: oracle, codec outlive the picker; attach() before Session::run.
-  OraclePicker(const Oracle& oracle, const TextCodec& codec, int n_workers, Layout layout,
+  OraclePicker(const StepPolicy& oracle, const TextCodec& codec, int n_workers, Layout layout,
                PickerOptions options);
   /// Throws hogwild::Error when the codec has no EOS or the session forbids it (the workers stop
   /// with it).
@@ -117,7 +118,7 @@ class OraclePicker : public TokenPicker, public SessionObserver {
   void count(StepPlan::Kind kind);
   void record(int w, int32_t token, uint8_t flag, bool decision_end, bool ledger_end);
 
-  const Oracle& oracle_;
+  const StepPolicy& oracle_;
   const TextCodec& codec_;
   int n_workers_;
   Layout layout_;
