@@ -352,5 +352,70 @@ Trace run(int numbers, uint64_t seed, int workers, Layout layout = Layout::combi
   return run_trace(spec, text().fmt, &text().tmpl, text().codec);
 }
 
+TEST(CollabCountdownTraces, TeamsAnswerInFewerSerialSteps) {
+  // Serial steps of the runs (test split, 4 numbers, combined layout, no checks), from the runs'
+  // deterministic output (`hogwild collab show -m tools/collab/countdown-template --bytes --task
+  // countdown --k 4 -w W --seed S --split test --collab-every 0 --max-context 100000`).
+  // Seed 1: numbers 1 22 1 19, target 82: one worker searches branch 1 (1, 22) to its end before
+  // branch 2 (1, 1) finds (1+1)*(22+19) in its second line; two workers: Bob starts there at once
+  // (a third and fourth worker do not help). Seed 17: numbers 3 15 2 8, target 167: branch 3
+  // (3, 8) finds 2+15*(3+8), which Carol takes at once in a team of four.
+  struct Case {
+    uint64_t seed;
+    int64_t steps[3];  // 1, 2, 4 workers
+  };
+  const Case cases[] = {{1, {865, 173, 173}}, {7, {6082, 3097, 1334}}, {17, {3697, 1658, 390}}};
+  for (const Case& c : cases) {
+    int i = 0;
+    for (int w : {1, 2, 4}) {
+      const Trace t = run(4, c.seed, w);
+      EXPECT_TRUE(t.correct) << "seed " << c.seed << ", " << w
+                             << " workers: " << t.result.answer.value_or("-");
+      EXPECT_EQ(t.result.serial_steps, c.steps[i]) << "seed " << c.seed << ", " << w << " workers";
+      ++i;
+    }
+    EXPECT_LT(c.steps[1], c.steps[0]);
+    EXPECT_LE(c.steps[2], c.steps[1]);
+  }
+  // Over 50 problems: every run right, and the serial steps fall with the team size.
+  int64_t total[3] = {0, 0, 0};
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    int i = 0;
+    for (int w : {1, 2, 4}) {
+      const Trace t = run(4, seed, w);
+      ASSERT_TRUE(t.correct) << "seed " << seed << ", " << w << " workers";
+      total[i++] += t.result.serial_steps;
+    }
+  }
+  // (from the same runs' output)
+  EXPECT_EQ(total[0], 53862);
+  EXPECT_EQ(total[1], 26989);
+  EXPECT_EQ(total[2], 16020);
+}
+
+TEST(CollabCountdownTraces, EveryLayoutWithChecksAndCollisions) {
+  // Three workers, collaboration checks every 16 tokens, careless claims: collisions happen and
+  // are resolved; every run ends with a right answer.
+  for (Layout layout : {Layout::combined, Layout::interleaved, Layout::contiguous}) {
+    for (uint64_t seed = 0; seed < 20; ++seed) {
+      TraceSpec spec;
+      spec.task = Task::countdown;
+      spec.split = Split::test;
+      spec.k = seed % 2 ? 4 : 5;
+      spec.pack_seed = seed;
+      spec.n_workers = 3;
+      spec.layout = layout;
+      spec.collab_every = 16;
+      spec.max_context = 1 << 20;
+      spec.budget = 0;
+      spec.picker.careless = 0.8;
+      spec.picker.seed = seed;
+      const Trace t = run_trace(spec, text().fmt, &text().tmpl, text().codec);
+      ASSERT_TRUE(t.correct) << layout_name(layout) << " seed " << seed << "\n"
+                             << t.result.history_text;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hogwild::collab
