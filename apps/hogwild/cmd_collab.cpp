@@ -253,9 +253,7 @@ void measure(MeasureArgs a) {
     int64_t steps = 0, tokens = 0;
   };
   nlohmann::ordered_json teams = nlohmann::ordered_json::array();
-  std::printf("%-8s %8s", "workers", "solved");
-  for (int64_t b : a.budgets) std::printf(" %9s", fmt::format("acc@{}", b).c_str());
-  std::printf(" %12s %12s\n", "mean steps", "mean tokens");
+  std::vector<std::vector<Run>> all;  // (team sizes, count)
   for (int w : a.workers) {
     std::vector<Run> runs(static_cast<size_t>(a.count));
     std::exception_ptr error;
@@ -291,14 +289,34 @@ void measure(MeasureArgs a) {
     for (int t = 0; t < a.threads; ++t) pool.emplace_back(work, t);
     for (auto& th : pool) th.join();
     if (error) std::rethrow_exception(error);
+    all.push_back(std::move(runs));
+  }
+  // The problems every team size answered within the largest budget: means over them compare.
+  std::vector<bool> common(static_cast<size_t>(a.count), true);
+  int64_t n_common = 0;
+  for (size_t i = 0; i < common.size(); ++i) {
+    for (const auto& runs : all) common[i] = common[i] && runs[i].right;
+    n_common += common[i];
+  }
+  std::printf("%-8s %6s", "workers", "right");
+  for (int64_t b : a.budgets) std::printf(" %9s", fmt::format("acc@{}", b).c_str());
+  std::printf(" %13s %13s %13s\n", "median steps", "mean steps*", "mean tokens*");
+  for (size_t t = 0; t < all.size(); ++t) {
+    const std::vector<Run>& runs = all[t];
     nlohmann::ordered_json acc = nlohmann::ordered_json::object();
-    int64_t solved = 0, steps = 0, tokens = 0;
-    std::vector<int64_t> solved_steps;
-    for (const Run& r : runs)
-      if (r.right)
-        solved += 1, steps += r.steps, tokens += r.tokens, solved_steps.push_back(r.steps);
-    std::sort(solved_steps.begin(), solved_steps.end());
-    std::printf("%-8d %8lld", w, static_cast<long long>(solved));
+    int64_t right = 0, steps = 0, tokens = 0;
+    // Serial steps to a right answer; a run not right within the largest budget counts as
+    // max_budget + 1 (the median is then "over the budget" when half the runs fail).
+    std::vector<int64_t> to_answer;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const Run& r = runs[i];
+      right += r.right;
+      to_answer.push_back(r.right ? r.steps : max_budget + 1);
+      if (common[i]) steps += r.steps, tokens += r.tokens;
+    }
+    std::sort(to_answer.begin(), to_answer.end());
+    const int64_t median = to_answer[to_answer.size() / 2];
+    std::printf("%-8d %6lld", a.workers[t], static_cast<long long>(right));
     for (int64_t b : a.budgets) {
       int64_t n = 0;
       for (const Run& r : runs) n += r.right && r.steps <= b;
@@ -306,30 +324,40 @@ void measure(MeasureArgs a) {
       acc[std::to_string(b)] = v;
       std::printf(" %9.3f", v);
     }
-    const double mean_steps = solved ? static_cast<double>(steps) / static_cast<double>(solved) : 0;
+    const double mean_steps =
+        n_common ? static_cast<double>(steps) / static_cast<double>(n_common) : 0;
     const double mean_tokens =
-        solved ? static_cast<double>(tokens) / static_cast<double>(solved) : 0;
-    std::printf(" %12.1f %12.1f\n", mean_steps, mean_tokens);
-    teams.push_back({{"workers", w},
-                     {"solved", solved},
+        n_common ? static_cast<double>(tokens) / static_cast<double>(n_common) : 0;
+    std::printf(" %13lld %13.1f %13.1f\n", static_cast<long long>(median), mean_steps, mean_tokens);
+    teams.push_back({{"workers", a.workers[t]},
+                     {"right", right},
                      {"accuracy_at_budget", acc},
-                     {"mean_serial_steps_solved", mean_steps},
-                     {"median_serial_steps_solved",
-                      solved_steps.empty() ? 0 : solved_steps[solved_steps.size() / 2]},
-                     {"mean_generated_tokens_solved", mean_tokens}});
+                     {"median_serial_steps_to_answer", median},
+                     {"mean_serial_steps_common", mean_steps},
+                     {"mean_generated_tokens_common", mean_tokens}});
   }
+  std::printf("* over the %lld problems every team size answered within %lld serial steps\n",
+              static_cast<long long>(n_common), static_cast<long long>(max_budget));
   if (!a.out.empty()) {
-    nlohmann::ordered_json j = {{"task", a.task},
-                                {"split", a.split},
-                                {"k", a.k},
-                                {"count", a.count},
-                                {"seed", a.seed},
-                                {"layout", a.layout},
-                                {"collab_every", a.collab_every},
-                                {"formatting", m.fmt.name},
-                                {"codec", a.model.bytes ? "bytes" : "tokenizer"},
-                                {"budgets", a.budgets},
-                                {"teams", teams}};
+    nlohmann::ordered_json j = {
+        {"task", a.task},
+        {"split", a.split},
+        {"k", a.k},
+        {"count", a.count},
+        {"seed", a.seed},
+        {"layout", a.layout},
+        {"collab_every", a.collab_every},
+        {"formatting", m.fmt.name},
+        {"codec", a.model.bytes ? "bytes" : "tokenizer"},
+        {"budgets", a.budgets},
+        {"common_problems", n_common},
+        {"note",
+         "scripted policy (countdown_oracle.h), no model; accuracy_at_budget: "
+         "share of the problems answered right within that many serial "
+         "steps; median_serial_steps_to_answer: budgets + 1 for a run not "
+         "right within the largest budget; *_common: means over the "
+         "common_problems that every team size answered"},
+        {"teams", teams}};
     std::ofstream f(a.out);
     if (!f) fail("cannot create '{}'; check that its directory exists", a.out);
     f << j.dump(2) << "\n";
