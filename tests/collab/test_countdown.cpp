@@ -3,6 +3,8 @@
 // hand-built views, and real scripted sessions of one worker and of teams.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,8 @@
 #include "collab/countdown_oracle.h"
 #include "collab/traces.h"
 #include "core/error.h"
+#include "eval/dataset.h"
+#include "eval/score.h"
 #include "hogwild/formatting.h"
 
 namespace hogwild::collab {
@@ -415,6 +419,45 @@ TEST(CollabCountdownTraces, EveryLayoutWithChecksAndCollisions) {
                              << t.result.history_text;
     }
   }
+}
+
+TEST(CollabCountdownEval, DatasetAndScoring) {
+  // A file of `hogwild collab problems --task countdown` is a countdown dataset for hogwild eval.
+  namespace fs = std::filesystem;
+  const fs::path file = fs::path(::testing::TempDir()) / "countdown_eval_test.jsonl";
+  {
+    std::ofstream f(file);
+    f << R"({"id": "a", "task": "countdown", "problem": "Numbers: 4, 7, 9, 2 ...", )"
+      << R"("numbers": [4, 7, 9, 2], "target": 22, "answer": "(4+7)*2"})"
+      << "\n";
+  }
+  eval::DatasetOptions o;
+  o.name_or_path = file.string();
+  o.fields.question = "problem";
+  o.fields.id = "id";
+  const eval::Dataset d = eval::load_dataset(o);
+  ASSERT_EQ(d.kind, eval::ProblemKind::countdown);
+  EXPECT_STREQ(eval::kind_name(d.kind), "countdown");
+  ASSERT_EQ(d.problems.size(), 1u);
+  const eval::Problem& p = d.problems[0];
+  EXPECT_EQ(p.numbers, kNumbers);
+  EXPECT_EQ(p.target, 22);
+  EXPECT_EQ(p.gold, std::vector<std::string>{"(4+7)*2"});
+  // Another solution than the gold is right; the checker's error is the detail.
+  const eval::ScoreOptions so;
+  EXPECT_TRUE(eval::score_answer(p, d.kind, "4+7+9+2", so).correct);
+  const eval::Score bad = eval::score_answer(p, d.kind, "(9+2)*2", so);
+  EXPECT_FALSE(bad.correct);
+  EXPECT_EQ(bad.detail, "2 is used 2 times; it is given once");
+  EXPECT_FALSE(eval::score_answer(p, d.kind, std::nullopt, so).correct);
+  // A record without the numbers is refused.
+  {
+    std::ofstream f(file);
+    f << R"({"id": "b", "task": "countdown", "problem": "x", "target": 22, "answer": "1"})"
+      << "\n";
+  }
+  EXPECT_THROW(eval::load_dataset(o), Error);
+  fs::remove(file);
 }
 
 }  // namespace
