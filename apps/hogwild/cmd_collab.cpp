@@ -169,7 +169,7 @@ void traces(TracesArgs a) {
       "%lld (%.1f%%), "
       "weighted %lld (%.1f%% of the loss tokens)\n"
       "claims %lld (careless %lld), switches %lld, checks %lld (yes %lld, on a collision %lld), "
-      "ledgers %lld, stops %lld, partial sums %lld, totals %lld\n",
+      "ledgers %lld, stops %lld, ",
       ll(s.sessions), ll(s.wrong), ll(s.over_context), ll(s.examples), ll(s.tokens),
       ll(s.loss_tokens),
       s.tokens ? 100.0 * static_cast<double>(s.loss_tokens) / static_cast<double>(s.tokens) : 0.0,
@@ -178,7 +178,12 @@ void traces(TracesArgs a) {
           ? 100.0 * static_cast<double>(s.weighted_tokens) / static_cast<double>(s.loss_tokens)
           : 0.0,
       ll(st.claims), ll(st.careless_claims), ll(st.switches), ll(st.checks), ll(st.check_yes),
-      ll(st.collisions_yes), ll(st.ledgers), ll(st.stops), ll(st.nodes), ll(st.sums));
+      ll(st.collisions_yes), ll(st.ledgers), ll(st.stops));
+  if (a.gen.task == collab::Task::countdown)
+    std::printf("search lines %lld (reaching the target %lld), answers %lld\n",
+                ll(st.work + st.found), ll(st.found), ll(st.answers));
+  else
+    std::printf("partial sums %lld, totals %lld\n", ll(st.nodes), ll(st.sums));
   if (s.wrong > 0)
     fail("{} scripted sessions did not end with the right {}; this is a bug of the oracle", s.wrong,
          a.gen.task == collab::Task::countdown ? "expression" : "total");

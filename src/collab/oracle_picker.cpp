@@ -45,6 +45,9 @@ void OraclePicker::count(StepPlan::Kind kind) {
   stats_.stops += kind == StepPlan::Kind::stop;
   stats_.sums += kind == StepPlan::Kind::sum;
   stats_.nodes += kind == StepPlan::Kind::node;
+  stats_.work += kind == StepPlan::Kind::work;
+  stats_.found += kind == StepPlan::Kind::found;
+  stats_.answers += kind == StepPlan::Kind::answer;
 }
 
 void OraclePicker::on_forward(const ForwardRecord& r) {

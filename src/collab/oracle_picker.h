@@ -57,11 +57,15 @@ struct PickerOptions {
 struct PickerStats {
   int64_t claims = 0, careless_claims = 0, switches = 0, checks = 0, check_yes = 0, stops = 0,
           sums = 0, decisions = 0, nodes = 0, ledgers = 0, collisions_yes = 0;
+  // Steps of work (a part's equations, a search line), countdown lines that reach the target,
+  // countdown final answers.
+  int64_t work = 0, found = 0, answers = 0;
   PickerStats& operator+=(const PickerStats& o) {
     claims += o.claims, careless_claims += o.careless_claims, switches += o.switches;
     checks += o.checks, check_yes += o.check_yes, stops += o.stops, sums += o.sums;
     decisions += o.decisions, nodes += o.nodes, ledgers += o.ledgers;
     collisions_yes += o.collisions_yes;
+    work += o.work, found += o.found, answers += o.answers;
     return *this;
   }
 };

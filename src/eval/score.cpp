@@ -25,7 +25,8 @@ Score score_answer(const Problem& p, ProblemKind kind, const std::optional<std::
   if (kind == ProblemKind::countdown) {
     const collab::CountdownCheck c = collab::check_countdown(*answer, p.numbers, p.target);
     s.correct = c.ok;
-    s.status = ParseStatus::ok;
+    // A positive value: the expression was read and evaluated (its numbers or value may be wrong).
+    s.status = c.ok || c.value > 0 ? ParseStatus::ok : ParseStatus::unparsed;
     s.detail = c.ok ? "reaches the target" : c.error;
     return s;
   }

@@ -26,7 +26,8 @@ struct Score {
 
 /// Scores `answer` (nullopt = none was extracted) for problem p of kind `kind`: math and physics
 /// through parts_equal (physics with the problem's tolerances), code through run_code_tests,
-/// countdown through collab::check_countdown (detail: its error, or "reaches the target").
+/// countdown through collab::check_countdown (detail: its error, or "reaches the target"; status
+/// unparsed when the expression could not be evaluated: bad syntax or a step that breaks a rule).
 Score score_answer(const Problem& p, ProblemKind kind, const std::optional<std::string>& answer,
                    const ScoreOptions& o);
 

@@ -449,6 +449,8 @@ TEST(CollabCountdownEval, DatasetAndScoring) {
   const eval::Score bad = eval::score_answer(p, d.kind, "(9+2)*2", so);
   EXPECT_FALSE(bad.correct);
   EXPECT_EQ(bad.detail, "2 is used 2 times; it is given once");
+  EXPECT_EQ(bad.status, eval::ParseStatus::ok);
+  EXPECT_EQ(eval::score_answer(p, d.kind, "4 + x", so).status, eval::ParseStatus::unparsed);
   EXPECT_FALSE(eval::score_answer(p, d.kind, std::nullopt, so).correct);
   // A record without the numbers is refused.
   {
