@@ -148,6 +148,17 @@ TEST(CollabCountdown, GeneratorIsDeterministicAndSolvable) {
       }
     }
   }
+  // The same problem on every platform (`hogwild collab problems --task countdown --split test
+  // --numbers 4 --count 1 --seed 1` prints it; seed 1 * 1000003 + 0).
+  const Countdown first = make_countdown(Split::test, 4, 1000003);
+  EXPECT_EQ(first.numbers, (std::vector<int64_t>{19, 9, 4, 22}));
+  EXPECT_EQ(first.target, 63);
+  EXPECT_EQ(first.solution, "(4+22-19)*9");
+  EXPECT_EQ(first.text,
+            "Numbers: 19, 9, 4, 22\nTarget: 63\nCombine some of the numbers with +, -, * and / to "
+            "make the target. Each number may be used once at most; every step must give a "
+            "positive whole number, so divide only when nothing is left over.\nWhich expression "
+            "of these numbers gives the target?");
   // The splits are separate seed spaces: the same seed gives other problems.
   int same = 0;
   for (uint64_t seed = 0; seed < 100; ++seed) {
