@@ -79,7 +79,7 @@ bool search(const std::vector<Node>& state, int64_t target, std::vector<SearchLi
           if (k != i && k != j) next.push_back(state[k]);
         next.push_back(r);
         SearchLine line;
-        line.text = " " + equation(state[i], op, state[j], r.value);
+        line.text = fmt::format(" {}", equation(state[i], op, state[j], r.value));
         auto found = [&](const Node& n) {
           line.found = true;
           line.expression = n.text;
@@ -95,7 +95,8 @@ bool search(const std::vector<Node>& state, int64_t target, std::vector<SearchLi
           for (char op2 : kOps) {
             Node z;
             if (!apply(next[0], op2, next[1], &z)) continue;
-            line.text += (first ? " " : ", ") + equation(next[0], op2, next[1], z.value);
+            line.text += first ? " " : ", ";
+            line.text += equation(next[0], op2, next[1], z.value);
             first = false;
             if (z.value == target) return found(z);
           }
@@ -106,7 +107,7 @@ bool search(const std::vector<Node>& state, int64_t target, std::vector<SearchLi
         }
         if (next.size() >= 3) {
           line.text += ", left";
-          for (const Node& n : next) line.text += " " + std::to_string(n.value);
+          for (const Node& n : next) line.text += fmt::format(" {}", n.value);
           line.text += ".";
         } else {
           line.text += ".";
