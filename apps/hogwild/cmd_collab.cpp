@@ -1,26 +1,37 @@
 // `hogwild collab`: the data of the collaboration model (src/collab, tools/collab/README.md).
 //
-//   hogwild collab problems --split test --k 4 --count 500 --seed 1 [--out FILE] [--format text]
-//       [--wording first]
+//   hogwild collab problems [--task packs] --split test --k 4 --count 500 --seed 1 [--out FILE]
+//       [--format text] [--wording first]
 //       held-out (or training) packs as JSONL: {"id", "split", "k", "seed", "problem", "answer",
 //       "parts": [{"text", "result", "equations"}]}
-//   hogwild collab traces -m DIR [--format FILE] [--bytes] --sessions N --seed S --threads T
-//       --out PREFIX [--text] [--single P] [--keep-decision P] [--careless P]
+//   hogwild collab problems --task countdown --split test --numbers 4 --count 200 --seed 1
+//       Countdown problems as JSONL: {"id", "split", "task", "n", "seed", "problem", "numbers",
+//       "target", "answer" (a known solution; any expression check_countdown accepts is right)}
+//   hogwild collab traces -m DIR [--task packs|countdown] [--format FILE] [--bytes] --sessions N
+//       --seed S --threads T --out PREFIX [--text] [--single P] [--keep-decision P] [--careless P]
 //       scripted sessions (the oracle's workers in the engine's own layouts); writes the examples
 //       (PREFIX.<t>.tok/.msk/.idx, or PREFIX.jsonl with --text); --bytes renders with the byte
 //       stand-in codec (before a tokenizer exists)
-//   hogwild collab show -m DIR [--format FILE] [--bytes] --k 3 -w 2 [--layout L] [--seed S]
+//   hogwild collab show -m DIR [--task T] [--format FILE] [--bytes] --k 3 -w 2 [--layout L]
+//       [--seed S]
 //       one scripted session's text, the workers' steps in order, and its counts
+//   hogwild collab measure -m DIR --task countdown [--bytes] --numbers 4 --count 200 --seed S
+//       --workers 1,2,4 --budgets 512,1024,2048,4096 [--layout L] [--out FILE]
+//       scripted runs on held-out problems: accuracy and serial steps per team size and budget
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "apps/hogwild/cli_util.h"
 #include "apps/hogwild/commands.h"
 #include "chat/chat_template.h"
+#include "collab/countdown.h"
 #include "collab/problems.h"
 #include "collab/traces.h"
 #include "core/error.h"
@@ -74,13 +85,14 @@ ModelText load_model_text(const ModelArgs& a) {
 }
 
 struct ProblemsArgs {
-  std::string split = "test", out, format = "jsonl", wording = "grammar";
-  int k = 4;
+  std::string task = "packs", split = "test", out, format = "jsonl", wording = "grammar";
+  int k = 4, numbers = 4;
   int64_t count = 100;
   uint64_t seed = 1;
 };
 
 void problems(const ProblemsArgs& a) {
+  const collab::Task task = collab::parse_task(a.task);
   const collab::Split split = collab::parse_split(a.split);
   if (a.count < 0) fail("--count must be >= 0, got {}", a.count);
   std::ofstream file;
@@ -93,6 +105,27 @@ void problems(const ProblemsArgs& a) {
   if (a.format != "jsonl" && a.format != "text")
     fail("--format must be jsonl or text, got '{}'", a.format);
   std::ostream& out = a.out.empty() ? std::cout : file;
+  if (task == collab::Task::countdown) {
+    for (int64_t i = 0; i < a.count; ++i) {
+      const uint64_t seed = a.seed * 1000003ull + static_cast<uint64_t>(i);
+      const collab::Countdown c = collab::make_countdown(split, a.numbers, seed);
+      nlohmann::ordered_json j = {
+          {"id", fmt::format("countdown-{}-n{}-{}", a.split, a.numbers, seed)},
+          {"split", a.split},
+          {"task", "countdown"},
+          {"n", a.numbers},
+          {"seed", seed},
+          {"problem", c.text},
+          {"numbers", c.numbers},
+          {"target", c.target},
+          {"answer", c.solution}};
+      if (a.format == "text")
+        out << c.text << "\n";
+      else
+        out << j.dump() << "\n";
+    }
+    return;
+  }
   for (int64_t i = 0; i < a.count; ++i) {
     const uint64_t seed = a.seed * 1000003ull + static_cast<uint64_t>(i);
     const collab::Pack p = collab::make_pack(
@@ -118,7 +151,7 @@ void problems(const ProblemsArgs& a) {
 struct TracesArgs {
   ModelArgs model;
   collab::GenerateOptions gen;
-  std::string split = "train";
+  std::string task = "packs", split = "train";
   bool text = false;
 };
 
@@ -126,6 +159,7 @@ void traces(TracesArgs a) {
   const ModelText m = load_model_text(a.model);
   if (a.gen.prefix.empty()) fail("give the output prefix with --out");
   a.gen.format = a.text ? "text" : "tokens";
+  a.gen.task = collab::parse_task(a.task);
   a.gen.split = collab::parse_split(a.split);
   const collab::GenerateSummary s = collab::generate(a.gen, m.fmt, m.tmpl.get(), *m.codec);
   const auto& st = s.stats;
@@ -135,7 +169,7 @@ void traces(TracesArgs a) {
       "%lld (%.1f%%), "
       "weighted %lld (%.1f%% of the loss tokens)\n"
       "claims %lld (careless %lld), switches %lld, checks %lld (yes %lld, on a collision %lld), "
-      "ledgers %lld, stops %lld, partial sums %lld, totals %lld\n",
+      "ledgers %lld, stops %lld, ",
       ll(s.sessions), ll(s.wrong), ll(s.over_context), ll(s.examples), ll(s.tokens),
       ll(s.loss_tokens),
       s.tokens ? 100.0 * static_cast<double>(s.loss_tokens) / static_cast<double>(s.tokens) : 0.0,
@@ -144,16 +178,21 @@ void traces(TracesArgs a) {
           ? 100.0 * static_cast<double>(s.weighted_tokens) / static_cast<double>(s.loss_tokens)
           : 0.0,
       ll(st.claims), ll(st.careless_claims), ll(st.switches), ll(st.checks), ll(st.check_yes),
-      ll(st.collisions_yes), ll(st.ledgers), ll(st.stops), ll(st.nodes), ll(st.sums));
+      ll(st.collisions_yes), ll(st.ledgers), ll(st.stops));
+  if (a.gen.task == collab::Task::countdown)
+    std::printf("search lines %lld (reaching the target %lld), answers %lld\n",
+                ll(st.work + st.found), ll(st.found), ll(st.answers));
+  else
+    std::printf("partial sums %lld, totals %lld\n", ll(st.nodes), ll(st.sums));
   if (s.wrong > 0)
-    fail("{} scripted sessions did not end with the right total; this is a bug of the oracle",
-         s.wrong);
+    fail("{} scripted sessions did not end with the right {}; this is a bug of the oracle", s.wrong,
+         a.gen.task == collab::Task::countdown ? "expression" : "total");
 }
 
 struct ShowArgs {
   ModelArgs model;
   collab::TraceSpec spec;
-  std::string layout = "combined", split = "train";
+  std::string task = "packs", layout = "combined", split = "train";
   double careless = 0;
 };
 
@@ -164,7 +203,9 @@ void show(ShowArgs a) {
     fail(
         "--layout independent: the oracle scripts workers that collaborate; use combined, "
         "interleaved or contiguous");
+  a.spec.task = collab::parse_task(a.task);
   a.spec.split = collab::parse_split(a.split);
+  if (a.spec.task == collab::Task::countdown && a.spec.budget == 4000) a.spec.budget = 0;
   a.spec.picker.whole = a.spec.n_workers == 1;
   collab::check_probability("--careless", a.careless);
   a.spec.picker.careless = a.careless;
@@ -173,10 +214,159 @@ void show(ShowArgs a) {
   for (size_t w = 0; w < t.result.unfinished.size(); ++w)
     std::printf("[unfinished, %s] %s\n", m.fmt.worker_name(static_cast<int>(w)).c_str(),
                 t.result.unfinished[w].c_str());
+  if (a.spec.task == collab::Task::countdown) {
+    std::printf("\nstop: %s, answer %s (%s), serial steps %lld, examples %zu\n",
+                std::string(stop_reason_name(t.result.stop_reason)).c_str(),
+                t.result.answer.value_or("-").c_str(), t.correct ? "right" : "wrong",
+                static_cast<long long>(t.result.serial_steps), t.examples.size());
+    return;
+  }
   std::printf("\nstop: %s, answer %s (expected %lld), serial steps %lld, examples %zu\n",
               std::string(stop_reason_name(t.result.stop_reason)).c_str(),
               t.result.answer.value_or("-").c_str(), static_cast<long long>(t.pack.total),
               static_cast<long long>(t.result.serial_steps), t.examples.size());
+}
+
+struct MeasureArgs {
+  ModelArgs model;
+  std::string task = "countdown", split = "test", layout = "combined", out;
+  std::vector<int> workers = {1, 2, 4};
+  std::vector<int64_t> budgets = {512, 1024, 2048, 4096};
+  int k = 4, threads = 2;
+  int64_t count = 200, collab_every = -1;
+  uint64_t seed = 1;
+};
+
+/// Scripted runs of held-out problems for every team size: whether each run ends with a right
+/// answer, and after how many serial steps; the accuracy at a budget B is the share of runs right
+/// within B serial steps (the scripted policy does not depend on the budget, so one run to the
+/// largest budget gives every smaller one).
+void measure(MeasureArgs a) {
+  const ModelText m = load_model_text(a.model);
+  const collab::Task task = collab::parse_task(a.task);
+  const collab::Split split = collab::parse_split(a.split);
+  const Layout layout = parse_layout(a.layout);
+  if (layout == Layout::independent)
+    fail("--layout independent: the oracle scripts workers that collaborate");
+  if (a.count < 1) fail("--count must be >= 1, got {}", a.count);
+  if (a.workers.empty() || a.budgets.empty()) fail("give --workers and --budgets");
+  if (a.threads < 1 || a.threads > 64) fail("--threads must be 1..64, got {}", a.threads);
+  std::sort(a.budgets.begin(), a.budgets.end());
+  const int64_t max_budget = a.budgets.back();
+  struct Run {
+    bool right = false;
+    int64_t steps = 0, tokens = 0;
+  };
+  nlohmann::ordered_json teams = nlohmann::ordered_json::array();
+  std::vector<std::vector<Run>> all;  // (team sizes, count)
+  for (int w : a.workers) {
+    std::vector<Run> runs(static_cast<size_t>(a.count));
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto work = [&](int t) {
+      try {
+        for (int64_t i = t; i < a.count; i += a.threads) {
+          collab::TraceSpec spec;
+          spec.task = task;
+          spec.split = split;
+          spec.k = a.k;
+          spec.pack_seed = a.seed * 1000003ull + static_cast<uint64_t>(i);
+          spec.n_workers = w;
+          spec.layout = w == 1 ? Layout::combined : layout;
+          spec.collab_every = a.collab_every;
+          spec.max_context = 1 << 20;
+          spec.budget = max_budget;
+          spec.picker.whole = w == 1;
+          spec.picker.keep_decision = spec.picker.keep_step_end = spec.picker.keep_stop = 0;
+          spec.picker.keep_ledger = spec.picker.keep_check_no = 0;
+          const collab::Trace tr = collab::run_trace(spec, m.fmt, m.tmpl.get(), *m.codec);
+          Run& r = runs[static_cast<size_t>(i)];
+          r.right = tr.correct;
+          r.steps = tr.result.serial_steps;
+          for (int64_t n : tr.result.tokens_per_worker) r.tokens += n;
+        }
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 0; t < a.threads; ++t) pool.emplace_back(work, t);
+    for (auto& th : pool) th.join();
+    if (error) std::rethrow_exception(error);
+    all.push_back(std::move(runs));
+  }
+  // The problems every team size answered within the largest budget: means over them compare.
+  std::vector<bool> common(static_cast<size_t>(a.count), true);
+  int64_t n_common = 0;
+  for (size_t i = 0; i < common.size(); ++i) {
+    for (const auto& runs : all) common[i] = common[i] && runs[i].right;
+    n_common += common[i];
+  }
+  std::printf("%-8s %6s", "workers", "right");
+  for (int64_t b : a.budgets) std::printf(" %9s", fmt::format("acc@{}", b).c_str());
+  std::printf(" %13s %13s %13s\n", "median steps", "mean steps*", "mean tokens*");
+  for (size_t t = 0; t < all.size(); ++t) {
+    const std::vector<Run>& runs = all[t];
+    nlohmann::ordered_json acc = nlohmann::ordered_json::object();
+    int64_t right = 0, steps = 0, tokens = 0;
+    // Serial steps to a right answer; a run not right within the largest budget counts as
+    // max_budget + 1 (the median is then "over the budget" when half the runs fail).
+    std::vector<int64_t> to_answer;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const Run& r = runs[i];
+      right += r.right;
+      to_answer.push_back(r.right ? r.steps : max_budget + 1);
+      if (common[i]) steps += r.steps, tokens += r.tokens;
+    }
+    std::sort(to_answer.begin(), to_answer.end());
+    const int64_t median = to_answer[to_answer.size() / 2];
+    std::printf("%-8d %6lld", a.workers[t], static_cast<long long>(right));
+    for (int64_t b : a.budgets) {
+      int64_t n = 0;
+      for (const Run& r : runs) n += r.right && r.steps <= b;
+      const double v = static_cast<double>(n) / static_cast<double>(a.count);
+      acc[std::to_string(b)] = v;
+      std::printf(" %9.3f", v);
+    }
+    const double mean_steps =
+        n_common ? static_cast<double>(steps) / static_cast<double>(n_common) : 0;
+    const double mean_tokens =
+        n_common ? static_cast<double>(tokens) / static_cast<double>(n_common) : 0;
+    std::printf(" %13lld %13.1f %13.1f\n", static_cast<long long>(median), mean_steps, mean_tokens);
+    teams.push_back({{"workers", a.workers[t]},
+                     {"right", right},
+                     {"accuracy_at_budget", acc},
+                     {"median_serial_steps_to_answer", median},
+                     {"mean_serial_steps_common", mean_steps},
+                     {"mean_generated_tokens_common", mean_tokens}});
+  }
+  std::printf("* over the %lld problems every team size answered within %lld serial steps\n",
+              static_cast<long long>(n_common), static_cast<long long>(max_budget));
+  if (!a.out.empty()) {
+    nlohmann::ordered_json j = {
+        {"task", a.task},
+        {"split", a.split},
+        {"k", a.k},
+        {"count", a.count},
+        {"seed", a.seed},
+        {"layout", a.layout},
+        {"collab_every", a.collab_every},
+        {"formatting", m.fmt.name},
+        {"codec", a.model.bytes ? "bytes" : "tokenizer"},
+        {"budgets", a.budgets},
+        {"common_problems", n_common},
+        {"note",
+         "scripted policy (countdown_oracle.h), no model; accuracy_at_budget: "
+         "share of the problems answered right within that many serial "
+         "steps; median_serial_steps_to_answer: budgets + 1 for a run not "
+         "right within the largest budget; *_common: means over the "
+         "common_problems that every team size answered"},
+        {"teams", teams}};
+    std::ofstream f(a.out);
+    if (!f) fail("cannot create '{}'; check that its directory exists", a.out);
+    f << j.dump(2) << "\n";
+  }
 }
 
 }  // namespace
@@ -187,7 +377,9 @@ void register_collab(CLI::App& app) {
   c->require_subcommand(1);
 
   auto pa = std::make_shared<ProblemsArgs>();
-  CLI::App* p = c->add_subcommand("problems", "packs of word problems as JSONL");
+  CLI::App* p = c->add_subcommand("problems", "packs of word problems (or Countdown) as JSONL");
+  p->add_option("--task", pa->task, "packs (default) or countdown");
+  p->add_option("--numbers", pa->numbers, "countdown: numbers per problem (3..6)");
   p->add_option("--split", pa->split,
                 "train, test (held-out seeds) or test-frames (held-out seeds and sentence frames)");
   p->add_option("--k", pa->k, "parts per pack (1..9)");
@@ -203,6 +395,9 @@ void register_collab(CLI::App& app) {
   auto ta = std::make_shared<TracesArgs>();
   CLI::App* t = c->add_subcommand("traces", "scripted sessions -> training examples");
   add_model_args(t, ta->model);
+  t->add_option("--task", ta->task, "packs (default) or countdown");
+  t->add_option("--numbers-min", ta->gen.mix.numbers_min, "countdown: fewest numbers (3..6)");
+  t->add_option("--numbers-max", ta->gen.mix.numbers_max, "countdown: most numbers (3..6)");
   t->add_option("--sessions", ta->gen.sessions, "number of sessions");
   t->add_option("--seed", ta->gen.seed, "base seed")->check(in_range(RequestField::fixed_seed));
   t->add_option("--threads", ta->gen.threads, "threads (one output shard each)");
@@ -225,7 +420,9 @@ void register_collab(CLI::App& app) {
   auto sa = std::make_shared<ShowArgs>();
   CLI::App* s = c->add_subcommand("show", "print one scripted session");
   add_model_args(s, sa->model);
-  s->add_option("--k", sa->spec.k, "parts");
+  s->add_option("--task", sa->task, "packs (default) or countdown");
+  s->add_option("--k", sa->spec.k, "parts (countdown: numbers)");
+  s->add_option("--budget", sa->spec.budget, "serial steps");
   s->add_option("-w,--workers", sa->spec.n_workers, "workers");
   s->add_option("--layout", sa->layout, "combined, interleaved or contiguous");
   s->add_option("--seed", sa->spec.pack_seed, "pack seed (any 64-bit value)");
@@ -235,6 +432,23 @@ void register_collab(CLI::App& app) {
   s->add_option("--picker-seed", sa->spec.picker.seed, "seed of the careless claims");
   s->add_option("--max-context", sa->spec.max_context, "most tokens in a view");
   s->callback([sa] { show(*sa); });
+
+  auto ma = std::make_shared<MeasureArgs>();
+  CLI::App* me = c->add_subcommand(
+      "measure", "scripted runs on held-out problems: accuracy at budgets, serial steps per team");
+  add_model_args(me, ma->model);
+  me->add_option("--task", ma->task, "countdown (default) or packs");
+  me->add_option("--split", ma->split, "test (default) or train");
+  me->add_option("--k", ma->k, "numbers per problem (packs: parts)");
+  me->add_option("--count", ma->count, "problems; problem i uses seed * 1000003 + i");
+  me->add_option("--seed", ma->seed, "base seed")->check(in_range(RequestField::fixed_seed));
+  me->add_option("--workers", ma->workers, "team sizes, e.g. 1,2,4")->delimiter(',');
+  me->add_option("--budgets", ma->budgets, "serial-step budgets, e.g. 512,1024")->delimiter(',');
+  me->add_option("--layout", ma->layout, "combined, interleaved or contiguous (teams)");
+  me->add_option("--collab-every", ma->collab_every, "tokens between checks (-1: formatting)");
+  me->add_option("--threads", ma->threads, "threads");
+  me->add_option("--out", ma->out, "JSON file of the figures");
+  me->callback([ma] { measure(*ma); });
 }
 
 }  // namespace hogwild::cli

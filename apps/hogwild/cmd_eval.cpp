@@ -114,6 +114,7 @@ std::vector<json> result_lines(const RunSpec& spec, const Problem& p, ProblemKin
       lines.push_back(std::move(j));
       continue;
     }
+    if (kind == ProblemKind::countdown) j["verdict"] = utf8_lossy(s.detail);
     if (kind == ProblemKind::code) {
       j["tests"] = s.tests;
       j["tests_passed"] = s.tests_passed;

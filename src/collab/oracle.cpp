@@ -13,7 +13,6 @@ namespace hogwild::collab {
 namespace {
 
 constexpr std::string_view kTake = "take part ";
-constexpr std::string_view kLeave = "leave it";
 constexpr std::string_view kSumOpen = " All parts are done";
 constexpr std::string_view kStop = " Nothing is free, so I stop.";
 constexpr std::string_view kLedger = " Left:";
@@ -35,14 +34,7 @@ std::optional<std::pair<int64_t, size_t>> digits_at(std::string_view s, size_t p
 
 }  // namespace
 
-int claimed_in(const std::string& content) {
-  const size_t take = content.rfind(kTake);
-  const size_t leave = content.rfind(kLeave);
-  if (leave != std::string::npos && (take == std::string::npos || leave > take)) return -1;
-  if (take == std::string::npos) return 0;
-  auto d = digits_at(content, take + kTake.size());
-  return d ? static_cast<int>(std::min<int64_t>(d->first, 1000)) : 0;
-}
+int claimed_in(const std::string& content) { return claimed_after(content, kTake); }
 
 std::pair<int, int64_t> result_in(const std::string& content) {
   const size_t p = content.rfind("Part ");
@@ -96,65 +88,7 @@ std::string strip_answer(const std::string& content) {
 }
 
 Oracle::Oracle(const Pack& pack, const Formatting& fmt, int n_workers, Layout layout)
-    : pack_(pack), fmt_(fmt), n_workers_(n_workers), layout_(layout) {
-  fmt.check_workers(n_workers);
-  if (fmt.step_prefix.find("{step}") != std::string::npos)
-    fail(
-        "formatting '{}': the oracle recognises steps by their prefix, which must not use {{step}}",
-        fmt.name);
-  if (fmt.forbidden.eos)
-    fail("formatting '{}': the oracle's workers stop with EOS; set forbidden.eos to false",
-         fmt.name);
-  for (int w = 0; w < n_workers; ++w) prefix_.push_back(fmt.render_step_prefix(w, 1));
-  check_text_ = fmt.collab_check.text;
-}
-
-SeenState Oracle::read(int me, const std::vector<ViewText>& view) const {
-  SeenState s;
-  s.me = me;
-  const std::string& sep = fmt_.step_separator;
-  // One paragraph (a step's bytes, separator removed) -> a SeenStep; writer -1 if unknown.
-  auto add = [&](std::string_view para, bool finished, int writer) {
-    SeenStep st;
-    st.finished = finished;
-    for (int o = 0; o < n_workers_ && st.writer < 0; ++o)
-      if ((writer < 0 || writer == o) && starts_with(para, prefix_[o])) st.writer = o;
-    if (st.writer < 0) return;
-    std::string_view c = para.substr(prefix_[st.writer].size());
-    if (!check_text_.empty() && starts_with(c, check_text_)) {
-      st.check = true;
-      c.remove_prefix(check_text_.size());
-    }
-    st.content = std::string(c);
-    s.steps.push_back(std::move(st));
-  };
-  // Paragraphs of text: complete ones are finished; the rest (if any) is being written.
-  auto split = [&](std::string_view text, int writer, bool last_unfinished) {
-    size_t pos = 0;
-    for (size_t e; (e = text.find(sep, pos)) != std::string_view::npos; pos = e + sep.size())
-      add(text.substr(pos, e - pos), true, writer);
-    if (pos < text.size()) add(text.substr(pos), !last_unfinished, writer);
-  };
-  for (const ViewText& v : view) {
-    switch (v.kind) {
-      case ViewText::Kind::history:
-        split(v.bytes, -1, false);
-        break;
-      case ViewText::Kind::step: {
-        std::string_view b = v.bytes;
-        if (v.finished && ends_with(b, sep)) b.remove_suffix(sep.size());
-        add(b, v.finished, v.writer);
-        break;
-      }
-      case ViewText::Kind::output:
-        split(v.bytes, v.writer, true);
-        break;
-      case ViewText::Kind::text:
-        break;
-    }
-  }
-  return s;
-}
+    : StepPolicy(fmt, n_workers, layout), pack_(pack) {}
 
 struct Oracle::Derived {
   std::vector<int> held;       // (n_workers) part held, 0 = none
@@ -264,11 +198,6 @@ bool Oracle::check_truth(const SeenState& s) const {
   return false;
 }
 
-namespace {
-// Whether the layout shows the other workers' unfinished steps.
-bool sees_current(Layout l) { return l != Layout::interleaved; }
-}  // namespace
-
 int Oracle::choose_part(const SeenState& s, bool careless) const {
   const Derived d = derive(s);
   const std::vector<int> f = free_parts(s, d);
@@ -372,23 +301,7 @@ std::string Oracle::ledger(const SeenState& s, const Derived& d) const {
       if (o != s.me && d.held[o] == p) holder = o;
     left.push_back({p, holder});
   }
-  std::string out(kLedger);
-  for (size_t i = 0; i < left.size();) {
-    out += i ? ", " : " ";
-    size_t j = i;
-    while (j + 1 < left.size() && left[j + 1].first == left[j].first + 1 && left[i].second < 0 &&
-           left[j + 1].second < 0)
-      ++j;
-    if (left[i].second < 0 && j >= i + 2) {
-      out += fmt::format("{}-{}", left[i].first, left[j].first);
-      i = j + 1;
-      continue;
-    }
-    out += std::to_string(left[i].first);
-    if (left[i].second >= 0) out += " (" + fmt_.worker_name(left[i].second) + ")";
-    ++i;
-  }
-  return out + (left.empty() ? " none." : ".");
+  return ledger_line(left, fmt_);
 }
 
 std::string Oracle::ledger(const SeenState& s) const { return ledger(s, derive(s)); }

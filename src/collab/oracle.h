@@ -50,88 +50,40 @@
 #include <tuple>
 #include <vector>
 
+#include "collab/policy.h"
 #include "collab/problems.h"
 #include "hogwild/formatting.h"
 #include "hogwild/layout.h"
 
 namespace hogwild::collab {
 
-/// One step as a worker sees it.
-struct SeenStep {
-  int writer = -1;        // worker index (0-based)
-  bool finished = false;  // ended with the separator (history, or a finished paragraph)
-  bool check = false;     // opened with the collaboration-check question
-  std::string content;    // after the prefix (and the question); separator removed
-};
-
-/// Text of one part of a worker's view, in view order.
-struct ViewText {
-  enum class Kind {
-    history,  // finished steps of any writers after the prompt (prompt removed by the caller)
-    step,     // one step of `writer`: finished (closing) or being written
-    output,   // contiguous layout: the whole output of `writer`; the last paragraph is unfinished
-    text,     // a layout text (header, separator): ignored
-  };
-  Kind kind = Kind::text;
-  int writer = -1;
-  bool finished = false;  // for Kind::step
-  std::string bytes;
-};
-
-/// What worker `me` sees, parsed.
-struct SeenState {
-  int me = 0;
-  std::vector<SeenStep> steps;  // view order
-};
-
-/// A piece of a planned step: text, or the hole where the claimed part's number goes.
-struct Piece {
-  std::string text;     // "" = the claim hole (unless eos)
-  bool decision;        // the piece's first token is chosen from the state of the others
-  bool eos = false;     // the codec's EOS token
-  bool ledger = false;  // the ledger: written from the view at the step's start
-  bool action = false;  // the action after the ledger: this and the pieces after it may be planned
-                        // again (Oracle::plan_action) from the view when it is reached
-};
-
-/// A planned step.
-struct StepPlan {
-  enum class Kind { claim, work, switch_part, leave, keep, stop, end, sum, node };
-  Kind kind = Kind::stop;
-  std::optional<bool> check_answer;  // set when the step opened with the check question
-  std::vector<Piece> pieces;         // the step's text after the prefix, separator included
-};
-
-class Oracle {
+class Oracle : public StepPolicy {
  public:
   /// n_workers <= fmt.worker_names.size(); the formatting's step prefix must not use {step}
   /// (steps are recognised by their prefix) and EOS must not be forbidden (workers stop with it).
   /// Throws hogwild::Error otherwise.
   Oracle(const Pack& pack, const Formatting& fmt, int n_workers, Layout layout);
 
-  /// Parses the parts of worker me's view into steps (writers from the step prefixes).
-  SeenState read(int me, const std::vector<ViewText>& view) const;
-
   /// The step worker s.me writes now; `check` when the step opened with the check question.
-  StepPlan plan_step(const SeenState& s, bool check) const;
+  StepPlan plan_step(const SeenState& s, bool check) const override;
   /// The action of an idle worker after its ledger, from the view now (claim, node, sum, stop):
   /// the pieces from the action on (the first one marked `action`).
-  StepPlan plan_action(const SeenState& s) const;
+  StepPlan plan_action(const SeenState& s) const override;
   /// The ledger line of worker s.me's view (" Left: 2 (Bob), 4.").
   std::string ledger(const SeenState& s) const;
   /// The node [a, b] of the sum tree that worker s.me adds now ({0, 0}: none; {1, K}: the total).
   std::pair<int, int> my_node(const SeenState& s) const;
   /// The part (1-based) to claim at the hole. careless: ignore the lower-index workers claiming
   /// at the same moment (take F[0]); used to put collisions in the traces.
-  int choose_part(const SeenState& s, bool careless) const;
+  int choose_part(const SeenState& s, bool careless) const override;
   /// True when a careless choice would differ from the careful one (someone claims with me).
-  bool contested(const SeenState& s) const;
+  bool contested(const SeenState& s) const override;
 
   /// The truthful answer to the check for worker s.me: another worker holds my part, or my part
   /// has a result.
   bool check_truth(const SeenState& s) const;
   /// The part worker w holds in s (0 = none).
-  int held_part(const SeenState& s, int w) const;
+  int held_part(const SeenState& s, int w) const override;
   /// Results in finished steps: (part - 1) -> value, the first one seen.
   std::vector<std::optional<int64_t>> results(const SeenState& s) const;
 
@@ -156,11 +108,6 @@ class Oracle {
                  StepPlan& plan) const;
 
   const Pack& pack_;
-  const Formatting& fmt_;
-  int n_workers_;
-  Layout layout_;
-  std::vector<std::string> prefix_;  // (n_workers) rendered step prefix
-  std::string check_text_;
 };
 
 /// Parses a step's content: the part claimed last in it (0: none; -1: "leave it").

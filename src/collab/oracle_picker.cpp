@@ -7,7 +7,7 @@
 
 namespace hogwild::collab {
 
-OraclePicker::OraclePicker(const Oracle& oracle, const TextCodec& codec, int n_workers,
+OraclePicker::OraclePicker(const StepPolicy& oracle, const TextCodec& codec, int n_workers,
                            Layout layout, PickerOptions options)
     : oracle_(oracle),
       codec_(codec),
@@ -45,6 +45,9 @@ void OraclePicker::count(StepPlan::Kind kind) {
   stats_.stops += kind == StepPlan::Kind::stop;
   stats_.sums += kind == StepPlan::Kind::sum;
   stats_.nodes += kind == StepPlan::Kind::node;
+  stats_.work += kind == StepPlan::Kind::work;
+  stats_.found += kind == StepPlan::Kind::found;
+  stats_.answers += kind == StepPlan::Kind::answer;
 }
 
 void OraclePicker::on_forward(const ForwardRecord& r) {
@@ -176,7 +179,7 @@ int32_t OraclePicker::pick(int w, std::vector<float>&) {
     if (pc.text.empty()) {  // the claim hole
       const SeenState seen = oracle_.read(w, view_text(w));
       const bool careless = oracle_.contested(seen) && rng_.chance(opt_.careless);
-      pc.text = std::to_string(oracle_.choose_part(seen, careless));
+      pc.text = oracle_.claim_text(oracle_.choose_part(seen, careless));
       trainable = !careless;
       stats_.claims += 1;
       stats_.careless_claims += careless;

@@ -57,19 +57,24 @@ struct PickerOptions {
 struct PickerStats {
   int64_t claims = 0, careless_claims = 0, switches = 0, checks = 0, check_yes = 0, stops = 0,
           sums = 0, decisions = 0, nodes = 0, ledgers = 0, collisions_yes = 0;
+  // Steps of work (a part's equations, a search line), countdown lines that reach the target,
+  // countdown final answers.
+  int64_t work = 0, found = 0, answers = 0;
   PickerStats& operator+=(const PickerStats& o) {
     claims += o.claims, careless_claims += o.careless_claims, switches += o.switches;
     checks += o.checks, check_yes += o.check_yes, stops += o.stops, sums += o.sums;
     decisions += o.decisions, nodes += o.nodes, ledgers += o.ledgers;
     collisions_yes += o.collisions_yes;
+    work += o.work, found += o.found, answers += o.answers;
     return *this;
   }
 };
 
 class OraclePicker : public TokenPicker, public SessionObserver {
  public:
+  /// The policy: the packs' Oracle (oracle.h) or the countdown search (countdown_oracle.h).
   /// PRECONDITION: oracle, codec outlive the picker; attach() before Session::run.
-  OraclePicker(const Oracle& oracle, const TextCodec& codec, int n_workers, Layout layout,
+  OraclePicker(const StepPolicy& oracle, const TextCodec& codec, int n_workers, Layout layout,
                PickerOptions options);
   /// Throws hogwild::Error when the codec has no EOS or the session forbids it (the workers stop
   /// with it).
@@ -117,7 +122,7 @@ class OraclePicker : public TokenPicker, public SessionObserver {
   void count(StepPlan::Kind kind);
   void record(int w, int32_t token, uint8_t flag, bool decision_end, bool ledger_end);
 
-  const Oracle& oracle_;
+  const StepPolicy& oracle_;
   const TextCodec& codec_;
   int n_workers_;
   Layout layout_;

@@ -332,6 +332,14 @@ Split parse_split(std::string_view name) {
   fail("unknown split '{}'; use train, test or test-frames", name);
 }
 
+std::string_view task_name(Task t) { return t == Task::packs ? "packs" : "countdown"; }
+
+Task parse_task(std::string_view name) {
+  if (name == "packs") return Task::packs;
+  if (name == "countdown") return Task::countdown;
+  fail("unknown task '{}'; the supported tasks are packs and countdown", name);
+}
+
 uint64_t Rng::next() {
   uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

@@ -27,6 +27,15 @@ namespace hogwild::collab {
 
 enum class Split { train, test, test_frames };
 
+/// The tasks of the collaboration model: packs of word problems (this file) and Countdown
+/// (countdown.h).
+enum class Task { packs, countdown };
+
+/// "packs" / "countdown"; parse_task throws hogwild::Error naming the supported tasks for any
+/// other name.
+std::string_view task_name(Task t);
+Task parse_task(std::string_view name);
+
 /// "train" / "test" / "test-frames"; parse_split throws hogwild::Error for any other name.
 std::string_view split_name(Split s);
 Split parse_split(std::string_view name);

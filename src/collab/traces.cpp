@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "collab/bookkeeping_backend.h"
+#include "collab/countdown_oracle.h"
 #include "core/error.h"
 #include "cpu/parallel.h"
 #include "hogwild/answer.h"
@@ -31,12 +32,18 @@ std::string ByteCodec::token_bytes(int32_t id) const {
 Trace run_trace(const TraceSpec& spec, const Formatting& fmt, const chat::ChatTemplate* tmpl,
                 const TextCodec& codec) {
   Trace t;
-  t.pack = make_pack(spec.split, spec.k, spec.pack_seed);
-  const std::vector<int32_t> prompt =
-      codec.encode(build_prompt(fmt, tmpl, t.pack.text, spec.n_workers));
+  std::unique_ptr<StepPolicy> policy;
+  if (spec.task == Task::countdown) {
+    t.countdown = make_countdown(spec.split, spec.k, spec.pack_seed);
+    policy = std::make_unique<CountdownOracle>(t.countdown, fmt, spec.n_workers, spec.layout);
+  } else {
+    t.pack = make_pack(spec.split, spec.k, spec.pack_seed);
+    policy = std::make_unique<Oracle>(t.pack, fmt, spec.n_workers, spec.layout);
+  }
+  const std::string& text = spec.task == Task::countdown ? t.countdown.text : t.pack.text;
+  const std::vector<int32_t> prompt = codec.encode(build_prompt(fmt, tmpl, text, spec.n_workers));
   BookkeepingBackend backend(codec.vocab_size(), spec.max_context);
-  Oracle oracle(t.pack, fmt, spec.n_workers, spec.layout);
-  OraclePicker picker(oracle, codec, spec.n_workers, spec.layout, spec.picker);
+  OraclePicker picker(*policy, codec, spec.n_workers, spec.layout, spec.picker);
   SessionOptions so;
   so.n_workers = spec.n_workers;
   so.layout = spec.layout;
@@ -47,8 +54,11 @@ Trace run_trace(const TraceSpec& spec, const Formatting& fmt, const chat::ChatTe
   picker.attach(&session);
   session.set_observer(&picker);
   t.result = session.run(prompt);
-  t.correct = t.result.stop_reason == StopReason::answer && t.result.answer &&
-              *t.result.answer == std::to_string(t.pack.total);
+  const bool answered = t.result.stop_reason == StopReason::answer && t.result.answer;
+  t.correct = answered &&
+              (spec.task == Task::countdown
+                   ? check_countdown(*t.result.answer, t.countdown.numbers, t.countdown.target).ok
+                   : *t.result.answer == std::to_string(t.pack.total));
   t.examples = std::move(picker.examples());
   t.stats = picker.stats();
   return t;
@@ -68,11 +78,13 @@ size_t draw(Rng& rng, const std::vector<T>& weights) {
   return weights.size() - 1;
 }
 
-TraceSpec draw_spec(const Mix& mix, uint64_t seed) {
+TraceSpec draw_spec(const Mix& mix, uint64_t seed, Task task) {
   Rng rng(seed);
   TraceSpec s;
+  s.task = task;
   s.split = Split::train;
-  s.k = static_cast<int>(rng.uniform(mix.k_min, mix.k_max));
+  s.k = task == Task::countdown ? static_cast<int>(rng.uniform(mix.numbers_min, mix.numbers_max))
+                                : static_cast<int>(rng.uniform(mix.k_min, mix.k_max));
   s.pack_seed = rng.next();
   s.n_workers = rng.chance(mix.single) ? 1 : static_cast<int>(draw(rng, mix.workers));
   const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
@@ -133,6 +145,17 @@ void write_token_example(Writer& w, const Example& e, const std::string& prefix)
 /// Prints to stderr the first session `i` whose scripted run did not reach the pack's answer
 /// (never expected: the oracle is exact), with its spec, stop reason, answer and history.
 void report_wrong_session(int64_t i, const TraceSpec& spec, const Trace& tr) {
+  if (spec.task == Task::countdown) {
+    std::fprintf(stderr,
+                 "wrong session %lld (countdown, %d numbers, %d workers, %s, pack seed %llu): "
+                 "stop %s, answer %s, target %lld\n%s\n",
+                 static_cast<long long>(i), spec.k, spec.n_workers, layout_name(spec.layout),
+                 static_cast<unsigned long long>(spec.pack_seed),
+                 std::string(stop_reason_name(tr.result.stop_reason)).c_str(),
+                 tr.result.answer.value_or("-").c_str(),
+                 static_cast<long long>(tr.countdown.target), tr.result.history_text.c_str());
+    return;
+  }
   std::fprintf(stderr,
                "wrong session %lld (k %d, %d workers, %s, check every %lld, pack seed %llu, "
                "careless %g, picker seed %llu): stop %s, answer %s, expected %lld\n%s\n",
@@ -157,6 +180,13 @@ void check_probability(const char* flag, double p) {
 static void check_generate_options(const GenerateOptions& opt, const TextCodec& codec) {
   if (opt.threads < 1 || opt.threads > cpu::kMaxThreads)
     fail("--threads must be 1..{} (one output shard each), got {}", cpu::kMaxThreads, opt.threads);
+  if (opt.task == Task::countdown &&
+      (opt.mix.numbers_min < 3 || opt.mix.numbers_max < opt.mix.numbers_min ||
+       opt.mix.numbers_max > 6))
+    fail("--numbers-min and --numbers-max must give 3..6 numbers per problem, got {}..{}",
+         opt.mix.numbers_min, opt.mix.numbers_max);
+  if (opt.task == Task::countdown && opt.split == Split::test_frames)
+    fail("--split test-frames is a wording of packs; countdown has train and test");
   if (opt.mix.k_min < 2 || opt.mix.k_max < opt.mix.k_min || opt.mix.k_max > 9)
     fail("--k-max must be {}..9 parts per pack, got {}", std::max(opt.mix.k_min, 2), opt.mix.k_max);
   if (opt.sessions < 0) fail("--sessions must be >= 0 scripted sessions, got {}", opt.sessions);
@@ -194,9 +224,12 @@ GenerateSummary generate(const GenerateOptions& opt, const Formatting& fmt,
     try {
       GenerateSummary& sum = sums[t];
       for (int64_t i = t; i < opt.sessions; i += opt.threads) {
-        TraceSpec spec = draw_spec(opt.mix, opt.seed * 1000003ull + static_cast<uint64_t>(i));
+        TraceSpec spec =
+            draw_spec(opt.mix, opt.seed * 1000003ull + static_cast<uint64_t>(i), opt.task);
         spec.max_context = opt.max_context;
         spec.split = opt.split;
+        // The search may run long: --max-context bounds a countdown session, not the budget.
+        if (opt.task == Task::countdown) spec.budget = 0;  // 0: until an answer
         Trace tr = run_trace(spec, fmt, tmpl, codec);
         sum.sessions += 1;
         if (!tr.correct && tr.result.stop_reason == StopReason::max_context) {

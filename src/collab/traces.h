@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "collab/countdown.h"
 #include "collab/oracle_picker.h"
 #include "collab/problems.h"
 #include "hogwild/codec.h"
@@ -34,26 +35,31 @@ class ByteCodec : public TextCodec {
 };
 
 struct TraceSpec {
+  Task task = Task::packs;
   Split split = Split::train;
-  int k = 4;  // parts
+  int k = 4;  // parts of a pack; for countdown, the numbers (3..6)
   uint64_t pack_seed = 0;
   int n_workers = 2;
   Layout layout = Layout::combined;
   int64_t collab_every = -1;   // -1: the formatting's
   int64_t max_context = 2047;  // tokens of a view (an example is at most max_context + 1)
-  int64_t budget = 4000;       // serial steps (a safety net: the oracle ends far earlier)
+  int64_t budget = 4000;       // serial steps (packs: a safety net, the oracle ends far earlier;
+                               // countdown: the search may run longer)
   PickerOptions picker;
 };
 
 struct Trace {
-  Pack pack;
+  Pack pack;            // task packs
+  Countdown countdown;  // task countdown
   SessionResult result;
   std::vector<Example> examples;
   PickerStats stats;
-  bool correct = false;  // the run ended with the pack's total in \boxed{}
+  bool correct = false;  // the run ended with the pack's total in \boxed{} (countdown: with an
+                         // expression that check_countdown accepts)
 };
 
-/// Runs one scripted session. tmpl: the model's chat template (nullptr when the formatting does not
+/// Runs one scripted session of spec.task (the policy: Oracle for packs, CountdownOracle for
+/// countdown). tmpl: the model's chat template (nullptr when the formatting does not
 /// use one). Throws hogwild::Error for a formatting the oracle cannot read (oracle.h).
 Trace run_trace(const TraceSpec& spec, const Formatting& fmt, const chat::ChatTemplate* tmpl,
                 const TextCodec& codec);
@@ -64,6 +70,7 @@ struct Mix {
   std::vector<double> workers = {0, 0, 3, 2, 3, 1, 1, 1, 3};  // weights of 0..8 workers (>= 2)
   double interleaved = 0.2, contiguous = 0.2;                 // layout shares (rest: combined)
   int k_min = 2, k_max = 8;
+  int numbers_min = 4, numbers_max = 5;  // countdown: numbers per problem, drawn uniformly
   std::vector<int64_t> collab_every = {-1, -1, 0, 64, 256};  // drawn uniformly
   double careless = 0.25;
   /// Sessions made for the collaboration check: this share of the sessions of 2+ workers claims
@@ -76,6 +83,7 @@ struct Mix {
 };
 
 struct GenerateOptions {
+  Task task = Task::packs;
   int64_t sessions = 1000;
   uint64_t seed = 1;  // session i uses seed * 1000003 + i
   int threads = 1;

@@ -284,7 +284,12 @@ Dataset load_limo(const fs::path& dir) {
 Dataset load_path(const fs::path& p, const FieldMap& m) {
   Dataset d{p.string(), ProblemKind::math, {}, ""};
   std::set<std::string> ids;
-  for (const Record& r : read_jsonl(p)) {
+  const std::vector<Record> records = read_jsonl(p);
+  auto is_countdown = [](const Record& r) {
+    return r.value.contains("task") && r.value["task"] == "countdown";
+  };
+  if (is_countdown(records.front())) d.kind = ProblemKind::countdown;
+  for (const Record& r : records) {
     Problem q;
     q.id = m.id.empty() ? std::to_string(r.line) : as_text(field(r, p, m.id, "--id-field"));
     if (!ids.insert(q.id).second)
@@ -304,6 +309,26 @@ Dataset load_path(const fs::path& p, const FieldMap& m) {
     if (q.gold.empty() || q.gold[0].find_first_not_of(" \t\r\n") == std::string::npos)
       fail("{}:{}: field '{}' is empty; every problem needs a gold answer", p.string(), r.line,
            m.answer);
+    if (is_countdown(r) != (d.kind == ProblemKind::countdown))
+      fail(
+          "{}:{}: countdown problems (\"task\": \"countdown\") and other problems in one file; "
+          "give them in separate files",
+          p.string(), r.line);
+    if (d.kind == ProblemKind::countdown) {
+      const json& nv = r.value.contains("numbers") ? r.value["numbers"] : json();
+      const json& tv = r.value.contains("target") ? r.value["target"] : json();
+      if (!nv.is_array() || nv.empty() || !tv.is_number_integer())
+        fail(
+            "{}:{}: a countdown problem needs \"numbers\" (a list of integers) and \"target\" "
+            "(an integer)",
+            p.string(), r.line);
+      for (const json& x : nv) {
+        if (!x.is_number_integer())
+          fail("{}:{}: \"numbers\" must hold integers", p.string(), r.line);
+        q.numbers.push_back(x.get<int64_t>());
+      }
+      q.target = tv.get<int64_t>();
+    }
     d.problems.push_back(std::move(q));
   }
   return d;
@@ -319,6 +344,8 @@ const char* kind_name(ProblemKind k) {
       return "physics";
     case ProblemKind::code:
       return "code";
+    case ProblemKind::countdown:
+      return "countdown";
   }
   return "?";
 }

@@ -29,9 +29,13 @@ enum class ProblemKind {
   math,     ///< a LaTeX / number answer in \boxed{}; exact equivalence (math_equiv.h)
   physics,  ///< as math, numbers within the gold's absolute tolerance (OlympiadBench "error")
   code,     ///< a Python program run against tests in a sandbox (code_tests.h, sandbox.h)
+  /// an expression in \boxed{} that reaches the target from the given numbers under the Countdown
+  /// rules (src/collab/countdown.h check_countdown); the gold is one known solution, any other
+  /// one is right too
+  countdown,
 };
 
-/// "math" / "physics" / "code".
+/// "math" / "physics" / "code" / "countdown".
 const char* kind_name(ProblemKind k);
 
 /// One stdin/stdout test (AtCoder style) or one call test (LeetCode style: `call` holds the
@@ -54,6 +58,8 @@ struct Problem {
   /// code: tests found in the statement (the hidden tests are not available offline).
   std::vector<CodeTest> tests;
   std::string method;  ///< code, LeetCode style: the Solution method the tests call; "" = stdin
+  std::vector<int64_t> numbers;  ///< countdown: the given numbers
+  int64_t target = 0;            ///< countdown: the target
 };
 
 struct Dataset {
@@ -64,7 +70,10 @@ struct Dataset {
 };
 
 /// Field mapping for a JSONL file given by path (`--question-field`, `--answer-field`,
-/// `--id-field`). The gold is the answer field's value (string or number): after "#### " when it
+/// `--id-field`). A file of `hogwild collab problems --task countdown` (every record has "task":
+/// "countdown", "numbers" and "target") is a countdown dataset: answers are checked against the
+/// numbers and the target, the answer field (a known solution) is shown as the gold. Otherwise the
+/// gold is the answer field's value (string or number): after "#### " when it
 /// holds one (GSM8k's convention), else the content of its last \boxed{} when it holds one, else
 /// the whole value. A list value gives several gold parts (all required, any order).
 struct FieldMap {

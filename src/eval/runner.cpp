@@ -157,7 +157,7 @@ std::vector<int64_t> snapshot_steps(const RunSpec& spec) {
 std::optional<std::string> majority_vote(const std::vector<std::optional<std::string>>& answers,
                                          ProblemKind kind) {
   const int best = majority_answer(answers, [kind](const std::string& a, const std::string& b) {
-    return kind == ProblemKind::code ? a == b : math_equal(a, b);
+    return kind == ProblemKind::code || kind == ProblemKind::countdown ? a == b : math_equal(a, b);
   });
   return best >= 0 ? answers[best] : std::nullopt;
 }

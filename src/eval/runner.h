@@ -96,9 +96,9 @@ struct Job {
 };
 
 /// Self-consistency's vote (hogwild/answer.h majority_answer): answers fall into classes of
-/// equivalent answers (math_equal; code: identical text) in sample order; the largest class wins,
-/// a tie goes to the class seen first; its first answer is returned. nullopt when no sample has an
-/// answer.
+/// equivalent answers (math_equal; code and countdown: identical text) in sample order; the
+/// largest class wins, a tie goes to the class seen first; its first answer is returned. nullopt
+/// when no sample has an answer.
 std::optional<std::string> majority_vote(const std::vector<std::optional<std::string>>& answers,
                                          ProblemKind kind);
 

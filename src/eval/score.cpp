@@ -1,6 +1,7 @@
 // Scoring glue; see score.h.
 #include "eval/score.h"
 
+#include "collab/countdown.h"
 #include "core/error.h"
 #include "eval/code_tests.h"
 
@@ -19,6 +20,14 @@ Score score_answer(const Problem& p, ProblemKind kind, const std::optional<std::
     s.tests = v.tests;
     s.tests_passed = v.tests_passed;
     s.detail = v.detail.empty() ? v.status : v.status + ": " + v.detail;
+    return s;
+  }
+  if (kind == ProblemKind::countdown) {
+    const collab::CountdownCheck c = collab::check_countdown(*answer, p.numbers, p.target);
+    s.correct = c.ok;
+    // A positive value: the expression was read and evaluated (its numbers or value may be wrong).
+    s.status = c.ok || c.value > 0 ? ParseStatus::ok : ParseStatus::unparsed;
+    s.detail = c.ok ? "reaches the target" : c.error;
     return s;
   }
   std::vector<double> tol = kind == ProblemKind::physics ? p.tolerance : std::vector<double>{};

@@ -1,4 +1,5 @@
-// Scoring one extracted answer against a problem (math, physics, code), for `hogwild eval`.
+// Scoring one extracted answer against a problem (math, physics, code, countdown), for
+// `hogwild eval`.
 #pragma once
 
 #include <optional>
@@ -19,11 +20,14 @@ struct Score {
   bool correct = false;
   ParseStatus status = ParseStatus::no_answer;
   int tests = 0, tests_passed = 0;  ///< code: the statement's tests
-  std::string detail;  ///< code: the verdict ("passed", "wrong_answer", ...) + first failure
+  std::string detail;  ///< code: the verdict ("passed", "wrong_answer", ...) + first failure;
+                       ///< countdown: why the expression is not a solution
 };
 
 /// Scores `answer` (nullopt = none was extracted) for problem p of kind `kind`: math and physics
-/// through parts_equal (physics with the problem's tolerances), code through run_code_tests.
+/// through parts_equal (physics with the problem's tolerances), code through run_code_tests,
+/// countdown through collab::check_countdown (detail: its error, or "reaches the target"; status
+/// unparsed when the expression could not be evaluated: bad syntax or a step that breaks a rule).
 Score score_answer(const Problem& p, ProblemKind kind, const std::optional<std::string>& answer,
                    const ScoreOptions& o);
 
