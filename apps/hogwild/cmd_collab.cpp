@@ -237,6 +237,93 @@ struct MeasureArgs {
   uint64_t seed = 1;
 };
 
+// One scripted run of a measurement: right or not, serial steps, tokens generated.
+struct MeasuredRun {
+  bool right = false;
+  int64_t steps = 0, tokens = 0;
+};
+
+// The scripted runs of a.count held-out problems with `workers` workers, up to `max_budget`
+// serial steps, on a.threads threads. Throws the first run's hogwild::Error.
+std::vector<MeasuredRun> run_team(const MeasureArgs& a, const ModelText& m, collab::Task task,
+                                  collab::Split split, Layout layout, int workers,
+                                  int64_t max_budget) {
+  std::vector<MeasuredRun> runs(static_cast<size_t>(a.count));
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&](int t) {
+    try {
+      for (int64_t i = t; i < a.count; i += a.threads) {
+        collab::TraceSpec spec;
+        spec.task = task;
+        spec.split = split;
+        spec.k = a.k;
+        spec.pack_seed = a.seed * 1000003ull + static_cast<uint64_t>(i);
+        spec.n_workers = workers;
+        spec.layout = workers == 1 ? Layout::combined : layout;
+        spec.collab_every = a.collab_every;
+        spec.max_context = 1 << 20;
+        spec.budget = max_budget;
+        spec.picker.whole = workers == 1;
+        spec.picker.keep_decision = spec.picker.keep_step_end = spec.picker.keep_stop = 0;
+        spec.picker.keep_ledger = spec.picker.keep_check_no = 0;
+        const collab::Trace tr = collab::run_trace(spec, m.fmt, m.tmpl.get(), *m.codec);
+        MeasuredRun& r = runs[static_cast<size_t>(i)];
+        r.right = tr.correct;
+        r.steps = tr.result.serial_steps;
+        for (int64_t n : tr.result.tokens_per_worker) r.tokens += n;
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < a.threads; ++t) pool.emplace_back(work, t);
+  for (auto& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+  return runs;
+}
+
+// One team size's row of the table (printed) and its JSON object: the right runs, the accuracy
+// at each budget (sorted), the median serial steps to a right answer (a run not right within the
+// largest budget counts as that budget + 1) and the means over the `common` problems.
+nlohmann::ordered_json summarise_team(int workers, const std::vector<MeasuredRun>& runs,
+                                      const std::vector<int64_t>& budgets,
+                                      const std::vector<bool>& common, int64_t n_common) {
+  const int64_t max_budget = budgets.back();
+  nlohmann::ordered_json acc = nlohmann::ordered_json::object();
+  int64_t right = 0, steps = 0, tokens = 0;
+  std::vector<int64_t> to_answer;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const MeasuredRun& r = runs[i];
+    right += r.right;
+    to_answer.push_back(r.right ? r.steps : max_budget + 1);
+    if (common[i]) steps += r.steps, tokens += r.tokens;
+  }
+  std::sort(to_answer.begin(), to_answer.end());
+  const int64_t median = to_answer[to_answer.size() / 2];
+  std::printf("%-8d %6lld", workers, static_cast<long long>(right));
+  for (int64_t b : budgets) {
+    int64_t n = 0;
+    for (const MeasuredRun& r : runs) n += r.right && r.steps <= b;
+    const double v = static_cast<double>(n) / static_cast<double>(runs.size());
+    acc[std::to_string(b)] = v;
+    std::printf(" %9.3f", v);
+  }
+  const double mean_steps =
+      n_common ? static_cast<double>(steps) / static_cast<double>(n_common) : 0;
+  const double mean_tokens =
+      n_common ? static_cast<double>(tokens) / static_cast<double>(n_common) : 0;
+  std::printf(" %13lld %13.1f %13.1f\n", static_cast<long long>(median), mean_steps, mean_tokens);
+  return {{"workers", workers},
+          {"right", right},
+          {"accuracy_at_budget", acc},
+          {"median_serial_steps_to_answer", median},
+          {"mean_serial_steps_common", mean_steps},
+          {"mean_generated_tokens_common", mean_tokens}};
+}
+
 /// Scripted runs of held-out problems for every team size: whether each run ends with a right
 /// answer, and after how many serial steps; the accuracy at a budget B is the share of runs right
 /// within B serial steps (the scripted policy does not depend on the budget, so one run to the
@@ -251,51 +338,15 @@ void measure(MeasureArgs a) {
   if (a.count < 1) fail("--count must be >= 1, got {}", a.count);
   if (a.workers.empty() || a.budgets.empty()) fail("give --workers and --budgets");
   if (a.threads < 1 || a.threads > 64) fail("--threads must be 1..64, got {}", a.threads);
+  std::ofstream out;
+  if (!a.out.empty()) {  // before the runs: a path that cannot be written fails at once
+    out.open(a.out);
+    if (!out) fail("cannot create '{}'; check that its directory exists", a.out);
+  }
   std::sort(a.budgets.begin(), a.budgets.end());
   const int64_t max_budget = a.budgets.back();
-  struct Run {
-    bool right = false;
-    int64_t steps = 0, tokens = 0;
-  };
-  nlohmann::ordered_json teams = nlohmann::ordered_json::array();
-  std::vector<std::vector<Run>> all;  // (team sizes, count)
-  for (int w : a.workers) {
-    std::vector<Run> runs(static_cast<size_t>(a.count));
-    std::exception_ptr error;
-    std::mutex error_mutex;
-    auto work = [&](int t) {
-      try {
-        for (int64_t i = t; i < a.count; i += a.threads) {
-          collab::TraceSpec spec;
-          spec.task = task;
-          spec.split = split;
-          spec.k = a.k;
-          spec.pack_seed = a.seed * 1000003ull + static_cast<uint64_t>(i);
-          spec.n_workers = w;
-          spec.layout = w == 1 ? Layout::combined : layout;
-          spec.collab_every = a.collab_every;
-          spec.max_context = 1 << 20;
-          spec.budget = max_budget;
-          spec.picker.whole = w == 1;
-          spec.picker.keep_decision = spec.picker.keep_step_end = spec.picker.keep_stop = 0;
-          spec.picker.keep_ledger = spec.picker.keep_check_no = 0;
-          const collab::Trace tr = collab::run_trace(spec, m.fmt, m.tmpl.get(), *m.codec);
-          Run& r = runs[static_cast<size_t>(i)];
-          r.right = tr.correct;
-          r.steps = tr.result.serial_steps;
-          for (int64_t n : tr.result.tokens_per_worker) r.tokens += n;
-        }
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 0; t < a.threads; ++t) pool.emplace_back(work, t);
-    for (auto& th : pool) th.join();
-    if (error) std::rethrow_exception(error);
-    all.push_back(std::move(runs));
-  }
+  std::vector<std::vector<MeasuredRun>> all;  // (team sizes, count)
+  for (int w : a.workers) all.push_back(run_team(a, m, task, split, layout, w, max_budget));
   // The problems every team size answered within the largest budget: means over them compare.
   std::vector<bool> common(static_cast<size_t>(a.count), true);
   int64_t n_common = 0;
@@ -306,67 +357,34 @@ void measure(MeasureArgs a) {
   std::printf("%-8s %6s", "workers", "right");
   for (int64_t b : a.budgets) std::printf(" %9s", fmt::format("acc@{}", b).c_str());
   std::printf(" %13s %13s %13s\n", "median steps", "mean steps*", "mean tokens*");
-  for (size_t t = 0; t < all.size(); ++t) {
-    const std::vector<Run>& runs = all[t];
-    nlohmann::ordered_json acc = nlohmann::ordered_json::object();
-    int64_t right = 0, steps = 0, tokens = 0;
-    // Serial steps to a right answer; a run not right within the largest budget counts as
-    // max_budget + 1 (the median is then "over the budget" when half the runs fail).
-    std::vector<int64_t> to_answer;
-    for (size_t i = 0; i < runs.size(); ++i) {
-      const Run& r = runs[i];
-      right += r.right;
-      to_answer.push_back(r.right ? r.steps : max_budget + 1);
-      if (common[i]) steps += r.steps, tokens += r.tokens;
-    }
-    std::sort(to_answer.begin(), to_answer.end());
-    const int64_t median = to_answer[to_answer.size() / 2];
-    std::printf("%-8d %6lld", a.workers[t], static_cast<long long>(right));
-    for (int64_t b : a.budgets) {
-      int64_t n = 0;
-      for (const Run& r : runs) n += r.right && r.steps <= b;
-      const double v = static_cast<double>(n) / static_cast<double>(a.count);
-      acc[std::to_string(b)] = v;
-      std::printf(" %9.3f", v);
-    }
-    const double mean_steps =
-        n_common ? static_cast<double>(steps) / static_cast<double>(n_common) : 0;
-    const double mean_tokens =
-        n_common ? static_cast<double>(tokens) / static_cast<double>(n_common) : 0;
-    std::printf(" %13lld %13.1f %13.1f\n", static_cast<long long>(median), mean_steps, mean_tokens);
-    teams.push_back({{"workers", a.workers[t]},
-                     {"right", right},
-                     {"accuracy_at_budget", acc},
-                     {"median_serial_steps_to_answer", median},
-                     {"mean_serial_steps_common", mean_steps},
-                     {"mean_generated_tokens_common", mean_tokens}});
-  }
+  nlohmann::ordered_json teams = nlohmann::ordered_json::array();
+  for (size_t t = 0; t < all.size(); ++t)
+    teams.push_back(summarise_team(a.workers[t], all[t], a.budgets, common, n_common));
   std::printf("* over the %lld problems every team size answered within %lld serial steps\n",
               static_cast<long long>(n_common), static_cast<long long>(max_budget));
-  if (!a.out.empty()) {
-    nlohmann::ordered_json j = {
-        {"task", a.task},
-        {"split", a.split},
-        {"k", a.k},
-        {"count", a.count},
-        {"seed", a.seed},
-        {"layout", a.layout},
-        {"collab_every", a.collab_every},
-        {"formatting", m.fmt.name},
-        {"codec", a.model.bytes ? "bytes" : "tokenizer"},
-        {"budgets", a.budgets},
-        {"common_problems", n_common},
-        {"note",
-         "scripted policy (countdown_oracle.h), no model; accuracy_at_budget: "
-         "share of the problems answered right within that many serial "
-         "steps; median_serial_steps_to_answer: budgets + 1 for a run not "
-         "right within the largest budget; *_common: means over the "
-         "common_problems that every team size answered"},
-        {"teams", teams}};
-    std::ofstream f(a.out);
-    if (!f) fail("cannot create '{}'; check that its directory exists", a.out);
-    f << j.dump(2) << "\n";
-  }
+  if (a.out.empty()) return;
+  nlohmann::ordered_json j = {
+      {"task", a.task},
+      {"split", a.split},
+      {"k", a.k},
+      {"count", a.count},
+      {"seed", a.seed},
+      {"layout", a.layout},
+      {"collab_every", a.collab_every},
+      {"formatting", m.fmt.name},
+      {"codec", a.model.bytes ? "bytes" : "tokenizer"},
+      {"budgets", a.budgets},
+      {"common_problems", n_common},
+      {"note",
+       "scripted policy (countdown_oracle.h), no model; accuracy_at_budget: "
+       "share of the problems answered right within that many serial "
+       "steps; median_serial_steps_to_answer: budgets + 1 for a run not "
+       "right within the largest budget; *_common: means over the "
+       "common_problems that every team size answered"},
+      {"teams", teams}};
+  out << j.dump(2) << "\n";
+  out.flush();
+  if (!out) fail("could not write '{}' (disk full?)", a.out);
 }
 
 }  // namespace
