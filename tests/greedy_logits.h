@@ -9,7 +9,7 @@
 
 #include "engine/plain.h"
 #include "hogwild/codec.h"
-#include "model/backend.h"
+#include "kv/backend.h"
 
 namespace hogwild::testing {
 

@@ -15,7 +15,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/parallel.h"
 #include "engine/model.h"
-#include "model/backend.h"
+#include "kv/backend.h"
 #include "model/config.h"
 #include "model/weights.h"
 #ifdef HOGWILD_HAVE_CUDA

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "model/forward_plan.h"
+#include "kv/forward_plan.h"
 #include "sampling/row_draw.h"
 
 namespace hogwild::collab {

@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "model/backend.h"
-#include "model/block_table.h"
+#include "kv/backend.h"
+#include "kv/block_table.h"
 
 namespace hogwild::collab {
 
@@ -28,7 +28,7 @@ class BookkeepingBackend : public Backend {
   void read_block(BlockId b, int64_t layer, std::vector<float>& k,
                   std::vector<float>& v) const override;
   using Backend::forward;
-  /// Checks the batch and appends every token to its block (model/forward_plan.h, as every
+  /// Checks the batch and appends every token to its block (kv/forward_plan.h, as every
   /// backend does); logits = (rows with want_logits, vocab_size) zeros, and a draw is the host
   /// draw (sampling/row_draw.h) over them.
   void forward(const ForwardBatch& batch, ForwardResult& out) override;

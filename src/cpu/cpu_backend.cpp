@@ -333,7 +333,7 @@ void CpuBackend::compute_logits(const ForwardBatch& batch, std::vector<float>& l
 
 ForwardPlan CpuBackend::begin_forward(const ForwardBatch& batch) {
   const ModelConfig& c = w_.config;
-  // ---- check and plan (model/forward_plan.h: positions from the view rule), then append
+  // ---- check and plan (kv/forward_plan.h: positions from the view rule), then append
   ForwardPlan plan = plan_forward(batch, table_, c, /*max_positions=*/0);
   apply_appends(plan, table_);
   rope_.reserve(plan.max_position + 1);

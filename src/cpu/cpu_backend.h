@@ -1,6 +1,6 @@
 // CPU reference backend: fp32 weights and activations, OpenBLAS GEMMs, attention over cache blocks
 // on a thread pool (cpu/parallel.h). Implements the hogwild attention semantics of
-// src/model/backend.h / docs/ARCHITECTURE.md §2.
+// src/kv/backend.h / docs/ARCHITECTURE.md §2.
 //
 // Family differences are config flags only (ModelConfig): attention_bias (q/k/v bias: Qwen2),
 // qk_norm (per-head RMSNorm of q and k before RoPE: Qwen3), head_dim, GQA
@@ -14,9 +14,9 @@
 
 #include "cpu/moe.h"
 #include "cpu/rope.h"
-#include "model/backend.h"
-#include "model/block_table.h"
-#include "model/forward_plan.h"
+#include "kv/backend.h"
+#include "kv/block_table.h"
+#include "kv/forward_plan.h"
 #include "model/weights.h"
 
 namespace hogwild::cpu {

@@ -20,7 +20,7 @@
 namespace hogwild::cuda {
 
 static_assert(kPageTokens == hogwild::kKvPageTokens,
-              "model/backend.h kKvPageTokens: the page every backend and the KV estimate count");
+              "kv/backend.h kKvPageTokens: the page every backend and the KV estimate count");
 
 std::string cuda_unsupported(const ModelConfig& c) {
   if (c.num_moe_layers() > 0) {

@@ -1,6 +1,6 @@
 // CUDA backend: bf16 weights and activations, fp32 accumulation and fp32 residual stream, cuBLAS
 // projections, the hogwild attention kernel over a paged KV pool (kv_layout.h), decode steps
-// replayed as CUDA graphs. Implements hogwild::Backend (src/model/backend.h); semantics as
+// replayed as CUDA graphs. Implements hogwild::Backend (src/kv/backend.h); semantics as
 // docs/ARCHITECTURE.md §2, checked against the CPU reference (tests/cuda/test_cuda_backend.cpp).
 #pragma once
 
@@ -19,9 +19,9 @@
 #include "cuda/moe.h"
 #include "cuda/quant_gemm.h"
 #include "cuda/rope.h"
-#include "model/backend.h"
-#include "model/block_table.h"
-#include "model/forward_plan.h"
+#include "kv/backend.h"
+#include "kv/block_table.h"
+#include "kv/forward_plan.h"
 #include "model/weights.h"
 
 namespace hogwild::cuda {
@@ -119,7 +119,7 @@ class CudaBackend : public Backend {
   int64_t forward_device(const ForwardBatch& batch);
   const float* logits_device() const { return logits_; }
 
-  /// The prefix cache (Backend; model/block_table.h): K/V are addressed by page in the pool, so
+  /// The prefix cache (Backend; kv/block_table.h): K/V are addressed by page in the pool, so
   /// a shared page is read in place by every block that holds it, and no copy is kept.
   PrefixHit find_prefix(const int32_t* tokens, int64_t n) const override {
     return table_.find_prefix(tokens, n);
@@ -225,7 +225,7 @@ class CudaBackend : public Backend {
   RopeTableView rope_;
   __nv_bfloat16* pool_ = nullptr;
   KvLayout layout_;
-  BlockTable table_{0, kPageTokens};  // blocks, lengths, pages (model/block_table.h)
+  BlockTable table_{0, kPageTokens};  // blocks, lengths, pages (kv/block_table.h)
 
   // Activations, sized for max_batch_tokens.
   float* x_ = nullptr;                // (T, hidden) residual stream

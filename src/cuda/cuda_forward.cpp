@@ -32,7 +32,7 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
         "pieces or raise max_batch_tokens",
         T, opt_.max_batch_tokens);
   const int64_t n_workers = static_cast<int64_t>(batch.views.size());
-  // Checks and the view rule (model/forward_plan.h), before anything changes.
+  // Checks and the view rule (kv/forward_plan.h), before anything changes.
   const ForwardPlan plan = plan_forward(batch, table_, cfg_, rope_.n_positions);
   if (plan.logit_rows > logit_cap_)
     fail(

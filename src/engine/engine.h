@@ -47,7 +47,7 @@
 #include "engine/request.h"
 #include "hogwild/codec.h"
 #include "hogwild/session.h"
-#include "model/backend.h"
+#include "kv/backend.h"
 
 namespace hogwild {
 

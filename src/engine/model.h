@@ -12,7 +12,7 @@
 
 #include "chat/chat_template.h"
 #include "hogwild/codec.h"
-#include "model/backend.h"
+#include "kv/backend.h"
 #include "model/config.h"
 #include "sampling/generation_config.h"
 #include "sampling/stop_policy.h"

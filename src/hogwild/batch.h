@@ -14,7 +14,7 @@
 #include <span>
 
 #include "hogwild/session.h"
-#include "model/backend.h"
+#include "kv/backend.h"
 
 namespace hogwild {
 

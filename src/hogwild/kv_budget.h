@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "model/backend.h"
+#include "kv/backend.h"
 
 namespace hogwild {
 

@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "model/backend.h"
+#include "kv/backend.h"
 
 namespace hogwild {
 

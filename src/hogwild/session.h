@@ -75,7 +75,7 @@
 #include "hogwild/forgetting.h"
 #include "hogwild/formatting.h"
 #include "hogwild/layout.h"
-#include "model/backend.h"
+#include "kv/backend.h"
 
 namespace hogwild {
 

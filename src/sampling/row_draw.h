@@ -1,4 +1,4 @@
-// The host implementation of the per-row sampling contract (model/backend.h RowSampling,
+// The host implementation of the per-row sampling contract (kv/backend.h RowSampling,
 // ForwardBatch::draw): the row's banned ids to -inf, then the Sampler's processors in
 // transformers' order (temperature -> top-k -> top-p -> min-p, sampling/sampler.h), then greedy
 // argmax (lowest id among ties) or the inverse CDF in vocabulary order at the row's uniform u, in
@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "model/backend.h"
+#include "kv/backend.h"
 
 namespace hogwild {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cpu/rope.h"
-#include "model/backend.h"
+#include "kv/backend.h"
 #include "model/weights.h"
 
 namespace hogwild::test {

@@ -129,7 +129,9 @@ TEST(CudaEngineVsReference, SessionsSharingForwardsMatchTheirReferenceAlone) {
     const test::TinySpec spec = session_specs().at(spec_index);
     SCOPED_TRACE(spec.name);
     const ModelWeights w = cuda_session_model(spec);
-    cuda::CudaBackend gpu(w, options());
+    cuda::CudaOptions o = options();
+    o.max_kv_tokens = kSharingPoolTokens;
+    cuda::CudaBackend gpu(w, o);
     expect_sessions_match_reference(gpu, w, kLogitsTol, kKeyTol);
   }
 }

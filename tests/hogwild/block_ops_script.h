@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "model/backend.h"
+#include "kv/backend.h"
 
 namespace hogwild::testing {
 

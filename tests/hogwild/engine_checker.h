@@ -38,6 +38,12 @@ SessionRequest scripted_request(const Planned& p, const ByteCodec& codec) {
   return r;
 }
 
+/// The KV pool (tokens) that the backend of expect_sessions_match_reference needs so that the
+/// engine admits every session of its plan while the others run (their reservations,
+/// Session::kv_tokens_needed, add up to more than 16384 tokens): the CPU and CUDA tests both
+/// give their backend this capacity.
+inline constexpr int64_t kSharingPoolTokens = 32768;
+
 /// Runs five sessions on one Engine over `be` (holding `weights`): mixed layouts and worker counts
 /// (8, 2, 5, 1, 5), prompts prefilled in chunks of 16 tokens, sessions joining mid-prefill, one
 /// leaving early (budget 12), one cancelled at step 15; checks every session's logits against the

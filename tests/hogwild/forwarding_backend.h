@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "model/backend.h"
+#include "kv/backend.h"
 #include "sampling/row_draw.h"
 
 namespace hogwild::test {

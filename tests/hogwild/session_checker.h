@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cpu/rope.h"
-#include "model/backend.h"
+#include "kv/backend.h"
 #include "tests/hogwild/naive_reference.h"
 #include "tests/hogwild/test_support.h"
 

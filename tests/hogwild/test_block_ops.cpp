@@ -1,10 +1,10 @@
-// The block table and the forward plan (model/block_table.h, model/forward_plan.h) on the CPU
+// The block table and the forward plan (kv/block_table.h, kv/forward_plan.h) on the CPU
 // backend: ids, lengths, pages and every refusal of the fixed sequence of block_ops_script.h,
 // against hand-computed values; the table's own accounting (pages, references, capacity).
 #include <gtest/gtest.h>
 
 #include "cpu/cpu_backend.h"
-#include "model/block_table.h"
+#include "kv/block_table.h"
 #include "tests/hogwild/block_ops_script.h"
 #include "tests/hogwild/test_support.h"
 

@@ -28,7 +28,7 @@ TEST(EngineVsReference, SessionsSharingForwardsMatchTheirReferenceAlone) {
   for (const test::TinySpec& spec :
        {session_specs()[1], session_specs()[2], moe_session_specs()[1]}) {
     SCOPED_TRACE(spec.name);
-    cpu::CpuBackend be(session_model(spec));
+    cpu::CpuBackend be(session_model(spec), kSharingPoolTokens);
     expect_sessions_match_reference(be, be.weights(), 1e-4, 1e-4);
     EXPECT_EQ(be.cached_tokens(), 0);
   }

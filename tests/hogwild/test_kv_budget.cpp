@@ -13,7 +13,7 @@
 #include "cpu/cpu_backend.h"
 #include "hogwild/forgetting.h"
 #include "hogwild/request_check.h"
-#include "model/block_table.h"
+#include "kv/block_table.h"
 #include "tests/hogwild/session_checker.h"
 #include "tests/hogwild/test_support.h"
 

@@ -11,7 +11,7 @@
 #include "engine/engine.h"
 #include "hogwild/forgetting.h"
 #include "hogwild/kv_budget.h"
-#include "model/block_table.h"
+#include "kv/block_table.h"
 #include "tests/hogwild/test_support.h"
 
 namespace hogwild::testing {

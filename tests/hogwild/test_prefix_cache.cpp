@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "engine/engine.h"
-#include "model/block_table.h"
+#include "kv/block_table.h"
 #include "tests/hogwild/prefix_cache_run.h"
 #include "tests/hogwild/test_support.h"
 

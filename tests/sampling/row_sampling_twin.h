@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/backend.h"
+#include "kv/backend.h"
 #include "sampling/row_draw.h"
 
 namespace hogwild::test {

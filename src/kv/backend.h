@@ -25,7 +25,7 @@ using BlockId = int32_t;
 /// (hogwild/kv_budget.h) allows one partly filled page per live block.
 inline constexpr int64_t kKvPageTokens = 64;
 
-/// What a prefix-cache lookup found (Backend::find_prefix, model/block_table.h): the leading
+/// What a prefix-cache lookup found (Backend::find_prefix, kv/block_table.h): the leading
 /// tokens of a sequence whose K/V the cache holds, in whole kKvPageTokens pages, and how many of
 /// those pages are idle (no live block holds them; sharing them takes them from the free pages).
 struct PrefixHit {
@@ -166,7 +166,7 @@ class Backend {
   // alone) holds, page by page, the same K/V in every session whose prompt begins with the same
   // tokens: keys are rotated at block-local positions. The defaults: a backend without a cache.
 
-  /// The cached pages that begin tokens[0, n) (model/block_table.h find_prefix). Changes nothing.
+  /// The cached pages that begin tokens[0, n) (kv/block_table.h find_prefix). Changes nothing.
   virtual PrefixHit find_prefix(const int32_t* /*tokens*/, int64_t /*n*/) const { return {}; }
   /// Starts the empty block b with those pages (shared, not copied where the backend addresses
   /// K/V by page); returns the tokens b then holds (a multiple of kKvPageTokens; 0 = no hit).

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/backend.h"
-#include "model/block_table.h"
+#include "kv/backend.h"
+#include "kv/block_table.h"
 #include "model/config.h"
 
 namespace hogwild {

@@ -1,4 +1,4 @@
-#include "model/forward_plan.h"
+#include "kv/forward_plan.h"
 
 #include <algorithm>
 

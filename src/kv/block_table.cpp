@@ -1,4 +1,4 @@
-#include "model/block_table.h"
+#include "kv/block_table.h"
 
 #include <algorithm>
 #include <climits>

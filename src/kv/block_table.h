@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/backend.h"
+#include "kv/backend.h"
 
 namespace hogwild {
 
