@@ -7,12 +7,16 @@
 //   hogwild serve -m DIR --port 8080 &
 //   build/bench/bench_serve --url http://127.0.0.1:8080 [--clients 1,2,4,8,16,32,64]
 //       [--requests N] [--max-tokens 64] [--workers 0] [--budget 64] [--api-key KEY]
-//       [--json bench_serve.json]
+//       [--problems FILE] [--temperature 0.8] [--json bench_serve.json]
 //
 // --workers 0 sends plain completions (max_tokens tokens each); --workers W >= 1 sends hogwild
 // requests of W workers and --budget serial steps (tokens = the workers' tokens, first token =
 // the first worker token). Compare the tok/s with `hogwild bench --sessions S` for the engine
-// alone at the same shapes: the difference is the server's overhead.
+// alone at the same shapes: the difference is the server's overhead. --problems FILE (JSON lines
+// with a "problem" field, as `hogwild eval` datasets and `hogwild collab problems` write them)
+// sends request i the problem i mod N instead of one fixed question; the table then also gives the
+// prefix cache's hit rate over the level (prompt tokens shared / looked up, from /metrics): run
+// it against a server with and without --no-prefix-cache to see the TTFT the cache saves.
 #include <httplib.h>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +29,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,9 +41,31 @@ using json = nlohmann::json;
 
 struct Args {
   std::string url = "http://127.0.0.1:8080", clients = "1,2,4,8,16,32,64", api_key, json_out;
-  int requests = 0;  // per level; 0 = 2 x clients (at least 8)
+  std::string problems_file;
+  std::vector<std::string> problems;  // the user messages (--problems); empty = one fixed question
+  int requests = 0;                   // per level; 0 = 2 x clients (at least 8)
   int max_tokens = 64, workers = 0, budget = 64;
+  double temperature = 0.8;
 };
+
+// The "problem" of every JSON line of `path`; throws std::runtime_error naming the line that is
+// not a JSON object with a string "problem", or when the file cannot be read or holds none.
+std::vector<std::string> read_problems(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read '" + path + "'");
+  std::vector<std::string> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("problem") || !j["problem"].is_string())
+      throw std::runtime_error(path + ":" + std::to_string(n) +
+                               ": not a JSON object with a string \"problem\"");
+    out.push_back(j["problem"].get<std::string>());
+  }
+  if (out.empty()) throw std::runtime_error("'" + path + "' holds no problems");
+  return out;
+}
 
 struct Sample {
   bool ok = false;          // 200 and a complete stream
@@ -58,13 +85,16 @@ double percentile(std::vector<double> v, double p) {
 }
 
 // One streaming request; fills the sample from the SSE chunks as they arrive.
-Sample one_request(httplib::Client& cli, const Args& a, int seed) {
-  json body = {
-      {"messages", {{{"role", "user"}, {"content", "What is the sum of the primes below 50?"}}}},
-      {"stream", true},
-      {"stream_options", {{"include_usage", true}}},
-      {"seed", seed},
-      {"temperature", 0.8}};
+// Request i sends the problem i mod N of --problems, or one fixed question.
+Sample one_request(httplib::Client& cli, const Args& a, int i) {
+  const std::string content = a.problems.empty()
+                                  ? "What is the sum of the primes below 50?"
+                                  : a.problems[static_cast<size_t>(i) % a.problems.size()];
+  json body = {{"messages", {{{"role", "user"}, {"content", content}}}},
+               {"stream", true},
+               {"stream_options", {{"include_usage", true}}},
+               {"seed", 1000 + i},
+               {"temperature", a.temperature}};
   if (a.workers > 0)
     body["hogwild"] = {{"workers", a.workers}, {"budget", a.budget}};
   else
@@ -166,8 +196,26 @@ int main(int argc, char** argv) {
                  "0 = plain completions; W = hogwild requests of W workers");
   app.add_option("--budget", a.budget, "hogwild requests: serial steps");
   app.add_option("--api-key", a.api_key, "the server's API key");
+  app.add_option("--problems", a.problems_file,
+                 "JSON lines with a \"problem\" each: request i sends problem i mod N");
+  app.add_option("--temperature", a.temperature, "sampling temperature (0 = greedy; default 0.8)");
   app.add_option("--json", a.json_out, "write the results as JSON to FILE");
   CLI11_PARSE(app, argc, argv);
+  if (!a.problems_file.empty()) {
+    try {
+      a.problems = read_problems(a.problems_file);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: --problems: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (!a.json_out.empty()) {  // before the run: an unwritable path fails at once
+    std::ofstream f(a.json_out);
+    if (!f) {
+      std::fprintf(stderr, "error: --json: cannot write '%s'\n", a.json_out.c_str());
+      return 1;
+    }
+  }
 
   std::vector<int> levels;
   {
@@ -200,14 +248,13 @@ int main(int argc, char** argv) {
                           std::to_string(a.budget) + " serial steps"
                     : "plain requests, " + std::to_string(a.max_tokens) + " tokens";
   std::printf("%s: %s\n", a.url.c_str(), shape.c_str());
-  std::printf("%8s %9s %8s %9s %9s %9s %9s %9s %6s %9s %9s %9s %9s\n", "clients", "requests",
+  std::printf("%8s %9s %8s %9s %9s %9s %9s %9s %6s %9s %9s %9s %9s %9s\n", "clients", "requests",
               "req/s", "tok/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "failed", "sess/fwd",
-              "pref/fwd", "prep ms", "queue ms");
-  json out = {{"url", a.url},
-              {"workers", a.workers},
-              {"budget", a.budget},
-              {"max_tokens", a.max_tokens},
-              {"levels", json::array()}};
+              "pref/fwd", "prep ms", "queue ms", "pfx hit");
+  json out = {
+      {"url", a.url},           {"problems", a.problems_file}, {"temperature", a.temperature},
+      {"workers", a.workers},   {"budget", a.budget},          {"max_tokens", a.max_tokens},
+      {"levels", json::array()}};
   for (int clients : levels) {
     const int total = a.requests > 0 ? a.requests : std::max(8, 2 * clients);
     std::atomic<int> next{0};
@@ -221,7 +268,7 @@ int main(int argc, char** argv) {
         httplib::Client cli(a.url);
         cli.set_read_timeout(600, 0);
         for (int i; (i = next++) < total;) {
-          Sample s = one_request(cli, a, 1000 + i);
+          Sample s = one_request(cli, a, i);
           std::lock_guard<std::mutex> l(m);
           samples.push_back(std::move(s));
         }
@@ -237,6 +284,13 @@ int main(int argc, char** argv) {
     const double pref_fwd = mean_between(before, after, "hogwild_forward_prefills");
     const double prep = mean_between(before, after, "hogwild_request_prepare_seconds");
     const double queue = mean_between(before, after, "hogwild_request_queue_seconds");
+    // The prefix cache over the level: prompt tokens shared / prompt tokens looked up.
+    auto delta = [&](const char* name) {
+      const auto b = before.find(name), e = after.find(name);
+      return (e == after.end() ? 0.0 : e->second) - (b == before.end() ? 0.0 : b->second);
+    };
+    const double queried = delta("hogwild_prefix_cache_queries_total");
+    const double hit_rate = queried > 0 ? delta("hogwild_prefix_cache_hits_total") / queried : 0.0;
     std::vector<double> ttft, itl;
     int64_t tokens = 0;
     int failed = 0;
@@ -250,10 +304,10 @@ int main(int argc, char** argv) {
       tokens += s.tokens;
     }
     const double rps = (total - failed) / wall, tps = tokens / wall;
-    std::printf("%8d %9d %8.2f %9.1f %9.1f %9.1f %9.2f %9.2f %6d %9.1f %9.1f %9.2f %9.1f\n",
+    std::printf("%8d %9d %8.2f %9.1f %9.1f %9.1f %9.2f %9.2f %6d %9.1f %9.1f %9.2f %9.1f %9.3f\n",
                 clients, total, rps, tps, ms(percentile(ttft, 0.5)), ms(percentile(ttft, 0.99)),
                 ms(percentile(itl, 0.5)), ms(percentile(itl, 0.99)), failed, sess_fwd, pref_fwd,
-                ms(prep), ms(queue));
+                ms(prep), ms(queue), hit_rate);
     std::fflush(stdout);
     out["levels"].push_back({{"clients", clients},
                              {"requests", total},
@@ -268,7 +322,9 @@ int main(int argc, char** argv) {
                              {"sessions_per_forward", sess_fwd},
                              {"prefills_per_forward", pref_fwd},
                              {"prepare_ms_mean", ms(prep)},
-                             {"queue_ms_mean", ms(queue)}});
+                             {"queue_ms_mean", ms(queue)},
+                             {"prefix_cache_queried_tokens", queried},
+                             {"prefix_cache_hit_rate", hit_rate}});
   }
   if (!a.json_out.empty()) {
     std::ofstream f(a.json_out);
