@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "apps/hogwild/cli_util.h"
@@ -91,41 +92,8 @@ struct ProblemsArgs {
   uint64_t seed = 1;
 };
 
-void problems(const ProblemsArgs& a) {
-  const collab::Task task = collab::parse_task(a.task);
-  const collab::Split split = collab::parse_split(a.split);
-  if (a.count < 0) fail("--count must be >= 0, got {}", a.count);
-  std::ofstream file;
-  if (!a.out.empty()) {
-    file.open(a.out);
-    if (!file) fail("cannot create '{}'; check that its directory exists", a.out);
-  }
-  if (a.wording != "grammar" && a.wording != "first")
-    fail("--wording must be grammar or first, got '{}'", a.wording);
-  if (a.format != "jsonl" && a.format != "text")
-    fail("--format must be jsonl or text, got '{}'", a.format);
-  std::ostream& out = a.out.empty() ? std::cout : file;
-  if (task == collab::Task::countdown) {
-    for (int64_t i = 0; i < a.count; ++i) {
-      const uint64_t seed = a.seed * 1000003ull + static_cast<uint64_t>(i);
-      const collab::Countdown c = collab::make_countdown(split, a.numbers, seed);
-      nlohmann::ordered_json j = {
-          {"id", fmt::format("countdown-{}-n{}-{}", a.split, a.numbers, seed)},
-          {"split", a.split},
-          {"task", "countdown"},
-          {"n", a.numbers},
-          {"seed", seed},
-          {"problem", c.text},
-          {"numbers", c.numbers},
-          {"target", c.target},
-          {"answer", c.solution}};
-      if (a.format == "text")
-        out << c.text << "\n";
-      else
-        out << j.dump() << "\n";
-    }
-    return;
-  }
+// The packs task's records of `problems`.
+void problem_packs(const ProblemsArgs& a, collab::Split split, std::ostream& out) {
   for (int64_t i = 0; i < a.count; ++i) {
     const uint64_t seed = a.seed * 1000003ull + static_cast<uint64_t>(i);
     const collab::Pack p = collab::make_pack(
@@ -146,6 +114,48 @@ void problems(const ProblemsArgs& a) {
     else
       out << j.dump() << "\n";
   }
+}
+
+void problems(const ProblemsArgs& a) {
+  const collab::Task task = collab::parse_task(a.task);
+  const collab::Split split = collab::parse_split(a.split);
+  if (a.count < 0) fail("--count must be >= 0, got {}", a.count);
+  std::ofstream file;
+  if (!a.out.empty()) {
+    file.open(a.out);
+    if (!file) fail("cannot create '{}'; check that its directory exists", a.out);
+  }
+  if (a.wording != "grammar" && a.wording != "first")
+    fail("--wording must be grammar or first, got '{}'", a.wording);
+  if (a.format != "jsonl" && a.format != "text")
+    fail("--format must be jsonl or text, got '{}'", a.format);
+  if (task == collab::Task::countdown && a.wording != "grammar")
+    fail("--wording applies to the packs task; countdown problems have one wording");
+  std::ostream& out = a.out.empty() ? std::cout : file;
+  if (task == collab::Task::countdown) {
+    for (int64_t i = 0; i < a.count; ++i) {
+      const uint64_t seed = a.seed * 1000003ull + static_cast<uint64_t>(i);
+      const collab::Countdown c = collab::make_countdown(split, a.numbers, seed);
+      nlohmann::ordered_json j = {
+          {"id", fmt::format("countdown-{}-n{}-{}", a.split, a.numbers, seed)},
+          {"split", a.split},
+          {"task", "countdown"},
+          {"n", a.numbers},
+          {"seed", seed},
+          {"problem", c.text},
+          {"numbers", c.numbers},
+          {"target", c.target},
+          {"answer", c.solution}};
+      if (a.format == "text")
+        out << c.text << "\n";
+      else
+        out << j.dump() << "\n";
+    }
+  } else {
+    problem_packs(a, split, out);
+  }
+  out.flush();
+  if (!out) fail("could not write '{}' (disk full?)", a.out.empty() ? "standard output" : a.out);
 }
 
 struct TracesArgs {
@@ -192,6 +202,7 @@ void traces(TracesArgs a) {
 struct ShowArgs {
   ModelArgs model;
   collab::TraceSpec spec;
+  std::optional<int64_t> budget;  // unset: 4000 serial steps for packs, none for countdown
   std::string task = "packs", layout = "combined", split = "train";
   double careless = 0;
 };
@@ -205,7 +216,9 @@ void show(ShowArgs a) {
         "interleaved or contiguous");
   a.spec.task = collab::parse_task(a.task);
   a.spec.split = collab::parse_split(a.split);
-  if (a.spec.task == collab::Task::countdown && a.spec.budget == 4000) a.spec.budget = 0;
+  if (a.budget && *a.budget < 0)
+    fail("--budget must be >= 0 serial steps (0 = until an answer), got {}", *a.budget);
+  a.spec.budget = a.budget ? *a.budget : a.spec.task == collab::Task::countdown ? 0 : 4000;
   a.spec.picker.whole = a.spec.n_workers == 1;
   collab::check_probability("--careless", a.careless);
   a.spec.picker.careless = a.careless;
@@ -343,7 +356,12 @@ void measure(MeasureArgs a) {
     out.open(a.out);
     if (!out) fail("cannot create '{}'; check that its directory exists", a.out);
   }
-  std::sort(a.budgets.begin(), a.budgets.end());
+  for (size_t i = 0; i < a.budgets.size(); ++i)
+    if (a.budgets[i] < 1 || (i > 0 && a.budgets[i] <= a.budgets[i - 1]))
+      fail("--budgets must be increasing serial-step counts >= 1, e.g. 512,1024; got {}",
+           fmt::join(a.budgets, ","));
+  for (int w : a.workers)
+    if (w < 1 || w > 64) fail("--workers: each team size must be 1..64, got {}", w);
   const int64_t max_budget = a.budgets.back();
   std::vector<std::vector<MeasuredRun>> all;  // (team sizes, count)
   for (int w : a.workers) all.push_back(run_team(a, m, task, split, layout, w, max_budget));
@@ -440,7 +458,8 @@ void register_collab(CLI::App& app) {
   add_model_args(s, sa->model);
   s->add_option("--task", sa->task, "packs (default) or countdown");
   s->add_option("--k", sa->spec.k, "parts (countdown: numbers)");
-  s->add_option("--budget", sa->spec.budget, "serial steps");
+  s->add_option("--budget", sa->budget,
+                "serial steps, 0 = until an answer (default: 4000 for packs, 0 for countdown)");
   s->add_option("-w,--workers", sa->spec.n_workers, "workers");
   s->add_option("--layout", sa->layout, "combined, interleaved or contiguous");
   s->add_option("--seed", sa->spec.pack_seed, "pack seed (any 64-bit value)");

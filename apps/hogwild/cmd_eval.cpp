@@ -240,6 +240,17 @@ RunSpec make_run_spec(const EvalArgs& a, const EvalPlan& plan, const Dataset& da
   return spec;
 }
 
+/// A fingerprint of every problem of the dataset as loaded (id, text, gold parts, the countdown
+/// numbers and target): a rerun into a result folder whose file has changed since is refused
+/// rather than served the old results.
+std::string problems_hash(const Dataset& data) {
+  json all = json::array();
+  for (const Problem& p : data.problems)
+    all.push_back(
+        {p.id, p.text, p.gold, p.gold_ordered, p.tolerance, p.unit, p.method, p.numbers, p.target});
+  return fnv_hex(all.dump());
+}
+
 /// The result folder's config.json: everything that makes two evals comparable (a rerun into
 /// the folder must match it, results.h).
 json eval_config(const EvalArgs& a, const RunSpec& spec, const Dataset& data, uint64_t seed,
@@ -248,6 +259,7 @@ json eval_config(const EvalArgs& a, const RunSpec& spec, const Dataset& data, ui
   json config = {{"model", fs::absolute(a.model_dir).lexically_normal().string()},
                  {"model_config", fnv_hex(read_text(fs::path(a.model_dir) / "config.json"))},
                  {"dataset", data.name},
+                 {"problems_hash", problems_hash(data)},
                  {"kind", kind_name(data.kind)},
                  {"method", a.method},
                  {"workers", spec.workers},

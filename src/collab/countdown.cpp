@@ -175,6 +175,11 @@ struct Parser {
       case '*':
         if (b != 0 && a > kMaxValue / b) return fail_at("a value is too large (over 10^15)");
         *out = a * b;
+        if (*out <= 0)
+          return fail_at(
+              fmt::format("{} * {} is not positive; every step must give a positive "
+                          "whole number",
+                          a, b));
         break;
       default:
         if (b == 0 || a % b != 0)

@@ -322,11 +322,20 @@ Dataset load_path(const fs::path& p, const FieldMap& m) {
             "{}:{}: a countdown problem needs \"numbers\" (a list of integers) and \"target\" "
             "(an integer)",
             p.string(), r.line);
+      // Countdown's numbers and target are positive whole numbers (the checker's values stay
+      // within 10^15).
+      auto positive = [](const json& x) {
+        return x.is_number_integer() && x.get<double>() >= 1 && x.get<double>() <= 1e15;
+      };
       for (const json& x : nv) {
-        if (!x.is_number_integer())
-          fail("{}:{}: \"numbers\" must hold integers", p.string(), r.line);
+        if (!positive(x))
+          fail("{}:{}: \"numbers\" must hold whole numbers from 1 to 10^15, got {}", p.string(),
+               r.line, x.dump());
         q.numbers.push_back(x.get<int64_t>());
       }
+      if (!positive(tv))
+        fail("{}:{}: \"target\" must be a whole number from 1 to 10^15, got {}", p.string(), r.line,
+             tv.dump());
       q.target = tv.get<int64_t>();
     }
     d.problems.push_back(std::move(q));

@@ -3,6 +3,7 @@
 // hand-built views, and real scripted sessions of one worker and of teams.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -86,6 +87,9 @@ TEST(CollabCountdown, CheckerRejectsWithClearErrors) {
   EXPECT_EQ(check("4+").error, "the expression ends where a number was expected");
   EXPECT_EQ(check("4.5*4").error, "only whole numbers are allowed (at position 1)");
   EXPECT_EQ(check("99999999999999999999").error, "a number is too long");
+  // A product with 0 is not positive (0 is never given, but the step fails first).
+  EXPECT_EQ(check("22+4*0").error,
+            "4 * 0 is not positive; every step must give a positive whole number");
   EXPECT_EQ(check(std::string(100, '(') + "4" + std::string(100, ')')).error,
             "parentheses nested too deep");
   EXPECT_EQ(check(std::string(2000, '4')).error, "the answer is too long (over 1000 bytes)");
@@ -470,6 +474,27 @@ TEST(CollabCountdownEval, DatasetAndScoring) {
       << "\n";
   }
   EXPECT_THROW(eval::load_dataset(o), Error);
+  // Numbers and targets that no expression can reach under the rules are refused, by value.
+  for (const char* rec :
+       {R"({"id": "c", "task": "countdown", "problem": "x", "numbers": [-2, 3], "target": 1,
+            "answer": "1"})",
+        R"({"id": "d", "task": "countdown", "problem": "x", "numbers": [2, 3], "target": -2,
+            "answer": "1"})",
+        R"({"id": "e", "task": "countdown", "problem": "x", "numbers": [18446744073709551615],
+            "target": 5, "answer": "1"})"}) {
+    {
+      std::ofstream f(file);
+      std::string one(rec);
+      std::replace(one.begin(), one.end(), '\n', ' ');
+      f << one << "\n";
+    }
+    try {
+      eval::load_dataset(o);
+      ADD_FAILURE() << "accepted " << rec;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("from 1 to 10^15, got "), std::string::npos) << e.what();
+    }
+  }
   fs::remove(file);
 }
 

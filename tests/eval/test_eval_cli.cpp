@@ -327,6 +327,40 @@ TEST_F(EvalCli, RerunSkipsFinishedProblemsAndRefusesAnotherConfiguration) {
   EXPECT_EQ(results(out).size(), 5u);
 }
 
+// A dataset file whose problems changed since the results were written: the rerun is refused
+// instead of reporting the old problems' results as the new ones'.
+TEST_F(EvalCli, RerunRefusesADatasetFileThatChanged) {
+  const fs::path out = root_ / "changed", ds = root_ / "changing.jsonl";
+  auto write = [&](int shift) {
+    std::ofstream f(ds);
+    for (int i = 0; i < 2; ++i)
+      f << json{{"q", "What is " + std::to_string(i + shift) + " + 1?"},
+                {"a", std::to_string(i + shift + 1)}}
+               .dump()
+        << "\n";
+  };
+  auto run = [&](std::string* err) {
+    const std::string e = (root_ / "stderr.txt").string();
+    const int rc = sh(kBin + " eval -m " + (root_ / "model").string() + " --dataset " +
+                      ds.string() + " --question-field q --answer-field a --budgets 4 --out " +
+                      out.string() + " >" + (root_ / "stdout.txt").string() + " 2>" + e);
+    *err = slurp(e);
+    return rc;
+  };
+  std::string err;
+  write(0);
+  ASSERT_EQ(run(&err), 0) << err;
+  ASSERT_EQ(results(out).size(), 2u);
+  ASSERT_EQ(run(&err), 0) << err;  // the same file: resumed, nothing to run
+  EXPECT_NE(err.find("2 of 2 runs already in"), std::string::npos) << err;
+  write(10);
+  EXPECT_NE(run(&err), 0);
+  EXPECT_NE(err.find("holds results of a different configuration (problems_hash: "),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(results(out).size(), 2u);
+}
+
 TEST_F(EvalCli, KilledRunResumesWithoutMixedResults) {
   const fs::path out = root_ / "killed";
   const std::string cmd = kBin + " eval -m " + (root_ / "model").string() + " --dataset " +

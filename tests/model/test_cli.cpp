@@ -154,6 +154,42 @@ TEST(ModelCli, BadInputExitsOneWithMessage) {
       << r.out;
 }
 
+// The collab commands: a write that fails is an error (exit 1), options that do not apply or
+// budgets that mean nothing are refused, and an explicit --budget is kept for every task.
+TEST(ModelCli, CollabCommandsRefuseBadInputAndFailedWrites) {
+  const std::string cd = std::string(HOGWILD_SOURCE_DIR) + "/tools/collab/countdown-template";
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"collab problems --task countdown --count 50 --out /dev/full",
+            "could not write '/dev/full' (disk full?)"},
+           {"collab problems --count 50 --out /dev/full", "could not write '/dev/full'"},
+           {"collab problems --task countdown --wording first --count 1",
+            "--wording applies to the packs task"},
+           {"collab measure -m " + cd + " --bytes --count 2 --workers 1 --budgets 0",
+            "--budgets must be increasing serial-step counts >= 1, e.g. 512,1024; got 0"},
+           {"collab measure -m " + cd + " --bytes --count 2 --workers 1 --budgets 4096,256",
+            "got 4096,256"},
+           {"collab show -m " + cd + " --bytes --task countdown --budget -3",
+            "--budget must be >= 0 serial steps (0 = until an answer), got -3"},
+       }) {
+    CliResult r = run(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, c.message)) << c.args << "\n" << r.out;
+  }
+  // Countdown runs until an answer by default, yet an explicit --budget 4000 stops it there
+  // (this search takes 9454 serial steps with two workers).
+  const std::string show = "collab show -m " + cd +
+                           " --bytes --task countdown --k 5 -w 2 --seed 4 --split test "
+                           "--max-context 100000";
+  CliResult capped = run(show + " --budget 4000");
+  EXPECT_EQ(capped.code, 0) << capped.out;
+  EXPECT_TRUE(contains(capped.out, "stop: budget, answer - (wrong), serial steps 4000,"))
+      << capped.out.substr(capped.out.size() > 300 ? capped.out.size() - 300 : 0);
+}
+
 // make-model --quant, info, generate and run on quantized tiny models with a real tokenizer (the
 // packs-collab model's), and a checkpoint whose quantization_config is not supported.
 TEST(ModelCli, QuantizedModelsMakeInfoGenerateRun) {
