@@ -85,6 +85,20 @@ ModelText load_model_text(const ModelArgs& a) {
   return m;
 }
 
+// A note on stderr when the model's formatting was written for the other task (its rules and
+// example describe packs while the sessions search Countdown, or the reverse): the sessions run,
+// but the prompt does not say what the workers do.
+void note_task_formatting(collab::Task task, const Formatting& fmt) {
+  const bool countdown = task == collab::Task::countdown;
+  if ((countdown && fmt.name == "packs-collab") || (!countdown && fmt.name == "countdown-collab"))
+    std::fprintf(stderr,
+                 "note: the formatting '%s' describes the %s task; for --task %s use a model "
+                 "directory made from tools/collab/%s (or --format)\n",
+                 fmt.name.c_str(), countdown ? "packs" : "countdown",
+                 countdown ? "countdown" : "packs",
+                 countdown ? "countdown-template" : "model-template");
+}
+
 struct ProblemsArgs {
   std::string task = "packs", split = "test", out, format = "jsonl", wording = "grammar";
   int k = 4, numbers = 4;
@@ -170,6 +184,7 @@ void traces(TracesArgs a) {
   if (a.gen.prefix.empty()) fail("give the output prefix with --out");
   a.gen.format = a.text ? "text" : "tokens";
   a.gen.task = collab::parse_task(a.task);
+  note_task_formatting(a.gen.task, m.fmt);
   a.gen.split = collab::parse_split(a.split);
   const collab::GenerateSummary s = collab::generate(a.gen, m.fmt, m.tmpl.get(), *m.codec);
   const auto& st = s.stats;
@@ -215,6 +230,7 @@ void show(ShowArgs a) {
         "--layout independent: the oracle scripts workers that collaborate; use combined, "
         "interleaved or contiguous");
   a.spec.task = collab::parse_task(a.task);
+  note_task_formatting(a.spec.task, m.fmt);
   a.spec.split = collab::parse_split(a.split);
   if (a.budget && *a.budget < 0)
     fail("--budget must be >= 0 serial steps (0 = until an answer), got {}", *a.budget);
@@ -344,6 +360,7 @@ nlohmann::ordered_json summarise_team(int workers, const std::vector<MeasuredRun
 void measure(MeasureArgs a) {
   const ModelText m = load_model_text(a.model);
   const collab::Task task = collab::parse_task(a.task);
+  note_task_formatting(task, m.fmt);
   const collab::Split split = collab::parse_split(a.split);
   const Layout layout = parse_layout(a.layout);
   if (layout == Layout::independent)
