@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The packs-collab measurement through `hogwild eval` (tools/collab/README.md, "Measuring"), in one
-# call on the GPU machine:
+# run on a GPU machine:
 #   tools/collab/eval_device.sh HOGWILD OUT [WORK]
 # HOGWILD is the hogwild binary, or a .tar.xz of it and its shared libraries made here by
 # tools/collab/pack_binary.sh (unpacked to /tmp/collab-bin; its lib/ on the binary's library path);

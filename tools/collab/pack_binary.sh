@@ -2,7 +2,7 @@
 # A hogwild binary built here and the shared libraries it needs on the GPU machine, as one
 # OUT.tar.xz holding hogwild and lib/ (the first argument of eval_device.sh; its lib/ is also what
 # device_pipeline.sh unpacks from lib.tar.xz):
-#   tools/collab/pack_binary.sh build/hogwild carry-collab/hogwild.tar.xz
+#   tools/collab/pack_binary.sh build/hogwild dist/hogwild.tar.xz
 # Left out: the C library and loader, and CUDA's own libraries (the driver's libcuda, the toolkit's
 # cudart, cuBLAS and nv* libraries), which the GPU machine has.
 set -euo pipefail
