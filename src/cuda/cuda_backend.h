@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cuda/attention.h"
@@ -22,6 +24,7 @@
 #include "kv/backend.h"
 #include "kv/block_table.h"
 #include "kv/forward_plan.h"
+#include "model/tensor_names.h"
 #include "model/weights.h"
 
 namespace hogwild::cuda {
@@ -181,7 +184,11 @@ class CudaBackend : public Backend {
   void init_common();
   void alloc_weights();
   void upload_weights(const ModelWeights& w);
+  // Streams a checkpoint to the device (cuda_checkpoint.cpp; docs/CUDA.md "Memory").
   void load_checkpoint(const std::string& model_dir, bool show_progress);
+  // Device destination of a dense tensor of the checkpoint (DeviceLayer's fused layouts); null
+  // for a dense expert of a layer whose experts are kept quantized.
+  __nv_bfloat16* weight_destination(const TensorSpec& s) const;
   void random_weights(uint64_t seed);
   // Quantized projections: the format of each of a layer's four, from cfg_.quantization_config.
   void set_quant_formats(DeviceLayer& L, int64_t layer) const;
@@ -191,6 +198,14 @@ class CudaBackend : public Backend {
   void moe_block(const DeviceLayer& L, int64_t layer, int64_t n_tokens, const SkinnyNormIn& norm,
                  const SkinnyResidualOut& res);
   int64_t prepare(const ForwardBatch& batch);  // validates, appends, plans, uploads; -> logit rows
+  // prepare's parts (cuda_forward.cpp): the chunk length doubled until every row's partial
+  // states fit a launch (-> the entries per row; undoes the appends and throws when gaps alone
+  // exceed it); the index arrays and the attention plans of row ranges staged and uploaded.
+  std::vector<int64_t> fit_chunk(PlanInput& pin, const ForwardPlan& plan,
+                                 std::unordered_map<BlockId, int64_t>& appended);
+  void stage_plans(const PlanInput& pin, const std::vector<std::pair<int64_t, int64_t>>& ranges,
+                   const std::vector<int32_t>& ids, const std::vector<int32_t>& pos,
+                   const std::vector<int32_t>& slot, const std::vector<int32_t>& logit_rows);
   // prepare's part for ForwardBatch::score_blocks (cuda_scores.cpp): plans and uploads the score
   // tiles of `blocks` over the rows of `pin`, zeroes the scores; nothing when blocks is empty.
   void prepare_scores(const PlanInput& pin, const std::vector<ScoreBlockIn>& blocks);

@@ -22,49 +22,45 @@ namespace hogwild::cuda {
 
 namespace {
 constexpr int64_t kGraphMaxTokens = 64;  // forwards up to this size are replayed as graphs
-}
 
-int64_t CudaBackend::prepare(const ForwardBatch& batch) {
-  const int64_t T = static_cast<int64_t>(batch.tokens.size());
-  if (T > opt_.max_batch_tokens)
-    fail(
-        "a forward of {} tokens exceeds the CUDA backend's batch limit of {}; feed the prompt in "
-        "pieces or raise max_batch_tokens",
-        T, opt_.max_batch_tokens);
-  const int64_t n_workers = static_cast<int64_t>(batch.views.size());
-  // Checks and the view rule (kv/forward_plan.h), before anything changes.
-  const ForwardPlan plan = plan_forward(batch, table_, cfg_, rope_.n_positions);
-  if (plan.logit_rows > logit_cap_)
-    fail(
-        "forward: {} rows want logits, the CUDA backend returns at most {} per forward; ask for "
-        "fewer rows",
-        plan.logit_rows, logit_cap_);
-  apply_appends(plan, table_);
-
-  std::vector<int32_t> ids(T), pos(T), slot(T), logit_rows;
-  // First batch token appended to each block; the append can be fused into the attention when
-  // every block's new tokens are consecutive in the batch (key j <-> token first + j - len).
+// Per batch token: its id, block-local position and pool slot (after the appends), the rows that
+// want logits, and the first batch token appended to each block. `consecutive`: every block's new
+// tokens are consecutive in the batch, so the append can be fused into the attention (key j <->
+// token first + j - len).
+struct TokenRows {
+  std::vector<int32_t> ids, pos, slot, logit_rows;
   std::unordered_map<BlockId, int64_t> first_row;
   bool consecutive = true;
+};
+
+TokenRows token_rows(const ForwardBatch& batch, const ForwardPlan& plan, const BlockTable& table) {
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  TokenRows r;
+  r.ids.resize(T), r.pos.resize(T), r.slot.resize(T);
   for (int64_t t = 0; t < T; ++t) {
     const TokenInput& in = batch.tokens[t];
     const int64_t j = plan.index[t];
-    const auto [fr, first] = first_row.try_emplace(in.block, t);
-    if (!first && batch.tokens[t - 1].block != in.block) consecutive = false;
-    const std::vector<int32_t>& pages = table_.pages(in.block);
-    ids[t] = in.token_id;
-    pos[t] = static_cast<int32_t>(j);
-    slot[t] = pages[j / kPageTokens] * kPageTokens + static_cast<int32_t>(j % kPageTokens);
-    if (in.want_logits) logit_rows.push_back(static_cast<int32_t>(t));
+    const auto [fr, first] = r.first_row.try_emplace(in.block, t);
+    if (!first && batch.tokens[t - 1].block != in.block) r.consecutive = false;
+    const std::vector<int32_t>& pages = table.pages(in.block);
+    r.ids[t] = in.token_id;
+    r.pos[t] = static_cast<int32_t>(j);
+    r.slot[t] = pages[j / kPageTokens] * kPageTokens + static_cast<int32_t>(j % kPageTokens);
+    if (in.want_logits) r.logit_rows.push_back(static_cast<int32_t>(t));
   }
+  return r;
+}
 
-  // Views with post-append offsets (from the plan); plan blocks deduplicated.
+// The attention plan's input: the views with post-append offsets (from the plan), plan blocks
+// deduplicated (block_index: BlockId -> index in pin.blocks), the rows' writers and positions.
+// appended: tokens this forward adds, by block. total_keys: the keys of the distinct blocks.
+PlanInput plan_input(const ForwardBatch& batch, const ForwardPlan& plan, const BlockTable& table,
+                     const TokenRows& rows, const std::unordered_map<BlockId, int64_t>& appended,
+                     std::unordered_map<BlockId, int32_t>& block_index, int64_t& total_keys) {
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  const int64_t n_workers = static_cast<int64_t>(batch.views.size());
   PlanInput pin;
-  std::unordered_map<BlockId, int32_t> block_index;
-  std::unordered_map<BlockId, int64_t> appended;  // tokens this forward adds, by block
-  for (const auto& [b, len] : plan.grown) appended[b] = 0;
-  for (const TokenInput& t : batch.tokens) ++appended[t.block];
-  int64_t total_keys = 0;
+  total_keys = 0;
   pin.views.resize(n_workers);
   for (int64_t w = 0; w < n_workers; ++w) {
     for (const ViewOccurrence& oc : plan.views[w]) {
@@ -75,11 +71,12 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
         // attention itself (fused append: fresh_row names the batch token of key fresh_from).
         const auto ad = appended.find(b);
         const int64_t added = ad == appended.end() ? 0 : ad->second;
-        const int64_t len = table_.len(b);
-        const auto fr = first_row.find(b);
+        const int64_t len = table.len(b);
+        const auto fr = rows.first_row.find(b);
         // Forgotten tokens (the KV budget) are cut out of the block's items.
-        pin.blocks.push_back(PlanBlock{len, &table_.pages(b), len - added,
-                                       fr == first_row.end() ? -1 : fr->second, plan.gaps_of(b)});
+        pin.blocks.push_back(PlanBlock{len, &table.pages(b), len - added,
+                                       fr == rows.first_row.end() ? -1 : fr->second,
+                                       plan.gaps_of(b)});
         total_keys += len;
       }
       pin.views[w].push_back(PlanOccurrence{it->second, oc.offset});
@@ -91,11 +88,89 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     pin.row_worker[t] = batch.tokens[t].worker;
     pin.row_pos[t] = plan.position[t];
   }
+  return pin;
+}
+
+// Rows [first, second) per attention launch: consecutive rows whose entries (counts, per row)
+// fit `cap` partial states together.
+std::vector<std::pair<int64_t, int64_t>> row_ranges(const std::vector<int64_t>& counts,
+                                                    int64_t cap) {
+  const int64_t T = static_cast<int64_t>(counts.size());
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int64_t r0 = 0; r0 < T;) {
+    int64_t r1 = r0, acc = 0;
+    while (r1 < T && acc + counts[r1] <= cap) acc += counts[r1++];
+    ranges.emplace_back(r0, r1);
+    r0 = r1;
+  }
+  return ranges;
+}
+
+// The forward's index arrays, written into the staging buffer's host half and copied to the same
+// offsets of its device half as one batch of copies (one call instead of ~10).
+class StagedCopies {
+ public:
+  explicit StagedCopies(int32_t* host, int32_t* dev) : host_(host), dev_(dev) {}
+  // n_ints int32 values from src at offset `at` (ints) of the staging buffer.
+  void put(int64_t at, const void* src, int64_t n_ints) {
+    if (n_ints == 0) return;
+    std::memcpy(host_ + at, src, n_ints * 4);
+    dsts_.push_back(dev_ + at);
+    srcs_.push_back(host_ + at);
+    sizes_.push_back(static_cast<size_t>(n_ints) * 4);
+  }
+  // Queues the copies on `stream` (one cudaMemcpyAsync each on a driver without batched copies).
+  void submit(cudaStream_t stream) {
+    if (dsts_.empty()) return;
+    cudaMemcpyAttributes attr{};
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    size_t attr_idx = 0;
+    if (cudaMemcpyBatchAsync(dsts_.data(), srcs_.data(), sizes_.data(), dsts_.size(), &attr,
+                             &attr_idx, 1, stream) == cudaSuccess)
+      return;
+    (void)cudaGetLastError();
+    for (size_t i = 0; i < dsts_.size(); ++i)
+      HOGWILD_CUDA_CHECK(
+          cudaMemcpyAsync(dsts_[i], srcs_[i], sizes_[i], cudaMemcpyHostToDevice, stream));
+  }
+
+ private:
+  int32_t* host_;
+  int32_t* dev_;
+  std::vector<void*> dsts_;
+  std::vector<const void*> srcs_;
+  std::vector<size_t> sizes_;
+};
+}  // namespace
+
+int64_t CudaBackend::prepare(const ForwardBatch& batch) {
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  if (T > opt_.max_batch_tokens)
+    fail(
+        "a forward of {} tokens exceeds the CUDA backend's batch limit of {}; feed the prompt in "
+        "pieces or raise max_batch_tokens",
+        T, opt_.max_batch_tokens);
+  // Checks and the view rule (kv/forward_plan.h), before anything changes.
+  const ForwardPlan plan = plan_forward(batch, table_, cfg_, rope_.n_positions);
+  if (plan.logit_rows > logit_cap_)
+    fail(
+        "forward: {} rows want logits, the CUDA backend returns at most {} per forward; ask for "
+        "fewer rows",
+        plan.logit_rows, logit_cap_);
+  apply_appends(plan, table_);
+
+  const TokenRows rows = token_rows(batch, plan, table_);
+  std::unordered_map<BlockId, int64_t> appended;  // tokens this forward adds, by block
+  for (const auto& [b, len] : plan.grown) appended[b] = 0;
+  for (const TokenInput& t : batch.tokens) ++appended[t.block];
+  std::unordered_map<BlockId, int32_t> block_index;
+  int64_t total_keys = 0;
+  PlanInput pin = plan_input(batch, plan, table_, rows, appended, block_index, total_keys);
   pin.group = static_cast<int32_t>(cfg_.num_attention_heads / cfg_.num_key_value_heads);
   pin.kv_heads = static_cast<int32_t>(cfg_.num_key_value_heads);
   // Fused append (decode-size forwards, full-width RoPE): a block's new keys then lie in an
   // item's first tiles.
-  pin.split_fresh = consecutive && T <= kGraphMaxTokens && rope_.rotary_dim == cfg_.head_dim;
+  pin.split_fresh = rows.consecutive && T <= kGraphMaxTokens && rope_.rotary_dim == cfg_.head_dim;
   if (sm_count_ == 0)
     HOGWILD_CUDA_CHECK(
         cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, opt_.device));
@@ -109,14 +184,31 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
       opt_.attn_chunk > 0
           ? opt_.attn_chunk
           : choose_chunk(total_keys, T, static_cast<int32_t>(cfg_.num_key_value_heads), resident);
+  const std::vector<int64_t> counts = fit_chunk(pin, plan, appended);
 
-  // Split rows so every launch's entries fit the partial-state buffer.
-  Staging& st = *st_;
-  std::vector<int64_t> counts;
+  std::vector<ScoreBlockIn> score_blocks;  // the attention scores of the KV budget
+  for (BlockId b : batch.score_blocks) {
+    const auto at = block_index.find(b);
+    score_blocks.push_back({at == block_index.end() ? -1 : at->second, table_.len(b)});
+  }
+  prepare_scores(pin, score_blocks);
+  const auto ranges = row_ranges(counts, st_->ecap);
+  fused_append_ = pin.split_fresh && ranges.size() == 1;
+  if (static_cast<int>(ranges.size()) > st_->n_slots) {
+    st_->alloc(static_cast<int>(ranges.size()));
+    drop_graphs();
+  }
+  stage_plans(pin, ranges, rows.ids, rows.pos, rows.slot, rows.logit_rows);
+  return static_cast<int64_t>(rows.logit_rows.size());
+}
+
+std::vector<int64_t> CudaBackend::fit_chunk(PlanInput& pin, const ForwardPlan& plan,
+                                            std::unordered_map<BlockId, int64_t>& appended) {
+  const Staging& st = *st_;
   for (;;) {
-    counts = row_entry_counts(pin);
+    std::vector<int64_t> counts = row_entry_counts(pin);
     const int64_t worst = *std::max_element(counts.begin(), counts.end());
-    if (worst <= st.ecap) break;
+    if (worst <= st.ecap) return counts;
     if (pin.chunk >= plan.max_position + 1) {  // one chunk per block: only gaps split it more
       for (const auto& [b, len] : plan.grown) table_.truncate(b, len - appended[b]);  // undo
       fail(
@@ -127,41 +219,20 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     }
     pin.chunk *= 2;
   }
-  std::vector<ScoreBlockIn> score_blocks;  // the attention scores of the KV budget
-  for (BlockId b : batch.score_blocks) {
-    const auto at = block_index.find(b);
-    score_blocks.push_back({at == block_index.end() ? -1 : at->second, table_.len(b)});
-  }
-  prepare_scores(pin, score_blocks);
-  std::vector<std::pair<int64_t, int64_t>> ranges;
-  for (int64_t r0 = 0; r0 < T;) {
-    int64_t r1 = r0, acc = 0;
-    while (r1 < T && acc + counts[r1] <= st.ecap) acc += counts[r1++];
-    ranges.emplace_back(r0, r1);
-    r0 = r1;
-  }
-  fused_append_ = pin.split_fresh && ranges.size() == 1;
-  if (static_cast<int>(ranges.size()) > st.n_slots) {
-    st.alloc(static_cast<int>(ranges.size()));
-    drop_graphs();
-  }
+}
 
-  // Upload: header arrays, then each plan into its slot (only the used prefix of each array), as
-  // one batch of copies (one call instead of ~10).
-  std::vector<void*> dsts;
-  std::vector<const void*> srcs;
-  std::vector<size_t> sizes;
-  auto put = [&](int64_t at, const void* src, int64_t n_ints) {
-    if (n_ints == 0) return;
-    std::memcpy(st.host + at, src, n_ints * 4);
-    dsts.push_back(st.dev + at);
-    srcs.push_back(st.host + at);
-    sizes.push_back(static_cast<size_t>(n_ints) * 4);
-  };
-  put(0, ids.data(), T);
-  put(st.tcap, pos.data(), T);
-  put(2 * st.tcap, slot.data(), T);
-  put(3 * st.tcap, logit_rows.data(), static_cast<int64_t>(logit_rows.size()));
+void CudaBackend::stage_plans(const PlanInput& pin,
+                              const std::vector<std::pair<int64_t, int64_t>>& ranges,
+                              const std::vector<int32_t>& ids, const std::vector<int32_t>& pos,
+                              const std::vector<int32_t>& slot,
+                              const std::vector<int32_t>& logit_rows) {
+  Staging& st = *st_;
+  const int64_t T = static_cast<int64_t>(ids.size());
+  StagedCopies up(st.host, st.dev);
+  up.put(0, ids.data(), T);  // header arrays first, then each plan into its slot
+  up.put(st.tcap, pos.data(), T);
+  up.put(2 * st.tcap, slot.data(), T);
+  up.put(3 * st.tcap, logit_rows.data(), static_cast<int64_t>(logit_rows.size()));
   plans_.clear();
   for (size_t k = 0; k < ranges.size(); ++k) {
     const HostPlan hp = build_plan(pin, ranges[k].first, ranges[k].second);
@@ -172,13 +243,13 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     const int32_t n_units = static_cast<int32_t>(hp.units.size());
     HOGWILD_CHECK(hp.n_entries <= st.ecap && static_cast<int64_t>(hp.pages.size()) <= st.pcap &&
                   n_units <= st.ucap);
-    put(o_items, hp.items.data(), kAttnItemInts * static_cast<int64_t>(hp.items.size()));
-    put(o_n, &n_units, 1);
-    put(o_units, hp.units.data(), kAttnUnitInts * static_cast<int64_t>(n_units));
-    put(o_pages, hp.pages.data(), static_cast<int64_t>(hp.pages.size()));
-    put(o_pairs, hp.pairs.data(), 2 * static_cast<int64_t>(hp.pairs.size()));
-    put(o_ptr, hp.row_entry_ptr.data(), T + 1);
-    put(o_ent, hp.row_entries.data(), static_cast<int64_t>(hp.row_entries.size()));
+    up.put(o_items, hp.items.data(), kAttnItemInts * static_cast<int64_t>(hp.items.size()));
+    up.put(o_n, &n_units, 1);
+    up.put(o_units, hp.units.data(), kAttnUnitInts * static_cast<int64_t>(n_units));
+    up.put(o_pages, hp.pages.data(), static_cast<int64_t>(hp.pages.size()));
+    up.put(o_pairs, hp.pairs.data(), 2 * static_cast<int64_t>(hp.pairs.size()));
+    up.put(o_ptr, hp.row_entry_ptr.data(), T + 1);
+    up.put(o_ent, hp.row_entries.data(), static_cast<int64_t>(hp.row_entries.size()));
     AttnPlanView v;
     v.items = reinterpret_cast<const AttnItem*>(st.dev + o_items);
     v.units = reinterpret_cast<const AttnUnit*>(st.dev + o_units);
@@ -196,19 +267,7 @@ int64_t CudaBackend::prepare(const ForwardBatch& batch) {
     v.lse = sc_->active ? sc_->lse : nullptr;
     plans_.push_back(v);
   }
-  if (!dsts.empty()) {
-    cudaMemcpyAttributes attr{};
-    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-    size_t attr_idx = 0;
-    if (cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), dsts.size(), &attr, &attr_idx,
-                             1, stream_) != cudaSuccess) {
-      (void)cudaGetLastError();  // a driver without batched copies: one copy each
-      for (size_t i = 0; i < dsts.size(); ++i)
-        HOGWILD_CUDA_CHECK(
-            cudaMemcpyAsync(dsts[i], srcs[i], sizes[i], cudaMemcpyHostToDevice, stream_));
-    }
-  }
-  return static_cast<int64_t>(logit_rows.size());
+  up.submit(stream_);
 }
 
 // A MoE layer's MLP over h_ (cuda/moe.h): router, routing, the chosen experts, their weighted sum.
