@@ -195,6 +195,16 @@ class CudaBackend : public Backend {
   void keep_quant(QuantWeight& dst, const QuantWeightHost& h);
   void size_kv_pool();
   void run_layers(int64_t n_tokens, int64_t n_logits, int n_plans);
+  // run_layers' parts (cuda_forward.cpp): a layer's attention block into attn_ (nc: the fused
+  // norm chain of a skinny forward, else null), then the rest of the layer with the norms fused
+  // into the projections (fused_layer_tail) or as kernels of their own (layer_tail).
+  struct NormChain;
+  void attention_block(const DeviceLayer& L, int64_t layer, int64_t n_tokens, int n_plans,
+                       const AttnShape& shape, const NormChain* nc);
+  void fused_layer_tail(const DeviceLayer& L, int64_t layer, int64_t n_tokens,
+                        const __nv_bfloat16* next_norm, NormChain& nc);
+  void layer_tail(const DeviceLayer& L, int64_t layer, int64_t n_tokens,
+                  const __nv_bfloat16* next_norm);
   void moe_block(const DeviceLayer& L, int64_t layer, int64_t n_tokens, const SkinnyNormIn& norm,
                  const SkinnyResidualOut& res);
   int64_t prepare(const ForwardBatch& batch);  // validates, appends, plans, uploads; -> logit rows

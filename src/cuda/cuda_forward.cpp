@@ -300,142 +300,175 @@ void CudaBackend::moe_block(const DeviceLayer& L, int64_t l, int64_t T, const Sk
     moe_combine(moe_y_, r, tmp_, T, H, k, stream_);
 }
 
+// The fused residual add + RMSNorm chain of a skinny forward (skinny_gemm.h SkinnyNormIn): o-proj
+// / down add to x_ and leave h_ = x_ * w and the rows' sums of squares in a ring slot; qkv /
+// gate-up scale their products by the rows' 1 / RMS. Producer i accumulates into slot i % 3 and
+// zeroes slot (i + 1) % 3; a consumer reads the last producer's slot.
+struct CudaBackend::NormChain {
+  float* ring = nullptr;
+  float* x = nullptr;  // the fp32 residual stream (x_)
+  int64_t hidden = 0;
+  float eps = 0;
+  int producer = 0;
+  float* slot(int i) const { return ring + (i % 3) * kSkinnyMaxRows; }
+  SkinnyResidualOut residual_out(const bf16* next_norm) {
+    SkinnyResidualOut r{x, next_norm, slot(producer), slot(producer + 1)};
+    ++producer;
+    return r;
+  }
+  SkinnyNormIn norm_in() const { return SkinnyNormIn{slot(producer - 1), hidden, eps}; }
+};
+
 void CudaBackend::run_layers(int64_t T, int64_t n_logits, int n_plans) {
   const ModelConfig& c = cfg_;
   const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
-  const int64_t nh = c.num_attention_heads, kvh = c.num_key_value_heads;
+  const int64_t nh = c.num_attention_heads;
   const float eps = static_cast<float>(c.rms_norm_eps);
   const int32_t* ids = st_->dev;
-  const int32_t* pos = st_->dev + st_->tcap;
-  const int32_t* slot = st_->dev + 2 * st_->tcap;
   const int32_t* logit_rows = st_->dev + 3 * st_->tcap;
   AttnShape shape;
   shape.num_attention_heads = static_cast<int32_t>(nh);
-  shape.num_key_value_heads = static_cast<int32_t>(kvh);
+  shape.num_key_value_heads = static_cast<int32_t>(c.num_key_value_heads);
   shape.head_dim = static_cast<int32_t>(hd);
   shape.q_token_stride = qkv_dim_;
   shape.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   shape.attn_factor = attn_factor_;
 
-  // Skinny batches fuse each residual add + RMSNorm into the projections around it
-  // (skinny_gemm.h SkinnyNormIn): o-proj / down add to x_ and leave h_ = x_ * w and the rows'
-  // sums of squares in a ring slot; qkv / gate-up scale their products by the rows' 1 / RMS.
+  // Skinny batches fuse each residual add + RMSNorm into the projections around it (NormChain).
   // Quantized projections take the same fused path through the skinny kernel's quantized variant;
   // a MoE block consumes the norm in its router and expert SwiGLU and produces the next one in its
   // combine.
   const bool fused =
       gemm_->use_skinny(T, H) && gemm_->use_skinny(T, nh * hd) && gemm_->use_skinny(T, I);
-  float* ring = gemm_->norm_ring();
-  int producer = 0;  // producer i accumulates into slot i % 3 and zeroes slot (i + 1) % 3
-  auto slot_of = [&](int i) { return ring + (i % 3) * kSkinnyMaxRows; };
-  auto residual_out = [&](const bf16* next_norm) {
-    SkinnyResidualOut r{x_, next_norm, slot_of(producer), slot_of(producer + 1)};
-    ++producer;
-    return r;
-  };
-  auto norm_in = [&]() { return SkinnyNormIn{slot_of(producer - 1), H, eps}; };
+  NormChain nc{gemm_->norm_ring(), x_, H, eps};
 
   embedding(embed_tokens_, ids, T, H, c.vocab_size, x_, stream_);
   if (fused)
-    HOGWILD_CUDA_CHECK(cudaMemsetAsync(ring, 0, 3 * kSkinnyMaxRows * sizeof(float), stream_));
+    HOGWILD_CUDA_CHECK(cudaMemsetAsync(nc.ring, 0, 3 * kSkinnyMaxRows * sizeof(float), stream_));
   rmsnorm(x_, layers_[0].input_layernorm, h_, T, H, eps, stream_);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = layers_[l];
-    bf16* layer_pool = pool_ + l * layout_.layer_elems();
-    // attention block (input norm done): qkv (+ bias), (q/k norm), K/V append with RoPE,
-    // attention, o-proj; then residual add fused with the post-attention norm
-    const bool qkv_quant = L.qkv_q.format != WeightFormat::dense;
-    if (fused && qkv_quant)
-      skinny_quant_linear(h_, L.qkv_q, L.qkv_bias, qkv_, T, quant_scratch_, stream_,
-                          l > 0 ? norm_in() : SkinnyNormIn{});
-    else if (qkv_quant)
-      quant_linear(*gemm_, h_, L.qkv_q, L.qkv_bias, qkv_, T, quant_scratch_, stream_);
-    else if (fused && l > 0)
-      skinny_linear(h_, L.qkv_proj, L.qkv_bias, qkv_, nullptr, T, H, qkv_dim_, stream_, norm_in());
-    else
-      gemm_->linear(h_, L.qkv_proj, qkv_, T, H, qkv_dim_, L.qkv_bias);
-    if (fused_append_) {  // q/k norm + K/V append inside the attention (one launch less)
-      AttnAppend app;
-      app.pool = layer_pool;
-      app.w_q = L.q_norm;
-      app.w_k = L.k_norm;
-      app.eps = eps;
-      app.k_col = nh * hd;
-      app.v_col = (nh + kvh) * hd;
-      hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[0], attn_, stream_, &app);
-      if (sc_->active)  // q in qkv_ is before its q-norm here
-        layer_attention_scores(qkv_, shape, layer_pool, layout_, rope_, L.q_norm, eps, sc_->view,
-                               stream_);
-    } else {
-      if (L.q_norm)
-        qk_norm_kv_append(qkv_, qkv_dim_, nh, T, L.q_norm, L.k_norm, eps, pos, slot, layer_pool,
-                          layout_, rope_, attn_factor_, stream_);
-      else
-        kv_append(qkv_, qkv_dim_, nh * hd, (nh + kvh) * hd, T, pos, slot, layer_pool, layout_,
-                  rope_, attn_factor_, stream_);
-      for (int k = 0; k < n_plans; ++k)
-        hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[k], attn_, stream_);
-      if (sc_->active)
-        layer_attention_scores(qkv_, shape, layer_pool, layout_, rope_, nullptr, eps, sc_->view,
-                               stream_);
-    }
+    attention_block(L, l, T, n_plans, shape, fused ? &nc : nullptr);
     const bf16* next_norm = l + 1 < c.num_hidden_layers ? layers_[l + 1].input_layernorm : norm_;
-    if (fused) {
-      if (L.o_q.format != WeightFormat::dense)
-        skinny_quant_residual(attn_, L.o_q, T, residual_out(L.post_attention_layernorm), h_,
-                              quant_scratch_, stream_);
-      else
-        skinny_residual(attn_, L.o_proj, T, nh * hd, H, residual_out(L.post_attention_layernorm),
-                        h_, stream_);
-      if (L.moe) {
-        // two statements: the consumer's slot is read before the next producer takes its own
-        // (the order in which a call's arguments are evaluated is unspecified)
-        const SkinnyNormIn norm = norm_in();
-        moe_block(L, l, T, norm, residual_out(next_norm));
-        continue;
-      }
-      // mlp block: gate/up with SwiGLU, down (each with its norm half fused)
-      if (L.gate_up_q.format != WeightFormat::dense)
-        skinny_quant_swiglu(h_, L.gate_up_q, act_, T, quant_scratch_, stream_, norm_in());
-      else
-        skinny_swiglu(h_, L.gate_up_proj, act_, T, H, I, stream_, norm_in());
-      if (L.down_q.format != WeightFormat::dense)
-        skinny_quant_residual(act_, L.down_q, T, residual_out(next_norm), h_, quant_scratch_,
-                              stream_);
-      else
-        skinny_residual(act_, L.down_proj, T, I, H, residual_out(next_norm), h_, stream_);
-      continue;
-    }
-    if (L.o_q.format != WeightFormat::dense)
-      quant_linear(*gemm_, attn_, L.o_q, nullptr, tmp_, T, quant_scratch_, stream_);
+    if (fused)
+      fused_layer_tail(L, l, T, next_norm, nc);
     else
-      gemm_->linear(attn_, L.o_proj, tmp_, T, nh * hd, H);
-    add_rmsnorm(x_, tmp_, L.post_attention_layernorm, h_, T, H, eps, stream_);
-    // mlp block: gate/up with SwiGLU, down; residual add fused with the next layer's input norm
-    if (L.moe) {
-      moe_block(L, l, T, {}, {});  // tmp_ = the experts' weighted sum
-    } else if (L.gate_up_q.format != WeightFormat::dense) {
-      quant_linear(*gemm_, h_, L.gate_up_q, nullptr, gate_up_, T, quant_scratch_, stream_);
-      swiglu(gate_up_, act_, T, I, stream_);
-    } else {
-      gemm_->linear_swiglu(h_, L.gate_up_proj, gate_up_, act_, T, H, I);
-    }
-    if (L.moe) {
-      // tmp_ holds the experts' weighted sum
-    } else if (L.down_q.format != WeightFormat::dense) {
-      quant_linear(*gemm_, act_, L.down_q, nullptr, tmp_, T, quant_scratch_, stream_);
-    } else {
-      gemm_->linear(act_, L.down_proj, tmp_, T, I, H);
-    }
-    if (l + 1 < c.num_hidden_layers)
-      add_rmsnorm(x_, tmp_, next_norm, h_, T, H, eps, stream_);
-    else
-      add_residual(x_, tmp_, T * H, stream_);
+      layer_tail(L, l, T, next_norm);
   }
   // final norm and lm_head on the rows that want logits
   gather_rows(x_, logit_rows, n_logits, H, xl_, stream_);
   rmsnorm(xl_, norm_, h_, n_logits, H, eps, stream_);
   gemm_->linear_f32(h_, lm_head_, logits_, n_logits, H, c.vocab_size);
+}
+
+void CudaBackend::attention_block(const DeviceLayer& L, int64_t l, int64_t T, int n_plans,
+                                  const AttnShape& shape, const NormChain* nc) {
+  const ModelConfig& c = cfg_;
+  const int64_t H = c.hidden_size, hd = c.head_dim;
+  const int64_t nh = c.num_attention_heads, kvh = c.num_key_value_heads;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const int32_t* pos = st_->dev + st_->tcap;
+  const int32_t* slot = st_->dev + 2 * st_->tcap;
+  bf16* layer_pool = pool_ + l * layout_.layer_elems();
+  // qkv (+ bias; the input norm's 1 / RMS fused after layer 0), (q/k norm), K/V append with
+  // RoPE, attention into attn_
+  const bool qkv_quant = L.qkv_q.format != WeightFormat::dense;
+  if (nc && qkv_quant)
+    skinny_quant_linear(h_, L.qkv_q, L.qkv_bias, qkv_, T, quant_scratch_, stream_,
+                        l > 0 ? nc->norm_in() : SkinnyNormIn{});
+  else if (qkv_quant)
+    quant_linear(*gemm_, h_, L.qkv_q, L.qkv_bias, qkv_, T, quant_scratch_, stream_);
+  else if (nc && l > 0)
+    skinny_linear(h_, L.qkv_proj, L.qkv_bias, qkv_, nullptr, T, H, qkv_dim_, stream_,
+                  nc->norm_in());
+  else
+    gemm_->linear(h_, L.qkv_proj, qkv_, T, H, qkv_dim_, L.qkv_bias);
+  if (fused_append_) {  // q/k norm + K/V append inside the attention (one launch less)
+    AttnAppend app;
+    app.pool = layer_pool;
+    app.w_q = L.q_norm;
+    app.w_k = L.k_norm;
+    app.eps = eps;
+    app.k_col = nh * hd;
+    app.v_col = (nh + kvh) * hd;
+    hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[0], attn_, stream_, &app);
+    if (sc_->active)  // q in qkv_ is before its q-norm here
+      layer_attention_scores(qkv_, shape, layer_pool, layout_, rope_, L.q_norm, eps, sc_->view,
+                             stream_);
+    return;
+  }
+  if (L.q_norm)
+    qk_norm_kv_append(qkv_, qkv_dim_, nh, T, L.q_norm, L.k_norm, eps, pos, slot, layer_pool,
+                      layout_, rope_, attn_factor_, stream_);
+  else
+    kv_append(qkv_, qkv_dim_, nh * hd, (nh + kvh) * hd, T, pos, slot, layer_pool, layout_, rope_,
+              attn_factor_, stream_);
+  for (int k = 0; k < n_plans; ++k)
+    hogwild_attention(qkv_, shape, layer_pool, layout_, rope_, plans_[k], attn_, stream_);
+  if (sc_->active)
+    layer_attention_scores(qkv_, shape, layer_pool, layout_, rope_, nullptr, eps, sc_->view,
+                           stream_);
+}
+
+void CudaBackend::fused_layer_tail(const DeviceLayer& L, int64_t l, int64_t T,
+                                   const bf16* next_norm, NormChain& nc) {
+  const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size;
+  const int64_t nh_hd = cfg_.num_attention_heads * cfg_.head_dim;
+  if (L.o_q.format != WeightFormat::dense)
+    skinny_quant_residual(attn_, L.o_q, T, nc.residual_out(L.post_attention_layernorm), h_,
+                          quant_scratch_, stream_);
+  else
+    skinny_residual(attn_, L.o_proj, T, nh_hd, H, nc.residual_out(L.post_attention_layernorm), h_,
+                    stream_);
+  if (L.moe) {
+    // two statements: the consumer's slot is read before the next producer takes its own
+    // (the order in which a call's arguments are evaluated is unspecified)
+    const SkinnyNormIn norm = nc.norm_in();
+    moe_block(L, l, T, norm, nc.residual_out(next_norm));
+    return;
+  }
+  // mlp block: gate/up with SwiGLU, down (each with its norm half fused)
+  if (L.gate_up_q.format != WeightFormat::dense)
+    skinny_quant_swiglu(h_, L.gate_up_q, act_, T, quant_scratch_, stream_, nc.norm_in());
+  else
+    skinny_swiglu(h_, L.gate_up_proj, act_, T, H, I, stream_, nc.norm_in());
+  if (L.down_q.format != WeightFormat::dense)
+    skinny_quant_residual(act_, L.down_q, T, nc.residual_out(next_norm), h_, quant_scratch_,
+                          stream_);
+  else
+    skinny_residual(act_, L.down_proj, T, I, H, nc.residual_out(next_norm), h_, stream_);
+}
+
+void CudaBackend::layer_tail(const DeviceLayer& L, int64_t l, int64_t T, const bf16* next_norm) {
+  const ModelConfig& c = cfg_;
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t nh_hd = c.num_attention_heads * c.head_dim;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  if (L.o_q.format != WeightFormat::dense)
+    quant_linear(*gemm_, attn_, L.o_q, nullptr, tmp_, T, quant_scratch_, stream_);
+  else
+    gemm_->linear(attn_, L.o_proj, tmp_, T, nh_hd, H);
+  add_rmsnorm(x_, tmp_, L.post_attention_layernorm, h_, T, H, eps, stream_);
+  // mlp block: gate/up with SwiGLU, down (a MoE block leaves the experts' weighted sum in tmp_);
+  // residual add fused with the next layer's input norm
+  if (L.moe) {
+    moe_block(L, l, T, {}, {});
+  } else {
+    if (L.gate_up_q.format != WeightFormat::dense) {
+      quant_linear(*gemm_, h_, L.gate_up_q, nullptr, gate_up_, T, quant_scratch_, stream_);
+      swiglu(gate_up_, act_, T, I, stream_);
+    } else {
+      gemm_->linear_swiglu(h_, L.gate_up_proj, gate_up_, act_, T, H, I);
+    }
+    if (L.down_q.format != WeightFormat::dense)
+      quant_linear(*gemm_, act_, L.down_q, nullptr, tmp_, T, quant_scratch_, stream_);
+    else
+      gemm_->linear(act_, L.down_proj, tmp_, T, I, H);
+  }
+  if (l + 1 < c.num_hidden_layers)
+    add_rmsnorm(x_, tmp_, next_norm, h_, T, H, eps, stream_);
+  else
+    add_residual(x_, tmp_, T * H, stream_);
 }
 
 void CudaBackend::execute(int64_t T, int64_t n_logits) {
