@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "hogwild/batch.h"
 #include "hogwild/kv_budget.h"
+#include "hogwild/method.h"
 #include "hogwild/request_check.h"
 #include "sampling/stop_policy.h"
 
@@ -25,7 +26,8 @@ Session::Session(Backend& backend, const TextCodec& codec, const Formatting& for
   opt_.snapshots.erase(std::unique(opt_.snapshots.begin(), opt_.snapshots.end()),
                        opt_.snapshots.end());
   collab_every_ = opt_.collab_every >= 0 ? opt_.collab_every : fmt_.collab_check.every;
-  if (opt_.skeleton) collab_every_ = 0;  // no collaboration to check
+  method_ = SessionMethod::make(opt_);
+  if (!method_->collaborates()) collab_every_ = 0;  // no collaboration to check
   max_context_ = opt_.max_context > 0 ? opt_.max_context : be_.config().max_position_embeddings;
   if (fmt_.finisher.suffix.empty())
     fail("formatting '{}': finisher.suffix is empty; the finisher needs text to continue from",
@@ -44,6 +46,8 @@ Session::Session(Backend& backend, const TextCodec& codec, const Formatting& for
         opt_.kv.budget);
   scores_ = ScoreWindow(opt_.kv.window);
 }
+
+Session::~Session() = default;
 
 std::string Session::raise_context_hint() const {
   const int64_t model = be_.config().max_position_embeddings;
@@ -220,7 +224,7 @@ void Session::start(const std::vector<int32_t>& prompt) {
   protected_.assign(1, TokenRange{0, static_cast<int64_t>(prompt.size())});  // prompt and rules
   result_ = SessionResult{};
   result_.tokens_per_worker.assign(opt_.n_workers, 0);
-  if (independent()) result_.workers.assign(opt_.n_workers, WorkerResult{});
+  method_->start_result(result_, opt_.n_workers);
   result_.prompt_tokens = static_cast<int64_t>(prompt.size());
   workers_.assign(opt_.n_workers, WorkerState{});
   phase_ = Phase::prefill;
@@ -321,10 +325,7 @@ bool Session::plan_prefill(SessionStep& step, int64_t max_prompt_tokens) {
     // Workers whose first step opens with nothing continue the prompt directly (formatting
     // "plain"): they draw from the prompt row on the host.
     for (int w = 0; w < n; ++w)
-      if (opt_.skeleton
-              ? w == 0 && fmt_.sot.outline_prefix.empty()
-              : fmt_.step_start(opt_.layout == Layout::independent ? 0 : w, 1, false).empty())
-        step.host_logits = true;
+      if (method_->continues_prompt(*this, w)) step.host_logits = true;
     if (!step.host_logits) step.sampling.push_back(RowSampling{});  // drawn, not used
   }
   assign_indices(step);
@@ -376,10 +377,7 @@ void Session::complete_prefill(SessionStep& step, StepReport& rep) {
   phase_ = Phase::decode;
   decode_start_ = std::chrono::steady_clock::now();
   const int n = opt_.n_workers;
-  if (opt_.skeleton)
-    sot_start();
-  else
-    for (int w = 0; w < n; ++w) start_step(w, true);
+  method_->begin(*this);
   // A worker with an empty step opening continues the prompt directly (formatting "plain").
   bool stop = false;
   for (int w = 0; w < n && !stop; ++w)
@@ -408,7 +406,7 @@ void Session::end_decoding() {
   result_.decode_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start_).count() -
       result_.finisher_seconds;
-  if (independent()) finish_independent();
+  method_->on_decoding_end(*this);
   if (!result_.answer && result_.stop_reason != StopReason::interrupted && opt_.finisher) {
     begin_finisher(serial_, true);
     return;
@@ -417,17 +415,9 @@ void Session::end_decoding() {
 }
 
 void Session::finalize() {
-  if (independent()) vote_independent();
-  for (; next_snapshot_ < opt_.snapshots.size(); ++next_snapshot_) {  // budgets past the end
-    for (int w = independent() ? 0 : -1; w < (independent() ? opt_.n_workers : 0); ++w) {
-      FinisherResult f;
-      f.serial_step = opt_.snapshots[next_snapshot_];
-      f.answer = w >= 0 ? result_.workers[w].answer : result_.answer;
-      f.reached = false;
-      f.worker = w;
-      result_.snapshots.push_back(f);
-    }
-  }
+  method_->settle(result_);
+  for (; next_snapshot_ < opt_.snapshots.size(); ++next_snapshot_)  // budgets past the end
+    method_->unreached_snapshot(result_, opt_.snapshots[next_snapshot_]);
   result_.serial_steps = serial_;
   result_.history_text = codec_.bytes(block_tokens_[history_]);
   for (BlockId b : closing_) result_.history_text += codec_.bytes(block_tokens_[b]);

@@ -8,8 +8,10 @@
 // three for one session alone.
 //
 // Life of a run (session.cpp; the serial steps in session_decode.cpp, the finisher in
-// session_finisher.cpp, the independent layout's rules in independent.cpp, Skeleton-of-Thought's
-// phases in skeleton.cpp):
+// session_finisher.cpp). What differs between the generation methods is the session's method
+// (method.h, docs/ARCHITECTURE.md §4 "Methods"), which the session asks at fixed points: plain
+// Hogwild!'s rules (method.cpp), the independent layout's (independent.cpp) and
+// Skeleton-of-Thought's phases (skeleton.cpp):
 //   prefill   the prompt into the history block, in chunks of at most the caller's prompt-token
 //             budget per forward; the LAST chunk also writes every constant layout text (others'
 //             header, separator, separator + own header) into its own block, by a pseudo-writer
@@ -38,34 +40,36 @@
 // Tokens that were sampled but not yet fed when the finisher runs (the last round's) are not part
 // of the finisher's text.
 //
-// Independent layout (self-consistency with the prompt's KV shared; layout.h): each worker sees
-// only [history][its own output] and writes under worker 0's step prefix (every worker is one
-// independent solver; the prompt is the single-worker one). Stopping is per worker: a worker whose
-// finished step holds an answer, or that emits EOS (when allowed), stops; the others go on; the
-// collaboration check counts each worker's own tokens. The run ends when every worker stopped, or
-// at the budget. The finisher runs per worker that has no answer, over [history][its own
-// output][sep][suffix] (all of them in one forward), at every snapshot and at the end; the
-// result's `workers` holds each worker's outcome and `answer` their plain vote (answer.h
-// majority_answer, identical texts). Worker w with seed s draws exactly what a one-worker session
-// with seed s + w draws.
+// Independent layout (method.h IndependentMethod; self-consistency with the prompt's KV shared;
+// layout.h): each worker sees only [history][its own output] and writes under worker 0's step
+// prefix (every worker is one independent solver; the prompt is the single-worker one). Stopping is
+// per worker: a worker whose finished step holds an answer, or that emits EOS (when allowed),
+// stops; the others go on; the collaboration check counts each worker's own tokens. The run ends
+// when every worker stopped, or at the budget. The finisher runs per worker that has no answer,
+// over [history][its own output][sep][suffix] (all of them in one forward), at every snapshot and
+// at the end; the result's `workers` holds each worker's outcome and `answer` their plain vote
+// (answer.h majority_answer, identical texts). Worker w with seed s draws exactly what a one-worker
+// session with seed s + w draws.
 //
-// Skeleton-of-Thought (SessionOptions::skeleton, independent layout, n_workers = the most points;
-// formatting "sot"): phase outline: worker 0 alone writes the outline after sot.outline_prefix;
-// it ends at the first step separator (or EOS, or sot.outline_max_tokens). Its block then closes
-// and joins the history exactly like a finished step (layout.h "closing"), and its numbered points
-// (skeleton.h parse_outline, at most n_workers) go to workers 0..K-1. Phase expand: worker k
-// writes point k+1 after sot.point_prefix in a new block, its view [history = prompt + outline]
-// [own expansion]; an expansion ends at its first step end (or EOS). A finished expansion's last
-// token waits. Phase answer, when no expansion runs: the expansions close together (their waiting
-// last tokens fed, no rows; point order) and join the history, and worker 0 opens the answer step
-// (sot.answer_prefix) in the same forward, its view [history][closing expansions...][answer].
-// From there on the usual rules: a finished step with an answer ends the run, the budget ends it
-// with the finisher (the linearised text of every phase). Every phase is counted in serial steps.
+// Skeleton-of-Thought (method.h SkeletonMethod; SessionOptions::skeleton, independent layout,
+// n_workers = the most points; formatting "sot"): phase outline: worker 0 alone writes the outline
+// after sot.outline_prefix; it ends at the first step separator (or EOS, or
+// sot.outline_max_tokens). Its block then closes and joins the history exactly like a finished step
+// (layout.h "closing"), and its numbered points (skeleton.h parse_outline, at most n_workers) go to
+// workers 0..K-1. Phase expand: worker k writes point k+1 after sot.point_prefix in a new block,
+// its view [history = prompt + outline] [own expansion]; an expansion ends at its first step end
+// (or EOS). A finished expansion's last token waits. Phase answer, when no expansion runs: the
+// expansions close together (their waiting last tokens fed, no rows; point order) and join the
+// history, and worker 0 opens the answer step (sot.answer_prefix) in the same forward, its view
+// [history][closing expansions...][answer]. From there on the usual rules: a finished step with an
+// answer ends the run, the budget ends it with the finisher (the linearised text of every phase).
+// Every phase is counted in serial steps.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -308,6 +312,8 @@ struct SessionResult {
   int summaries_started = 0;
 };
 
+class SessionMethod;
+
 class Session {
  public:
   /// Throws hogwild::Error for bad options (worker count, budget, snapshots, empty finisher).
@@ -315,7 +321,7 @@ class Session {
   /// creates are used only by it.
   Session(Backend& backend, const TextCodec& codec, const Formatting& formatting,
           SessionOptions options, TokenPicker& picker);
-  ~Session() = default;
+  ~Session();
 
   void set_observer(SessionObserver* obs) { obs_ = obs; }
   /// Runs to the end alone (start, then plan / run_forward / complete until finished). Callable
@@ -400,6 +406,11 @@ class Session {
   const std::vector<int32_t>& forbidden_ids() const { return forbidden_ids_; }
 
  private:
+  // The generation methods act on the session's workers and result (method.h).
+  friend class HogwildMethod;
+  friend class IndependentMethod;
+  friend class SkeletonMethod;
+
   enum class Phase { idle, prefill, decode, finisher, done };
   struct Feed {
     int32_t token;
@@ -430,8 +441,6 @@ class Session {
     bool final = false;
     bool done = false;
   };
-  enum class SotPhase { off, outline, expand, answer };
-
   void build_forbidden();
   // The history block and the constant blocks (before the prefill's first forward).
   void create_blocks();
@@ -468,19 +477,15 @@ class Session {
   void start_step(int w, bool first);
   // Opens worker w's step number step+1 in `block` with `text` (queued as step_start feeds).
   void open_step(int w, BlockId block, const std::string& text, bool collab_check);
-  // The independent layout without skeleton: per-worker stopping and vote (independent.cpp).
-  bool independent() const { return opt_.layout == Layout::independent && !opt_.skeleton; }
-  bool stop_worker(int w, StopReason reason, const std::optional<std::string>& answer,
-                   StepReport& rep);
-  void stop_long_views();
-  void finish_independent();
-  void vote_independent();
-  // Skeleton-of-Thought phases (skeleton.cpp).
-  void sot_start();
-  bool sot_outline_token(int w, bool eos, StepReport& rep);
-  bool sot_expansion_end(int w);
-  void sot_begin_answer();
-  // Handles worker w's sampled token; returns true when the run must stop (answer found).
+  // Worker w's finished step closes (it joins the history after the next forward; not in the
+  // contiguous and independent layouts) and its next step opens.
+  void next_step(int w);
+  // Worker w's step ended: counted and reported (on_step_end); returns the answer it holds.
+  std::optional<std::string> step_ended(int w, StepReport& rep);
+  // Worker w's answer ends the run for all; returns true (the run stops).
+  bool end_with_answer(int w, const std::optional<std::string>& answer, StepReport& rep);
+  // Handles worker w's sampled token by the session's rules and its method's (method.h); returns
+  // true when the run must stop (answer found).
   bool on_sampled(int w, int32_t token, StepReport& rep);
   void count_unfed(int w, int32_t token, StepReport& rep);
   /// One more token generated by worker w, in every count (worker, result, report, session).
@@ -536,7 +541,8 @@ class Session {
   std::vector<std::pair<std::string, std::string>> notes_;      // (author, note text) not yet fed
   std::vector<std::pair<BlockId, std::string>> feeding_notes_;  // fed in the planned forward
   std::vector<Finisher> finishers_;
-  SotPhase sot_ = SotPhase::off;
+  // The generation method (method.h): plain Hogwild!, independent samples or Skeleton-of-Thought.
+  std::unique_ptr<SessionMethod> method_;
   // KV budget (forgetting.h): history ranges never forgotten (prompt, step openings, notes), the
   // tokens each step block opened with (by BlockId), the scores' window and the gaps so far.
   std::vector<TokenRange> protected_;

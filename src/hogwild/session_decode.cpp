@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "hogwild/answer.h"
 #include "hogwild/kv_budget.h"
+#include "hogwild/method.h"
 #include "hogwild/session.h"
 #include "hogwild/steps.h"
 
@@ -55,7 +56,7 @@ bool Session::plan_decode(SessionStep& step) {
   };
   if (opt_.interrupt && opt_.interrupt->load()) return end(StopReason::interrupted);
   if (opt_.budget > 0 && serial_ >= opt_.budget) return end(StopReason::budget);
-  if (independent()) stop_long_views();
+  method_->before_forward(*this);
   ForwardBatch& batch = step.batch;
   for (int w = 0; w < n; ++w) {
     const WorkerState& ws = workers_[w];
@@ -344,24 +345,14 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
     ws.active = false;
     summary_abandoned(w);
     if (obs_) obs_->on_token(ev);
-    if (sot_ == SotPhase::outline) return sot_outline_token(w, true, rep);
-    auto answer = step_answer(ws.step_bytes, fmt_.answer);
-    rep.steps_finished += 1;
-    if (obs_) obs_->on_step_end(w, ws.step, ws.step_bytes, answer);
-    if (sot_ == SotPhase::expand) return sot_expansion_end(w);
-    if (independent()) return stop_worker(w, StopReason::eos, answer, rep);
-    if (answer && opt_.stop_on_answer) {
-      result_.answer = answer;
-      result_.answer_worker = w;
-      rep.answer = true;
-      return true;
-    }
-    return false;
+    if (method_->take_token(*this, w, true, rep)) return false;
+    const std::optional<std::string> answer = step_ended(w, rep);
+    return method_->on_eos(*this, w, answer, rep);
   }
   if (obs_) obs_->on_token(ev);
   ws.step_bytes += ev.bytes;
   ws.feed.push_back({token, ws.cur, ws.step, FeedRole::generated});
-  if (sot_ == SotPhase::outline) return sot_outline_token(w, false, rep);
+  if (method_->take_token(*this, w, false, rep)) return false;
   StepEnd end = find_step_end(ws.step_bytes, ev.bytes.size(), fmt_.step_separator);
   if (w == summary_worker_ && ws.cur == summary_block_ &&
       ++summary_generated_ >= fmt_.summary.max_tokens && !end.ended) {
@@ -378,23 +369,30 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
     ws.active = false;
     ws.capped = true;
     ws.feed.clear();  // the worker stops; its last token is not fed (as after EOS)
-    if (independent()) return stop_worker(w, StopReason::max_tokens, std::nullopt, rep);
-    if (sot_ == SotPhase::expand) return sot_expansion_end(w);
-    return false;
+    return method_->on_token_cap(*this, w, rep);
   }
   if (!end.ended) return false;
-  auto answer = step_answer(ws.step_bytes, fmt_.answer);
+  const std::optional<std::string> answer = step_ended(w, rep);
+  return method_->on_step_end(*this, w, answer, rep);
+}
+
+std::optional<std::string> Session::step_ended(int w, StepReport& rep) {
+  const WorkerState& ws = workers_[w];
+  std::optional<std::string> answer = step_answer(ws.step_bytes, fmt_.answer);
   rep.steps_finished += 1;
   if (obs_) obs_->on_step_end(w, ws.step, ws.step_bytes, answer);
-  if (sot_ == SotPhase::expand) return sot_expansion_end(w);
-  if (independent() && answer && opt_.stop_on_answer)
-    return stop_worker(w, StopReason::answer, answer, rep);
-  if (answer && opt_.stop_on_answer) {
-    result_.answer = answer;
-    result_.answer_worker = w;
-    rep.answer = true;
-    return true;
-  }
+  return answer;
+}
+
+bool Session::end_with_answer(int w, const std::optional<std::string>& answer, StepReport& rep) {
+  result_.answer = answer;
+  result_.answer_worker = w;
+  rep.answer = true;
+  return true;
+}
+
+void Session::next_step(int w) {
+  const WorkerState& ws = workers_[w];
   if (opt_.layout != Layout::contiguous && opt_.layout != Layout::independent) {
     // Finishing order, ties by worker index; except that a summary joins the history after the
     // steps that end in the same serial step (it sums them up too: it read all but their last
@@ -405,7 +403,6 @@ bool Session::on_sampled(int w, int32_t token, StepReport& rep) {
                           {w, ws.step});
   }
   start_step(w, false);
-  return false;
 }
 
 void Session::summary_abandoned(int w) {

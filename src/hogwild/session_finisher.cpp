@@ -1,9 +1,11 @@
 // The session's finisher (session.h): begun at a snapshot or at the end of the run, one
-// temporary block per finisher (the independent layout: one per worker without an answer, all in
-// the same forwards), greedy decoding of the formatting's suffix continuation, then the result.
+// temporary block per finisher (the workers the method names, SessionMethod::finisher_workers:
+// one for the whole run, or one per worker without an answer, all in the same forwards), greedy
+// decoding of the formatting's suffix continuation, then the result.
 #include <algorithm>
 
 #include "hogwild/answer.h"
+#include "hogwild/method.h"
 #include "hogwild/session.h"
 
 namespace hogwild {
@@ -28,8 +30,7 @@ void Session::plan_finisher(SessionStep& step) {
 void Session::begin_finisher(int64_t serial_step, bool final) {
   finishers_.clear();
   const LayoutState state = layout_state();  // closing steps (last token not fed) read as history
-  for (int w = independent() ? 0 : -1; w < (independent() ? opt_.n_workers : 0); ++w) {
-    if (w >= 0 && result_.workers[w].answer) continue;  // a worker's own answer needs no finisher
+  for (int w : method_->finisher_workers(*this)) {
     Finisher f;
     f.state = state;
     f.worker = w;
@@ -41,7 +42,7 @@ void Session::begin_finisher(int64_t serial_step, bool final) {
     finishers_.push_back(std::move(f));
   }
   phase_ = Phase::finisher;
-  if (finishers_.empty()) {  // independent: every worker has its answer
+  if (finishers_.empty()) {  // the method wants none (independent: every worker has its answer)
     if (final) return finalize();
     phase_ = Phase::decode;
     advance();
@@ -112,15 +113,7 @@ void Session::complete_finisher(SessionStep& step, StepReport& rep) {
   std::vector<Finisher> done = std::move(finishers_);
   finishers_.clear();
   if (done.front().final) {
-    for (Finisher& f : done) {
-      if (f.worker >= 0) {
-        result_.workers[f.worker].answer = f.result.answer;
-        result_.workers[f.worker].finisher = std::move(f.result);
-      } else {
-        result_.finisher = f.result;
-        result_.answer = f.result.answer;
-      }
-    }
+    for (Finisher& f : done) method_->take_final(result_, std::move(f.result));
     finalize();
     return;
   }

@@ -1,9 +1,10 @@
-// Skeleton-of-Thought phases of a Session (session.h, "Skeleton-of-Thought") and the outline
-// reader (skeleton.h).
+// Skeleton-of-Thought: the outline reader (skeleton.h) and the method's phases (method.h
+// SkeletonMethod; session.h, "Skeleton-of-Thought").
 #include "hogwild/skeleton.h"
 
 #include <cctype>
 
+#include "hogwild/method.h"
 #include "hogwild/session.h"
 
 namespace hogwild {
@@ -39,73 +40,102 @@ std::vector<std::string> parse_outline(std::string_view outline, int max_points)
   return points;
 }
 
+bool SkeletonMethod::continues_prompt(const Session& s, int w) const {
+  return w == 0 && s.fmt_.sot.outline_prefix.empty();
+}
+
 // After the prefill: worker 0 opens the outline; the others wait for their points.
-void Session::sot_start() {
-  sot_ = SotPhase::outline;
-  for (size_t w = 1; w < workers_.size(); ++w) workers_[w].active = false;
-  open_step(0, new_block(), fmt_.sot.outline_prefix, false);
+void SkeletonMethod::begin(Session& s) {
+  phase_ = Phase::outline;
+  for (size_t w = 1; w < s.workers_.size(); ++w) s.workers_[w].active = false;
+  s.open_step(0, s.new_block(), s.fmt_.sot.outline_prefix, false);
+}
+
+// The outline's tokens are the phase's own: its end is not a step end of the usual rules.
+bool SkeletonMethod::take_token(Session& s, int w, bool eos, StepReport& rep) {
+  if (phase_ != Phase::outline) return false;
+  outline_token(s, w, eos, rep);
+  return true;
+}
+
+bool SkeletonMethod::on_step_end(Session& s, int w, const std::optional<std::string>& answer,
+                                 StepReport& rep) {
+  if (phase_ != Phase::expand) return HogwildMethod::on_step_end(s, w, answer, rep);
+  expansion_end(s, w);
+  return false;
+}
+
+bool SkeletonMethod::on_eos(Session& s, int w, const std::optional<std::string>& answer,
+                            StepReport& rep) {
+  if (phase_ != Phase::expand) return HogwildMethod::on_eos(s, w, answer, rep);
+  expansion_end(s, w);
+  return false;
+}
+
+bool SkeletonMethod::on_token_cap(Session& s, int w, StepReport&) {
+  if (phase_ == Phase::expand) expansion_end(s, w);
+  return false;
 }
 
 // A token of the outline was handled (fed next, or EOS). At the outline's end its block closes
 // (it joins the history in the next forward, as a finished step does) and the expansions open.
-bool Session::sot_outline_token(int w, bool eos, StepReport& rep) {
-  WorkerState& ws = workers_[w];
-  const size_t opened = fmt_.sot.outline_prefix.size();
-  const bool ended = eos || ws.step_bytes.find(fmt_.step_separator, opened) != std::string::npos ||
-                     ws.generated >= fmt_.sot.outline_max_tokens;
-  if (!ended) return false;
+void SkeletonMethod::outline_token(Session& s, int w, bool eos, StepReport& rep) {
+  const Formatting& fmt = s.fmt_;
+  Session::WorkerState& ws = s.workers_[w];
+  const size_t opened = fmt.sot.outline_prefix.size();
+  const bool ended = eos || ws.step_bytes.find(fmt.step_separator, opened) != std::string::npos ||
+                     ws.generated >= fmt.sot.outline_max_tokens;
+  if (!ended) return;
   rep.steps_finished += 1;
-  if (obs_) obs_->on_step_end(w, ws.step, ws.step_bytes, std::nullopt);
-  result_.outline_points = parse_outline(ws.step_bytes, opt_.n_workers);
-  closing_.push_back(ws.cur);
-  closing_steps_.emplace_back(w, ws.step);
+  if (s.obs_) s.obs_->on_step_end(w, ws.step, ws.step_bytes, std::nullopt);
+  s.result_.outline_points = parse_outline(ws.step_bytes, s.opt_.n_workers);
+  s.closing_.push_back(ws.cur);
+  s.closing_steps_.emplace_back(w, ws.step);
   ws.cur = -1;
   ws.active = true;
-  sot_ = SotPhase::expand;
-  const std::vector<std::string>& points = result_.outline_points;
+  phase_ = Phase::expand;
+  const std::vector<std::string>& points = s.result_.outline_points;
   if (points.empty()) {  // nothing to expand: the answer follows the outline
-    sot_begin_answer();
-    return false;
+    begin_answer(s);
+    return;
   }
   for (size_t k = 0; k < points.size(); ++k) {
-    workers_[k].active = true;
-    open_step(static_cast<int>(k), new_block(),
-              fmt_.point_prefix(static_cast<int>(k) + 1, points[k]), false);
+    s.workers_[k].active = true;
+    s.open_step(static_cast<int>(k), s.new_block(),
+                fmt.point_prefix(static_cast<int>(k) + 1, points[k]), false);
   }
-  return false;
 }
 
 // Worker w's expansion ended (its last token, if any, waits in its feed). When no expansion is
 // running any more, the answer phase begins.
-bool Session::sot_expansion_end(int w) {
-  workers_[w].active = false;
-  for (const WorkerState& ws : workers_)
-    if (ws.active) return false;
-  sot_begin_answer();
-  return false;
+void SkeletonMethod::expansion_end(Session& s, int w) {
+  s.workers_[w].active = false;
+  for (const Session::WorkerState& ws : s.workers_)
+    if (ws.active) return;
+  begin_answer(s);
 }
 
 // Every expansion closes in point order (its waiting last token fed in the next forward, without
 // a row) and joins the history; worker 0 opens the answer step in that same forward.
-void Session::sot_begin_answer() {
-  for (size_t k = 0; k < workers_.size(); ++k) {
-    WorkerState& ws = workers_[k];
+void SkeletonMethod::begin_answer(Session& s) {
+  for (size_t k = 0; k < s.workers_.size(); ++k) {
+    Session::WorkerState& ws = s.workers_[k];
     if (ws.cur < 0) continue;
-    closing_.push_back(ws.cur);
-    closing_steps_.emplace_back(static_cast<int>(k), ws.step);
+    s.closing_.push_back(ws.cur);
+    s.closing_steps_.emplace_back(static_cast<int>(k), ws.step);
     ws.drain = !ws.feed.empty();
     ws.cur = -1;
   }
-  sot_ = SotPhase::answer;
-  WorkerState& w0 = workers_[0];
-  if (opt_.max_tokens_per_worker > 0 && w0.generated >= opt_.max_tokens_per_worker) {
-    result_.stop_reason =
-        StopReason::max_tokens;  // no answer step: the finisher reads the expansions
-    stop_ = true;
+  phase_ = Phase::answer;
+  Session::WorkerState& w0 = s.workers_[0];
+  if (s.opt_.max_tokens_per_worker > 0 && w0.generated >= s.opt_.max_tokens_per_worker) {
+    // No answer step: the finisher reads the expansions.
+    s.result_.stop_reason = StopReason::max_tokens;
+    s.stop_ = true;
     return;
   }
   w0.active = true;
-  open_step(0, new_block(), fmt_.sot.answer_prefix, false);
+  s.open_step(0, s.new_block(), s.fmt_.sot.answer_prefix, false);
 }
 
 }  // namespace hogwild
