@@ -4,7 +4,11 @@
 // this binary has the CUDA backend and a GPU is usable. --hf-baseline (CUDA only) also runs HF
 // transformers on the same presets and shapes (tools/hf_baseline.py: W independent sequences, each
 // with its own copy of the context's KV) after hogwild's runs, and adds its tok/s to every row.
+// --kv-budgets B...: instead of the sweep, the KV budget's speed benchmark on one -m model
+// (src/bench/kv_budget_bench.h): a real session of -w workers per budget, step time against
+// serial steps and the share of it spent choosing what to forget.
 #include <fmt/format.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +26,7 @@
 #include "bench/cpu_bench.h"
 #include "bench/cuda_bench.h"
 #include "bench/decode_bench.h"
+#include "bench/kv_budget_bench.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/json_text.h"
@@ -127,6 +132,9 @@ struct BenchArgs {
   std::string quant;
   int64_t group_size = 128;
   bool desc_act = false;
+  // --kv-budgets (bench/kv_budget_bench.h); the defaults are KvBudgetBenchOptions'.
+  bench::KvBudgetBenchOptions kv;
+  bool no_scored_row = false;
   // The options whose presence matters (count() > 0), set by add_bench_flags.
   CLI::Option* repeat_opt = nullptr;
   CLI::Option* kv_opt = nullptr;
@@ -172,6 +180,23 @@ void add_bench_flags(CLI::App* cmd, BenchArgs& a) {
                                 "group size of --quant awq|gptq: a multiple of 32, or -1 for one "
                                 "group");
   cmd->add_flag("--desc-act", a.desc_act, "with --quant gptq: act-order (a permuted input)");
+  cmd->add_option("--kv-budgets", a.kv.budgets,
+                  "KV budget benchmark instead of the sweep: one session of -w workers (default "
+                  "4) on the -m model per budget, in tokens of the shared history still read (0 = "
+                  "no budget), e.g. 0 4096 8192 16384")
+      ->expected(1, -1)
+      ->default_str("");
+  cmd->add_option("--serial-steps", a.kv.serial_steps,
+                  "with --kv-budgets: serial steps per session");
+  cmd->add_option("--step-every", a.kv.step_every,
+                  "with --kv-budgets: generated tokens per step, after which it ends and joins "
+                  "the shared history");
+  cmd->add_option("--windows", a.kv.windows,
+                  "with --kv-budgets: windows of serial steps reported (median forward time, "
+                  "tokens still read)");
+  cmd->add_flag("--no-scored-row", a.no_scored_row,
+                "with --kv-budgets: no row whose scores are measured but never forget (budget "
+                "2147483647)");
 }
 
 // The flags common to both devices, over either device's defaults in `o`.
@@ -248,6 +273,93 @@ nlohmann::json run_bench(const BenchArgs& a, const std::string& dev) {
   return j;
 }
 
+// The source's commit: "git describe --always --dirty" in the source tree this binary was built
+// from, at run time (what is checked out there now); "" where that is not a git checkout or git is
+// missing.
+std::string source_commit() {
+  const std::string cmd = fmt::format(
+      "git -C '{}' describe --always --dirty --abbrev=12 2>/dev/null", HOGWILD_SOURCE_DIR);
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return "";
+  char buf[128] = {};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, p);
+  const int rc = ::pclose(p);
+  std::string out(buf, n);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return rc == 0 ? out : "";
+}
+
+// This process's command line (/proc/self/cmdline, arguments joined by spaces; those holding a
+// space or a quote in single quotes).
+std::string command_line() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string arg, line;
+  while (std::getline(f, arg, '\0')) {
+    if (arg.find_first_of(" '\"") != std::string::npos) arg = "'" + arg + "'";
+    line += (line.empty() ? "" : " ") + arg;
+  }
+  return line;
+}
+
+// The flags of the decode sweep, which --kv-budgets does not take.
+constexpr const char* kSweepOnlyFlags[] = {"--preset", "--context",        "--sessions",
+                                           "--repeat", "--session-layout", "--hf-baseline",
+                                           "--quant",  "--group-size",     "--desc-act"};
+// The flags of --kv-budgets alone.
+constexpr const char* kKvOnlyFlags[] = {"--serial-steps", "--step-every", "--windows",
+                                        "--no-scored-row"};
+
+// The options of --kv-budgets from the flags: one -m directory, one worker count (default 4),
+// none of the sweep's flags, --kv-tokens not with --device cpu; the rest as
+// check_kv_budget_bench_options says. Throws hogwild::Error naming the flag.
+bench::KvBudgetBenchOptions kv_bench_options(const CLI::App& cmd, const BenchArgs& a) {
+  for (const char* f : kSweepOnlyFlags)
+    if (cmd.count(f) > 0)
+      fail("{} is a flag of the decode sweep; --kv-budgets runs sessions of one -m model", f);
+  if (a.dirs.size() > 1)
+    fail("--kv-budgets runs one model: give one -m directory, not {}", a.dirs.size());
+  if (a.workers.size() > 1)
+    fail("--kv-budgets runs one worker count: give one -w value, not {}", a.workers.size());
+  if (a.device == "cpu" && a.kv_opt->count() > 0)
+    fail(
+        "--kv-tokens sizes the CUDA KV pool; the CPU backend has none, so it cannot be used "
+        "with --device cpu");
+  bench::KvBudgetBenchOptions o = a.kv;
+  o.model_dir = a.dirs.empty() ? "" : a.dirs.front();
+  if (!a.workers.empty()) o.workers = a.workers.front();
+  o.device = a.device;
+  o.kv_tokens = a.kv_tokens;
+  o.scored_row = !a.no_scored_row;
+  bench::check_kv_budget_bench_options(o);
+  return o;
+}
+
+// Prints the results (`table` or JSON, as -o says) and writes --json-file when given.
+void print_results(const BenchArgs& a, const nlohmann::json& j, const std::string& table,
+                   AtomicOutputFile* json_out) {
+  if (a.output == "json")
+    std::printf("%s\n", dump_json(j, 2).c_str());
+  else
+    std::printf("%s", table.c_str());
+  if (json_out) {
+    json_out->write(dump_json(j, 2) + "\n");
+    json_out->commit();
+  }
+}
+
+// `hogwild bench --kv-budgets ...` (bench/kv_budget_bench.h), with the command line and the
+// source's commit in its JSON.
+void run_kv_bench(const CLI::App& cmd, const BenchArgs& a) {
+  const bench::KvBudgetBenchOptions o = kv_bench_options(cmd, a);
+  std::unique_ptr<AtomicOutputFile> json_out;  // a bad path fails before the runs
+  if (!a.json_file.empty())
+    json_out = std::make_unique<AtomicOutputFile>(a.json_file, "--json-file");
+  nlohmann::json j = bench::run_kv_budget_bench(o);
+  j["command"] = command_line();
+  if (const std::string c = source_commit(); !c.empty()) j["commit"] = c;
+  print_results(a, j, bench::kv_budget_table(j), json_out.get());
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app) {
@@ -257,7 +369,10 @@ void register_bench(CLI::App& app) {
       "CPU (table or JSON)");
   auto a = std::make_shared<BenchArgs>();
   add_bench_flags(cmd, *a);
-  cmd->callback([a] {
+  cmd->callback([a, cmd] {
+    if (cmd->count("--kv-budgets") > 0) return run_kv_bench(*cmd, *a);
+    for (const char* f : kKvOnlyFlags)
+      if (cmd->count(f) > 0) fail("{} is a flag of --kv-budgets (the KV budget benchmark)", f);
     std::error_code ec;  // argument checks first: a run takes minutes
     bench::DecodeBenchOptions sweep;
     apply_sweep_flags(*a, sweep);
@@ -273,16 +388,9 @@ void register_bench(CLI::App& app) {
     if (!a->json_file.empty())
       json_out = std::make_unique<AtomicOutputFile>(a->json_file, "--json-file");
     const nlohmann::json j = run_bench(*a, dev);
-    if (a->output == "json") {
-      std::printf("%s\n", dump_json(j, 2).c_str());
-    } else {
-      std::printf("%s", bench::bench_table(j).c_str());
-      if (!a->hf_script.empty()) std::printf("\n%s", hf_table(j).c_str());
-    }
-    if (json_out) {
-      json_out->write(dump_json(j, 2) + "\n");
-      json_out->commit();
-    }
+    std::string table = bench::bench_table(j);
+    if (!a->hf_script.empty()) table += "\n" + hf_table(j);
+    print_results(*a, j, table, json_out.get());
   });
 }
 

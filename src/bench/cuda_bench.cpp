@@ -143,15 +143,20 @@ double measure_copy_bandwidth() {
   return 2.0 * bytes / (median(t) * 1e-3);
 }
 
+std::string cuda_device_name() {
+  cudaDeviceProp prop{};
+  HOGWILD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  return prop.name;
+}
+
 nlohmann::json run_cuda_bench(const CudaBenchOptions& opt) {
   check_decode_bench_options(opt);
   if (!cuda_device_available()) fail("hogwild bench needs a CUDA GPU and none is usable");
-  cudaDeviceProp prop{};
-  HOGWILD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  const std::string device = cuda_device_name();
   const double bw = measure_copy_bandwidth();
   nlohmann::json out;
   out["backend"] = "cuda";
-  out["device"] = prop.name;
+  out["device"] = device;
   out["skinny_gemm"] = opt.skinny_gemm;
   out["programmatic_launch"] = opt.programmatic_launch;
   out["cluster_split"] = opt.cluster_split;

@@ -45,6 +45,10 @@ QuantConfig bench_quant_config(const std::string& quant, int64_t group_size, boo
 /// Measured device-to-device copy bandwidth in bytes/s (bytes read + written over time).
 double measure_copy_bandwidth();
 
+/// The name of CUDA device 0 (cudaDeviceProp::name, e.g. "NVIDIA H100 80GB HBM3"). Throws
+/// hogwild::Error when the CUDA runtime fails.
+std::string cuda_device_name();
+
 /// Runs the sweep; returns {"device", "backend": "cuda", "bandwidth_GBps" (= the copy bandwidth),
 /// "bandwidth_probe", "copy_bandwidth_GBps", "results": [rows of bench/decode_bench.h]} (table:
 /// bench_table). Throws hogwild::Error for bad options, when a model does not fit (before

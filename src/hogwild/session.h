@@ -308,6 +308,11 @@ struct SessionResult {
   // KV budget (SessionOptions::kv): every forgetting, in order, and the history tokens forgotten.
   std::vector<ForgetEvent> forgotten;
   int64_t forgotten_tokens = 0;
+  // KV budget: of decode_seconds, the host time spent after each serial step's promotions
+  // choosing what to forget and forgetting it (evict: the score window, choose_forgotten, the
+  // memory cap, Backend::forget_tokens; summarise: the drop and the trigger). The scores
+  // themselves are measured in the forwards (decode_forward_seconds). 0 without a budget.
+  double forget_seconds = 0;
   // KV budget, summarise-and-drop: summary steps started (one may be unfinished at the end).
   int summaries_started = 0;
 };

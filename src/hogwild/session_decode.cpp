@@ -3,6 +3,7 @@
 // the history, notes, the KV budget's forgetting, then each row's token: step ends, answers,
 // stopping), and how a worker's step opens.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -183,10 +184,15 @@ void Session::complete_decode(SessionStep& step, StepReport& rep) {
   }
   promote_closing(rep);
   append_notes();
-  if (opt_.kv.budget > 0 && opt_.kv.policy == KvPolicy::summarise)
-    summarise_history();
-  else if (opt_.kv.budget > 0)
-    forget_history(step);
+  if (opt_.kv.budget > 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (opt_.kv.policy == KvPolicy::summarise)
+      summarise_history();
+    else
+      forget_history(step);
+    result_.forget_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   bool stop = false;
   for (size_t r = 0; r < step.rows.size(); ++r) {
     int32_t t;
