@@ -38,7 +38,7 @@ struct ProblemRequest {
   int64_t collab_every = -1;       // tokens between collaboration checks; -1 = formatting's
   int64_t max_context = 0;         // tokens in a view; 0 = the model's
   // Tokens of the shared history still read (SessionOptions::kv, hogwild/forgetting.h); 0 = no
-  // budget. The CPU backend only, for now.
+  // budget. Needs a backend that can forget (Backend::can_forget: CPU and CUDA).
   int64_t kv_budget = 0;
   int64_t kv_chunk = 0;     // tokens forgotten together (ForgetPolicy::chunk); 0 = its default
   std::string kv_policy;    // evict or summarise (ForgetPolicy::policy); "" = evict
