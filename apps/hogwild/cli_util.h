@@ -154,14 +154,18 @@ inline std::vector<ListPart> parse_whole_list(const std::string& text) {
 
 /// The serial steps of a comma-separated list ("256,512"), for --snapshots (run) and --budgets
 /// (eval): throws hogwild::Error "FLAG: 'x' is not a whole number; ..." for a part that is no
-/// number, and the table's sentence (RequestField::snapshot) for one out of its range.
+/// number, and "FLAG: " + the table's sentence (RequestField::snapshot) for one out of its range.
 inline std::vector<int64_t> parse_step_list(const std::string& text, const char* flag) {
   std::vector<int64_t> steps;
   for (const ListPart& p : parse_whole_list(text)) {
     if (!p.value)
       fail("{}: '{}' is not a whole number; give serial steps in {}, e.g. 256,512", flag, p.text,
            range_text(RequestField::snapshot));
-    check_field(RequestField::snapshot, *p.value);
+    try {
+      check_field(RequestField::snapshot, *p.value);
+    } catch (const RequestError& e) {
+      fail("{}: {}", flag, e.what());
+    }
     steps.push_back(*p.value);
   }
   return steps;

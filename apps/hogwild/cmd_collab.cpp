@@ -124,7 +124,7 @@ void problem_packs(const ProblemsArgs& a, collab::Split split, std::ostream& out
                                 {"answer", std::to_string(p.total)},
                                 {"parts", parts}};
     if (a.format == "text")
-      out << p.text << "\n";
+      out << (i > 0 ? "\n" : "") << p.text << "\n";  // a blank line between problems
     else
       out << j.dump() << "\n";
   }
@@ -161,7 +161,7 @@ void problems(const ProblemsArgs& a) {
           {"target", c.target},
           {"answer", c.solution}};
       if (a.format == "text")
-        out << c.text << "\n";
+        out << (i > 0 ? "\n" : "") << c.text << "\n";  // a blank line between problems
       else
         out << j.dump() << "\n";
     }
@@ -440,7 +440,8 @@ void register_collab(CLI::App& app) {
   p->add_option("--seed", pa->seed, "base seed; pack i uses seed * 1000003 + i")
       ->check(in_range(RequestField::fixed_seed));
   p->add_option("--out", pa->out, "output file (default: stdout)");
-  p->add_option("--format", pa->format, "jsonl (default) or text (the problem texts only)");
+  p->add_option("--format", pa->format,
+                "jsonl (default) or text (the problem texts only, a blank line between problems)");
   p->add_option("--wording", pa->wording,
                 "grammar (default: the sentence grammar) or first (the first model's six frames)");
   p->callback([pa] { problems(*pa); });

@@ -108,6 +108,27 @@ TEST(RunCollabModel, UsesTheModelsOwnFormatting) {
   EXPECT_EQ(json::parse(slurp(j))["formatting"]["worker_names"], file["worker_names"]);
 }
 
+// --format text writes the same problems as the JSONL's "problem" fields, a blank line between
+// two problems (a pack's text spans several lines).
+TEST_F(EvalCollab, ProblemsAsTextAreTheJsonlProblemsSeparatedByBlankLines) {
+  const fs::path txt = root_ / "problems.txt";
+  ASSERT_EQ(sh(kBin +
+               " collab problems --split test --wording first --k 2 --count 3 --seed 11 "
+               "--format text --out " +
+               txt.string()),
+            0);
+  std::ifstream f(txt);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(problems_.size(), 3u);
+  std::string want;
+  for (size_t i = 0; i < problems_.size(); ++i) {
+    if (i > 0) want += '\n';
+    want += problems_[i]["problem"].get<std::string>();
+    want += '\n';
+  }
+  EXPECT_EQ(text, want);
+}
+
 TEST_F(EvalCollab, OneWorkerSolvesHeldOutPacksAndSelfConsistencyReproducesIt) {
   ASSERT_EQ(problems_.size(), 3u);
   const std::vector<json> single = eval("single", "--method single");

@@ -437,10 +437,11 @@ TEST_F(EvalCli, BadInputStopsWithItsMessage) {
     std::string args, message;
   } cases[] = {
       {"--budgets 512,256" + out, "--budgets must increase: 256 comes after 512"},
-      {"--budgets 0" + out, "snapshot is 0; it must be in 1..1000000 serial steps"},
+      {"--budgets 0" + out, "--budgets: snapshot is 0; it must be in 1..1000000 serial steps"},
       {"--budgets 4,x" + out,
        "--budgets: 'x' is not a whole number; give serial steps in 1..1000000, e.g. 256,512"},
-      {"--budgets 1000001" + out, "snapshot is 1000001; it must be in 1..1000000 serial steps"},
+      {"--budgets 1000001" + out,
+       "--budgets: snapshot is 1000001; it must be in 1..1000000 serial steps"},
       // Sampling is checked before the model loads, as run checks it (it reached every
       // problem's request, each written as a run that did not start).
       {"--temperature 5" + out, "temperature is 5; it must be in [0, 2] (0 = greedy)"},

@@ -82,7 +82,7 @@ TEST(RunCli, BadArgumentsStopWithTheirMessage) {
        "in 1..5 or raise the budget"},
       {m + "--snapshots 5,x x",
        "--snapshots: 'x' is not a whole number; give serial steps in 1..1000000, e.g. 256,512"},
-      {m + "--snapshots 0 x", "snapshot is 0; it must be in 1..1000000 serial steps"},
+      {m + "--snapshots 0 x", "--snapshots: snapshot is 0; it must be in 1..1000000 serial steps"},
       {m + "--json " + json + " --dump-views " + json + " x", "both name"},
       {m + "--layout diagonal x", "unknown layout 'diagonal'"},
       {m + "--format no-such-format x", "cannot read formatting file 'no-such-format'"},
