@@ -440,8 +440,7 @@ void register_collab(CLI::App& app) {
   p->add_option("--seed", pa->seed, "base seed; pack i uses seed * 1000003 + i")
       ->check(in_range(RequestField::fixed_seed));
   p->add_option("--out", pa->out, "output file (default: stdout)");
-  p->add_option("--format", pa->format,
-                "jsonl (default) or text (the problem texts only, a blank line between problems)");
+  p->add_option("--format", pa->format, "jsonl (default) or text (the texts, a blank line apart)");
   p->add_option("--wording", pa->wording,
                 "grammar (default: the sentence grammar) or first (the first model's six frames)");
   p->callback([pa] { problems(*pa); });
