@@ -6,6 +6,7 @@
 // processed probabilities at the given uniform, banned ids are never drawn.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "cuda/cuda_backend.h"
 #include "model/config.h"
 #include "model/make_model.h"
+#include "model/safetensors.h"
 #include "model/weights.h"
 #include "sampling/sampler.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -198,6 +200,84 @@ TEST(CudaLoading, ForwardSampleMatchesHostSampling) {
   bad.draw.rows[0].banned = 2;
   EXPECT_THROW(dev.forward(bad, none), Error);
   EXPECT_EQ(dev.block_len(bd), len);
+}
+
+// A Qwen3-MoE layer whose experts are not all stored in one format: the CPU backend loads it
+// (each quantized layer is dequantized on its own), the CUDA backend, which holds a layer's
+// experts as one matrix, refuses it with a message naming the tensor, for an AWQ checkpoint whose
+// expert 1 keeps a dense gate_proj (modules_to_not_convert) and one whose expert 0 does.
+TEST(CudaLoading, ExpertsOfOneLayerInTwoFormatsAreRefused) {
+  HOGWILD_REQUIRE_GPU();
+  ModelConfig c = find_preset(Arch::qwen3_moe, "tiny").config;
+  c.head_dim = 64, c.hidden_size = 128, c.intermediate_size = 256, c.moe_intermediate_size = 64;
+  const fs::path root = fs::temp_directory_path() / "hogwild_cuda_loading_mixed_experts";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  std::ofstream(root / "shape.json") << model_config_to_json(c).dump();
+  auto make = [&](QuantMethod m, const std::string& name) {
+    MakeModelOptions o;
+    o.arch = Arch::qwen3_moe;
+    o.config_file = (root / "shape.json").string();
+    o.seed = 3;
+    o.out_dir = (root / name).string();
+    o.show_progress = false;
+    o.quant = m;
+    make_model(o);
+    return o.out_dir;
+  };
+  const std::string awq = make(QuantMethod::awq, "awq"), dense = make(QuantMethod::none, "dense");
+  struct Case {
+    std::vector<std::string> modules;  // stored dense (modules_to_not_convert)
+    std::string error;                 // a part of the CUDA backend's message
+  };
+  const std::string e = "model.layers.0.mlp.experts.";
+  const std::vector<Case> cases = {
+      {{e + "1.gate_proj"},
+       e + "1.gate_proj.weight is stored dense but expert 0 of its layer is quantized"},
+      {{e + "0.gate_proj", e + "0.up_proj"}, "is stored int4 but expert 0 of layer 0 is dense"},
+  };
+  const Checkpoint qa(awq), de(dense);
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& cs = cases[k];
+    const fs::path dir = root / ("mixed" + std::to_string(k));
+    fs::create_directories(dir);
+    nlohmann::json cfg = nlohmann::json::parse(std::ifstream(fs::path(awq) / "config.json"));
+    cfg["quantization_config"]["modules_to_not_convert"] = cs.modules;
+    std::ofstream(dir / "config.json") << cfg.dump(1);
+    // The AWQ tensors, with the modules' packed tensors replaced by the dense model's weights.
+    auto listed = [&](const std::string& name) {
+      return std::any_of(cs.modules.begin(), cs.modules.end(),
+                         [&](const std::string& m) { return name.starts_with(m + "."); });
+    };
+    std::vector<TensorToWrite> out;
+    std::vector<const Checkpoint::Entry*> src;
+    for (const auto& [name, en] : qa.tensors()) {
+      if (listed(name)) continue;
+      out.push_back({name, en.info->dtype, en.info->shape});
+      src.push_back(&en);
+    }
+    for (const std::string& m : cs.modules) {
+      const Checkpoint::Entry* w = de.find(m + ".weight");
+      ASSERT_NE(w, nullptr) << m;
+      out.push_back({m + ".weight", w->info->dtype, w->info->shape});
+      src.push_back(w);
+    }
+    write_safetensors((dir / "model.safetensors").string(), out, {{"format", "pt"}},
+                      [&](size_t i, std::vector<uint8_t>& bytes) {
+                        const uint8_t* p = src[i]->file->data(*src[i]->info);
+                        bytes.assign(p, p + src[i]->info->nbytes());
+                      });
+    EXPECT_NO_THROW(load_model(dir.string(), {.show_progress = false})) << cs.error;
+    try {
+      cuda::CudaBackend be(dir.string(), small_options());
+      FAIL() << "experts in two formats were accepted: " << cs.error;
+    } catch (const Error& err) {
+      const std::string m = err.what();
+      EXPECT_NE(m.find(cs.error), std::string::npos) << m;
+      EXPECT_NE(m.find("use --device cpu"), std::string::npos) << m;
+    }
+  }
+  fs::remove_all(root);
 }
 
 }  // namespace
