@@ -219,6 +219,198 @@ QuantConfig bench_quant_config(const std::string& quant, int64_t group_size, boo
   return q;
 }
 
+namespace {
+
+// One projection of a preset's layer in run_gemm_bench: y (rows, out) = x W^T, W (out, in) bf16.
+struct GemmShape {
+  const char* what;  // qkv, o, gate_up_swiglu (gate and up, then SwiGLU), down, lm_head (fp32 out)
+  int64_t in, out;
+  bool is(const char* name) const { return what == std::string(name); }
+};
+
+std::vector<GemmShape> gemm_shapes(const ModelConfig& c) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
+  const int64_t qkv = (c.num_attention_heads + 2 * c.num_key_value_heads) * hd;
+  return {GemmShape{"qkv", H, qkv}, GemmShape{"o", c.num_attention_heads * hd, H},
+          GemmShape{"gate_up_swiglu", H, 2 * I}, GemmShape{"down", I, H},
+          GemmShape{"lm_head", H, c.vocab_size}};
+}
+
+// The device buffers of one shape, for up to max_rows rows: `copies` copies of W that together
+// exceed the L2, x, the outputs; with --quant, packed copies of the matrix (lm_head stays bf16, as
+// in checkpoints), again enough of them to exceed the L2, and their kernel's scratch.
+struct GemmOperands {
+  int64_t bytes = 0;   // one copy of W
+  int64_t copies = 0;  // of W
+  bf16 *W = nullptr, *x = nullptr, *y = nullptr, *scratch = nullptr;
+  float* yf = nullptr;
+  std::vector<QuantWeight> qw;
+  void* qscratch = nullptr;
+  // Copy i of W, cycling over the copies.
+  const bf16* copy(int i) const { return W + (i % copies) * (bytes / 2); }
+};
+
+// The packed copies of shape s for opt.quant (none without it, and none for lm_head).
+void add_quant_copies(GemmOperands& o, const GemmShape& s, int64_t max_rows,
+                      const CudaBenchOptions& opt, cudaStream_t st) {
+  const QuantConfig qc = bench_quant_config(opt.quant, opt.group_size, opt.desc_act);
+  if (qc.method == QuantMethod::none || s.is("lm_head")) return;
+  const WeightFormat f = qc.method == QuantMethod::fp8 ? WeightFormat::fp8 : WeightFormat::int4;
+  const int64_t group = f == WeightFormat::fp8 ? 128 : qc.group_size > 0 ? qc.group_size : s.in;
+  const QuantWeight one = random_quant_weight(f, s.out, s.in, group, opt.seed, st);
+  const int64_t n = std::max<int64_t>(1, (int64_t(512) << 20) / one.bytes() + 1);
+  o.qw.push_back(one);
+  for (int64_t i = 1; i < n; ++i)
+    o.qw.push_back(random_quant_weight(f, s.out, s.in, group, opt.seed + i, st));
+  HOGWILD_CUDA_CHECK(cudaMalloc(&o.qscratch, quant_scratch_bytes(one, max_rows)));
+}
+
+GemmOperands make_operands(const GemmShape& s, int64_t max_rows, const CudaBenchOptions& opt,
+                           cudaStream_t st) {
+  GemmOperands o;
+  o.bytes = s.in * s.out * 2;
+  o.copies = std::max<int64_t>(1, (int64_t(512) << 20) / o.bytes + 1);
+  HOGWILD_CUDA_CHECK(cudaMalloc(&o.W, o.copies * o.bytes));
+  HOGWILD_CUDA_CHECK(cudaMalloc(&o.x, max_rows * s.in * 2));
+  HOGWILD_CUDA_CHECK(cudaMalloc(&o.y, max_rows * s.out * 2));
+  HOGWILD_CUDA_CHECK(cudaMalloc(&o.scratch, max_rows * s.out * 2));
+  HOGWILD_CUDA_CHECK(cudaMalloc(&o.yf, max_rows * s.out * 4));
+  fill_uniform_bf16(o.W, o.copies * o.bytes / 2, opt.seed, 0.02f, 0.0f, st);
+  fill_uniform_bf16(o.x, max_rows * s.in, opt.seed + 1, 1.0f, 0.0f, st);
+  add_quant_copies(o, s, max_rows, opt, st);
+  return o;
+}
+
+void free_operands(GemmOperands& o) {
+  for (QuantWeight& q : o.qw) free_quant_weight(q);
+  if (o.qscratch) cudaFree(o.qscratch);
+  cudaFree(o.W);
+  cudaFree(o.x);
+  cudaFree(o.y);
+  cudaFree(o.scratch);
+  cudaFree(o.yf);
+}
+
+// What every measurement of run_gemm_bench shares: a stream, its Gemm, two timing events and,
+// with opt.gemm_algos, cuBLASLt's workspace.
+class GemmBench {
+ public:
+  static constexpr size_t kSweepWorkspace = 32u << 20;  // as Gemm's
+
+  explicit GemmBench(bool gemm_algos) : st_(new_stream()), gemm_(st_) {
+    HOGWILD_CUDA_CHECK(cudaEventCreate(&e0_));
+    HOGWILD_CUDA_CHECK(cudaEventCreate(&e1_));
+    if (gemm_algos) HOGWILD_CUDA_CHECK(cudaMalloc(&ws_, kSweepWorkspace));
+  }
+  ~GemmBench() {
+    cudaEventDestroy(e0_);
+    cudaEventDestroy(e1_);
+    if (ws_) cudaFree(ws_);
+    cudaStreamDestroy(st_);
+  }
+  GemmBench(const GemmBench&) = delete;
+  GemmBench& operator=(const GemmBench&) = delete;
+
+  cudaStream_t stream() const { return st_; }
+  Gemm& gemm() { return gemm_; }
+  void* workspace() const { return ws_; }
+
+  // Mean us of n back-to-back launch(w) after 5 warm-up ones, w cycling over o's copies of W.
+  template <class Launch>
+  double mean_us(const GemmOperands& o, int n, Launch&& launch) {
+    for (int i = 0; i < 5; ++i) launch(o.copy(i));
+    HOGWILD_CUDA_CHECK(cudaEventRecord(e0_, st_));
+    for (int i = 0; i < n; ++i) launch(o.copy(i));
+    HOGWILD_CUDA_CHECK(cudaEventRecord(e1_, st_));
+    HOGWILD_CUDA_CHECK(cudaEventSynchronize(e1_));
+    float ms = 0;
+    HOGWILD_CUDA_CHECK(cudaEventElapsedTime(&ms, e0_, e1_));
+    return 1000.0 * ms / n;
+  }
+
+ private:
+  static cudaStream_t new_stream() {
+    cudaStream_t st;
+    HOGWILD_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    return st;
+  }
+  cudaStream_t st_;
+  Gemm gemm_;
+  cudaEvent_t e0_ = nullptr, e1_ = nullptr;
+  void* ws_ = nullptr;
+};
+
+// r's skinny_us / skinny_GBps (where the skinny kernel takes `rows`) and cublas_us / cublas_GBps:
+// the bf16 product of shape s as the forward runs it.
+void time_bf16(GemmBench& b, const GemmShape& s, const GemmOperands& o, int rows,
+               nlohmann::json& r) {
+  Gemm& gemm = b.gemm();
+  for (bool skinny : {true, false}) {
+    if (skinny && !skinny_supported(rows, s.in)) continue;  // cuBLAS only beyond 8 rows
+    gemm.set_skinny(skinny);
+    const double us = b.mean_us(o, 40, [&](const bf16* w) {
+      if (s.is("gate_up_swiglu"))
+        gemm.linear_swiglu(o.x, w, o.scratch, o.y, rows, s.in, s.out / 2);
+      else if (s.is("lm_head"))
+        gemm.linear_f32(o.x, w, o.yf, rows, s.in, s.out);
+      else
+        gemm.linear(o.x, w, o.y, rows, s.in, s.out);
+    });
+    r[skinny ? "skinny_us" : "cublas_us"] = us;
+    r[skinny ? "skinny_GBps" : "cublas_GBps"] = o.bytes / (us * 1e-6) / 1e9;
+  }
+}
+
+// --quant: r's quant_us / quant_GBps, the packed weight's kernel (quant_gemm.h) and the bytes it
+// reads.
+void time_quant(GemmBench& b, const GemmShape& s, const GemmOperands& o, int rows,
+                nlohmann::json& r) {
+  int i = 0;
+  const double us = b.mean_us(o, 40, [&](const bf16*) {
+    const QuantWeight& q = o.qw[static_cast<size_t>(i++) % o.qw.size()];
+    quant_linear(b.gemm(), o.x, q, nullptr, s.is("gate_up_swiglu") ? o.scratch : o.y, rows,
+                 o.qscratch, b.stream());
+    if (s.is("gate_up_swiglu")) swiglu(o.scratch, o.y, rows, s.out / 2, b.stream());
+  });
+  r["quant_us"] = us;
+  r["quant_GBps"] = double(o.qw[0].bytes()) / (us * 1e-6) / 1e9;
+}
+
+// --gemm-algos: r's cublaslt_algos and cublaslt_best_us, the product alone (gate/up without its
+// SwiGLU), as cublasGemmEx computes it in time_bf16.
+void time_cublaslt(GemmBench& b, const GemmShape& s, const GemmOperands& o, int rows,
+                   nlohmann::json& r) {
+  auto time = [&](auto&& launch) { return b.mean_us(o, 30, launch); };
+  const nlohmann::json algos = sweep_cublaslt(b.stream(), o.x, o.W, o.scratch, rows, s.in, s.out,
+                                              b.workspace(), GemmBench::kSweepWorkspace, time);
+  r["cublaslt_algos"] = algos;
+  double best = 0;
+  for (const auto& a : algos)
+    if (best == 0 || a["us"].get<double>() < best) best = a["us"].get<double>();
+  if (best > 0) r["cublaslt_best_us"] = best;
+}
+
+// The rows of `results` for shape s of preset `model`: one per row count of opt.workers.
+void bench_shape(GemmBench& b, const std::string& model, const GemmShape& s,
+                 const CudaBenchOptions& opt, int64_t max_rows, nlohmann::json& results) {
+  GemmOperands o = make_operands(s, max_rows, opt, b.stream());
+  for (int rows : opt.workers) {
+    nlohmann::json r;
+    r["model"] = model;
+    r["matrix"] = s.what;
+    r["in"] = s.in;
+    r["out"] = s.out;
+    r["rows"] = rows;
+    time_bf16(b, s, o, rows, r);
+    if (!o.qw.empty()) time_quant(b, s, o, rows, r);
+    if (opt.gemm_algos && !s.is("lm_head")) time_cublaslt(b, s, o, rows, r);
+    results.push_back(r);
+  }
+  free_operands(o);
+}
+
+}  // namespace
+
 nlohmann::json run_gemm_bench(const CudaBenchOptions& opt) {
   if (!cuda_device_available()) fail("bench: needs a CUDA GPU and none is usable");
   set_programmatic_launch(opt.programmatic_launch);
@@ -226,15 +418,7 @@ nlohmann::json run_gemm_bench(const CudaBenchOptions& opt) {
   nlohmann::json out;
   out["copy_bandwidth_GBps"] = measure_copy_bandwidth() / 1e9;
   out["results"] = nlohmann::json::array();
-  cudaStream_t st;
-  HOGWILD_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  Gemm gemm(st);
-  cudaEvent_t e0, e1;
-  HOGWILD_CUDA_CHECK(cudaEventCreate(&e0));
-  HOGWILD_CUDA_CHECK(cudaEventCreate(&e1));
-  constexpr size_t kSweepWorkspace = 32u << 20;  // as Gemm's
-  void* ws = nullptr;
-  if (opt.gemm_algos) HOGWILD_CUDA_CHECK(cudaMalloc(&ws, kSweepWorkspace));
+  GemmBench b(opt.gemm_algos);
   int64_t max_rows = 1;
   for (int rows : opt.workers) max_rows = std::max<int64_t>(max_rows, rows);
   for (const std::string& name : opt.presets) {
@@ -242,115 +426,9 @@ nlohmann::json run_gemm_bench(const CudaBenchOptions& opt) {
     auto it =
         std::find_if(all.begin(), all.end(), [&](const ModelPreset& p) { return p.name == name; });
     if (it == all.end()) fail("bench: unknown preset '{}'", name);
-    const ModelConfig& c = it->config;
-    const int64_t H = c.hidden_size, I = c.intermediate_size, hd = c.head_dim;
-    const int64_t qkv = (c.num_attention_heads + 2 * c.num_key_value_heads) * hd;
-    struct Shape {
-      const char* what;
-      int64_t in, out;
-    };
-    for (const Shape& s : {Shape{"qkv", H, qkv}, Shape{"o", c.num_attention_heads * hd, H},
-                           Shape{"gate_up_swiglu", H, 2 * I}, Shape{"down", I, H},
-                           Shape{"lm_head", H, c.vocab_size}}) {
-      const int64_t bytes = s.in * s.out * 2;
-      const int64_t copies = std::max<int64_t>(1, (int64_t(512) << 20) / bytes + 1);
-      bf16 *W = nullptr, *x = nullptr, *y = nullptr, *scratch = nullptr;
-      float* yf = nullptr;
-      HOGWILD_CUDA_CHECK(cudaMalloc(&W, copies * bytes));
-      HOGWILD_CUDA_CHECK(cudaMalloc(&x, max_rows * s.in * 2));
-      HOGWILD_CUDA_CHECK(cudaMalloc(&y, max_rows * s.out * 2));
-      HOGWILD_CUDA_CHECK(cudaMalloc(&scratch, max_rows * s.out * 2));
-      HOGWILD_CUDA_CHECK(cudaMalloc(&yf, max_rows * s.out * 4));
-      fill_uniform_bf16(W, copies * bytes / 2, opt.seed, 0.02f, 0.0f, st);
-      fill_uniform_bf16(x, max_rows * s.in, opt.seed + 1, 1.0f, 0.0f, st);
-      // --quant: packed copies of the matrix (lm_head stays bf16, as in checkpoints), enough of
-      // them to exceed the L2
-      const QuantConfig qc = bench_quant_config(opt.quant, opt.group_size, opt.desc_act);
-      std::vector<QuantWeight> qw;
-      void* qscratch = nullptr;
-      if (qc.method != QuantMethod::none && s.what != std::string("lm_head")) {
-        const WeightFormat f =
-            qc.method == QuantMethod::fp8 ? WeightFormat::fp8 : WeightFormat::int4;
-        const int64_t group = f == WeightFormat::fp8 ? 128
-                              : qc.group_size > 0    ? qc.group_size
-                                                     : s.in;
-        const QuantWeight one = random_quant_weight(f, s.out, s.in, group, opt.seed, st);
-        const int64_t n = std::max<int64_t>(1, (int64_t(512) << 20) / one.bytes() + 1);
-        qw.push_back(one);
-        for (int64_t i = 1; i < n; ++i)
-          qw.push_back(random_quant_weight(f, s.out, s.in, group, opt.seed + i, st));
-        HOGWILD_CUDA_CHECK(cudaMalloc(&qscratch, quant_scratch_bytes(one, max_rows)));
-      }
-      // Mean us of n back-to-back launch(w) after 5 warm-up ones, w cycling over the copies.
-      auto mean_us = [&](int n, auto&& launch) {
-        auto copy = [&](int i) { return W + (i % copies) * (bytes / 2); };
-        for (int i = 0; i < 5; ++i) launch(copy(i));
-        HOGWILD_CUDA_CHECK(cudaEventRecord(e0, st));
-        for (int i = 0; i < n; ++i) launch(copy(i));
-        HOGWILD_CUDA_CHECK(cudaEventRecord(e1, st));
-        HOGWILD_CUDA_CHECK(cudaEventSynchronize(e1));
-        float ms = 0;
-        HOGWILD_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        return 1000.0 * ms / n;
-      };
-      for (int rows : opt.workers) {
-        nlohmann::json r;
-        r["model"] = name;
-        r["matrix"] = s.what;
-        r["in"] = s.in;
-        r["out"] = s.out;
-        r["rows"] = rows;
-        for (bool skinny : {true, false}) {
-          if (skinny && !skinny_supported(rows, s.in)) continue;  // cuBLAS only beyond 8 rows
-          gemm.set_skinny(skinny);
-          const double us = mean_us(40, [&](const bf16* w) {
-            if (s.what == std::string("gate_up_swiglu"))
-              gemm.linear_swiglu(x, w, scratch, y, rows, s.in, s.out / 2);
-            else if (s.what == std::string("lm_head"))
-              gemm.linear_f32(x, w, yf, rows, s.in, s.out);
-            else
-              gemm.linear(x, w, y, rows, s.in, s.out);
-          });
-          r[skinny ? "skinny_us" : "cublas_us"] = us;
-          r[skinny ? "skinny_GBps" : "cublas_GBps"] = bytes / (us * 1e-6) / 1e9;
-        }
-        if (!qw.empty()) {  // --quant: the packed weight's kernel (quant_gemm.h), bytes it reads
-          int i = 0;
-          const double us = mean_us(40, [&](const bf16*) {
-            const QuantWeight& q = qw[static_cast<size_t>(i++) % qw.size()];
-            quant_linear(gemm, x, q, nullptr, s.what == std::string("gate_up_swiglu") ? scratch : y,
-                         rows, qscratch, st);
-            if (s.what == std::string("gate_up_swiglu")) swiglu(scratch, y, rows, s.out / 2, st);
-          });
-          r["quant_us"] = us;
-          r["quant_GBps"] = double(qw[0].bytes()) / (us * 1e-6) / 1e9;
-        }
-        if (opt.gemm_algos && s.what != std::string("lm_head")) {
-          // The product alone (gate/up without its SwiGLU), as cublasGemmEx computes it above.
-          auto time = [&](auto&& launch) { return mean_us(30, launch); };
-          const nlohmann::json algos =
-              sweep_cublaslt(st, x, W, scratch, rows, s.in, s.out, ws, kSweepWorkspace, time);
-          r["cublaslt_algos"] = algos;
-          double best = 0;
-          for (const auto& a : algos)
-            if (best == 0 || a["us"].get<double>() < best) best = a["us"].get<double>();
-          if (best > 0) r["cublaslt_best_us"] = best;
-        }
-        out["results"].push_back(r);
-      }
-      for (QuantWeight& q : qw) free_quant_weight(q);
-      if (qscratch) cudaFree(qscratch);
-      cudaFree(W);
-      cudaFree(x);
-      cudaFree(y);
-      cudaFree(scratch);
-      cudaFree(yf);
-    }
+    for (const GemmShape& s : gemm_shapes(it->config))
+      bench_shape(b, name, s, opt, max_rows, out["results"]);
   }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  if (ws) cudaFree(ws);
-  cudaStreamDestroy(st);
   return out;
 }
 

@@ -204,95 +204,134 @@ void CudaBackend::alloc_weights() {
   lm_head_ = c.tie_word_embeddings ? embed_tokens_ : alloc(V * H);
 }
 
+namespace {
+
+// Throws unless the host tensor `name` holds n values.
+void need_size(const std::vector<float>& v, int64_t n, const char* name) {
+  if (static_cast<int64_t>(v.size()) != n)
+    fail("weight {}: expected {} values, got {}; the weights do not match config.json", name, n,
+         v.size());
+}
+
+// fp32 host tensors into bf16 device ones: copied into an fp32 staging buffer on the device (at
+// most max_elems values at once), converted to bf16 there.
+class Bf16Upload {
+ public:
+  Bf16Upload(int64_t max_elems, cudaStream_t stream) : stream_(stream) {
+    HOGWILD_CUDA_CHECK(cudaMalloc(&stage_, static_cast<size_t>(max_elems) * 4));
+  }
+  ~Bf16Upload() { HOGWILD_CUDA_CHECK(cudaFree(stage_)); }
+  Bf16Upload(const Bf16Upload&) = delete;
+  Bf16Upload& operator=(const Bf16Upload&) = delete;
+
+  // dst (bf16) = the parts one after the other. Copies go on the stream too: a plain cudaMemcpy
+  // from pageable memory may return before its DMA lands, and the legacy stream does not order
+  // against a non-blocking stream (this raced).
+  void put(bf16* dst, std::initializer_list<const std::vector<float>*> parts) {
+    int64_t off = 0;
+    for (const auto* p : parts) {
+      HOGWILD_CUDA_CHECK(
+          cudaMemcpyAsync(stage_ + off, p->data(), p->size() * 4, cudaMemcpyHostToDevice, stream_));
+      off += static_cast<int64_t>(p->size());
+    }
+    f32_to_bf16(stage_, dst, off, stream_);
+    HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  float* stage_ = nullptr;
+  cudaStream_t stream_;
+};
+
+// The sizes of layer s's attention tensors and dense MLP (config.json's).
+void check_layer(const ModelConfig& c, const LayerWeights& s, const DeviceLayer& d) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t qd = c.num_attention_heads * c.head_dim;
+  const int64_t kvd = c.num_key_value_heads * c.head_dim;
+  need_size(s.input_layernorm, H, "input_layernorm");
+  need_size(s.q_proj, qd * H, "self_attn.q_proj");
+  need_size(s.k_proj, kvd * H, "self_attn.k_proj");
+  need_size(s.v_proj, kvd * H, "self_attn.v_proj");
+  need_size(s.o_proj, H * qd, "self_attn.o_proj");
+  need_size(s.post_attention_layernorm, H, "post_attention_layernorm");
+  if (!d.moe) {
+    need_size(s.gate_proj, I * H, "mlp.gate_proj");
+    need_size(s.up_proj, I * H, "mlp.up_proj");
+    need_size(s.down_proj, H * I, "mlp.down_proj");
+  }
+}
+
+// MoE layer l's router and experts.
+void upload_experts(const ModelConfig& c, int64_t l, const LayerWeights& s, const DeviceLayer& d,
+                    Bf16Upload& up) {
+  const int64_t H = c.hidden_size, Ex = c.num_experts, Im = c.moe_intermediate_size;
+  need_size(s.router, Ex * H, "mlp.gate");
+  up.put(d.router, {&s.router});
+  if (static_cast<int64_t>(s.experts.size()) != Ex)
+    fail("layer {}: weights have {} experts but config.json says num_experts = {}", l,
+         s.experts.size(), Ex);
+  for (int64_t e = 0; e < Ex; ++e) {
+    const ExpertWeights& x = s.experts[static_cast<size_t>(e)];
+    need_size(x.gate_proj, Im * H, "mlp.experts.N.gate_proj");
+    need_size(x.up_proj, Im * H, "mlp.experts.N.up_proj");
+    need_size(x.down_proj, H * Im, "mlp.experts.N.down_proj");
+    up.put(d.experts_gate_up + e * 2 * Im * H, {&x.gate_proj, &x.up_proj});
+    up.put(d.experts_down + e * H * Im, {&x.down_proj});
+  }
+}
+
+// Layer l's tensors into d (the fused [q; k; v] and [gate; up] layouts).
+void upload_layer(const ModelConfig& c, int64_t l, const LayerWeights& s, const DeviceLayer& d,
+                  Bf16Upload& up) {
+  const int64_t qd = c.num_attention_heads * c.head_dim;
+  const int64_t kvd = c.num_key_value_heads * c.head_dim;
+  check_layer(c, s, d);
+  up.put(d.input_layernorm, {&s.input_layernorm});
+  up.put(d.qkv_proj, {&s.q_proj, &s.k_proj, &s.v_proj});
+  if (c.attention_bias) {
+    need_size(s.q_bias, qd, "self_attn.q_proj.bias");
+    need_size(s.k_bias, kvd, "self_attn.k_proj.bias");
+    need_size(s.v_bias, kvd, "self_attn.v_proj.bias");
+    up.put(d.qkv_bias, {&s.q_bias, &s.k_bias, &s.v_bias});
+  }
+  if (c.qk_norm) {
+    need_size(s.q_norm, c.head_dim, "self_attn.q_norm");
+    need_size(s.k_norm, c.head_dim, "self_attn.k_norm");
+    up.put(d.q_norm, {&s.q_norm});
+    up.put(d.k_norm, {&s.k_norm});
+  }
+  up.put(d.o_proj, {&s.o_proj});
+  up.put(d.post_attention_layernorm, {&s.post_attention_layernorm});
+  if (d.moe) {
+    upload_experts(c, l, s, d, up);
+    return;
+  }
+  up.put(d.gate_up_proj, {&s.gate_proj, &s.up_proj});
+  up.put(d.down_proj, {&s.down_proj});
+}
+
+}  // namespace
+
 void CudaBackend::upload_weights(const ModelWeights& w) {
   const ModelConfig& c = cfg_;
   const int64_t H = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
   const int64_t qd = c.num_attention_heads * c.head_dim;
-  const int64_t kvd = c.num_key_value_heads * c.head_dim;
-  auto need = [](const std::vector<float>& v, int64_t n, const char* name) {
-    if (static_cast<int64_t>(v.size()) != n)
-      fail("weight {}: expected {} values, got {}; the weights do not match config.json", name, n,
-           v.size());
-  };
-  // fp32 staging on the device, converted to bf16 there.
+  // fp32 staging on the device for the largest tensor, converted to bf16 there.
   const int64_t max_elems = std::max(
       {V * H, qkv_dim_ * H, 2 * I * H, H * qd, c.num_experts * H, 2 * c.moe_intermediate_size * H});
-  float* stage = nullptr;
-  HOGWILD_CUDA_CHECK(cudaMalloc(&stage, static_cast<size_t>(max_elems) * 4));
-  // Copies go on stream_ too: a plain cudaMemcpy from pageable memory may return before its DMA
-  // lands, and the legacy stream does not order against the non-blocking stream_ (this raced).
-  auto put = [&](bf16* dst, std::initializer_list<const std::vector<float>*> parts) {
-    int64_t off = 0;
-    for (const auto* p : parts) {
-      HOGWILD_CUDA_CHECK(
-          cudaMemcpyAsync(stage + off, p->data(), p->size() * 4, cudaMemcpyHostToDevice, stream_));
-      off += static_cast<int64_t>(p->size());
-    }
-    f32_to_bf16(stage, dst, off, stream_);
-    HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  };
-  need(w.embed_tokens, V * H, "model.embed_tokens.weight");
-  put(embed_tokens_, {&w.embed_tokens});
+  Bf16Upload up(max_elems, stream_);
+  need_size(w.embed_tokens, V * H, "model.embed_tokens.weight");
+  up.put(embed_tokens_, {&w.embed_tokens});
   if (static_cast<int64_t>(w.layers.size()) != c.num_hidden_layers)
     fail("weights have {} layers but config.json says num_hidden_layers = {}", w.layers.size(),
          c.num_hidden_layers);
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    const LayerWeights& s = w.layers[l];
-    const DeviceLayer& d = layers_[l];
-    need(s.input_layernorm, H, "input_layernorm");
-    need(s.q_proj, qd * H, "self_attn.q_proj");
-    need(s.k_proj, kvd * H, "self_attn.k_proj");
-    need(s.v_proj, kvd * H, "self_attn.v_proj");
-    need(s.o_proj, H * qd, "self_attn.o_proj");
-    need(s.post_attention_layernorm, H, "post_attention_layernorm");
-    if (!d.moe) {
-      need(s.gate_proj, I * H, "mlp.gate_proj");
-      need(s.up_proj, I * H, "mlp.up_proj");
-      need(s.down_proj, H * I, "mlp.down_proj");
-    }
-    put(d.input_layernorm, {&s.input_layernorm});
-    put(d.qkv_proj, {&s.q_proj, &s.k_proj, &s.v_proj});
-    if (c.attention_bias) {
-      need(s.q_bias, qd, "self_attn.q_proj.bias");
-      need(s.k_bias, kvd, "self_attn.k_proj.bias");
-      need(s.v_bias, kvd, "self_attn.v_proj.bias");
-      put(d.qkv_bias, {&s.q_bias, &s.k_bias, &s.v_bias});
-    }
-    if (c.qk_norm) {
-      need(s.q_norm, c.head_dim, "self_attn.q_norm");
-      need(s.k_norm, c.head_dim, "self_attn.k_norm");
-      put(d.q_norm, {&s.q_norm});
-      put(d.k_norm, {&s.k_norm});
-    }
-    put(d.o_proj, {&s.o_proj});
-    put(d.post_attention_layernorm, {&s.post_attention_layernorm});
-    if (!d.moe) {
-      put(d.gate_up_proj, {&s.gate_proj, &s.up_proj});
-      put(d.down_proj, {&s.down_proj});
-      continue;
-    }
-    const int64_t Ex = c.num_experts, Im = c.moe_intermediate_size;
-    need(s.router, Ex * H, "mlp.gate");
-    put(d.router, {&s.router});
-    if (static_cast<int64_t>(s.experts.size()) != Ex)
-      fail("layer {}: weights have {} experts but config.json says num_experts = {}", l,
-           s.experts.size(), Ex);
-    for (int64_t e = 0; e < Ex; ++e) {
-      const ExpertWeights& x = s.experts[static_cast<size_t>(e)];
-      need(x.gate_proj, Im * H, "mlp.experts.N.gate_proj");
-      need(x.up_proj, Im * H, "mlp.experts.N.up_proj");
-      need(x.down_proj, H * Im, "mlp.experts.N.down_proj");
-      put(d.experts_gate_up + e * 2 * Im * H, {&x.gate_proj, &x.up_proj});
-      put(d.experts_down + e * H * Im, {&x.down_proj});
-    }
-  }
-  need(w.norm, H, "model.norm.weight");
-  put(norm_, {&w.norm});
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) upload_layer(c, l, w.layers[l], layers_[l], up);
+  need_size(w.norm, H, "model.norm.weight");
+  up.put(norm_, {&w.norm});
   if (!c.tie_word_embeddings) {
-    need(w.lm_head, V * H, "lm_head.weight");
-    put(lm_head_, {&w.lm_head});
+    need_size(w.lm_head, V * H, "lm_head.weight");
+    up.put(lm_head_, {&w.lm_head});
   }
-  HOGWILD_CUDA_CHECK(cudaFree(stage));
 }
 
 void CudaBackend::random_weights(uint64_t seed) {

@@ -2,6 +2,8 @@
 // "Methods"), which the other methods fall back on.
 #include "hogwild/method.h"
 
+#include <algorithm>
+
 #include "hogwild/session.h"
 
 namespace hogwild {
@@ -10,6 +12,14 @@ std::unique_ptr<SessionMethod> SessionMethod::make(const SessionOptions& options
   if (options.skeleton) return std::make_unique<SkeletonMethod>();
   if (options.layout == Layout::independent) return std::make_unique<IndependentMethod>();
   return std::make_unique<HogwildMethod>();
+}
+
+// A worker stops for good at max_tokens_per_worker, and each serial step samples one token of every
+// active worker: the session runs at most that many serial steps.
+int64_t HogwildMethod::serial_steps_bound(const SessionOptions& o) const {
+  const int64_t m = o.max_tokens_per_worker;
+  if (m <= 0) return o.budget;
+  return o.budget > 0 ? std::min(o.budget, m) : m;
 }
 
 // Worker w's first step opens with its step prefix (empty in formatting "plain").

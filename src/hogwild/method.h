@@ -21,6 +21,9 @@
 namespace hogwild {
 
 class Session;
+class TextCodec;
+struct Formatting;
+struct KvNeed;
 struct SessionOptions;
 struct SessionResult;
 struct StepReport;
@@ -37,6 +40,15 @@ class SessionMethod {
 
   /// Whether the workers are ever asked the collaboration check (SessionOptions::collab_every).
   virtual bool collaborates() const = 0;
+  /// The most serial steps a session of `options` runs (0 = no bound from them; Session::
+  /// serial_steps_bound). Asked before the session exists, as the next hook.
+  virtual int64_t serial_steps_bound(const SessionOptions& options) const = 0;
+  /// The method's own openings in the KV estimate of a session of `options` that runs at most
+  /// `steps` > 0 serial steps (Session::kv_tokens_needed; kv_budget.h KvNeed), counted as `codec`
+  /// encodes the texts of `formatting`.
+  virtual void add_kv_need(KvNeed& need, const SessionOptions& options,
+                           const Formatting& formatting, const TextCodec& codec,
+                           int64_t steps) const = 0;
   /// start(): the method's part of the fresh result.
   virtual void start_result(SessionResult& result, int n_workers) const = 0;
   /// Whether worker w opens its run with no text: it then continues the prompt directly and draws
@@ -79,6 +91,12 @@ class SessionMethod {
 class HogwildMethod : public SessionMethod {
  public:
   bool collaborates() const override { return true; }
+  /// The budget, or max_tokens_per_worker when that is smaller: each serial step samples one token
+  /// of every active worker, and a worker that reached its cap stays stopped.
+  int64_t serial_steps_bound(const SessionOptions& options) const override;
+  /// No openings but the workers' steps (the session counts those).
+  void add_kv_need(KvNeed&, const SessionOptions&, const Formatting&, const TextCodec&,
+                   int64_t) const override {}
   void start_result(SessionResult&, int) const override {}
   bool continues_prompt(const Session& s, int w) const override;
   void begin(Session& s) override;
@@ -126,6 +144,11 @@ class IndependentMethod final : public HogwildMethod {
 class SkeletonMethod final : public HogwildMethod {
  public:
   bool collaborates() const override { return false; }
+  /// The budget alone: the expansions wake workers that stopped.
+  int64_t serial_steps_bound(const SessionOptions& options) const override;
+  /// The outline's and the answer's openings and every point's prefix with the point's text.
+  void add_kv_need(KvNeed& need, const SessionOptions& options, const Formatting& formatting,
+                   const TextCodec& codec, int64_t steps) const override;
   bool continues_prompt(const Session& s, int w) const override;
   void begin(Session& s) override;
   bool take_token(Session& s, int w, bool eos, StepReport& rep) override;

@@ -126,19 +126,15 @@ void Session::cancel(StopReason reason) {
 }
 
 int64_t Session::serial_steps_bound(const SessionOptions& o) {
-  // Each serial step samples one token of every active worker, and a worker stops for good at
-  // max_tokens_per_worker (only Skeleton-of-Thought wakes stopped workers again): the session
-  // runs at most that many serial steps.
-  const int64_t m = o.skeleton ? 0 : o.max_tokens_per_worker;
-  if (m <= 0) return o.budget;
-  return o.budget > 0 ? std::min(o.budget, m) : m;
+  return SessionMethod::make(o)->serial_steps_bound(o);
 }
 
 int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt,
                                   const TextCodec& codec, const ModelConfig& config,
                                   int64_t prompt_tokens) {
   const int64_t ctx = o.max_context > 0 ? o.max_context : config.max_position_embeddings;
-  const int64_t steps = serial_steps_bound(o);
+  const std::unique_ptr<SessionMethod> method = SessionMethod::make(o);
+  const int64_t steps = method->serial_steps_bound(o);
   const bool indep = o.layout == Layout::independent;
   KvNeed need;
   need.prompt_tokens = prompt_tokens;
@@ -156,7 +152,7 @@ int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt
       return static_cast<int64_t>(codec.encode(text).size());
     };
     const int step = static_cast<int>(std::min<int64_t>(steps + 1, INT32_MAX));
-    const bool check = !o.skeleton && !fmt.collab_check.text.empty();
+    const bool check = method->collaborates() && !fmt.collab_check.text.empty();
     for (int w = 0; w < (indep ? 1 : o.n_workers); ++w) {
       const int64_t plain = count(fmt.step_start(w, step, false));
       need.opening_tokens = std::max(need.opening_tokens, plain);
@@ -170,15 +166,7 @@ int64_t Session::kv_tokens_needed(const SessionOptions& o, const Formatting& fmt
             std::max(need.check_tokens, count(fmt.step_start(w, step, true)) - plain);
     }
     need.collab_every = check ? (o.collab_every >= 0 ? o.collab_every : fmt.collab_check.every) : 0;
-    if (o.skeleton) {
-      // Each point's text is a line of the outline, which has at most outline_max_tokens tokens
-      // (and at most one per serial step): allowed in full in every point's prefix.
-      const int64_t text = std::min(fmt.sot.outline_max_tokens, steps);
-      need.skeleton = true;
-      need.once_tokens = count(fmt.sot.outline_prefix) + count(fmt.sot.answer_prefix);
-      for (int k = 1; k <= o.n_workers; ++k)
-        need.once_tokens += count(fmt.point_prefix(k, "")) + text;
-    }
+    method->add_kv_need(need, o, fmt, codec, steps);
   }
   return run_kv_tokens(need);
 }

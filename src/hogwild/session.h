@@ -381,16 +381,18 @@ class Session {
   const SessionOptions& options() const { return opt_; }
   int64_t serial_steps() const { return serial_; }
 
-  /// The most serial steps a session of these options runs (0 = no bound from them): the budget,
-  /// or max_tokens_per_worker when that is smaller (each serial step samples one token of every
-  /// active worker; not for Skeleton-of-Thought, which wakes stopped workers again).
+  /// The most serial steps a session of these options runs (0 = no bound from them), as its method
+  /// says (SessionMethod::serial_steps_bound): the budget, or max_tokens_per_worker when that is
+  /// smaller (each serial step samples one token of every active worker; not for
+  /// Skeleton-of-Thought, which wakes stopped workers again).
   static int64_t serial_steps_bound(const SessionOptions& options);
   /// Upper bound of the KV cache (tokens, counted as Backend::kv_used_tokens with 64-token pages)
   /// a session of these options can fill with a prompt of prompt_tokens: the longest view
   /// (bounded by max_context, or the model's context, and by serial_steps_bound as by a budget,
   /// every serial step counted with a step opening as `codec` encodes the formatting's, the
-  /// collaboration questions at their frequency; kv_budget.h run_kv_tokens) plus the finisher's,
-  /// the constant blocks and one partly filled page per live block.
+  /// collaboration questions at their frequency, the method's own openings (SessionMethod::
+  /// add_kv_need); kv_budget.h run_kv_tokens) plus the finisher's, the constant blocks and one
+  /// partly filled page per live block.
   static int64_t kv_tokens_needed(const SessionOptions& options, const Formatting& formatting,
                                   const TextCodec& codec, const ModelConfig& config,
                                   int64_t prompt_tokens);

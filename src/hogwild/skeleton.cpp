@@ -2,8 +2,10 @@
 // SkeletonMethod; session.h, "Skeleton-of-Thought").
 #include "hogwild/skeleton.h"
 
+#include <algorithm>
 #include <cctype>
 
+#include "hogwild/kv_budget.h"
 #include "hogwild/method.h"
 #include "hogwild/session.h"
 
@@ -38,6 +40,23 @@ std::vector<std::string> parse_outline(std::string_view outline, int max_points)
     if (!text.empty()) points.emplace_back(text);
   }
   return points;
+}
+
+// A worker whose expansion ended is woken again for the answer step, so max_tokens_per_worker
+// bounds no serial step.
+int64_t SkeletonMethod::serial_steps_bound(const SessionOptions& o) const { return o.budget; }
+
+// Each point's text is a line of the outline, which has at most outline_max_tokens tokens (and at
+// most one per serial step): allowed in full in every point's prefix.
+void SkeletonMethod::add_kv_need(KvNeed& need, const SessionOptions& o, const Formatting& fmt,
+                                 const TextCodec& codec, int64_t steps) const {
+  auto count = [&](const std::string& text) {
+    return static_cast<int64_t>(codec.encode(text).size());
+  };
+  const int64_t text = std::min(fmt.sot.outline_max_tokens, steps);
+  need.skeleton = true;
+  need.once_tokens = count(fmt.sot.outline_prefix) + count(fmt.sot.answer_prefix);
+  for (int k = 1; k <= o.n_workers; ++k) need.once_tokens += count(fmt.point_prefix(k, "")) + text;
 }
 
 bool SkeletonMethod::continues_prompt(const Session& s, int w) const {
