@@ -26,6 +26,7 @@
 #include "apps/hogwild/commands.h"
 #include "core/error.h"
 #include "engine/model.h"
+#include "engine/warmup.h"
 #include "hogwild/formatting.h"
 #include "server/http_server.h"
 #include "server/reasoning.h"
@@ -51,7 +52,7 @@ struct ServeArgs {
   int port = 8080;
   int64_t max_queue = 128, max_sessions = 16, max_context = 0, threads = 0;
   int64_t max_body_bytes = 4 << 20, drain_timeout = 30, max_connections = 0;
-  bool quiet = false, no_prefix_cache = false;
+  bool quiet = false, no_prefix_cache = false, no_warmup = false;
   DeviceFlags device;
 };
 
@@ -119,6 +120,17 @@ void load(const ServeArgs& a, Loaded& L, HttpServer& http) {
                                  model.chat_template() ? model.chat_template()->source() : "")
                            : server::parse_reasoning_parser(a.reasoning_parser);
   m.device = model.device();
+  // Decode batches of up to --max-sessions rows run once before the first request
+  // (engine/warmup.h): their first run at each size is what would make early clients wait.
+  if (const int64_t rows = std::min<int64_t>(a.max_sessions, model.backend().warmup_tokens());
+      rows > 0 && !a.no_warmup) {
+    std::vector<int32_t> prompt = model.tokenizer().encode("Hello", false);
+    if (prompt.empty()) prompt = {0};
+    const WarmupReport w = warm_up(model.backend(), model.codec(), prompt, rows);
+    std::fprintf(stderr,
+                 "serve: warmed up decode batches of 1 to %lld rows (%lld forwards) in %.1f s\n",
+                 static_cast<long long>(rows), static_cast<long long>(w.forwards), w.seconds);
+  }
   EngineOptions eo;
   eo.max_sessions = a.max_sessions;
   // Every admitted request may hold up to n (RequestLimits::max_n) sessions.
@@ -308,6 +320,9 @@ void register_serve(CLI::App& app) {
                 "in reasoning_content, apart from the content: auto (default: from the chat "
                 "template), qwen3, deepseek_r1, or none (everything in content)");
   c->add_flag("--quiet", a->quiet, "no request log lines");
+  c->add_flag("--no-warmup", a->no_warmup,
+              "start without running decode batches of 1..--max-sessions rows first (CUDA: the "
+              "first request of each batch size then waits for its graph capture)");
   add_prefix_cache_flag(c, a->no_prefix_cache);
   add_device_flags(c, a->device);
   c->callback([a] { serve(*a); });

@@ -77,6 +77,10 @@ struct DeviceLayer {
   QuantWeight experts_gate_up_q, experts_down_q;
 };
 
+/// Forwards of up to this many tokens are captured as a CUDA graph per shape on first use and
+/// replayed after (CudaBackend::execute; larger ones launch their kernels directly).
+inline constexpr int64_t kGraphMaxTokens = 64;
+
 class CudaBackend : public Backend {
  public:
   /// Uploads fp32 host weights as bf16 (a quantized model's weights, dequantized by load_model,
@@ -117,6 +121,9 @@ class CudaBackend : public Backend {
   /// copied before the banned ids are applied, when the draw keeps its logits).
   void forward(const ForwardBatch& batch, ForwardResult& out) override;
   bool samples_on_device() const override { return true; }
+  /// Forwards of up to kGraphMaxTokens tokens are captured as a CUDA graph per shape on first use
+  /// (cuda_forward.cpp execute); 0 without graphs (CudaOptions::use_graphs).
+  int64_t warmup_tokens() const override { return opt_.use_graphs ? kGraphMaxTokens : 0; }
   /// The forward with its logits left on the device: logits_device() holds (rows, vocab_size)
   /// fp32 until the next forward (for the bench). The batch must not draw. Returns the row count.
   int64_t forward_device(const ForwardBatch& batch);

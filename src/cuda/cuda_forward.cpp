@@ -21,7 +21,6 @@
 namespace hogwild::cuda {
 
 namespace {
-constexpr int64_t kGraphMaxTokens = 64;  // forwards up to this size are replayed as graphs
 
 // Per batch token: its id, block-local position and pool slot (after the appends), the rows that
 // want logits, and the first batch token appended to each block. `consecutive`: every block's new

@@ -160,6 +160,11 @@ class Backend {
   /// True when a forward's draw runs on the device (the logits never leave it unless kept);
   /// false when the backend fetches the logits and draws on the host (sampling/row_draw.h).
   virtual bool samples_on_device() const { return false; }
+  /// The largest forward (in tokens) whose first run at a given shape costs far more than its
+  /// later runs, so that a server warms such forwards up before its first request
+  /// (engine/warmup.h): the CUDA backend replays forwards of up to this many tokens as CUDA graphs
+  /// captured on first use. 0 (the default, and the CPU backend): no first-run cost worth it.
+  virtual int64_t warmup_tokens() const { return 0; }
 
   // ---- prefix cache (automatic prefix caching, docs/ARCHITECTURE.md §2 "Prefix sharing"). A
   // block that begins with a prompt (fed as the block's first tokens, in a view of that block

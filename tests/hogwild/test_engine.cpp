@@ -15,6 +15,8 @@
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "engine/engine.h"
+#include "engine/plain.h"
+#include "engine/warmup.h"
 #include "hogwild/picker.h"
 #include "tests/hogwild/engine_checker.h"
 #include "tests/hogwild/session_checker.h"
@@ -386,6 +388,38 @@ TEST(Engine, NoteEntersTheHistoryAndEveryWorkerSeesItFromTheNextStep) {
   EXPECT_EQ(res.stop_reason, StopReason::budget);
   EXPECT_EQ(be.live_blocks(), 0);
   EXPECT_THROW(engine.add_note(id, "Dana", "too late"), Error);
+}
+
+// The server's warm-up (engine/warmup.h): rounds of 1..4 plain sessions at once, each a prefill
+// forward and two decode forwards (3 tokens: 1 from the prompt's row, 2 fed back), 10 sessions in
+// 12 forwards; afterwards the cache holds nothing and a generation is the same as on a cold
+// backend. The CPU backend has no first-run cost, so a server skips it there.
+TEST(Warmup, RunsEachBatchSizeOnceAndLeavesTheCacheEmpty) {
+  const test::TinySpec spec = session_specs()[0];
+  ByteCodec codec;
+  auto generate = [&](Backend& be) {
+    PlainRequest p;
+    p.prompt = codec.encode("Q: what is 6 times 7?\n");
+    p.max_tokens = 12;
+    return generate_plain(be, codec, std::move(p)).generated;
+  };
+  cpu::CpuBackend cold(session_model(spec));
+  EXPECT_EQ(cold.warmup_tokens(), 0);
+  const std::vector<int32_t> expected = generate(cold);
+  ASSERT_EQ(expected.size(), 12u);
+
+  cpu::CpuBackend be(session_model(spec));
+  const WarmupReport w = warm_up(be, codec, codec.encode("Hi"), 4);
+  EXPECT_EQ(w.sessions, 10);
+  EXPECT_EQ(w.forwards, 12);
+  EXPECT_GT(w.seconds, 0.0);
+  EXPECT_EQ(be.live_blocks(), 0);
+  EXPECT_EQ(be.kv_used_tokens(), 0);
+  EXPECT_EQ(generate(be), expected);
+
+  EXPECT_THROW(warm_up(be, codec, codec.encode("Hi"), 0), Error);
+  EXPECT_THROW(warm_up(be, codec, codec.encode("Hi"), 2, 1), Error);
+  EXPECT_THROW(warm_up(be, codec, {}, 2), Error);  // make_plain_request: an empty prompt
 }
 
 }  // namespace
