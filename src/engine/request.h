@@ -27,7 +27,8 @@ struct SessionRequest {
   SessionObserver* observer = nullptr;  // not owned; must outlive the session in the engine
 };
 
-/// A problem as the user states it: what `hogwild run`, `eval` and `bench` give.
+/// A problem as the user states it: what `hogwild run`, `eval`, `bench` and the HTTP server's
+/// hogwild requests (server/prompting.h, which maps the JSON fields onto these) all give.
 struct ProblemRequest {
   std::string problem;     // the problem text (UTF-8)
   std::string formatting;  // built-in name or JSON file; "" = the model's (RequestModel)
@@ -48,23 +49,22 @@ struct ProblemRequest {
   // layout is independent and the prompt the formatting's "sot" one.
   bool skeleton = false;
   // The chat template's enable_thinking (Qwen3), over the formatting's chat.enable_thinking;
-  // unset = the formatting's.
+  // unset = the formatting's (the server's chat_template_kwargs.enable_thinking).
   std::optional<bool> enable_thinking;
 };
 
 /// What building a session request reads of a model: its tokenizer, chat template, context, stop
-/// ids and the formatting of a request that names none. request_model() gives a Model's; a
-/// caller that holds these without a Model (a server's loaded model) fills one itself.
+/// ids and the formatting of a request that names none. request_model() gives a Model's; the
+/// HTTP server's ServedModel is one (server/prompting.h), so both build through make_request.
 struct RequestModel {
   const Tokenizer* tokenizer = nullptr;               // not owned; must outlive the calls
   const chat::ChatTemplate* chat_template = nullptr;  // not owned; null when the model has none
   std::string chat_template_error;  // why chat_template is null: "" = none, else its parse error
   int64_t max_position_embeddings = 0;  // config.json: the model's context; 0 = unknown
   std::vector<int32_t> stop_ids;        // Model::stop_ids
-  // The formatting of a request without one: default_formatting when set (resolved once by a
-  // caller that serves many requests), else model_formatting_ref(dir, the chat template): the
-  // directory's hogwild_format.json, else the model family's math formatting, resolved when a
-  // request needs it.
+  // The formatting of a request without one: default_formatting when set (the server resolves
+  // its --format at load), else model_formatting_ref(dir, the chat template): the directory's
+  // hogwild_format.json, else the model family's math formatting, resolved when a request needs it.
   std::string dir;
   std::optional<Formatting> default_formatting;
 };
@@ -79,8 +79,8 @@ RequestModel request_model(const Model& model);
 /// for an unknown name or a bad formatting file.
 Formatting request_formatting(const RequestModel& model, const std::string& name);
 
-/// The one builder of a hogwild session request, for every way in: `hogwild run`, `eval` and
-/// `bench`. The formatting's prompt through the chat template
+/// The one builder of a hogwild session request, for every way in: `hogwild run`, `eval`, `bench`
+/// and the HTTP server's hogwild requests. The formatting's prompt through the chat template
 /// (enable_thinking as the request says), tokenized; stop ids from the model; device-contract
 /// sampling on. The independent layout's workers (1..kMaxIndependentWorkers) get the
 /// single-worker prompt; Skeleton-of-Thought its own. Throws RequestError for a field out of its
