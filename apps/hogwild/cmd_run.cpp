@@ -93,14 +93,15 @@ void check_run_paths(const RunArgs& a) {
 }
 
 /// The problem text: the argument, stdin ("-") or -f FILE. Throws hogwild::Error when both or
-/// neither are given.
+/// neither are given, RequestError (check_problem) when the text is blank.
 std::string read_problem(const RunArgs& a) {
   if (!a.problem_file.empty() && !a.problem.empty())
     fail("give the problem as text or with -f FILE, not both");
+  if (a.problem_file.empty() && a.problem.empty())
+    fail("no problem given; pass the problem text as the last argument, - for stdin, or -f FILE");
   std::string problem = a.problem_file.empty() ? text_or_stdin(a.problem)
                                                : file_or_stdin(a.problem_file, "problem file (-f)");
-  if (problem.find_first_not_of(" \t\r\n") == std::string::npos)
-    fail("no problem given; pass the problem text as the last argument, - for stdin, or -f FILE");
+  check_problem(problem);  // the sentence of make_request and the server, before any weights load
   return problem;
 }
 
@@ -122,8 +123,8 @@ std::vector<int64_t> check_run_ranges(const RunArgs& a, Layout layout, const For
   return snapshots;
 }
 
-/// The session request of the run (engine/request.h make_request) with the CLI's own settings:
-/// --ignore-eos (EOS never sampled, as llama.cpp) and --n-predict.
+/// The session request of the run (engine/request.h make_request) with the CLI's own setting
+/// --ignore-eos (EOS never sampled, as llama.cpp).
 SessionRequest make_run_request(const Model& model, const RunArgs& a, Layout layout,
                                 const std::string& fmt_name, const std::vector<int64_t>& snapshots,
                                 uint64_t seed) {
@@ -139,10 +140,10 @@ SessionRequest make_run_request(const Model& model, const RunArgs& a, Layout lay
   pr.kv_budget = a.kv_budget;
   pr.kv_chunk = a.kv_chunk;
   pr.kv_policy = a.kv_policy;
+  pr.max_tokens = a.n_predict;
   pr.sampling = sampling_params(a.sampling, model.generation_config(), seed);
   SessionRequest req = make_request(model, pr);
   if (a.ignore_eos) req.formatting.forbidden.eos = true;  // llama.cpp: EOS is never sampled
-  req.options.max_tokens_per_worker = a.n_predict;
   return req;
 }
 

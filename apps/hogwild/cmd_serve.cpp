@@ -26,8 +26,10 @@
 #include "apps/hogwild/commands.h"
 #include "core/error.h"
 #include "engine/model.h"
+#include "engine/request.h"
 #include "engine/warmup.h"
 #include "hogwild/formatting.h"
+#include "hogwild/request_check.h"
 #include "server/http_server.h"
 #include "server/reasoning.h"
 #include "server/scheduler.h"
@@ -101,11 +103,11 @@ void load(const ServeArgs& a, Loaded& L, HttpServer& http) {
   m.id = !a.model_name.empty()     ? a.model_name
          : !dir.filename().empty() ? dir.filename().string()
                                    : dir.parent_path().filename().string();
-  m.tokenizer = &model.tokenizer();
-  m.chat_template = model.chat_template();
+  static_cast<RequestModel&>(m) = request_model(model);  // what make_request reads of it
   m.generation = model.generation_config();
-  m.stop_ids = model.stop_ids();
   m.config = model.config();
+  // The rule of `hogwild run -c` (hogwild/request_check.h): no view beyond the model's context.
+  check_max_context(a.max_context, m.config.max_position_embeddings);
   m.max_context = a.max_context > 0 ? a.max_context : m.config.max_position_embeddings;
   m.default_format =
       !a.format.empty()

@@ -39,6 +39,8 @@ constexpr FieldRange kRanges[] = {
      "tokens forgotten together (0 = the default, 16)"},
     // A name (hogwild/request_check.h check_kv_policy); the row gives its name in messages.
     {RequestField::kv_policy, "kv_policy", 0, 0, false, true, "(evict or summarise)"},
+    // Text (hogwild/request_check.h check_problem); the row gives its name in messages.
+    {RequestField::problem, "problem", 0, 0, false, true, "(text)"},
 };
 
 [[noreturn]] void out_of_range(RequestField f, const std::string& value) {

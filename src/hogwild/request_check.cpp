@@ -7,6 +7,12 @@
 
 namespace hogwild {
 
+void check_problem(std::string_view problem) {
+  if (problem.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    throw RequestError(RequestField::problem,
+                       "no problem given; the problem text is empty: give the problem to solve");
+}
+
 int max_workers(Layout layout, bool skeleton, const Formatting& fmt) {
   if (layout == Layout::independent || skeleton) return kMaxIndependentWorkers;
   return static_cast<int>(fmt.worker_names.size());

@@ -20,6 +20,10 @@ namespace hogwild {
 
 struct SessionOptions;
 
+/// Throws RequestError (RequestField::problem) when the problem text is empty or only blanks
+/// (spaces, tabs, line ends): there is nothing to solve.
+void check_problem(std::string_view problem);
+
 /// Most workers of a session on `layout`: kMaxIndependentWorkers for the independent layout and
 /// Skeleton-of-Thought (their workers all write under the first name), else the number of worker
 /// names of `fmt`.

@@ -384,7 +384,7 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
     std::vector<GenerationRequest> gens;
     std::string chat_prompt;
     try {
-      gens = build_generation(cr, *model_, &seed, &chat_prompt);
+      gens = build_generation(cr, *model_, opt_.limits, &seed, &chat_prompt);
     } catch (const Error& e) {  // tokenizer / formatting refusing this input
       throw bad_request(e.what());
     }

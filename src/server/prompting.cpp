@@ -6,8 +6,8 @@
 #include "chat/chat_template.h"
 #include "core/error.h"
 #include "engine/plain.h"
-#include "hogwild/prompt.h"
-#include "hogwild/request_check.h"
+#include "engine/request.h"
+#include "hogwild/forgetting.h"
 #include "server/api_error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -114,60 +114,80 @@ void check_hogwild_context(size_t prompt_tokens, int64_t layout_tokens, const Se
       where, "context_length_exceeded");
 }
 
-// A hogwild request: the formatting's collaboration prompt around the problem (the one-worker
-// prompt for independent workers, the outline rules for Skeleton-of-Thought), its context
-// check and the session options.
-void fill_hogwild(GenerationRequest& g, const CompletionRequest& r, const ServedModel& m) {
+// The server's own bound on the workers of a request (RequestLimits), beyond the rules that
+// make_request checks (the table's range, the formatting's names).
+void check_worker_limit(const HogwildParams& h, const RequestLimits& lim) {
+  const bool independent = h.layout == Layout::independent;
+  const int most = independent ? lim.max_samples : lim.max_workers;
+  if (h.workers > most)
+    throw bad_request(
+        fmt::format("workers is {}; this server runs at most {} {} a request", h.workers, most,
+                    h.skeleton    ? "outline points"
+                    : independent ? "independent samples"
+                                  : "workers"),
+        "hogwild.workers");
+}
+
+// A hogwild request: the problem and the `hogwild` fields as the ProblemRequest that make_request
+// (engine/request.h) builds, as for `hogwild run` (the same checks, in the same sentences), then
+// the server's worker limit and its context check.
+void fill_hogwild(GenerationRequest& g, const CompletionRequest& r, const ServedModel& m,
+                  const RequestLimits& lim) {
   const HogwildParams& h = *r.hogwild;
-  g.formatting = h.format.empty() ? m.default_formatting : resolve_formatting(h.format);
-  if (auto it = r.template_kwargs.find("enable_thinking"); it != r.template_kwargs.end()) {
-    g.formatting.chat.has_enable_thinking = true;
-    g.formatting.chat.enable_thinking = it->get<bool>();
-  }
-  try {  // the rule of hogwild/request_check.h, in its words
-    check_workers(h.workers, h.layout, h.skeleton, g.formatting);
-  } catch (const RequestError& e) {
-    throw bad_request(e.what(), "hogwild.workers");
-  }
-  const std::string problem = problem_text(r);
-  if (problem.find_first_not_of(" \t\r\n") == std::string::npos)
-    throw bad_request("the problem is empty; give it as the user message (or the prompt)",
-                      r.endpoint == Endpoint::chat ? "messages" : "prompt");
-  std::string text;
+  ProblemRequest p;
+  p.problem = problem_text(r);
+  p.formatting = h.format;  // a built-in name (request.cpp); "" = m.default_formatting
+  p.workers = h.workers;
+  p.layout = h.layout;
+  p.skeleton = h.skeleton;
+  p.budget = h.budget;
+  p.collab_every = h.collab_every;
+  p.max_context = m.max_context;
+  p.max_tokens = r.max_tokens.value_or(0);
+  p.kv_budget = h.kv_budget;
+  p.kv_policy = kv_policy_name(h.kv_policy);
+  p.sampling = g.sampling;
+  if (auto it = r.template_kwargs.find("enable_thinking"); it != r.template_kwargs.end())
+    p.enable_thinking = it->get<bool>();
+  SessionRequest s;
   try {
-    // Independent workers (self-consistency, Skeleton-of-Thought) get the one-worker prompt,
-    // Skeleton-of-Thought its outline rules, as make_request (engine/request.h) builds them.
-    const bool independent = h.layout == Layout::independent;
-    text = build_prompt(g.formatting, m.chat_template, problem, independent ? 1 : h.workers,
-                        h.skeleton ? h.workers : 0);
-  } catch (const Error& e) {
+    s = make_request(m, p);
+  } catch (const RequestError& e) {
+    throw bad_request(e.what(), request_param(e.field(), r.endpoint));
+  } catch (const Error& e) {  // the chat template cannot be used, or fails on the prompt
     throw bad_request(e.what(), "hogwild.format", "formatting_error");
   }
-  g.prompt = m.tokenizer->encode(text, !g.formatting.chat.use_template);
+  check_worker_limit(h, lim);
   check_hogwild_context(
-      g.prompt.size(),
-      first_step_tokens(g.formatting, h.layout, h.workers, h.skeleton, *m.tokenizer), m, r);
-  g.options.n_workers = h.workers;
-  g.options.layout = h.layout;
-  g.options.skeleton = h.skeleton;
-  g.options.budget = h.budget;
-  g.options.collab_every = h.collab_every;
-  g.options.max_tokens_per_worker = r.max_tokens.value_or(0);
-  g.options.kv.budget = h.kv_budget;
-  g.options.kv.policy = h.kv_policy;
-  try {
-    check_kv_fits(
-        g.options.kv, static_cast<int64_t>(g.prompt.size()), h.workers, g.formatting,
-        [&](const std::string& t) { return static_cast<int64_t>(m.tokenizer->encode(t).size()); });
-  } catch (const RequestError& e) {
-    throw bad_request(e.what(), "hogwild.kv_budget");
-  }
+      s.prompt.size(),
+      first_step_tokens(s.formatting, s.options.layout, h.workers, h.skeleton, *m.tokenizer), m, r);
+  g.prompt = std::move(s.prompt);
+  g.formatting = std::move(s.formatting);
+  g.options = std::move(s.options);
 }
 
 }  // namespace
 
+std::string request_param(RequestField field, Endpoint endpoint) {
+  switch (field) {
+    case RequestField::workers:
+    case RequestField::budget:
+    case RequestField::snapshot:
+    case RequestField::collab_every:
+    case RequestField::kv_budget:
+    case RequestField::kv_chunk:
+    case RequestField::kv_policy:
+      return std::string("hogwild.") + field_range(field).name;
+    case RequestField::problem:
+      return endpoint == Endpoint::chat ? "messages" : "prompt";
+    default:  // max_tokens, seed, the sampling fields, stop: top-level keys of the same name
+      return field_range(field).name;
+  }
+}
+
 std::vector<GenerationRequest> build_generation(const CompletionRequest& r, const ServedModel& m,
-                                                uint64_t* seed_used, std::string* chat_prompt) {
+                                                const RequestLimits& limits, uint64_t* seed_used,
+                                                std::string* chat_prompt) {
   uint64_t seed = 0;
   if (r.seed && *r.seed >= 0) {  // -1 = a random seed, as on the CLI (core/request_fields.h)
     seed = static_cast<uint64_t>(*r.seed);
@@ -213,7 +233,7 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
     g.formatting = std::move(s.formatting);
     g.options = std::move(s.options);
   } else {
-    fill_hogwild(g, r, m);
+    fill_hogwild(g, r, m, limits);
   }
   // Choice i draws with seed + stride * i, worker w with that + w: no two workers of a request
   // share a seed.

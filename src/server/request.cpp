@@ -4,6 +4,7 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "core/request_fields.h"
@@ -312,7 +313,9 @@ std::vector<std::string> parse_stop(const json& j) {
   return out;
 }
 
-HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
+// The `hogwild` object: types, names and the ranges a field has alone, in the sentences of
+// hogwild/request_check.h that make_request repeats when the request is built (prompting.h).
+HogwildParams parse_hogwild(const json& h) {
   if (!h.is_object())
     throw bad_request(fmt::format("'hogwild' must be an object, got {}", type_of(h)), "hogwild");
   static const char* kKeys[] = {"workers", "layout",   "budget",    "collab_every",
@@ -325,14 +328,12 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
                         "hogwild." + k);
   HogwildParams p;
   const std::optional<int64_t> w = get_int(h, "workers", "hogwild.workers");
-  if (w) in_table("hogwild.workers", [&] { check_field(RequestField::workers, *w); });
   if (auto l = get_string(h, "layout", "hogwild.layout")) {
-    if (*l != "combined" && *l != "interleaved" && *l != "contiguous" && *l != "independent")
-      throw bad_request(fmt::format("'hogwild.layout' is '{}'; use combined, interleaved, "
-                                    "contiguous or independent",
-                                    *l),
-                        "hogwild.layout");
-    p.layout = parse_layout(*l);
+    try {  // the sentence of `hogwild run --layout`
+      p.layout = parse_layout(*l);
+    } catch (const Error& e) {
+      throw bad_request(e.what(), "hogwild.layout");
+    }
   }
   if (auto b = get_int(h, "budget", "hogwild.budget")) {
     in_table("hogwild.budget", [&] { check_field(RequestField::budget, *b); });
@@ -364,17 +365,14 @@ HogwildParams parse_hogwild(const json& h, const RequestLimits& lim) {
   }
   if (auto kp = get_string(h, "kv_policy", "hogwild.kv_policy"))
     in_table("hogwild.kv_policy", [&] { p.kv_policy = check_kv_policy(*kp, p.kv_budget, 0); });
-  // Independent samples and outline points go further than workers sharing a cache.
-  const bool independent = p.layout == Layout::independent;
-  const int most = independent ? lim.max_samples : lim.max_workers;
-  if (w && *w > most)
-    throw bad_request(
-        fmt::format("workers is {}; this server runs at most {} {} a request", *w, most,
-                    p.skeleton    ? "outline points"
-                    : independent ? "independent samples"
-                                  : "workers"),
-        "hogwild.workers");
-  if (w) p.workers = static_cast<int>(*w);
+  if (w) {
+    // The table's range is the rule of independent workers; workers sharing a cache are bounded
+    // by the formatting's names, which make_request checks with the formatting resolved
+    // (prompting.h), as are the server's limits. A count beyond any range is refused here.
+    if (p.layout == Layout::independent || *w < INT_MIN || *w > INT_MAX)
+      in_table("hogwild.workers", [&] { check_field(RequestField::workers, *w); });
+    p.workers = static_cast<int>(*w);
+  }
   return p;
 }
 
@@ -487,7 +485,7 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
     r.n = static_cast<int>(*n);
   }
   parse_chat_options(j, endpoint, r);
-  if (const json* h = field(j, "hogwild")) r.hogwild = parse_hogwild(*h, lim);
+  if (const json* h = field(j, "hogwild")) r.hogwild = parse_hogwild(*h);
   return r;
 }
 

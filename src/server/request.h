@@ -2,7 +2,10 @@
 // "Requests"). Every field clients rely on is checked for type and range here, before the request
 // reaches the engine; a mistake throws ApiError (400, or 404 for an unknown model) naming the
 // field. Fields that change the output in ways the engine cannot honour (tools, logprobs,
-// penalties other than repetition_penalty, logit_bias, ...) are refused rather than ignored.
+// penalties other than repetition_penalty, logit_bias, ...) are refused rather than ignored. The
+// rules of a hogwild request that need the served model (workers against the formatting's names,
+// a kv_budget against the prompt, an empty problem) are checked when it is built (prompting.h:
+// make_request, as for `hogwild run`).
 #pragma once
 
 #include <cstdint>
@@ -21,8 +24,9 @@ enum class Endpoint { chat, completion };
 
 /// The `hogwild` object of a request: a collaborative session instead of a plain completion.
 struct HogwildParams {
-  int workers = 2;  // 1..RequestLimits::max_workers (and the formatting's worker names);
-                    // independent layout: 1..RequestLimits::max_samples
+  int workers = 2;  // the formatting's worker names and RequestLimits::max_workers (checked when
+                    // the request is built, prompting.h); independent layout: 1..64 (the table)
+                    // and RequestLimits::max_samples
   Layout layout = Layout::combined;
   int64_t budget = 0;         // serial steps after the prefill; 0 = until an answer
   int64_t collab_every = -1;  // generated tokens between collaboration checks; -1 = formatting
@@ -62,10 +66,11 @@ struct CompletionRequest {
   bool include_reasoning = true;
 };
 
-/// Limits a request is checked against.
+/// Limits a request is checked against (max_n by parse_completion_request, the workers by
+/// build_generation, after the rules of the request builder).
 struct RequestLimits {
   int max_n = 8;         // choices per request
-  int max_workers = 8;   // hogwild.workers (within the table's range)
+  int max_workers = 8;   // hogwild.workers (within the formatting's names)
   int max_samples = 64;  // hogwild.workers on the independent layout (samples, outline points)
   // Value ranges (max_tokens, budget, seed, temperature, stop bytes, ...) are the table's:
   // core/request_fields.h.

@@ -61,8 +61,9 @@ TEST(RunCli, BadArgumentsStopWithTheirMessage) {
   } cases[] = {
       {"-m /nonexistent/model x", "model directory '/nonexistent/model' does not exist"},
       {"-m " + empty_dir + " x", "tokenizer.json is missing"},
-      {m, "no problem given"},
-      {m + "'   '", "no problem given"},
+      {m, "no problem given; pass the problem text as the last argument, - for stdin, or -f FILE"},
+      // A blank problem: the sentence of make_request and of the server's 400 (check_problem).
+      {m + "'   '", "no problem given; the problem text is empty: give the problem to solve"},
       {m + "-w 0 x", "workers is 0; the formatting 'qwen3-math' names 8 workers: give 1..8"},
       {m + "-w 9 x", "workers is 9; the formatting 'qwen3-math' names 8 workers: give 1..8"},
       {m + "--layout independent -w 65 x", "workers is 65; it must be in 1..64 workers"},

@@ -12,6 +12,7 @@
 #include "hogwild/picker.h"
 #include "sampling/stop_strings.h"
 #include "server/api_error.h"
+#include "server/prompting.h"
 #include "server/request.h"
 #include "server/responses.h"
 #include "server/scheduler.h"
@@ -122,8 +123,16 @@ TEST(RequestValidation, EveryMistakeIsA4xxNamingTheField) {
       {"{" + msgs + R"(,"stream":"yes"})", C, 400, "stream", ""},
       {"{" + msgs + R"(,"stream_options":{"include_usage":true}})", C, 400, "stream_options", ""},
       {"{" + msgs + R"(,"hogwild":3})", C, 400, "hogwild", ""},
-      {"{" + msgs + R"(,"hogwild":{"workers":0}})", C, 400, "hogwild.workers", ""},
-      {"{" + msgs + R"(,"hogwild":{"workers":9}})", C, 400, "hogwild.workers", ""},
+      // Workers sharing a cache are checked against the formatting when the request is built
+      // (tests/server/request_builder.test.mjs); here the table's range of independent ones and a
+      // count beyond any range.
+      {"{" + msgs + R"(,"hogwild":{"layout":"independent","workers":0}})", C, 400,
+       "hogwild.workers", ""},
+      {"{" + msgs + R"(,"hogwild":{"layout":"independent","workers":65}})", C, 400,
+       "hogwild.workers", ""},
+      {"{" + msgs + R"(,"hogwild":{"skeleton":true,"workers":65}})", C, 400, "hogwild.workers", ""},
+      {"{" + msgs + R"(,"hogwild":{"workers":4294967298}})", C, 400, "hogwild.workers", ""},
+      {"{" + msgs + R"(,"hogwild":{"workers":"two"}})", C, 400, "hogwild.workers", ""},
       {"{" + msgs + R"(,"hogwild":{"layout":"diagonal"}})", C, 400, "hogwild.layout", ""},
       {"{" + msgs + R"(,"hogwild":{"budget":-1}})", C, 400, "hogwild.budget", ""},
       {"{" + msgs + R"(,"hogwild":{"collab_every":-2}})", C, 400, "hogwild.collab_every", ""},
@@ -221,6 +230,11 @@ TEST(RequestValidation, SpeaksTheTablesSentence) {
       {R"(,"hogwild":{"collab_every":-2})", "hogwild.collab_every",
        "collab_every is -2; it must be in -1..1000000 generated tokens (0 = no collaboration "
        "check, -1 = the formatting's)"},
+      {R"(,"hogwild":{"workers":4294967298})", "hogwild.workers",
+       "workers is 4294967298; it must be in 1..64 workers"},
+      // `hogwild run --layout diagonal`'s sentence (hogwild/layout.h parse_layout).
+      {R"(,"hogwild":{"layout":"diagonal"})", "hogwild.layout",
+       "unknown layout 'diagonal': use combined, interleaved, contiguous or independent"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.body);
@@ -233,6 +247,34 @@ TEST(RequestValidation, SpeaksTheTablesSentence) {
       EXPECT_EQ(std::string(e.what()), c.message);
     }
   }
+}
+
+// A request builder's RequestError (engine/request.h make_request) names its field as the JSON
+// path of the request body: the `param` of the 400.
+TEST(RequestValidation, ARequestFieldIsItsJsonPath) {
+  const struct {
+    RequestField field;
+    Endpoint endpoint;
+    const char* param;
+  } cases[] = {
+      {RequestField::workers, Endpoint::chat, "hogwild.workers"},
+      {RequestField::budget, Endpoint::completion, "hogwild.budget"},
+      {RequestField::collab_every, Endpoint::chat, "hogwild.collab_every"},
+      {RequestField::kv_budget, Endpoint::chat, "hogwild.kv_budget"},
+      {RequestField::kv_policy, Endpoint::chat, "hogwild.kv_policy"},
+      {RequestField::problem, Endpoint::chat, "messages"},
+      {RequestField::problem, Endpoint::completion, "prompt"},
+      {RequestField::max_tokens, Endpoint::chat, "max_tokens"},
+      {RequestField::temperature, Endpoint::chat, "temperature"},
+      {RequestField::repetition_penalty, Endpoint::completion, "repetition_penalty"},
+      {RequestField::seed, Endpoint::chat, "seed"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(request_param(c.field, c.endpoint), c.param);
+  // Workers sharing a cache reach the builder, which knows the formatting's names.
+  const CompletionRequest r = parse_completion_request(R"({"prompt":"x","hogwild":{"workers":9}})",
+                                                       Endpoint::completion, "tiny");
+  ASSERT_TRUE(r.hogwild);
+  EXPECT_EQ(r.hogwild->workers, 9);
 }
 
 TEST(RequestValidation, ReadsTheFieldsClientsSend) {
