@@ -66,6 +66,9 @@ def main():
     ap.add_argument("--model", default="models/packs-collab")
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--wording", default="first",
+                    help="collab problems --wording: first (the six frames models/packs-collab "
+                         "was trained on) or grammar")
     ap.add_argument("--count", type=int, default=20)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--fractions", default="0.75,0.5,0.25")
@@ -77,7 +80,8 @@ def main():
     global DEVICE
     DEVICE = a.device
     packs = subprocess.run([a.bin, "collab", "problems", "--split", "test", "--k", str(a.k),
-                            "--seed", str(a.seed), "--count", str(a.count)],
+                            "--seed", str(a.seed), "--count", str(a.count),
+                            "--wording", a.wording],
                            check=True, capture_output=True, text=True).stdout.splitlines()
     packs = [json.loads(p) for p in packs]
     fractions = [float(x) for x in a.fractions.split(",")]
@@ -127,7 +131,8 @@ def main():
                          "mean_budget": sum(r.get("budget", 0) for r in rows) / n,
                          "budgets_raised": sum(r.get("raised", False) for r in rows),
                          "runs_summarised": sum(r.get("summaries", 0) > 0 for r in rows)}
-    out = {"model": a.model, "k": a.k, "seed": a.seed, "count": a.count, "workers": a.workers,
+    out = {"model": a.model, "k": a.k, "seed": a.seed, "wording": a.wording, "count": a.count,
+           "workers": a.workers,
            "chunk": a.chunk or 16, "policies": policies, "summary": summary, "runs": settings}
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
