@@ -197,10 +197,7 @@ std::vector<GenerationRequest> build_generation(const CompletionRequest& r, cons
   }
   if (seed_used) *seed_used = seed;
   GenerationRequest g;
-  g.sampling = sampling_for(r, m.generation, seed);
-  g.options.extra_eos = m.stop_ids;
-  g.options.max_context = m.max_context;
-  g.options.device_sampling = true;
+  g.sampling = sampling_for(r, m.generation, seed);  // the options come from the builders below
 
   if (!r.hogwild) {
     // A plain completion: the one builder of engine/plain.h (one worker, formatting "plain",
