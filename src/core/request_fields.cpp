@@ -41,6 +41,8 @@ constexpr FieldRange kRanges[] = {
     {RequestField::kv_policy, "kv_policy", 0, 0, false, true, "(evict or summarise)"},
     // Text (hogwild/request_check.h check_problem); the row gives its name in messages.
     {RequestField::problem, "problem", 0, 0, false, true, "(text)"},
+    // A sum of token counts (hogwild/request_check.h check_first_step_fits); the row names it.
+    {RequestField::context, "context", 0, 0, false, true, "(tokens of the longest view)"},
 };
 
 [[noreturn]] void out_of_range(RequestField f, const std::string& value) {

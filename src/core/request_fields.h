@@ -40,6 +40,7 @@ enum class RequestField {
   kv_chunk,            // tokens forgotten together (ForgetPolicy::chunk)
   kv_policy,           // what happens at the KV budget: evict or summarise (a name, no range)
   problem,             // the problem text of a hogwild request (not empty; no range)
+  context,             // the prompt with the first serial step, against the context (no range)
 };
 
 /// One row of the table: an inclusive range [lo, hi] (lo excluded when lo_open) and the unit and

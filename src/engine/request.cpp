@@ -11,7 +11,7 @@ RequestModel request_model(const Model& model) {
   m.tokenizer = &model.tokenizer();
   m.chat_template = model.chat_template();
   m.chat_template_error = model.chat_template_error();
-  m.max_position_embeddings = model.config().max_position_embeddings;
+  m.max_context = model.config().max_position_embeddings;
   m.stop_ids = model.stop_ids();
   m.dir = model.dir();
   return m;
@@ -42,7 +42,7 @@ SessionRequest make_request(const RequestModel& model, const ProblemRequest& p) 
   check_field(RequestField::budget, p.budget);
   check_snapshots(p.snapshots, p.budget);
   check_field(RequestField::collab_every, p.collab_every);
-  check_max_context(p.max_context, model.max_position_embeddings);
+  check_max_context(p.max_context, model.max_context);
   check_field(RequestField::max_tokens, p.max_tokens);
   check_sampling(p.sampling);
   check_kv_budget(p.kv_budget, layout, p.skeleton);
@@ -59,13 +59,18 @@ SessionRequest make_request(const RequestModel& model, const ProblemRequest& p) 
   r.prompt = tok.encode(text, !fmt.chat.use_template);
   check_kv_fits(r.options.kv, static_cast<int64_t>(r.prompt.size()), p.workers, fmt,
                 [&](const std::string& t) { return static_cast<int64_t>(tok.encode(t).size()); });
+  const int64_t first_step = first_step_tokens(
+      fmt, layout, p.workers, p.skeleton,
+      [&](const std::string& t) { return static_cast<int64_t>(tok.encode(t, false).size()); });
+  check_first_step_fits(static_cast<int64_t>(r.prompt.size()), first_step, p.max_context,
+                        model.max_context);
   r.options.n_workers = p.workers;
   r.options.layout = layout;
   r.options.skeleton = p.skeleton;
   r.options.budget = p.budget;
   r.options.snapshots = p.snapshots;
   r.options.collab_every = p.collab_every;
-  r.options.max_context = p.max_context;
+  r.options.max_context = p.max_context > 0 ? p.max_context : model.max_context;
   r.options.max_tokens_per_worker = p.max_tokens;
   r.options.extra_eos = model.stop_ids;
   r.options.device_sampling = true;

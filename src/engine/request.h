@@ -60,8 +60,11 @@ struct RequestModel {
   const Tokenizer* tokenizer = nullptr;               // not owned; must outlive the calls
   const chat::ChatTemplate* chat_template = nullptr;  // not owned; null when the model has none
   std::string chat_template_error;  // why chat_template is null: "" = none, else its parse error
-  int64_t max_position_embeddings = 0;  // config.json: the model's context; 0 = unknown
-  std::vector<int32_t> stop_ids;        // Model::stop_ids
+  // Tokens a view may hold as the model is offered: config.json max_position_embeddings
+  // (request_model), or the server's --max-context. A request's own max_context stays within it;
+  // 0 = unknown.
+  int64_t max_context = 0;
+  std::vector<int32_t> stop_ids;  // Model::stop_ids
   // The formatting of a request without one: default_formatting when set (the server resolves
   // its --format at load), else model_formatting_ref(dir, the chat template): the directory's
   // hogwild_format.json, else the model family's math formatting, resolved when a request needs it.
@@ -88,7 +91,8 @@ Formatting request_formatting(const RequestModel& model, const std::string& name
 /// budget, snapshots beyond the budget, collab_every, a context beyond the model's, max_tokens,
 /// sampling, a kv_budget out of range, on a layout without a growing history or below the prompt
 /// plus the recent tokens kept (summarise: plus the summaries' room), a kv_chunk without a
-/// kv_budget, a kv_policy other than evict or summarise), hogwild::Error for a formatting that
+/// kv_budget, a kv_policy other than evict or summarise, a prompt that leaves no room in the
+/// context for the first serial step: check_first_step_fits), hogwild::Error for a formatting that
 /// does not resolve, a chat template that cannot be used (with its error) or that fails to render.
 SessionRequest make_request(const RequestModel& model, const ProblemRequest& problem);
 

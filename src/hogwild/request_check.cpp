@@ -59,6 +59,50 @@ void check_max_context(int64_t max_context, int64_t model_context) {
                                    max_context, model_context, model_context));
 }
 
+int64_t first_step_tokens(const Formatting& f, Layout layout, int n, bool skeleton,
+                          const std::function<int64_t(const std::string&)>& count_tokens) {
+  auto count = [&count_tokens](const std::string& text) {
+    return text.empty() ? int64_t{0} : count_tokens(text);
+  };
+  std::vector<int64_t> opening(n);
+  // Independent workers (samples, Skeleton-of-Thought) write under the first name.
+  for (int w = 0; w < n; ++w)
+    opening[w] = count(f.step_start(layout == Layout::independent ? 0 : w, 1, false));
+  const bool others = n > 1 && (layout == Layout::combined || layout == Layout::contiguous);
+  int64_t longest = 0;
+  for (int w = 0; w < n; ++w) {
+    int64_t len = opening[w];
+    if (others) {
+      len += count(f.others_header(w)) + count(f.layout.other_separator + f.own_header(w));
+      for (int o = 0; o < n; ++o)
+        if (o != w) len += opening[o];
+      len += static_cast<int64_t>(n - 2) * count(f.layout.other_separator);  // between the others
+    }
+    longest = std::max(longest, len);
+  }
+  if (skeleton && n > 0) longest = std::max(longest, opening[0] + count(f.sot.outline_prefix));
+  return longest;
+}
+
+void check_first_step_fits(int64_t prompt_tokens, int64_t first_step, int64_t max_context,
+                           int64_t model_context) {
+  const int64_t limit = max_context > 0 ? max_context : model_context;
+  const int64_t total = prompt_tokens + first_step + 1;
+  if (limit <= 0 || total <= limit) return;
+  const std::string context =
+      max_context > 0 && model_context > 0 && max_context < model_context
+          ? fmt::format("The context limit (max_context) is {} tokens, below the model's {}",
+                        max_context, model_context)
+          : fmt::format("This model's maximum context length is {} tokens", limit);
+  throw RequestError(
+      RequestField::context,
+      fmt::format("{}. However, you requested {} tokens ({} in the problem with the "
+                  "collaboration prompt, {} in the layout's texts and the workers' first step "
+                  "openings, 1 in the completion). Please shorten the problem, or use fewer "
+                  "workers or the interleaved layout.",
+                  context, total, prompt_tokens, first_step));
+}
+
 void check_session_options(const SessionOptions& o, const Formatting& fmt, int64_t model_context) {
   check_workers(o.n_workers, o.layout, o.skeleton, fmt);
   check_field(RequestField::budget, o.budget);

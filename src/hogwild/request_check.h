@@ -42,6 +42,23 @@ void check_snapshots(const std::vector<int64_t>& snapshots, int64_t budget);
 /// `model_context` tokens (config.json max_position_embeddings; 0 = unknown, not checked).
 void check_max_context(int64_t max_context, int64_t model_context);
 
+/// Tokens the first serial step of a session adds to its longest view beyond the prompt
+/// (docs/ARCHITECTURE.md §3, hogwild/layout.h): each worker's first step opening, and in the
+/// combined and contiguous layouts the headers and separators around the other workers' steps
+/// (Skeleton-of-Thought: the outline's opening). Each text counted by count_tokens (the model's
+/// tokenizer, no special tokens added). Session::plan refuses a first step whose longest view
+/// passes the context; this is that view's length less the prompt, before anything runs.
+int64_t first_step_tokens(const Formatting& fmt, Layout layout, int n_workers, bool skeleton,
+                          const std::function<int64_t(const std::string&)>& count_tokens);
+
+/// Throws RequestError (RequestField::context) when the prompt (prompt_tokens), the first serial
+/// step (first_step: first_step_tokens) and one generated token do not fit the context:
+/// max_context tokens, or model_context (config.json max_position_embeddings) when max_context
+/// is 0; neither known (both 0): not checked. The sentence gives the three counts and what to
+/// change, as the HTTP server's context_length_exceeded does for a plain prompt.
+void check_first_step_fits(int64_t prompt_tokens, int64_t first_step, int64_t max_context,
+                           int64_t model_context);
+
 /// Throws RequestError (RequestField::kv_chunk) unless kv_chunk is in its range, and unless it is 0
 /// when there is no kv_budget (chunks are what a budget forgets: alone the setting does nothing).
 void check_kv_chunk(int64_t kv_chunk, int64_t kv_budget);

@@ -68,52 +68,6 @@ void check_context(size_t prompt_tokens, int64_t completion, const ServedModel& 
       where, "context_length_exceeded");
 }
 
-// Tokens the first serial step of a hogwild session adds to the longest view beyond the prompt
-// (docs/ARCHITECTURE.md §3, src/hogwild/layout.h): every worker's first step opening, and in the
-// combined and contiguous layouts the headers and separators around the other workers' steps.
-// Session::plan_decode refuses a first step whose longest view exceeds the context; this is that
-// view's length, computed before anything runs.
-int64_t first_step_tokens(const Formatting& f, Layout layout, int n, bool skeleton,
-                          const Tokenizer& tok) {
-  auto count = [&tok](const std::string& text) {
-    return text.empty() ? int64_t{0} : static_cast<int64_t>(tok.encode(text, false).size());
-  };
-  std::vector<int64_t> opening(n);
-  // Independent workers (samples, Skeleton-of-Thought) write under the first name.
-  for (int w = 0; w < n; ++w)
-    opening[w] = count(f.step_start(layout == Layout::independent ? 0 : w, 1, false));
-  const bool others = n > 1 && (layout == Layout::combined || layout == Layout::contiguous);
-  int64_t longest = 0;
-  for (int w = 0; w < n; ++w) {
-    int64_t len = opening[w];
-    if (others) {
-      len += count(f.others_header(w)) + count(f.layout.other_separator + f.own_header(w));
-      for (int o = 0; o < n; ++o)
-        if (o != w) len += opening[o];
-      len += static_cast<int64_t>(n - 2) * count(f.layout.other_separator);  // between the others
-    }
-    longest = std::max(longest, len);
-  }
-  if (skeleton) longest = std::max(longest, opening[0] + count(f.sot.outline_prefix));
-  return longest;
-}
-
-// A hogwild prompt must leave room for the first serial step (step openings, layout texts) and a
-// token of each worker, as a plain one leaves room for max_tokens.
-void check_hogwild_context(size_t prompt_tokens, int64_t layout_tokens, const ServedModel& m,
-                           const CompletionRequest& r) {
-  const int64_t total = static_cast<int64_t>(prompt_tokens) + layout_tokens + 1;
-  if (total <= m.max_context) return;
-  const char* where = r.endpoint == Endpoint::chat ? "messages" : "prompt";
-  throw bad_request(
-      fmt::format("This model's maximum context length is {} tokens. However, you requested {} "
-                  "tokens ({} in the {} with the collaboration prompt, {} in the layout's texts "
-                  "and the workers' first step openings, 1 in the completion). Please reduce the "
-                  "length of the {}, or use fewer workers or the interleaved layout.",
-                  m.max_context, total, prompt_tokens, where, layout_tokens, where),
-      where, "context_length_exceeded");
-}
-
 // The server's own bound on the workers of a request (RequestLimits), beyond the rules that
 // make_request checks (the table's range, the formatting's names).
 void check_worker_limit(const HogwildParams& h, const RequestLimits& lim) {
@@ -130,7 +84,7 @@ void check_worker_limit(const HogwildParams& h, const RequestLimits& lim) {
 
 // A hogwild request: the problem and the `hogwild` fields as the ProblemRequest that make_request
 // (engine/request.h) builds, as for `hogwild run` (the same checks, in the same sentences), then
-// the server's worker limit and its context check.
+// the server's worker limit.
 void fill_hogwild(GenerationRequest& g, const CompletionRequest& r, const ServedModel& m,
                   const RequestLimits& lim) {
   const HogwildParams& h = *r.hogwild;
@@ -141,8 +95,7 @@ void fill_hogwild(GenerationRequest& g, const CompletionRequest& r, const Served
   p.layout = h.layout;
   p.skeleton = h.skeleton;
   p.budget = h.budget;
-  p.collab_every = h.collab_every;
-  p.max_context = m.max_context;
+  p.collab_every = h.collab_every;  // max_context: the served one (RequestModel::max_context)
   p.max_tokens = r.max_tokens.value_or(0);
   p.kv_budget = h.kv_budget;
   p.kv_policy = kv_policy_name(h.kv_policy);
@@ -153,14 +106,12 @@ void fill_hogwild(GenerationRequest& g, const CompletionRequest& r, const Served
   try {
     s = make_request(m, p);
   } catch (const RequestError& e) {
-    throw bad_request(e.what(), request_param(e.field(), r.endpoint));
+    throw bad_request(e.what(), request_param(e.field(), r.endpoint),
+                      e.field() == RequestField::context ? "context_length_exceeded" : "");
   } catch (const Error& e) {  // the chat template cannot be used, or fails on the prompt
     throw bad_request(e.what(), "hogwild.format", "formatting_error");
   }
   check_worker_limit(h, lim);
-  check_hogwild_context(
-      s.prompt.size(),
-      first_step_tokens(s.formatting, s.options.layout, h.workers, h.skeleton, *m.tokenizer), m, r);
   g.prompt = std::move(s.prompt);
   g.formatting = std::move(s.formatting);
   g.options = std::move(s.options);
@@ -179,6 +130,7 @@ std::string request_param(RequestField field, Endpoint endpoint) {
     case RequestField::kv_policy:
       return std::string("hogwild.") + field_range(field).name;
     case RequestField::problem:
+    case RequestField::context:  // the problem is what the sentence asks to shorten
       return endpoint == Endpoint::chat ? "messages" : "prompt";
     default:  // max_tokens, seed, the sampling fields, stop: top-level keys of the same name
       return field_range(field).name;

@@ -22,15 +22,15 @@ namespace hogwild::server {
 
 /// What the server serves: the loaded model's text side. Read-only after loading; used from
 /// many HTTP threads at once (Tokenizer::encode and ChatTemplate::render are const). As a
-/// RequestModel (engine/request.h: tokenizer, chat template and its error, stop ids, and
-/// default_formatting: of hogwild requests without "format", resolved at load) it is what
-/// make_request builds hogwild requests from, as for `hogwild run`.
+/// RequestModel (engine/request.h: tokenizer, chat template and its error, stop ids, max_context:
+/// the served context, --max-context or max_position_embeddings, and default_formatting: of
+/// hogwild requests without "format", resolved at load) it is what make_request builds hogwild
+/// requests from, as for `hogwild run`.
 struct ServedModel : RequestModel {
   std::string id;               // the model name in the API (/v1/models)
   GenerationConfig generation;  // sampling defaults
   ModelConfig config;
   std::string default_format;  // its name or file (model_formatting_ref unless --format), for logs
-  int64_t max_context = 0;     // tokens a view may hold (<= max_position_embeddings)
   std::string device;          // "cpu" / "cuda"
   // Reasoning output of chat completions (docs/SERVER.md "Reasoning output"): plain requests'
   // text split by `reasoning_parser`; hogwild requests' steps as reasoning unless `reasoning` is
@@ -47,16 +47,16 @@ std::string request_param(RequestField field, Endpoint endpoint);
 /// The sessions of one request (n choices; choice i samples with base seed + S i, S = max(8,
 /// workers), so no two workers of the request share a seed). A hogwild request is built by
 /// make_request (engine/request.h), as `hogwild run` builds its session: its RequestError is a 400
-/// with the same sentence and request_param as `param`, its other errors (a chat template that
-/// cannot be used or fails) a 400 "formatting_error" on "hogwild.format". `seed_used` receives
-/// the base seed (drawn at random when the request has none). Throws ApiError 400 besides: more
-/// hogwild workers than `limits` allow (after the rules make_request checks), the model has no
-/// chat template (chat requests), the template fails on the messages, the prompt is empty, or the
-/// prompt plus max_tokens (plain), or the prompt plus the first serial step's layout texts and
-/// step openings plus one token (hogwild), exceeds the context (code "context_length_exceeded",
-/// with the token counts). `chat_prompt` (may be null) receives the rendered prompt of a plain
-/// chat request ("" for other requests), from whose end the reasoning output reads where the
-/// generation starts (reasoning.h think_start).
+/// with the same sentence and request_param as `param` (RequestField::context, a prompt that
+/// leaves no room for the first serial step: code "context_length_exceeded"), its other errors (a
+/// chat template that cannot be used or fails) a 400 "formatting_error" on "hogwild.format".
+/// `seed_used` receives the base seed (drawn at random when the request has none). Throws ApiError
+/// 400 besides: more hogwild workers than `limits` allow (after the rules make_request checks), the
+/// model has no chat template (chat requests), the template fails on the messages, the prompt is
+/// empty, or the prompt plus max_tokens of a plain request exceeds the context (code
+/// "context_length_exceeded", with the token counts). `chat_prompt` (may be null) receives the
+/// rendered prompt of a plain chat request ("" for other requests), from whose end the reasoning
+/// output reads where the generation starts (reasoning.h think_start).
 std::vector<GenerationRequest> build_generation(const CompletionRequest& r, const ServedModel& m,
                                                 const RequestLimits& limits, uint64_t* seed_used,
                                                 std::string* chat_prompt = nullptr);

@@ -76,8 +76,6 @@ struct RequestLimits {
   // core/request_fields.h.
 };
 
-inline constexpr int kMaxWorkers = 8;
-
 /// Parses and validates a request body (bytes as received). Throws ApiError: 400 for invalid
 /// UTF-8, malformed JSON, objects and arrays nested deeper than 64 levels, a number beyond a
 /// double (code "invalid_number", param the path of the field), a non-object body, a missing or

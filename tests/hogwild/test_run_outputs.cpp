@@ -15,6 +15,7 @@
 
 #include "core/io.h"
 #include "cpu/cpu_backend.h"
+#include "hogwild/request_check.h"
 #include "hogwild/run_files.h"
 #include "hogwild/transcript.h"
 #include "hogwild/view_dump.h"
@@ -221,6 +222,70 @@ TEST(Transcript, ContextFullBeforeTheFirstStepIsAnError) {
               std::string::npos)
         << e.what();
   }
+}
+
+// The request builder's count of the first serial step (request_check.h first_step_tokens) is
+// the session's own: with the context at prompt + that count the first forward runs, one token
+// less and the session refuses it; check_first_step_fits, which leaves one more token for the
+// first generated one, refuses exactly the contexts below prompt + count + 1.
+TEST(Transcript, FirstStepTokensIsTheLongestViewOfTheFirstForward) {
+  cpu::CpuBackend be(session_model(spec()));
+  ByteCodec codec;
+  const Formatting f = test_formatting(0);
+  const auto count = [&codec](const std::string& t) {
+    return static_cast<int64_t>(codec.encode(t).size());
+  };
+  const int64_t p = static_cast<int64_t>(prompt().size());
+  for (Layout layout : {Layout::combined, Layout::interleaved, Layout::contiguous}) {
+    for (int n : {1, 2, 3}) {
+      const int64_t first = first_step_tokens(f, layout, n, false, count);
+      SCOPED_TRACE(std::string(layout_name(layout)) + " x" + std::to_string(n) + ": " +
+                   std::to_string(first) + " tokens");
+      ASSERT_GT(first, 0);
+      for (int64_t room : {int64_t{0}, int64_t{-1}}) {
+        std::vector<std::vector<int32_t>> scripts;
+        for (int w = 0; w < n; ++w) scripts.push_back(worker_script(w));
+        ScriptPicker picker(scripts);
+        SessionOptions opt;
+        opt.n_workers = n;
+        opt.layout = layout;
+        opt.max_context = p + first + room;
+        Session s(be, codec, f, opt, picker);
+        if (room == 0) {
+          const SessionResult r = s.run(prompt());
+          EXPECT_EQ(r.stop_reason, StopReason::max_context);
+        } else {
+          EXPECT_THROW(s.run(prompt()), Error);
+        }
+      }
+      EXPECT_NO_THROW(check_first_step_fits(p, first, p + first + 1, 0));
+      EXPECT_THROW(check_first_step_fits(p, first, p + first, 0), RequestError);
+    }
+  }
+}
+
+// The sentence of a prompt without room for the first serial step, by hand: 1000 + 40 + 1 tokens.
+TEST(Transcript, FirstStepFitsSaysTheCountsAndTheLimit) {
+  auto message = [](int64_t max_context, int64_t model_context) {
+    try {
+      check_first_step_fits(1000, 40, max_context, model_context);
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.field(), RequestField::context);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string counts =
+      ". However, you requested 1041 tokens (1000 in the problem with the collaboration prompt, "
+      "40 in the layout's texts and the workers' first step openings, 1 in the completion). "
+      "Please shorten the problem, or use fewer workers or the interleaved layout.";
+  EXPECT_EQ(message(0, 1024), "This model's maximum context length is 1024 tokens" + counts);
+  EXPECT_EQ(message(1024, 4096),
+            "The context limit (max_context) is 1024 tokens, below the model's 4096" + counts);
+  EXPECT_EQ(message(1040, 0), "This model's maximum context length is 1040 tokens" + counts);
+  EXPECT_EQ(message(1041, 4096), "no error");
+  EXPECT_EQ(message(0, 1041), "no error");
+  EXPECT_EQ(message(0, 0), "no error");  // no context known: nothing to check
 }
 
 // The logits dump: one row per sampled token, in the transcript's order; each row is the one the

@@ -96,6 +96,24 @@ test('a hogwild mistake is the same sentence from hogwild run and in the 400, na
   assert.equal(await apiRefuses(`${server.url}/v1/completions`, { prompt: ' \n', hogwild: {} }, 'prompt'), empty);
 });
 
+test('a problem that leaves no room for the first serial step: the same sentence from run and in the 400 context_length_exceeded', async () => {
+  // ~4000 tokens of problem against the test model's 4096: the prompt alone may fit or not, the
+  // first step does not; the sentence gives the counts, which add up.
+  const long = `Count the words: ${'ab '.repeat(4000)}`;
+  const sentence = runRefuses(testModel(), [], long);
+  const m = sentence.match(/^This model's maximum context length is 4096 tokens\. However, you requested (\d+) tokens \((\d+) in the problem with the collaboration prompt, (\d+) in the layout's texts and the workers' first step openings, 1 in the completion\)\. Please shorten the problem, or use fewer workers or the interleaved layout\.$/);
+  assert.ok(m, sentence);
+  const [total, prompt, layout] = m.slice(1).map(Number);
+  assert.equal(total, prompt + layout + 1);
+  assert.ok(total > 4096 && layout > 0, sentence);
+  const r = await post(`${server.url}/v1/chat/completions`,
+    { messages: [{ role: 'user', content: long }], hogwild: {} });
+  assert.equal(r.status, 400, r.text);
+  assert.equal(r.json.error.code, 'context_length_exceeded', r.text);
+  assert.equal(r.json.error.param, 'messages', r.text);
+  assert.equal(r.json.error.message, sentence);
+});
+
 test('a model directory\'s formatting bounds the workers alike on both; the server\'s own limit comes after', async () => {
   mkdirSync(WORK, { recursive: true });
   const dir = modelWithFormat('model-three-names', { base: 'qwen3-math', name: 'three', worker_names: ['Ann', 'Ben', 'Cy'] });
