@@ -101,12 +101,7 @@ std::string bench_device(const std::string& device, const std::vector<std::strin
   if (device == "cpu") return "cpu";
   ModelConfig c;
   if (!presets.empty()) {
-    const auto& all = model_presets();
-    auto it = std::find_if(all.begin(), all.end(),
-                           [&](const ModelPreset& p) { return p.name == presets.front(); });
-    if (it == all.end())
-      fail("bench: unknown preset '{}'; see `hogwild make-model --help`", presets.front());
-    c = it->config;
+    c = preset_named(presets.front()).config;
   } else if (!dirs.empty()) {
     c = load_model_config(dirs.front());
   } else {

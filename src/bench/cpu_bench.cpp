@@ -30,14 +30,6 @@ std::string load_average() {
   return f ? a + " " + b + " " + c : "";
 }
 
-const ModelPreset& preset_named(const std::string& name) {
-  const auto& all = model_presets();
-  auto it =
-      std::find_if(all.begin(), all.end(), [&](const ModelPreset& p) { return p.name == name; });
-  if (it == all.end()) fail("bench: unknown preset '{}'; see `hogwild make-model --help`", name);
-  return *it;
-}
-
 void add_model(nlohmann::json& out, cpu::CpuBackend& be, const std::string& name,
                const CpuBenchOptions& opt, double bw_gbs) {
   std::vector<float> logits;

@@ -179,11 +179,7 @@ nlohmann::json run_cuda_bench(const CudaBenchOptions& opt) {
   co.attn_chunk = opt.attn_chunk;
   out["attn_chunk"] = opt.attn_chunk;
   for (const std::string& name : opt.presets) {
-    const auto& all = model_presets();
-    auto it =
-        std::find_if(all.begin(), all.end(), [&](const ModelPreset& p) { return p.name == name; });
-    if (it == all.end()) fail("bench: unknown preset '{}'; see `hogwild make-model --help`", name);
-    ModelConfig c = it->config;
+    ModelConfig c = preset_named(name).config;
     c.quantization_config = bench_quant_config(opt.quant, opt.group_size, opt.desc_act);
     auto be = std::make_unique<CudaBackend>(c, opt.seed, co);
     std::string label = name;
@@ -422,11 +418,7 @@ nlohmann::json run_gemm_bench(const CudaBenchOptions& opt) {
   int64_t max_rows = 1;
   for (int rows : opt.workers) max_rows = std::max<int64_t>(max_rows, rows);
   for (const std::string& name : opt.presets) {
-    const auto& all = model_presets();
-    auto it =
-        std::find_if(all.begin(), all.end(), [&](const ModelPreset& p) { return p.name == name; });
-    if (it == all.end()) fail("bench: unknown preset '{}'", name);
-    for (const GemmShape& s : gemm_shapes(it->config))
+    for (const GemmShape& s : gemm_shapes(preset_named(name).config))
       bench_shape(b, name, s, opt, max_rows, out["results"]);
   }
   return out;

@@ -39,6 +39,10 @@ struct ModelPreset {
 /// "tiny-dense-layers" and "tiny-no-norm" qwen3_moe), and the real shapes qwen3-0.6b, qwen3-8b,
 /// qwq-32b (qwen2), llama-3.1-8b, phi-4 (phi3), qwen3-30b-a3b and qwen3-235b-a22b (qwen3_moe).
 const std::vector<ModelPreset>& model_presets();
+/// The first preset named `name`, whatever its architecture (the real shapes' names are unique;
+/// "tiny" is the qwen3 one): what the benchmarks' -p takes. Throws hogwild::Error listing the
+/// presets when there is none.
+const ModelPreset& preset_named(const std::string& name);
 /// The preset `name` for `arch`. Throws hogwild::Error listing the presets when unknown, or when
 /// the preset belongs to another architecture (saying which --arch to use).
 ModelPreset find_preset(Arch arch, const std::string& name);

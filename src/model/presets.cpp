@@ -1,6 +1,12 @@
 // The model preset table (`hogwild make-model --preset`): tiny test shapes per architecture and the
 // real shapes of released checkpoints (values from their config.json on the Hugging Face hub).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "model/make_model.h"
@@ -193,6 +199,15 @@ std::vector<ModelPreset> build_presets() {
 const std::vector<ModelPreset>& model_presets() {
   static const std::vector<ModelPreset> presets = build_presets();
   return presets;
+}
+
+const ModelPreset& preset_named(const std::string& name) {
+  std::vector<std::string> names;  // each once, in the table's order
+  for (const ModelPreset& p : model_presets()) {
+    if (p.name == name) return p;
+    if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+  }
+  fail("unknown preset '{}'; presets: {}", name, fmt::join(names, ", "));
 }
 
 ModelPreset find_preset(Arch arch, const std::string& name) {

@@ -119,7 +119,7 @@ TEST(BenchCli, BadInputExitsOneWithMessage) {
            {"-w 65", "workers is 65; it must be in 1..64 workers"},
            {"-c -5", "-c -5: context lengths must be >= 0 tokens"},
            {"-r 0", "-r 0: give at least 1 timed step"},
-           {"-p nosuch", "bench: unknown preset 'nosuch'"},
+           {"-p nosuch", "unknown preset 'nosuch'; presets: tiny, tiny-yarn, "},
            {"-m /nonexistent/model", "-m /nonexistent/model: model directory does not exist"},
            {"--hf-baseline tools/hf_baseline.py",
             "--hf-baseline compares with HF transformers on the GPU and needs the CUDA backend; "
