@@ -177,8 +177,7 @@ inline void add_kv_redundancy_flag(CLI::App* c, double& w) {
   c->add_option("--kv-redundancy", w,
                 "with --kv-budget and --kv-policy evict: R-KV's redundancy weight, 1 - lambda in "
                 "[0, 1]: chunks whose keys repeat other chunks' go first (score = (1 - W) * "
-                "attention - W * redundancy; R-KV uses 0.9; 0 = off, attention alone; CPU "
-                "backend only)");
+                "attention - W * redundancy; R-KV uses 0.9; 0 = off, attention alone)");
 }
 
 /// --seed N (a whole number >= 0) or -1 = a random seed (llama.cpp's convention): adds the option

@@ -133,7 +133,7 @@ struct SessionOptions {
   // up are forgotten (kv.policy summarise). kv.budget 0 = unlimited (nothing is measured or
   // forgotten). Needs the combined or interleaved layout and a backend that can forget
   // (Backend::can_forget); kv.redundancy_weight > 0 also one that measures key redundancy
-  // (Backend::measures_redundancy: the CPU backend).
+  // (Backend::measures_redundancy: the CPU and CUDA backends).
   ForgetPolicy kv;
 };
 
