@@ -45,7 +45,8 @@ struct ProblemRequest {
   int64_t kv_chunk = 0;   // tokens forgotten together (ForgetPolicy::chunk); 0 = its default
   std::string kv_policy;  // evict or summarise (ForgetPolicy::policy); "" = evict
   // R-KV's redundancy weight of evict, 1 - lambda in [0, 1] (ForgetPolicy::redundancy_weight);
-  // 0 = off. Needs a backend that measures key redundancy (Backend::measures_redundancy: CPU, CUDA).
+  // 0 = off. Needs a backend that measures key redundancy (Backend::measures_redundancy: CPU,
+  // CUDA).
   double kv_redundancy = 0.0;
   SamplingParams sampling;  // from generation_config.json + the user's flags
   // Skeleton-of-Thought (hogwild/session.h): workers = the most outline points (1..64); the
