@@ -14,7 +14,9 @@
 // 16 positions already damps the fastest pairs. Near chunks thus look a little more alike than
 // far ones with the same content; un-rotating would cost a rotation per key for a measure that
 // attention itself does not see.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "cpu/cpu_backend.h"
 
@@ -32,15 +34,13 @@ void normalise(float* x, int64_t n) {
 }
 
 // The chunk's key at one layer and KV head: the mean of its kept keys, each normalised, then
-// normalised itself; zero when no key of it is kept. keys: (len, hd) of that head.
+// normalised itself; zero when no key of it is kept. keys: (len, hd) of that head; kept: (len),
+// 1 for a token not forgotten.
 void chunk_key(const float* keys, int64_t hd, std::pair<int64_t, int64_t> c,
-               const std::vector<std::pair<int64_t, int64_t>>& gaps, std::vector<float>& tmp,
-               float* out) {
+               const std::vector<uint8_t>& kept, std::vector<float>& tmp, float* out) {
   std::fill(out, out + hd, 0.0f);
   for (int64_t j = c.first; j < c.second; ++j) {
-    bool forgotten = false;
-    for (const auto& g : gaps) forgotten = forgotten || (j >= g.first && j < g.second);
-    if (forgotten) continue;
+    if (!kept[j]) continue;
     tmp.assign(keys + j * hd, keys + (j + 1) * hd);
     normalise(tmp.data(), hd);
     for (int64_t d = 0; d < hd; ++d) out[d] += tmp[d];
@@ -62,14 +62,16 @@ std::vector<float> CpuBackend::key_redundancy(
   if (n < 2) return out;
   const ModelConfig& c = w_.config;
   const int64_t hd = c.head_dim, heads = c.num_hidden_layers * c.num_key_value_heads;
-  const auto& gaps = table_.gaps(b);
+  std::vector<uint8_t> kept(static_cast<size_t>(len), 1);
+  for (const auto& [gb, ge] : table_.gaps(b))
+    std::fill(kept.begin() + std::min(gb, len), kept.begin() + std::min(ge, len), 0);
   std::vector<float> keys(static_cast<size_t>(n * hd)), sum(static_cast<size_t>(hd)), tmp;
   std::vector<double> acc(static_cast<size_t>(n), 0.0);
   for (int64_t lg = 0; lg < heads; ++lg) {  // [layer * num_key_value_heads + kv head]
     const float* k = blocks_[b].k[lg].data();
     std::fill(sum.begin(), sum.end(), 0.0f);
     for (int64_t i = 0; i < n; ++i) {
-      chunk_key(k, hd, chunks[i], gaps, tmp, &keys[i * hd]);
+      chunk_key(k, hd, chunks[i], kept, tmp, &keys[i * hd]);
       for (int64_t d = 0; d < hd; ++d) sum[d] += keys[i * hd + d];
     }
     for (int64_t i = 0; i < n; ++i) {
