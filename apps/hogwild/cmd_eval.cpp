@@ -285,9 +285,10 @@ json eval_config(const EvalArgs& a, const RunSpec& spec, const Dataset& data, ui
                  {"kv_budget", a.kv_budget},
                  {"kv_chunk", a.kv_chunk},
                  {"kv_policy", a.kv_policy.empty() ? std::string("evict") : a.kv_policy},
-                 {"kv_redundancy", a.kv_redundancy},
                  {"lenient", a.lenient},
                  {"note", data.note}};
+  // Only when on: a folder of results made before the term existed is the same configuration.
+  if (a.kv_redundancy > 0) config["kv_redundancy"] = a.kv_redundancy;
   if (judged) config["judge"] = {{"url", a.judge_url}, {"model", a.judge_model}};
   if (!named)
     config["fields"] = {
