@@ -5,11 +5,11 @@
 // to Backend::forget_tokens.
 //
 // Policy (the first of issue "Bounded shared memory", after R-KV, Cai et al. 2025, and H2O, Zhang
-// et al. 2023): a history token's importance is the largest
-// softmax attention weight any worker's query gave it, at any layer and head, over the last
-// `window` serial steps (the max over workers: a token any worker reads must stay). The history
-// is cut into fixed chunks of `chunk` tokens at block-local indices [i * chunk, (i + 1) * chunk);
-// a chunk's score is the largest score of its tokens. Chunks that touch a protected range (the
+// et al. 2023): a history token's score (its importance) is the largest softmax attention weight
+// any worker's query gave it, at any layer and head, over the last `window` serial steps (the
+// max over workers: a token any worker reads must stay). The history is cut into fixed chunks of
+// `chunk` tokens at block-local indices [i * chunk, (i + 1) * chunk); a chunk's score is the
+// largest score of its tokens. Chunks that touch a protected range (the
 // prompt with its rules, each finished step's opening text — its step header — and its last
 // sentence when it has several — its conclusion —, notes; the session lists them) or the last
 // `recent` tokens are never forgotten; of the others, the lowest scores go first (ties: the
