@@ -171,6 +171,15 @@ inline std::vector<int64_t> parse_step_list(const std::string& text, const char*
   return steps;
 }
 
+/// --kv-redundancy W of `run` and `eval` (ForgetPolicy::redundancy_weight, hogwild/forgetting.h):
+/// adds the option to `c`.
+inline void add_kv_redundancy_flag(CLI::App* c, double& w) {
+  c->add_option("--kv-redundancy", w,
+                "with --kv-budget and --kv-policy evict: R-KV's redundancy weight, 1 - lambda in "
+                "[0, 1]: chunks whose keys repeat other chunks' go first (score = (1 - W) * "
+                "attention - W * redundancy; R-KV uses 0.9; 0 = off, attention alone)");
+}
+
 /// --seed N (a whole number >= 0) or -1 = a random seed (llama.cpp's convention): adds the option
 /// to `c`; resolve_seed() gives the seed to use, which the command prints.
 inline void add_seed_flag(CLI::App* c, int64_t& seed, const std::string& help) {

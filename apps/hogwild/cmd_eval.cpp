@@ -53,6 +53,7 @@ struct EvalArgs {
   std::optional<int> workers;
   int samples = 1, concurrency = 1;
   int64_t limit = 0, collab_every = -1, max_context = 0, kv_budget = 0, kv_chunk = 0;
+  double kv_redundancy = 0.0;
   bool lenient = false, no_prefix_cache = false;
   SamplingFlags sampling;
   DeviceFlags device;
@@ -166,7 +167,8 @@ EvalPlan check_eval_flags(const EvalArgs& a) {
   check_max_context(a.max_context, 0);
   check_kv_budget(a.kv_budget, plan.layout, plan.sot);
   check_kv_chunk(a.kv_chunk, a.kv_budget);
-  check_kv_policy(a.kv_policy, a.kv_budget, a.kv_chunk);
+  check_kv_redundancy(a.kv_redundancy, a.kv_budget,
+                      check_kv_policy(a.kv_policy, a.kv_budget, a.kv_chunk));
   return plan;
 }
 
@@ -236,6 +238,7 @@ RunSpec make_run_spec(const EvalArgs& a, const EvalPlan& plan, const Dataset& da
   spec.kv_budget = a.kv_budget;
   spec.kv_chunk = a.kv_chunk;
   spec.kv_policy = a.kv_policy;
+  spec.kv_redundancy = a.kv_redundancy;
   spec.prefix_cache = !a.no_prefix_cache;
   return spec;
 }
@@ -284,6 +287,8 @@ json eval_config(const EvalArgs& a, const RunSpec& spec, const Dataset& data, ui
                  {"kv_policy", a.kv_policy.empty() ? std::string("evict") : a.kv_policy},
                  {"lenient", a.lenient},
                  {"note", data.note}};
+  // Only when on: a folder of results made before the term existed is the same configuration.
+  if (a.kv_redundancy > 0) config["kv_redundancy"] = a.kv_redundancy;
   if (judged) config["judge"] = {{"url", a.judge_url}, {"model", a.judge_model}};
   if (!named)
     config["fields"] = {
@@ -466,6 +471,7 @@ void register_eval(CLI::App& app) {
                 "with --kv-budget: evict (the default: forget the least attended chunks) or "
                 "summarise (a worker writes a summary step with the formatting's summary.prompt, "
                 "then the steps it sums up are forgotten)");
+  add_kv_redundancy_flag(c, a->kv_redundancy);
   add_prefix_cache_flag(c, a->no_prefix_cache);
   c->add_flag("--lenient", a->lenient,
               "also accept numbers within 1e-4 relative and p% as p/100 (default: exact)");

@@ -64,6 +64,7 @@ struct RunArgs {
   int workers = 2;
   int64_t budget = 0, collab_every = -1, max_context = 0, n_predict = 0, kv_budget = 0,
           kv_chunk = 0;
+  double kv_redundancy = 0.0;
   bool print_format = false, no_live = false, ignore_eos = false, no_prefix_cache = false;
   SamplingFlags sampling;
   DeviceFlags device;
@@ -115,7 +116,8 @@ std::vector<int64_t> check_run_ranges(const RunArgs& a, Layout layout, const For
   check_field(RequestField::max_context, a.max_context);
   check_kv_budget(a.kv_budget, layout, false);
   check_kv_chunk(a.kv_chunk, a.kv_budget);
-  check_kv_policy(a.kv_policy, a.kv_budget, a.kv_chunk);
+  check_kv_redundancy(a.kv_redundancy, a.kv_budget,
+                      check_kv_policy(a.kv_policy, a.kv_budget, a.kv_chunk));
   const std::vector<int64_t> snapshots =
       a.snapshots.empty() ? std::vector<int64_t>{} : parse_step_list(a.snapshots, "--snapshots");
   check_snapshots(snapshots, a.budget);
@@ -140,6 +142,7 @@ SessionRequest make_run_request(const Model& model, const RunArgs& a, Layout lay
   pr.kv_budget = a.kv_budget;
   pr.kv_chunk = a.kv_chunk;
   pr.kv_policy = a.kv_policy;
+  pr.kv_redundancy = a.kv_redundancy;
   pr.max_tokens = a.n_predict;
   pr.sampling = sampling_params(a.sampling, model.generation_config(), seed);
   SessionRequest req = make_request(model, pr);
@@ -186,6 +189,7 @@ nlohmann::json run_header(const RunArgs& a, const Model& model, const SessionReq
                              {"kv_budget", a.kv_budget},
                              {"kv_chunk", a.kv_chunk},
                              {"kv_policy", kv_policy_name(req.options.kv.policy)},
+                             {"kv_redundancy", a.kv_redundancy},
                              {"collab_every", a.collab_every},
                              {"n_predict", a.n_predict},
                              {"sampling",
@@ -307,6 +311,7 @@ void register_run(CLI::App& app) {
                 "with --kv-budget: evict (the default: forget the least attended chunks) or "
                 "summarise (a worker writes a summary step with the formatting's summary.prompt, "
                 "then the steps it sums up are forgotten)");
+  add_kv_redundancy_flag(c, a->kv_redundancy);
   c->add_option("--n-predict", a->n_predict,
                 "at most this many generated tokens per worker (0 = no limit)");
   c->add_flag("--ignore-eos", a->ignore_eos,

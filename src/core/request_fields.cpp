@@ -39,6 +39,9 @@ constexpr FieldRange kRanges[] = {
      "tokens forgotten together (0 = the default, 16)"},
     // A name (hogwild/request_check.h check_kv_policy); the row gives its name in messages.
     {RequestField::kv_policy, "kv_policy", 0, 0, false, true, "(evict or summarise)"},
+    {RequestField::kv_redundancy, "kv_redundancy", 0, 1, false, false,
+     "(the weight of key redundancy against attention in what evict forgets, R-KV's 1 - lambda; "
+     "0 = off)"},
     // Text (hogwild/request_check.h check_problem); the row gives its name in messages.
     {RequestField::problem, "problem", 0, 0, false, true, "(text)"},
     // A sum of token counts (hogwild/request_check.h check_first_step_fits); the row names it.

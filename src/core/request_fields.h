@@ -39,6 +39,7 @@ enum class RequestField {
   kv_budget,           // tokens of the shared history still read (hogwild/forgetting.h)
   kv_chunk,            // tokens forgotten together (ForgetPolicy::chunk)
   kv_policy,           // what happens at the KV budget: evict or summarise (a name, no range)
+  kv_redundancy,       // R-KV's redundancy weight of evict (ForgetPolicy::redundancy_weight)
   problem,             // the problem text of a hogwild request (not empty; no range)
   context,             // the prompt with the first serial step, against the context (no range)
 };

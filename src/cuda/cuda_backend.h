@@ -113,6 +113,11 @@ class CudaBackend : public Backend {
   void forget_tokens(BlockId b, int64_t begin, int64_t end) override;
   bool can_forget() const override { return true; }
   const std::vector<std::vector<float>>& attention_scores() const override;
+  /// Backend::key_redundancy on the bf16 keys of the pool (key_redundancy.h), after the work
+  /// queued on the stream; synchronises it.
+  std::vector<float> key_redundancy(
+      BlockId b, const std::vector<std::pair<int64_t, int64_t>>& chunks) const override;
+  bool measures_redundancy() const override { return true; }
   void read_block(BlockId b, int64_t layer, std::vector<float>& k,
                   std::vector<float>& v) const override;
   using Backend::forward;

@@ -1,11 +1,14 @@
 // CudaBackend and the KV budget (docs/ARCHITECTURE.md "Bounded shared memory"): forgetting cache
 // tokens (the block table's gaps, cut out of the attention plan) and measuring the attention
 // scores of ForwardBatch::score_blocks (attention_scores.h).
+#include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "cuda/attention_plan.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
+#include "cuda/key_redundancy.h"
 #include "cuda/scoring.h"
 
 namespace hogwild::cuda {
@@ -75,6 +78,66 @@ const std::vector<std::vector<float>>& CudaBackend::attention_scores() const {
     scores_ready_ = true;
   }
   return scores_;
+}
+
+namespace {
+
+// One device allocation per array of a redundancy measure, freed on scope exit.
+struct DeviceArrays {
+  std::vector<void*> ptrs;
+  template <typename T>
+  T* alloc(size_t n, const T* from, cudaStream_t s) {
+    void* p = nullptr;
+    HOGWILD_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)));
+    ptrs.push_back(p);
+    if (from && n > 0)
+      HOGWILD_CUDA_CHECK(cudaMemcpyAsync(p, from, n * sizeof(T), cudaMemcpyHostToDevice, s));
+    return static_cast<T*>(p);
+  }
+  ~DeviceArrays() {
+    for (void* p : ptrs) cudaFree(p);
+  }
+};
+
+}  // namespace
+
+std::vector<float> CudaBackend::key_redundancy(
+    BlockId b, const std::vector<std::pair<int64_t, int64_t>>& chunks) const {
+  table_.check(b, "key_redundancy");
+  const int64_t len = table_.len(b);
+  for (const auto& [cb, ce] : chunks)
+    if (cb < 0 || ce < cb || ce > len)
+      fail("key_redundancy: chunk [{}, {}) is outside block {} of {} tokens", cb, ce, b, len);
+  const int64_t n = static_cast<int64_t>(chunks.size());
+  std::vector<float> out(static_cast<size_t>(n), 0.0f);
+  if (n < 2) return out;
+  HOGWILD_CHECK(n <= INT32_MAX / 2 && len <= INT32_MAX);
+  std::vector<int32_t> ranges;
+  for (const auto& [cb, ce] : chunks) ranges.insert(ranges.end(), {int32_t(cb), int32_t(ce)});
+  std::vector<uint8_t> kept(static_cast<size_t>(len), 1);
+  for (const auto& [gb, ge] : table_.gaps(b))
+    std::fill(kept.begin() + std::min(gb, len), kept.begin() + std::min(ge, len), 0);
+  const std::vector<int32_t>& pages = table_.pages(b);
+  const int64_t kvh = layout_.num_key_value_heads, hd = layout_.head_dim;
+  HOGWILD_CHECK(hd <= 256);
+  DeviceArrays d;
+  RedundancyArgs a;
+  a.pages = d.alloc(pages.size(), pages.data(), stream_);
+  a.chunks = d.alloc(ranges.size(), ranges.data(), stream_);
+  a.kept = d.alloc(kept.size(), kept.data(), stream_);
+  a.n = static_cast<int32_t>(n);
+  a.keys = d.alloc<float>(static_cast<size_t>(kvh * n * hd), nullptr, stream_);
+  a.sum = d.alloc<float>(static_cast<size_t>(kvh * hd), nullptr, stream_);
+  a.out = d.alloc<float>(static_cast<size_t>(n), nullptr, stream_);
+  a.scale = static_cast<float>(1.0 / (double(n - 1) * cfg_.num_hidden_layers * kvh));
+  HOGWILD_CUDA_CHECK(cudaMemsetAsync(a.out, 0, n * sizeof(float), stream_));
+  for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l)
+    layer_key_redundancy(pool_ + l * layout_.layer_elems(), layout_, a, stream_);
+  HOGWILD_CUDA_CHECK(cudaGetLastError());
+  HOGWILD_CUDA_CHECK(
+      cudaMemcpyAsync(out.data(), a.out, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  HOGWILD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return out;
 }
 
 }  // namespace hogwild::cuda

@@ -50,6 +50,8 @@ SessionRequest make_request(const RequestModel& model, const ProblemRequest& p) 
   r.options.kv.budget = p.kv_budget;
   r.options.kv.policy = check_kv_policy(p.kv_policy, p.kv_budget, p.kv_chunk);
   if (p.kv_chunk > 0) r.options.kv.chunk = p.kv_chunk;
+  r.options.kv.redundancy_weight =
+      check_kv_redundancy(p.kv_redundancy, p.kv_budget, r.options.kv.policy);
   if (fmt.chat.use_template && !model.chat_template && !model.chat_template_error.empty())
     fail("the model's chat template cannot be used: {}", model.chat_template_error);
   const Tokenizer& tok = *model.tokenizer;

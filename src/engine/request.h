@@ -42,8 +42,12 @@ struct ProblemRequest {
   // Tokens of the shared history still read (SessionOptions::kv, hogwild/forgetting.h); 0 = no
   // budget. Needs a backend that can forget (Backend::can_forget: CPU and CUDA).
   int64_t kv_budget = 0;
-  int64_t kv_chunk = 0;     // tokens forgotten together (ForgetPolicy::chunk); 0 = its default
-  std::string kv_policy;    // evict or summarise (ForgetPolicy::policy); "" = evict
+  int64_t kv_chunk = 0;   // tokens forgotten together (ForgetPolicy::chunk); 0 = its default
+  std::string kv_policy;  // evict or summarise (ForgetPolicy::policy); "" = evict
+  // R-KV's redundancy weight of evict, 1 - lambda in [0, 1] (ForgetPolicy::redundancy_weight);
+  // 0 = off. Needs a backend that measures key redundancy (Backend::measures_redundancy: CPU,
+  // CUDA).
+  double kv_redundancy = 0.0;
   SamplingParams sampling;  // from generation_config.json + the user's flags
   // Skeleton-of-Thought (hogwild/session.h): workers = the most outline points (1..64); the
   // layout is independent and the prompt the formatting's "sot" one.
@@ -91,8 +95,9 @@ Formatting request_formatting(const RequestModel& model, const std::string& name
 /// budget, snapshots beyond the budget, collab_every, a context beyond the model's, max_tokens,
 /// sampling, a kv_budget out of range, on a layout without a growing history or below the prompt
 /// plus the recent tokens kept (summarise: plus the summaries' room), a kv_chunk without a
-/// kv_budget, a kv_policy other than evict or summarise, a prompt that leaves no room in the
-/// context for the first serial step: check_first_step_fits), hogwild::Error for a formatting that
+/// kv_budget, a kv_policy other than evict or summarise, a kv_redundancy outside [0, 1] or without
+/// a kv_budget or with summarise, a prompt that leaves no room in the context for the first
+/// serial step: check_first_step_fits), hogwild::Error for a formatting that
 /// does not resolve, a chat template that cannot be used (with its error) or that fails to render.
 SessionRequest make_request(const RequestModel& model, const ProblemRequest& problem);
 

@@ -267,6 +267,7 @@ SessionRequest job_request(Model& model, const RunSpec& spec, const std::string&
   pr.kv_budget = spec.kv_budget;
   pr.kv_chunk = spec.kv_chunk;
   pr.kv_policy = spec.kv_policy;
+  pr.kv_redundancy = spec.kv_redundancy;
   pr.sampling = spec.sampling;
   pr.sampling.seed = seed;
   SessionRequest req = make_request(model, pr);

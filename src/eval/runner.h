@@ -58,6 +58,7 @@ struct RunSpec {
   int64_t kv_budget = 0;     // ProblemRequest::kv_budget: 0 = no KV budget
   int64_t kv_chunk = 0;      // ProblemRequest::kv_chunk: 0 = the default
   std::string kv_policy;     // ProblemRequest::kv_policy: "" = evict
+  double kv_redundancy = 0;  // ProblemRequest::kv_redundancy: 0 = off
   bool prefix_cache = true;  // EngineOptions::prefix_cache (--no-prefix-cache: false)
 };
 

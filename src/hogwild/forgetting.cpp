@@ -2,6 +2,7 @@
 #include "hogwild/forgetting.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "core/error.h"
@@ -55,23 +56,47 @@ int64_t kept_tokens(int64_t len, const std::vector<TokenRange>& gaps) {
   return n;
 }
 
-std::vector<TokenRange> choose_forgotten(int64_t len, const std::vector<TokenRange>& gaps,
-                                         const std::vector<TokenRange>& protect,
-                                         const std::vector<float>& score,
-                                         const ForgetPolicy& policy) {
+namespace {
+
+int64_t overlap(const TokenRange& a, const TokenRange& b) {
+  return std::max<int64_t>(0, std::min(a.second, b.second) - std::max(a.first, b.first));
+}
+
+// The largest score of the chunk's tokens outside the gaps (it keeps at least one).
+float chunk_importance(const ForgetCandidate& c, int64_t chunk, const std::vector<TokenRange>& gaps,
+                       const std::vector<float>& score) {
+  if (c.kept == chunk)  // no gap inside: every token counts
+    return *std::max_element(score.begin() + c.begin, score.begin() + c.begin + chunk);
+  float s = 0;
+  bool any = false;
+  for (int64_t j = c.begin; j < c.begin + chunk; ++j) {
+    if (std::any_of(gaps.begin(), gaps.end(),
+                    [&](const TokenRange& g) { return j >= g.first && j < g.second; }))
+      continue;
+    s = any ? std::max(s, score[j]) : score[j];
+    any = true;
+  }
+  return s;
+}
+
+// (x - min) / (max - min) over the finite values (0 when they are all equal); infinities stay.
+std::vector<float> min_max(const std::vector<float>& x) {
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+  for (float v : x)
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    out[i] = !std::isfinite(x[i]) ? x[i] : hi > lo ? (x[i] - lo) / (hi - lo) : 0.0f;
+  return out;
+}
+
+}  // namespace
+
+std::vector<ForgetCandidate> forget_candidates(int64_t len, const std::vector<TokenRange>& gaps,
+                                               const std::vector<TokenRange>& protect,
+                                               const ForgetPolicy& policy) {
   if (policy.chunk < 1) fail("kv budget: the forgetting chunk must be at least 1 token");
-  if (static_cast<int64_t>(score.size()) != len)
-    fail("kv budget: {} scores for a history of {} tokens", score.size(), len);
-  int64_t kept = kept_tokens(len, gaps);
-  if (policy.budget <= 0 || kept <= policy.budget) return {};
-  auto overlap = [](const TokenRange& a, const TokenRange& b) {
-    return std::max<int64_t>(0, std::min(a.second, b.second) - std::max(a.first, b.first));
-  };
-  struct Candidate {
-    float score;
-    int64_t begin, kept;
-  };
-  std::vector<Candidate> cand;
+  std::vector<ForgetCandidate> cand;
   const int64_t limit = len - std::max<int64_t>(0, policy.recent);  // chunks end at or before it
   for (int64_t b = 0; b + policy.chunk <= limit; b += policy.chunk) {
     const TokenRange c{b, b + policy.chunk};
@@ -80,30 +105,52 @@ std::vector<TokenRange> choose_forgotten(int64_t len, const std::vector<TokenRan
       continue;
     int64_t k = policy.chunk;
     for (const auto& g : gaps) k -= overlap(c, g);
-    if (k <= 0) continue;
-    float s = 0;
-    bool any = false;         // the max over the chunk's kept tokens
-    if (k == policy.chunk) {  // no gap inside: every token counts
-      s = *std::max_element(score.begin() + c.first, score.begin() + c.second);
-      cand.push_back({s, b, k});
-      continue;
-    }
-    for (int64_t j = c.first; j < c.second; ++j) {
-      if (std::any_of(gaps.begin(), gaps.end(),
-                      [&](const TokenRange& g) { return j >= g.first && j < g.second; }))
-        continue;
-      s = any ? std::max(s, score[j]) : score[j];
-      any = true;
-    }
-    cand.push_back({s, b, k});
+    if (k > 0) cand.push_back({b, k});
   }
-  std::stable_sort(cand.begin(), cand.end(),
-                   [](const Candidate& x, const Candidate& y) { return x.score < y.score; });
+  return cand;
+}
+
+std::vector<float> combined_scores(const std::vector<float>& importance,
+                                   const std::vector<float>& redundancy, double weight) {
+  if (importance.size() != redundancy.size())
+    fail("kv budget: {} importance scores but {} redundancy scores", importance.size(),
+         redundancy.size());
+  const std::vector<float> imp = min_max(importance), red = min_max(redundancy);
+  const float w = static_cast<float>(weight);
+  std::vector<float> out(imp.size());
+  for (size_t i = 0; i < imp.size(); ++i)
+    out[i] = std::isinf(imp[i]) ? imp[i] : (1.0f - w) * imp[i] - w * red[i];
+  return out;
+}
+
+std::vector<TokenRange> choose_forgotten(int64_t len, const std::vector<TokenRange>& gaps,
+                                         const std::vector<TokenRange>& protect,
+                                         const std::vector<float>& score,
+                                         const ForgetPolicy& policy,
+                                         const std::vector<float>& redundancy) {
+  if (policy.chunk < 1) fail("kv budget: the forgetting chunk must be at least 1 token");
+  if (static_cast<int64_t>(score.size()) != len)
+    fail("kv budget: {} scores for a history of {} tokens", score.size(), len);
+  int64_t kept = kept_tokens(len, gaps);
+  if (policy.budget <= 0 || kept <= policy.budget) return {};
+  const std::vector<ForgetCandidate> cand = forget_candidates(len, gaps, protect, policy);
+  std::vector<float> s(cand.size());
+  for (size_t i = 0; i < cand.size(); ++i)
+    s[i] = chunk_importance(cand[i], policy.chunk, gaps, score);
+  if (policy.redundancy_weight > 0) {
+    if (redundancy.size() != cand.size())
+      fail("kv budget: {} redundancy scores for {} candidate chunks", redundancy.size(),
+           cand.size());
+    s = combined_scores(s, redundancy, policy.redundancy_weight);
+  }
+  std::vector<size_t> order(cand.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return s[x] < s[y]; });
   std::vector<TokenRange> out;
-  for (const Candidate& c : cand) {
+  for (size_t i : order) {
     if (kept <= policy.budget) break;
-    out.emplace_back(c.begin, c.begin + policy.chunk);
-    kept -= c.kept;
+    out.emplace_back(cand[i].begin, cand[i].begin + policy.chunk);
+    kept -= cand[i].kept;
   }
   std::sort(out.begin(), out.end());
   return out;

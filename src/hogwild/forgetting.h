@@ -5,15 +5,22 @@
 // to Backend::forget_tokens.
 //
 // Policy (the first of issue "Bounded shared memory", after R-KV, Cai et al. 2025, and H2O, Zhang
-// et al. 2023, without R-KV's redundancy term yet): a history token's score is the largest
-// softmax attention weight any worker's query gave it, at any layer and head, over the last
-// `window` serial steps (the max over workers: a token any worker reads must stay). The history
-// is cut into fixed chunks of `chunk` tokens at block-local indices [i * chunk, (i + 1) * chunk);
-// a chunk's score is the largest score of its tokens. Chunks that touch a protected range (the
+// et al. 2023): a history token's score (its importance) is the largest softmax attention weight
+// any worker's query gave it, at any layer and head, over the last `window` serial steps (the
+// max over workers: a token any worker reads must stay). The history is cut into fixed chunks of
+// `chunk` tokens at block-local indices [i * chunk, (i + 1) * chunk); a chunk's score is the
+// largest score of its tokens. Chunks that touch a protected range (the
 // prompt with its rules, each finished step's opening text — its step header — and its last
 // sentence when it has several — its conclusion —, notes; the session lists them) or the last
 // `recent` tokens are never forgotten; of the others, the lowest scores go first (ties: the
 // older chunk first) until the tokens still read fit the budget.
+//
+// R-KV's redundancy term (ForgetPolicy::redundancy_weight w > 0; R-KV's 1 - lambda; off by
+// default): the session also measures, when a choice is due, how much each candidate chunk's keys
+// repeat the other candidates' (Backend::key_redundancy: mean cosine similarity of chunk keys);
+// importance and redundancy are each put on [0, 1] over the candidates (min-max) and a chunk's
+// score is (1 - w) * importance - w * redundancy (combined_scores), so that of two equally
+// attended chunks the one that says again what others say goes first.
 //
 // The second policy, summarise-and-drop (KvPolicy::summarise; as Delethink and InftyThink do for
 // one sequence): when the history's tokens still read pass summary_trigger, the next worker whose
@@ -58,6 +65,11 @@ struct ForgetPolicy {
   // ends the run as the context limit does.
   int64_t step_tokens = 512;
   KvPolicy policy = KvPolicy::evict;
+  // R-KV's redundancy term (Cai et al. 2025, arXiv 2505.24133, §3 "redundancy estimation" and
+  // "joint selection"): the weight w in [0, 1] of redundancy in a chunk's score, (1 - w) *
+  // importance - w * redundancy (combined_scores); R-KV's 1 - lambda (its mix_lambda; the paper
+  // uses lambda = 0.1, w = 0.9). 0 = off: importance alone, as without the term.
+  double redundancy_weight = 0.0;
 };
 
 /// Summarise-and-drop: the history's tokens still read above which a summary step is due, for a
@@ -122,16 +134,47 @@ std::vector<TokenRange> outside_ranges(const std::vector<TokenRange>& ranges,
 /// Tokens still read in a history of `len` tokens with these gaps (sorted, disjoint).
 int64_t kept_tokens(int64_t len, const std::vector<TokenRange>& gaps);
 
+/// A chunk choose_forgotten may drop: [begin, begin + chunk) of the history, `kept` of its tokens
+/// not forgotten yet (1..chunk).
+struct ForgetCandidate {
+  int64_t begin = 0;
+  int64_t kept = 0;
+};
+
+/// The chunks choose_forgotten chooses among, in history order: whole chunks [i * chunk,
+/// (i + 1) * chunk) ending at or before len - recent that touch no `protect` range and keep at
+/// least one token outside `gaps` (sorted, disjoint). The session asks the backend for their
+/// redundancy (Backend::key_redundancy) in this order. Throws hogwild::Error when chunk < 1.
+std::vector<ForgetCandidate> forget_candidates(int64_t len, const std::vector<TokenRange>& gaps,
+                                               const std::vector<TokenRange>& protect,
+                                               const ForgetPolicy& policy);
+
+/// R-KV's joint selection score (Cai et al. 2025, §3) of each candidate: importance[i] (the
+/// largest score of the chunk's kept tokens, any float; +infinity = not measured yet) and
+/// redundancy[i] (mean cosine similarity to the other candidates, in [-1, 1]) are each scaled to
+/// [0, 1] over the candidates, (x - min) / (max - min) (all 0 when max == min; importance over
+/// its finite values only), and combined as (1 - w) * importance - w * redundancy, w = weight.
+/// A candidate of infinite importance keeps +infinity (never chosen before a measured one).
+/// Min-max puts the two on one scale whatever the model's attention spread (importance is a
+/// softmax weight, often far below 1); R-KV softmax-normalises its redundancy instead, which
+/// over a few dozen chunks squeezes the differences. Throws hogwild::Error when the sizes differ.
+std::vector<float> combined_scores(const std::vector<float>& importance,
+                                   const std::vector<float>& redundancy, double weight);
+
 /// The chunks to forget now (sorted by index, each [i * chunk, (i + 1) * chunk), whole chunks
 /// below len - recent only) so that kept_tokens(len, gaps + result) <= budget, or every chunk
 /// that may go when that is not enough. `gaps`: already forgotten (sorted, disjoint; a chunk
 /// wholly inside them is not chosen again, one partly inside counts its kept tokens only);
 /// `protect`: ranges never forgotten (any order); `score`: (len) per token (ScoreWindow).
-/// Returns {} when the budget is 0 (unlimited) or already met. Throws hogwild::Error when
-/// score.size() != len or chunk < 1.
+/// `redundancy`: with policy.redundancy_weight > 0, one value per forget_candidates(...) chunk in
+/// its order (Backend::key_redundancy), combined with importance by combined_scores; ignored when
+/// the weight is 0 (importance alone). Returns {} when the budget is 0 (unlimited) or already
+/// met. Throws hogwild::Error when score.size() != len, chunk < 1, or the weight is > 0 and
+/// redundancy does not hold one value per candidate.
 std::vector<TokenRange> choose_forgotten(int64_t len, const std::vector<TokenRange>& gaps,
                                          const std::vector<TokenRange>& protect,
                                          const std::vector<float>& score,
-                                         const ForgetPolicy& policy);
+                                         const ForgetPolicy& policy,
+                                         const std::vector<float>& redundancy = {});
 
 }  // namespace hogwild

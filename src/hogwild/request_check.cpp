@@ -116,6 +116,7 @@ void check_session_options(const SessionOptions& o, const Formatting& fmt, int64
                        fmt::format("kv budget: chunk {} (>= 1), recent {} (>= 0) and window {} "
                                    "(>= 1) are out of range",
                                    o.kv.chunk, o.kv.recent, o.kv.window));
+  check_kv_redundancy(o.kv.redundancy_weight, o.kv.budget, o.kv.policy);
 }
 
 void check_kv_chunk(int64_t kv_chunk, int64_t kv_budget) {
@@ -157,6 +158,23 @@ KvPolicy check_kv_policy(std::string_view kv_policy, int64_t kv_budget, int64_t 
                                    "chunks; drop kv_chunk, or use kv_policy evict",
                                    kv_chunk));
   return *p;
+}
+
+double check_kv_redundancy(double kv_redundancy, int64_t kv_budget, KvPolicy policy) {
+  check_real_field(RequestField::kv_redundancy, kv_redundancy);
+  if (kv_redundancy > 0 && kv_budget == 0)
+    throw RequestError(RequestField::kv_redundancy,
+                       fmt::format("kv_redundancy is {}, but there is no kv_budget: redundancy "
+                                   "ranks what a budget forgets; give a kv_budget, or drop "
+                                   "kv_redundancy",
+                                   kv_redundancy));
+  if (kv_redundancy > 0 && policy == KvPolicy::summarise)
+    throw RequestError(RequestField::kv_redundancy,
+                       fmt::format("kv_redundancy is {}, but kv_policy summarise forgets what a "
+                                   "summary sums up, not the least useful chunks; drop "
+                                   "kv_redundancy, or use kv_policy evict",
+                                   kv_redundancy));
+  return kv_redundancy;
 }
 
 void check_kv_summary_fits(int64_t kv_budget, int64_t prompt_tokens, int n_workers,

@@ -72,6 +72,12 @@ void check_kv_budget(int64_t kv_budget, Layout layout, bool skeleton);
 /// steps). Returns the policy; "" is evict.
 KvPolicy check_kv_policy(std::string_view kv_policy, int64_t kv_budget, int64_t kv_chunk);
 
+/// Throws RequestError (RequestField::kv_redundancy) unless kv_redundancy (R-KV's 1 - lambda,
+/// ForgetPolicy::redundancy_weight) is in [0, 1] (check_real_field), and unless it is 0 when there
+/// is no kv_budget or the policy is summarise (the term ranks the chunks evict forgets). Returns
+/// it.
+double check_kv_redundancy(double kv_redundancy, int64_t kv_budget, KvPolicy policy);
+
 /// Throws RequestError (RequestField::kv_budget) when a budget (> 0) is below what is never
 /// forgotten: the prompt's prompt_tokens plus the history's last `recent` tokens
 /// (ForgetPolicy::recent).

@@ -132,7 +132,8 @@ struct SessionOptions {
   // attended chunks (kv.policy evict), or one worker writes a summary step and the steps it sums
   // up are forgotten (kv.policy summarise). kv.budget 0 = unlimited (nothing is measured or
   // forgotten). Needs the combined or interleaved layout and a backend that can forget
-  // (Backend::can_forget).
+  // (Backend::can_forget); kv.redundancy_weight > 0 also one that measures key redundancy
+  // (Backend::measures_redundancy: the CPU and CUDA backends).
   ForgetPolicy kv;
 };
 
@@ -507,6 +508,9 @@ class Session {
   bool is_eos(int32_t token) const;
   // KV budget: after a decode step's promotions, the window's scores and the forgetting.
   void forget_history(const SessionStep& step);
+  // KV budget, evict with kv.redundancy_weight > 0 and the history (len tokens) over the budget:
+  // Backend::key_redundancy of the history's forget_candidates, in their order; else {}.
+  std::vector<float> history_redundancy(int64_t len) const;
   // KV budget, summarise-and-drop: after a decode step's promotions, the summarised steps
   // forgotten when the summary joined the history, and whether a summary is due.
   void summarise_history();

@@ -470,13 +470,30 @@ void Session::forget_ranges(std::vector<TokenRange> drop, ForgetEvent ev) {
   if (obs_) obs_->on_forget(ev);
 }
 
+std::vector<float> Session::history_redundancy(int64_t len) const {
+  // Measured only with the term on and when a choice is due: the history passes the budget and
+  // not every candidate has to go (then their order changes nothing, and all count 0).
+  const int64_t over = kept_tokens(len, history_gaps_) - opt_.kv.budget;
+  if (opt_.kv.redundancy_weight <= 0 || over <= 0) return {};
+  const std::vector<ForgetCandidate> cand =
+      forget_candidates(len, history_gaps_, protected_, opt_.kv);
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  int64_t may_go = 0;
+  for (const ForgetCandidate& c : cand) {
+    chunks.emplace_back(c.begin, c.begin + opt_.kv.chunk);
+    may_go += c.kept;
+  }
+  if (may_go <= over) return std::vector<float>(cand.size(), 0.0f);
+  return be_.key_redundancy(history_, chunks);
+}
+
 void Session::forget_history(const SessionStep& step) {
   // This forward's scores of the history as it was read (before this step's promotions).
   if (!step.scores.empty()) scores_.push(step.scores[0]);
   const std::vector<int32_t>& h = block_tokens_[history_];
   const int64_t len = static_cast<int64_t>(h.size());
-  std::vector<TokenRange> drop =
-      choose_forgotten(len, history_gaps_, protected_, scores_.max_scores(len), opt_.kv);
+  std::vector<TokenRange> drop = choose_forgotten(
+      len, history_gaps_, protected_, scores_.max_scores(len), opt_.kv, history_redundancy(len));
   // The memory cap: whole pages beyond it go too, so the history holds what was reserved.
   std::vector<TokenRange> after = history_gaps_;
   after.insert(after.end(), drop.begin(), drop.end());

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -130,6 +131,25 @@ class Backend {
   virtual const std::vector<std::vector<float>>& attention_scores() const {
     throw Error("this backend does not measure attention scores; use --device cpu");
   }
+  /// R-KV's redundancy (Cai et al. 2025, arXiv 2505.24133, §3 "redundancy estimation"), measured
+  /// per chunk rather than per token: for each of `chunks` ([begin, end) token ranges of block b,
+  /// within its length), how much its keys repeat the other chunks'. Per layer and KV head, every
+  /// key not forgotten is L2-normalised, a chunk's key is the mean of its normalised keys,
+  /// normalised again (zero when nothing of it is kept or its keys are all zero), and its
+  /// redundancy there is the mean cosine similarity to the other chunks' keys (the similarity
+  /// matrix with its diagonal left out); the result, (chunks.size()) fp32 in [-1, 1], is that
+  /// mean averaged over layers and KV heads (0 for a lone chunk). Keys as stored: rotated by RoPE
+  /// at block-local positions, as R-KV compares the cache's rotated keys. Throws hogwild::Error
+  /// for an unknown block or a range outside it, or when the backend cannot measure it (the
+  /// default; measures_redundancy() says).
+  virtual std::vector<float> key_redundancy(
+      BlockId /*b*/, const std::vector<std::pair<int64_t, int64_t>>& /*chunks*/) const {
+    throw Error(
+        "this backend does not measure key redundancy (--kv-redundancy); run on the CPU backend "
+        "(--device cpu), or with --kv-redundancy 0");
+  }
+  /// True when the backend implements key_redundancy.
+  virtual bool measures_redundancy() const { return false; }
 
   /// Copies block b's layer `layer` out as fp32: k and v get (len, num_key_value_heads, head_dim);
   /// keys as stored (rotated at block-local positions). A page given back because every token of

@@ -99,6 +99,7 @@ void fill_hogwild(GenerationRequest& g, const CompletionRequest& r, const Served
   p.max_tokens = r.max_tokens.value_or(0);
   p.kv_budget = h.kv_budget;
   p.kv_policy = kv_policy_name(h.kv_policy);
+  p.kv_redundancy = h.kv_redundancy;
   p.sampling = g.sampling;
   if (auto it = r.template_kwargs.find("enable_thinking"); it != r.template_kwargs.end())
     p.enable_thinking = it->get<bool>();
@@ -128,6 +129,7 @@ std::string request_param(RequestField field, Endpoint endpoint) {
     case RequestField::kv_budget:
     case RequestField::kv_chunk:
     case RequestField::kv_policy:
+    case RequestField::kv_redundancy:
       return std::string("hogwild.") + field_range(field).name;
     case RequestField::problem:
     case RequestField::context:  // the problem is what the sentence asks to shorten

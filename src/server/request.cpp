@@ -318,12 +318,13 @@ std::vector<std::string> parse_stop(const json& j) {
 HogwildParams parse_hogwild(const json& h) {
   if (!h.is_object())
     throw bad_request(fmt::format("'hogwild' must be an object, got {}", type_of(h)), "hogwild");
-  static const char* kKeys[] = {"workers", "layout",   "budget",    "collab_every",
-                                "format",  "skeleton", "kv_budget", "kv_policy"};
+  static const char* kKeys[] = {"workers",  "layout",    "budget",    "collab_every", "format",
+                                "skeleton", "kv_budget", "kv_policy", "kv_redundancy"};
   for (auto& [k, v] : h.items())
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys))
       throw bad_request(fmt::format("'hogwild.{}' is not a known key; use workers, layout, budget, "
-                                    "collab_every, format, skeleton, kv_budget or kv_policy",
+                                    "collab_every, format, skeleton, kv_budget, kv_policy or "
+                                    "kv_redundancy",
                                     k),
                         "hogwild." + k);
   HogwildParams p;
@@ -365,6 +366,9 @@ HogwildParams parse_hogwild(const json& h) {
   }
   if (auto kp = get_string(h, "kv_policy", "hogwild.kv_policy"))
     in_table("hogwild.kv_policy", [&] { p.kv_policy = check_kv_policy(*kp, p.kv_budget, 0); });
+  if (auto kr = get_number(h, "kv_redundancy", "hogwild.kv_redundancy"))
+    in_table("hogwild.kv_redundancy",
+             [&] { p.kv_redundancy = check_kv_redundancy(*kr, p.kv_budget, p.kv_policy); });
   if (w) {
     // The table's range is the rule of independent workers; workers sharing a cache are bounded
     // by the formatting's names, which make_request checks with the formatting resolved

@@ -33,6 +33,7 @@ struct HogwildParams {
   std::string format;         // built-in formatting name; "" = the model family's math one
   int64_t kv_budget = 0;      // tokens of the shared history still read; 0 = no KV budget
   KvPolicy kv_policy = KvPolicy::evict;  // what happens at the budget (hogwild/forgetting.h)
+  double kv_redundancy = 0;  // R-KV's 1 - lambda in [0, 1] (ForgetPolicy::redundancy_weight)
   // Skeleton-of-Thought (independent layout): an outline, then workers expand its points
   // (workers = the most points). Layout independent alone: self-consistency (the workers are
   // independent samples, the answer their vote).

@@ -10,7 +10,7 @@
 // The KV budget (docs/ARCHITECTURE.md "Bounded shared memory") as tests/hogwild/test_kv_budget.cpp
 // checks it on the CPU: sessions that forget match the reference told to forget the same tokens,
 // and the same forgetting, promotions and scored forwards on both backends give the same logits
-// and attention scores.
+// and attention scores; R-KV's key redundancy matches the CPU backend's.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -337,6 +337,47 @@ TEST_P(CudaKvBudgetVsCpu, ForgettingAndScoresMatchTheCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, CudaKvBudgetVsCpu, ::testing::ValuesIn(session_specs()),
                          [](const auto& info) { return info.param.name; });
+
+// R-KV's redundancy term (Backend::key_redundancy): the GPU's measure on its bf16 keys against the
+// CPU's on fp32 keys of the same prefill, with gaps inside chunks, a wholly forgotten chunk (its
+// page given back: a whole page forgotten) and a chunk nested in another. A redundancy is a mean of
+// cosines of unit chunk keys; each key carries the pipeline's relative error (kLogitsTol), which
+// moves a cosine of two unit vectors by at most about twice that.
+constexpr double kRedundancyTol = 2 * kLogitsTol;
+
+TEST_P(CudaKvBudgetVsCpu, KeyRedundancyMatchesTheCpuBackend) {
+  HOGWILD_REQUIRE_GPU();
+  const test::TinySpec spec = GetParam();
+  const ModelWeights w = cuda_session_model(spec);
+  cpu::CpuBackend cpu_be(w);
+  cuda::CudaBackend gpu(w, options());
+  ASSERT_TRUE(gpu.measures_redundancy());
+  BothBackends be{gpu, cpu_be};
+  test::TestRng rng(9);
+  const BlockId H = be.new_block();
+  ForwardBatch b;
+  b.views = {{H}};
+  for (int i = 0; i < 200; ++i)
+    b.tokens.push_back({static_cast<int32_t>(rng.next() % kToyVocab), 0, H, i == 199});
+  b.score_blocks = {H};
+  ASSERT_NO_FATAL_FAILURE(be.forward(b, {{}}));
+  be.forget(H, 5, 9);
+  be.forget(H, 64, 128);  // a whole page: given back on the GPU
+  Ranges chunks;
+  for (int64_t c = 0; c + 16 <= 192; c += 16) chunks.emplace_back(c, c + 16);
+  chunks.emplace_back(136, 144);
+  const std::vector<float> got = gpu.key_redundancy(H, chunks);
+  const std::vector<float> want = cpu_be.key_redundancy(H, chunks);
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::abs(double(got[i]) - want[i]));
+  EXPECT_LE(worst, kRedundancyTol);
+  EXPECT_EQ(got[4], 0.0f);  // [64, 80): nothing kept
+  EXPECT_THROW(gpu.key_redundancy(H, {{0, 16}, {192, 201}}), Error);
+  std::printf("[ %s ] key redundancy abs %.3g (tol %.2g)\n", spec.name.c_str(), worst,
+              kRedundancyTol);
+}
 
 TEST(CudaSessionBreakage, WorkersBlindToEachOtherFailTheCheck) {
   HOGWILD_REQUIRE_GPU();

@@ -244,6 +244,33 @@ std::vector<Row> rows() {
         {"16",
          "kv_chunk is 16, but kv_policy summarise drops whole steps, not chunks; drop kv_chunk, "
          "or use kv_policy evict"}}},
+      // kv_redundancy: a weight in [0, 1], with a kv_budget and the evict policy.
+      {"kv_redundancy",
+       run_cmd("--kv-budget 100000 --kv-redundancy {}"),
+       R"("hogwild":{"kv_budget":100000,"kv_redundancy":{}})",
+       {{"0", ""},
+        {"0.9", ""},
+        {"1", ""},
+        {"-0.5",
+         "kv_redundancy is -0.5; it must be in [0, 1] (the weight of key redundancy against "
+         "attention in what evict forgets, R-KV's 1 - lambda; 0 = off)"},
+        {"1.5",
+         "kv_redundancy is 1.5; it must be in [0, 1] (the weight of key redundancy against "
+         "attention in what evict forgets, R-KV's 1 - lambda; 0 = off)"}}},
+      {"kv_redundancy",
+       run_cmd("--kv-redundancy {}"),
+       R"("hogwild":{"kv_redundancy":{}})",
+       {{"0", ""},
+        {"0.9",
+         "kv_redundancy is 0.9, but there is no kv_budget: redundancy ranks what a budget "
+         "forgets; give a kv_budget, or drop kv_redundancy"}}},
+      {"kv_redundancy",
+       eval_cmd("--kv-budget 100000 --kv-policy summarise --kv-redundancy {}"),
+       R"("hogwild":{"kv_budget":100000,"kv_policy":"summarise","kv_redundancy":{}})",
+       {{"0", ""},
+        {"0.9",
+         "kv_redundancy is 0.9, but kv_policy summarise forgets what a summary sums up, not the "
+         "least useful chunks; drop kv_redundancy, or use kv_policy evict"}}},
       {"max_context",
        run_cmd("-c {}"),
        "",

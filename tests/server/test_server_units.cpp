@@ -262,6 +262,7 @@ TEST(RequestValidation, ARequestFieldIsItsJsonPath) {
       {RequestField::collab_every, Endpoint::chat, "hogwild.collab_every"},
       {RequestField::kv_budget, Endpoint::chat, "hogwild.kv_budget"},
       {RequestField::kv_policy, Endpoint::chat, "hogwild.kv_policy"},
+      {RequestField::kv_redundancy, Endpoint::chat, "hogwild.kv_redundancy"},
       {RequestField::problem, Endpoint::chat, "messages"},
       {RequestField::problem, Endpoint::completion, "prompt"},
       {RequestField::max_tokens, Endpoint::chat, "max_tokens"},

@@ -6,7 +6,8 @@ then with --kv-budget = prompt + max(128, f x the tokens the unbounded run gener
 fraction f and each --kv-policy of --policies, and writes one JSON object: per setting, the
 accuracy, the mean tokens forgotten, the runs that forgot and of those the runs whose history was
 within the budget after the last forgetting (the rest ran out of tokens that may go), and the
-mean serial steps. Summarise needs a budget of at least the prompt, one summary step and the room
+mean serial steps. With --redundancies, evict runs once per weight of R-KV's redundancy term
+(--kv-redundancy; 0 = off, attention alone). Summarise needs a budget of at least the prompt, one summary step and the room
 a summary starts ahead of the budget (docs/ARCHITECTURE.md §11): a smaller one is raised to that
 least budget, and the run says so ("raised"); its "summaries" are the summaries that replaced
 steps.
@@ -14,6 +15,8 @@ steps.
   tools/collab/kv_budget_sweep.py --bin build/hogwild --count 20 --out sweep.json
   tools/collab/kv_budget_sweep.py --policies evict,summarise --fractions 1,0.5,0.25 \
       --count 20 --out docs/collab/kv_budget/policies_k4_w4.json
+  tools/collab/kv_budget_sweep.py --fractions 0.75,0.5,0.25 --redundancies 0,0.5,0.9 \
+      --count 20 --out docs/collab/kv_budget/redundancy_k4_w4.json
   # the long packs on a GPU (K = 8, 8 workers):
   tools/collab/kv_budget_sweep.py --device cuda --k 8 --workers 8 --count 100 \
       --policies evict,summarise --fractions 1,0.5,0.25 --out policies_k8_w8.json
@@ -75,6 +78,8 @@ def main():
     ap.add_argument("--chunk", type=int, default=0, help="--kv-chunk (0 = the default)")
     ap.add_argument("--policies", default="evict", help="comma-separated --kv-policy values")
     ap.add_argument("--device", default="cpu", help="run's --device (cpu, cuda, auto)")
+    ap.add_argument("--redundancies", default="0",
+                    help="comma-separated --kv-redundancy weights of the evict runs (0 = off)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     global DEVICE
@@ -86,11 +91,15 @@ def main():
     packs = [json.loads(p) for p in packs]
     fractions = [float(x) for x in a.fractions.split(",")]
     policies = a.policies.split(",")
+    redundancies = [float(x) for x in a.redundancies.split(",")]
+    # (policy, redundancy weight): summarise takes no weight
+    runs = [(p, w) for p in policies for w in (redundancies if p == "evict" else [0.0])]
 
-    def name(policy, f):  # evict alone keeps the first sweep's names
-        return f"{f:g}" if policies == ["evict"] else f"{policy} {f:g}"
+    def name(policy, w, f):  # evict alone, without the term, keeps the first sweep's names
+        r = f" r{w:g}" if w > 0 else ""
+        return f"{f:g}{r}" if policies == ["evict"] else f"{policy}{r} {f:g}"
     settings = {"none": []}
-    settings.update({name(p, f): [] for p in policies for f in fractions})
+    settings.update({name(p, w, f): [] for p, w in runs for f in fractions})
     path = tempfile.mktemp(suffix=".json")
     for p in packs:
         base = run(a.bin, a.model, p["problem"], a.workers, [], path)
@@ -100,7 +109,7 @@ def main():
                                  "forgotten": 0, "serial_steps": base["stats"]["serial_steps"]})
         least = (least_summarise_budget(a.bin, a.model, p["problem"], a.workers)
                  if "summarise" in policies else 0)
-        for policy in policies:
+        for policy, w in runs:
             for f in fractions:
                 budget = prompt + max(128, int(f * generated))
                 raised = policy == "summarise" and budget < least
@@ -108,11 +117,13 @@ def main():
                 extra = ["--kv-budget", str(budget), "--kv-policy", policy]
                 if a.chunk and policy == "evict":
                     extra += ["--kv-chunk", str(a.chunk)]
+                if w > 0:
+                    extra += ["--kv-redundancy", f"{w:g}"]
                 r = run(a.bin, a.model, p["problem"], a.workers, extra, path)
                 forgotten = sum(x["end"] - x["begin"] for e in r["forgotten"]
                                 for x in e["ranges"])
                 last = r["forgotten"][-1] if r["forgotten"] else None
-                settings[name(policy, f)].append({
+                settings[name(policy, w, f)].append({
                     "id": p["id"], "right": str(r["answer"]) == str(p["answer"]),
                     "budget": budget, "raised": raised, "forgotten": forgotten,
                     "summaries": sum("summary" in e for e in r["forgotten"]),
@@ -133,7 +144,8 @@ def main():
                          "runs_summarised": sum(r.get("summaries", 0) > 0 for r in rows)}
     out = {"model": a.model, "k": a.k, "seed": a.seed, "wording": a.wording, "count": a.count,
            "workers": a.workers,
-           "chunk": a.chunk or 16, "policies": policies, "summary": summary, "runs": settings}
+           "chunk": a.chunk or 16, "policies": policies, "redundancies": redundancies,
+           "summary": summary, "runs": settings}
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
     print(json.dumps(summary, indent=1))
