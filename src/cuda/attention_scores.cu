@@ -1,6 +1,8 @@
 // The attention scores of the KV budget (attention_scores.h): one CTA of 256 threads per (score
 // tile, KV head). Thread (k, part) = (threadIdx.x / 4, threadIdx.x % 4) owns key k of the tile and
 // dims part + 4 i of the dot product; the 4 parts of a key are adjacent lanes (two shuffles).
+// Each phase waits for memory once: the keys in one round of 16-byte loads, then up to
+// kMaxQueries queries (with their limits and log-sum-exps) by the eight warps side by side.
 #include "cuda/attention_scores.h"
 #include "cuda/pdl.cuh"
 
@@ -10,7 +12,7 @@ namespace {
 using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 4 * kPageTokens;  // 4 threads per key of a tile
-constexpr int kMaxHeads = 16;              // query heads rotated at a time (G above: in groups)
+constexpr int kMaxQueries = 16;            // (pair, query head) combinations rotated at a time
 
 struct ScoreArgs {
   const bf16* q;
@@ -23,26 +25,35 @@ struct ScoreArgs {
   ScorePlanView plan;
 };
 
-// Query heads hq = h0 + h of token `row` for h < hc, into qs[h * HD ..]: q-norm first when a.q_norm
-// is set (as the fused append's norm_rotate: bf16(x r w)), then rotated by `limit` with the
-// attention factor over the first rotary_dim dims (rotate-half pairs), rounded to bf16 (the
-// partial kernel's shared-memory query). Warp w computes heads w, w + 8, ..., each lane HD / 32
-// dims, the sum of squares by shuffles; raw: (kThreads / 32) x HD floats of scratch. Called by
-// every thread; qs is complete after the caller's next __syncthreads.
+// The (pair, query head) combinations c0 .. c0 + cc of a tile (c = pair index * G + h, query
+// head kh * G + h), into qs[c' * HD ..] for c' = c - c0 < cc <= kMaxQueries: q-norm first when
+// a.q_norm is set (as the fused append's norm_rotate: bf16(x r w)), then rotated by the pair's
+// limit with the attention factor over the first rotary_dim dims (rotate-half pairs), rounded to
+// bf16 (the partial kernel's shared-memory query); the pair's limit into lim[c'] and the row's
+// log-sum-exp for that head into lse[c']. Warp w computes combinations w, w + 8, ..., each lane
+// HD / 32 dims, the sum of squares by shuffles, so the eight warps' global loads overlap; raw:
+// (kThreads / 32) x HD floats of scratch. Called by every thread; the outputs are complete after
+// the caller's next __syncthreads.
 template <int HD>
-__device__ void rotated_queries(const ScoreArgs& a, int row, int h0, int hc, int limit, float* raw,
-                                float* qs) {
+__device__ void rotated_queries(const ScoreArgs& a, const ScoreTile& tile, int kh, int G, int c0,
+                                int cc, float* raw, float* qs, int* lim, float* lse) {
   constexpr int kPer = HD / 32;  // dims per lane: lane * kPer ..
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* rw = raw + warp * HD;
   const int half = a.rope.rotary_dim / 2;
-  const float2* cs_row = a.rope.cos_sin + int64_t(limit) * half;
-  for (int h = warp; h < hc; h += kThreads / 32) {
-    const int hq = h0 + h;
-    const bf16* qv = a.q + int64_t(row) * a.shape.q_token_stride + int64_t(hq) * HD + lane * kPer;
+  for (int c = warp; c < cc; c += kThreads / 32) {
+    const AttnPair pr = a.plan.pairs[tile.pair_start + (c0 + c) / G];
+    const int hq = kh * G + (c0 + c) % G;
+    const bf16* qv =
+        a.q + int64_t(pr.row) * a.shape.q_token_stride + int64_t(hq) * HD + lane * kPer;
+    const float2* cs_row = a.rope.cos_sin + int64_t(pr.limit) * half;
     float x[kPer];
 #pragma unroll
     for (int i = 0; i < kPer; ++i) x[i] = __bfloat162float(qv[i]);
+    if (lane == 0) {
+      lim[c] = pr.limit;
+      lse[c] = a.plan.lse[int64_t(pr.row) * a.shape.num_attention_heads + hq];
+    }
     if (a.q_norm) {
       float ss = 0.0f;
 #pragma unroll
@@ -66,15 +77,39 @@ __device__ void rotated_queries(const ScoreArgs& a, int row, int h0, int hc, int
         const float partner = rw[d < half ? d + half : d - half];
         val = (val * cs.x + (d < half ? -partner : partner) * cs.y) * a.shape.attn_factor;
       }
-      qs[h * HD + d] = __bfloat162float(__float2bfloat16(val));
+      qs[c * HD + d] = __bfloat162float(__float2bfloat16(val));
     }
-    __syncwarp();  // rw is read before the warp's next head overwrites it
+    __syncwarp();  // rw is read before the warp's next combination overwrites it
+  }
+}
+
+// The tile's keys into ks (row stride kLd), as floats; keys outside [key_from, key_end) as 0
+// (never a stale slot's NaN). 16-byte loads, all issued before the first store, so the CTA waits
+// for one round trip to memory rather than one per element.
+template <int HD, int kLd>
+__device__ void load_keys(const bf16* kt, const ScoreTile& tile, float* ks) {
+  constexpr int kVec = 8;                                     // bf16 per 16-byte load
+  constexpr int kLoads = kPageTokens * HD / kVec / kThreads;  // per thread: 4 (HD 128), 2 (64)
+  static_assert(kLoads * kVec * kThreads == kPageTokens * HD);
+  const uint4* src = reinterpret_cast<const uint4*>(kt);
+  uint4 v[kLoads];
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) v[i] = src[threadIdx.x + i * kThreads];
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int e = (threadIdx.x + i * kThreads) * kVec, k = e / HD, d = e % HD;
+    const int key = tile.key_start + k;
+    const bool scored = key >= tile.key_from && key < tile.key_end;
+    const bf16* b = reinterpret_cast<const bf16*>(&v[i]);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) ks[k * kLd + d + j] = scored ? __bfloat162float(b[j]) : 0.0f;
   }
 }
 
 // grid (max_tiles, num_key_value_heads), kThreads threads; CTA (b, kh) runs tile b for KV head kh.
-// Per pair, the G query heads of kh are rotated once (rotated_queries, at most kMaxHeads at a time)
-// and every key of the tile is dotted with each: two barriers per pair and group of heads.
+// The tile's (pair, query head) combinations, kMaxQueries at a time, are rotated into shared
+// memory by the eight warps at once (rotated_queries) and every key of the tile is dotted with
+// each: two barriers per kMaxQueries combinations.
 template <int HD>
 __global__ void __launch_bounds__(kThreads) attn_scores_kernel(ScoreArgs a) {
   pdl_launch_dependents();
@@ -82,40 +117,32 @@ __global__ void __launch_bounds__(kThreads) attn_scores_kernel(ScoreArgs a) {
   if (blockIdx.x >= *a.plan.n_tiles) return;
   constexpr int kLd = HD + 4;  // row stride = 4 mod 32 words: the 32 lanes of a warp (8 keys x 4
                                // parts) hit 32 different banks
-  __shared__ float ks[kPageTokens * kLd];
-  __shared__ float raw[(kThreads / 32) * HD], qs[kMaxHeads * HD];
+  __shared__ __align__(16) float ks[kPageTokens * kLd];
+  __shared__ float raw[(kThreads / 32) * HD], qs[kMaxQueries * HD], lse[kMaxQueries];
+  __shared__ int lim[kMaxQueries];
   const ScoreTile tile = a.plan.tiles[blockIdx.x];
   const int kh = blockIdx.y;
   const int G = a.shape.num_attention_heads / a.shape.num_key_value_heads;
-  const bf16* kt = a.pool + a.layout.tile_offset(tile.page, 0, kh);  // (kPageTokens, HD)
-  for (int i = threadIdx.x; i < kPageTokens * HD; i += kThreads) {
-    const int k = i / HD, key = tile.key_start + k;
-    const bool scored = key >= tile.key_from && key < tile.key_end;
-    ks[k * kLd + i % HD] = scored ? __bfloat162float(kt[i]) : 0.0f;  // never a stale slot's NaN
-  }
+  load_keys<HD, kLd>(a.pool + a.layout.tile_offset(tile.page, 0, kh), tile, ks);
   const int k = threadIdx.x / 4, part = threadIdx.x % 4, key = tile.key_start + k;
   const bool scored = key >= tile.key_from && key < tile.key_end;
   const float scale_log2 = a.shape.scale * 1.4426950408889634f;
   float best = 0.0f;
-  for (int p = 0; p < tile.pair_count; ++p) {
-    const AttnPair pr = a.plan.pairs[tile.pair_start + p];
-    const bool seen = scored && key <= pr.limit;
-    for (int h0 = 0; h0 < G; h0 += kMaxHeads) {
-      const int hc = min(kMaxHeads, G - h0);
-      rotated_queries<HD>(a, pr.row, kh * G + h0, hc, pr.limit, raw, qs);
-      __syncthreads();  // the queries (and, the first time, the keys) are in shared memory
-      const float* lse = a.plan.lse + int64_t(pr.row) * a.shape.num_attention_heads + kh * G + h0;
-      for (int h = 0; h < hc; ++h) {
-        const float* q = qs + h * HD;
-        float dot = 0.0f;
+  const int combos = tile.pair_count * G;
+  for (int c0 = 0; c0 < combos; c0 += kMaxQueries) {
+    const int cc = min(kMaxQueries, combos - c0);
+    rotated_queries<HD>(a, tile, kh, G, c0, cc, raw, qs, lim, lse);
+    __syncthreads();  // the queries (and, the first time, the keys) are in shared memory
+    for (int c = 0; c < cc; ++c) {
+      const float* q = qs + c * HD;
+      float dot = 0.0f;
 #pragma unroll 8
-        for (int i = 0; i < HD / 4; ++i) dot += q[part + 4 * i] * ks[k * kLd + part + 4 * i];
-        dot += __shfl_xor_sync(0xffffffffu, dot, 1);
-        dot += __shfl_xor_sync(0xffffffffu, dot, 2);
-        if (seen) best = fmaxf(best, exp2f(dot * scale_log2 - lse[h]));
-      }
-      __syncthreads();  // every thread has read qs before the next queries overwrite it
+      for (int i = 0; i < HD / 4; ++i) dot += q[part + 4 * i] * ks[k * kLd + part + 4 * i];
+      dot += __shfl_xor_sync(0xffffffffu, dot, 1);
+      dot += __shfl_xor_sync(0xffffffffu, dot, 2);
+      if (scored && key <= lim[c]) best = fmaxf(best, exp2f(dot * scale_log2 - lse[c]));
     }
+    __syncthreads();  // every thread has read qs before the next queries overwrite it
   }
   // Non-negative floats order as their bits do: an integer max is the float max.
   if (part == 0 && scored && best > 0.0f)
