@@ -241,6 +241,11 @@ void drain(Loaded& L, HttpServer& http, int64_t drain_timeout) {
 
 void serve(ServeArgs a) {
   check_serve_flags(a);
+  // CUDA loads a kernel's module at its first launch by default (CUDA_MODULE_LOADING=LAZY): under
+  // load, each forward that meets a new shape (prompt chunks beside decode rows) then stalls. A
+  // warmed-up server loads them all when the CUDA runtime starts, unless the environment already
+  // says how (docs/SERVER.md "Warm-up"). Set before any thread starts: setenv is not thread-safe.
+  if (!a.no_warmup && a.device.device != "cpu") setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   const server::ServerOptions o = http_options(a);
   install_stop_handlers();
 
@@ -323,8 +328,9 @@ void register_serve(CLI::App& app) {
                 "template), qwen3, deepseek_r1, or none (everything in content)");
   c->add_flag("--quiet", a->quiet, "no request log lines");
   c->add_flag("--no-warmup", a->no_warmup,
-              "start without running decode batches of 1..--max-sessions rows first (CUDA: the "
-              "first request of each batch size then waits for its graph capture)");
+              "start without running decode batches of 1..--max-sessions rows first and without "
+              "loading every CUDA kernel at start (CUDA: the first request of each batch size "
+              "then waits for its graph capture, the first forward of a shape for its kernels)");
   add_prefix_cache_flag(c, a->no_prefix_cache);
   add_device_flags(c, a->device);
   c->callback([a] { serve(*a); });
