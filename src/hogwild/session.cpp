@@ -47,7 +47,7 @@ Session::Session(Backend& backend, const TextCodec& codec, const Formatting& for
   if (opt_.kv.budget > 0 && opt_.kv.redundancy_weight > 0 && !be_.measures_redundancy())
     fail(
         "--kv-redundancy {} needs a backend that measures key redundancy, and this one cannot: "
-        "run on the CPU backend (--device cpu), or with --kv-redundancy 0",
+        "run on the CPU or CUDA backend, or with --kv-redundancy 0",
         opt_.kv.redundancy_weight);
   scores_ = ScoreWindow(opt_.kv.window);
 }

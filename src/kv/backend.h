@@ -145,8 +145,8 @@ class Backend {
   virtual std::vector<float> key_redundancy(
       BlockId /*b*/, const std::vector<std::pair<int64_t, int64_t>>& /*chunks*/) const {
     throw Error(
-        "this backend does not measure key redundancy (--kv-redundancy); run on the CPU backend "
-        "(--device cpu), or with --kv-redundancy 0");
+        "this backend does not measure key redundancy (--kv-redundancy); run on the CPU or CUDA "
+        "backend, or with --kv-redundancy 0");
   }
   /// True when the backend implements key_redundancy.
   virtual bool measures_redundancy() const { return false; }

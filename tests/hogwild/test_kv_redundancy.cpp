@@ -271,7 +271,7 @@ TEST(KvRedundancySession, ABackendWithoutTheMeasureIsRefusedUpFront) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
               "--kv-redundancy 0.9 needs a backend that measures key redundancy, and this one "
-              "cannot: run on the CPU backend (--device cpu), or with --kv-redundancy 0");
+              "cannot: run on the CPU or CUDA backend, or with --kv-redundancy 0");
   }
 }
 
