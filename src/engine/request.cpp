@@ -65,7 +65,7 @@ SessionRequest make_request(const RequestModel& model, const ProblemRequest& p) 
       fmt, layout, p.workers, p.skeleton,
       [&](const std::string& t) { return static_cast<int64_t>(tok.encode(t, false).size()); });
   check_first_step_fits(static_cast<int64_t>(r.prompt.size()), first_step, p.max_context,
-                        model.max_context);
+                        model.max_context, p.workers, layout);
   r.options.n_workers = p.workers;
   r.options.layout = layout;
   r.options.skeleton = p.skeleton;

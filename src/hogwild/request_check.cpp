@@ -85,7 +85,7 @@ int64_t first_step_tokens(const Formatting& f, Layout layout, int n, bool skelet
 }
 
 void check_first_step_fits(int64_t prompt_tokens, int64_t first_step, int64_t max_context,
-                           int64_t model_context) {
+                           int64_t model_context, int n_workers, Layout layout) {
   const int64_t limit = max_context > 0 ? max_context : model_context;
   const int64_t total = prompt_tokens + first_step + 1;
   if (limit <= 0 || total <= limit) return;
@@ -94,13 +94,14 @@ void check_first_step_fits(int64_t prompt_tokens, int64_t first_step, int64_t ma
           ? fmt::format("The context limit (max_context) is {} tokens, below the model's {}",
                         max_context, model_context)
           : fmt::format("This model's maximum context length is {} tokens", limit);
+  const bool others = n_workers > 1 && (layout == Layout::combined || layout == Layout::contiguous);
   throw RequestError(
       RequestField::context,
-      fmt::format("{}. However, you requested {} tokens ({} in the problem with the "
-                  "collaboration prompt, {} in the layout's texts and the workers' first step "
-                  "openings, 1 in the completion). Please shorten the problem, or use fewer "
-                  "workers or the interleaved layout.",
-                  context, total, prompt_tokens, first_step));
+      fmt::format("{}. However, you requested {} tokens ({} in the problem with the formatting's "
+                  "prompt, {} in the layout's texts and the workers' first step openings, 1 in "
+                  "the completion). Please shorten the problem{}.",
+                  context, total, prompt_tokens, first_step,
+                  others ? ", or use fewer workers or the interleaved layout" : ""));
 }
 
 void check_session_options(const SessionOptions& o, const Formatting& fmt, int64_t model_context) {

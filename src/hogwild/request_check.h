@@ -55,9 +55,11 @@ int64_t first_step_tokens(const Formatting& fmt, Layout layout, int n_workers, b
 /// step (first_step: first_step_tokens) and one generated token do not fit the context:
 /// max_context tokens, or model_context (config.json max_position_embeddings) when max_context
 /// is 0; neither known (both 0): not checked. The sentence gives the three counts and what to
-/// change, as the HTTP server's context_length_exceeded does for a plain prompt.
+/// change, as the HTTP server's context_length_exceeded does for a plain prompt: a shorter
+/// problem, and where the other workers' steps are in every view (n_workers > 1 on the combined
+/// or contiguous layout) fewer workers or the interleaved layout.
 void check_first_step_fits(int64_t prompt_tokens, int64_t first_step, int64_t max_context,
-                           int64_t model_context);
+                           int64_t model_context, int n_workers, Layout layout);
 
 /// Throws RequestError (RequestField::kv_chunk) unless kv_chunk is in its range, and unless it is 0
 /// when there is no kv_budget (chunks are what a budget forgets: alone the setting does nothing).

@@ -208,6 +208,9 @@ struct FinisherResult {
   std::optional<std::string> answer;
   bool reached = true;  // false: the run ended before this budget (answer = final)
   int worker = -1;      // independent layout: the worker whose own text it continued; -1: all
+  // The finisher's view (the run's text and the suffix) would pass the context limit: it did not
+  // run (no position beyond max_context is read), so continuation is empty and answer none.
+  bool context_full = false;
 };
 
 /// Independent layout: one worker's outcome (SessionResult::workers).
@@ -477,6 +480,9 @@ class Session {
   void advance();
   void end_decoding();
   void begin_finisher(int64_t serial_step, bool final);
+  // Once every finisher is done: the final results (then finalize) or the snapshot's (then more
+  // decoding).
+  void end_finishers();
   // An interrupt during a finisher: its blocks freed, stop_reason "interrupted", the run ended.
   void abandon_finishers();
   // Tokens in finisher f's view (its run's blocks and its own block as written so far).

@@ -39,6 +39,13 @@ void Session::begin_finisher(int64_t serial_step, bool final) {
     f.result.serial_step = serial_step;
     f.result.worker = w;
     f.final = final;
+    // Its first forward would read past the context limit: it does not run.
+    if (finisher_view_len(f) + static_cast<int64_t>(f.feed.size()) > max_context_) {
+      be_.free_block(f.block);
+      owned_.erase(std::find(owned_.begin(), owned_.end(), f.block));
+      f.done = true;
+      f.result.context_full = true;
+    }
     finishers_.push_back(std::move(f));
   }
   phase_ = Phase::finisher;
@@ -46,7 +53,10 @@ void Session::begin_finisher(int64_t serial_step, bool final) {
     if (final) return finalize();
     phase_ = Phase::decode;
     advance();
+    return;
   }
+  if (std::all_of(finishers_.begin(), finishers_.end(), [](auto& f) { return f.done; }))
+    end_finishers();  // none fits the context
 }
 
 int64_t Session::finisher_view_len(const Finisher& f) const {
@@ -110,6 +120,10 @@ void Session::complete_finisher(SessionStep& step, StepReport& rep) {
     f.result.answer = finish_answer(f.result.continuation, fmt_.answer.kind);
   }
   if (std::any_of(finishers_.begin(), finishers_.end(), [](auto& f) { return !f.done; })) return;
+  end_finishers();
+}
+
+void Session::end_finishers() {
   std::vector<Finisher> done = std::move(finishers_);
   finishers_.clear();
   if (done.front().final) {

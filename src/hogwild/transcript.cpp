@@ -159,6 +159,7 @@ nlohmann::json finisher_json(const FinisherResult& f) {
   nlohmann::json j = {{"serial_step", f.serial_step}};
   set_text(j, "continuation", f.continuation);
   j["reached"] = f.reached;
+  if (f.context_full) j["context_full"] = true;  // not run: its view would pass the context
   if (f.answer)
     set_text(j, "answer", *f.answer);
   else

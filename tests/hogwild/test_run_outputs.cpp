@@ -258,17 +258,74 @@ TEST(Transcript, FirstStepTokensIsTheLongestViewOfTheFirstForward) {
           EXPECT_THROW(s.run(prompt()), Error);
         }
       }
-      EXPECT_NO_THROW(check_first_step_fits(p, first, p + first + 1, 0));
-      EXPECT_THROW(check_first_step_fits(p, first, p + first, 0), RequestError);
+      EXPECT_NO_THROW(check_first_step_fits(p, first, p + first + 1, 0, n, layout));
+      EXPECT_THROW(check_first_step_fits(p, first, p + first, 0, n, layout), RequestError);
     }
   }
 }
 
-// The sentence of a prompt without room for the first serial step, by hand: 1000 + 40 + 1 tokens.
+// Interleaved workers each see the history and their own step; the finisher sees everyone's
+// text and its suffix, which may not fit where the workers' views still did. Then it does not
+// run (context_full, no answer), and no forward, the finisher's included, reads past the limit.
+TEST(Transcript, AFinisherWhoseViewPassesTheContextDoesNotRun) {
+  cpu::CpuBackend be(session_model(spec()));
+  ByteCodec codec;
+  const Formatting f = test_formatting(0);
+  struct Longest : SessionObserver {
+    const Backend* be = nullptr;
+    int64_t longest = 0;
+    int finisher_forwards = 0;
+    void measure(const ForwardRecord& r) {
+      for (const auto& view : r.views) {
+        int64_t len = 0;
+        for (BlockId b : view) len += be->block_len(b);
+        longest = std::max(longest, len);
+      }
+    }
+    void on_forward(const ForwardRecord& r) override { measure(r); }
+    void on_finisher_forward(const ForwardRecord& r) override {
+      measure(r);
+      finisher_forwards += 1;
+    }
+  };
+  for (int64_t room : {int64_t{60}, int64_t{2000}}) {
+    ScriptPicker picker({worker_script(0), worker_script(1), worker_script(2)});
+    SessionOptions opt;
+    opt.n_workers = 3;
+    opt.layout = Layout::interleaved;
+    opt.max_context = static_cast<int64_t>(prompt().size()) + room;
+    opt.budget = 40;
+    Longest obs;
+    obs.be = &be;
+    Session s(be, codec, f, opt, picker);
+    s.set_observer(&obs);
+    const SessionResult r = s.run(prompt());
+    ASSERT_TRUE(r.finisher.has_value());
+    EXPECT_LE(obs.longest, opt.max_context);
+    if (room == 60) {  // stopped by the context: three steps and the suffix do not fit
+      EXPECT_EQ(r.stop_reason, StopReason::max_context);
+      EXPECT_TRUE(r.finisher->context_full);
+      EXPECT_EQ(r.finisher->continuation, "");
+      EXPECT_FALSE(r.answer.has_value());
+      EXPECT_EQ(obs.finisher_forwards, 0);
+      EXPECT_EQ(finisher_json(*r.finisher)["context_full"], true);
+    } else {  // the budget ends it with room to spare: the finisher runs
+      EXPECT_EQ(r.stop_reason, StopReason::budget);
+      EXPECT_FALSE(r.finisher->context_full);
+      EXPECT_GT(obs.finisher_forwards, 0);
+      EXPECT_FALSE(finisher_json(*r.finisher).contains("context_full"));
+    }
+  }
+}
+
+// The sentence of a prompt without room for the first serial step, by hand: 1000 + 40 + 1 tokens;
+// fewer workers or the interleaved layout are advised only where the other workers' steps are in
+// every view.
 TEST(Transcript, FirstStepFitsSaysTheCountsAndTheLimit) {
-  auto message = [](int64_t max_context, int64_t model_context) {
+  auto message = [](int64_t max_context, int64_t model_context, int n = 2,
+                    Layout layout = Layout::combined) {
     try {
-      check_first_step_fits(1000, 40, max_context, model_context);
+      check_first_step_fits(1000, 40, max_context, model_context, n, layout);
     } catch (const RequestError& e) {
       EXPECT_EQ(e.field(), RequestField::context);
       return std::string(e.what());
@@ -276,13 +333,26 @@ TEST(Transcript, FirstStepFitsSaysTheCountsAndTheLimit) {
     return std::string("no error");
   };
   const std::string counts =
-      ". However, you requested 1041 tokens (1000 in the problem with the collaboration prompt, "
+      ". However, you requested 1041 tokens (1000 in the problem with the formatting's prompt, "
       "40 in the layout's texts and the workers' first step openings, 1 in the completion). "
-      "Please shorten the problem, or use fewer workers or the interleaved layout.";
-  EXPECT_EQ(message(0, 1024), "This model's maximum context length is 1024 tokens" + counts);
+      "Please shorten the problem";
+  const std::string others = ", or use fewer workers or the interleaved layout.";
+  EXPECT_EQ(message(0, 1024),
+            "This model's maximum context length is 1024 tokens" + counts + others);
   EXPECT_EQ(message(1024, 4096),
-            "The context limit (max_context) is 1024 tokens, below the model's 4096" + counts);
-  EXPECT_EQ(message(1040, 0), "This model's maximum context length is 1040 tokens" + counts);
+            "The context limit (max_context) is 1024 tokens, below the "
+            "model's 4096" +
+                counts + others);
+  EXPECT_EQ(message(1040, 0),
+            "This model's maximum context length is 1040 tokens" + counts + others);
+  EXPECT_EQ(message(1040, 0, 4, Layout::contiguous),
+            "This model's maximum context length is 1040 tokens" + counts + others);
+  EXPECT_EQ(message(1040, 0, 1),
+            "This model's maximum context length is 1040 tokens" + counts + ".");
+  EXPECT_EQ(message(1040, 0, 4, Layout::interleaved),
+            "This model's maximum context length is 1040 tokens" + counts + ".");
+  EXPECT_EQ(message(1040, 0, 4, Layout::independent),
+            "This model's maximum context length is 1040 tokens" + counts + ".");
   EXPECT_EQ(message(1041, 4096), "no error");
   EXPECT_EQ(message(0, 1041), "no error");
   EXPECT_EQ(message(0, 0), "no error");  // no context known: nothing to check

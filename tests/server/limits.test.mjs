@@ -417,7 +417,7 @@ test('a hogwild prompt that leaves no room for the first step is a 400 with the 
           isOpenAiError(r.json, 400);
           assert.equal(r.json.error.code, 'context_length_exceeded', what);
           assert.equal(r.json.error.param, 'messages');
-          assert.match(r.json.error.message, /maximum context length is 2048 tokens\. However, you requested \d+ tokens \(\d+ in the problem with the collaboration prompt, \d+ in the layout's texts and the workers' first step openings, 1 in the completion\)/, what);
+          assert.match(r.json.error.message, /maximum context length is 2048 tokens\. However, you requested \d+ tokens \(\d+ in the problem with the formatting's prompt, \d+ in the layout's texts and the workers' first step openings, 1 in the completion\)/, what);
         }
       }
       assert.ok(ran > 0 && refused > 0, `${layout}: ${ran} ran, ${refused} refused`);

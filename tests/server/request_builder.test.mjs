@@ -101,7 +101,7 @@ test('a problem that leaves no room for the first serial step: the same sentence
   // first step does not; the sentence gives the counts, which add up.
   const long = `Count the words: ${'ab '.repeat(4000)}`;
   const sentence = runRefuses(testModel(), [], long);
-  const m = sentence.match(/^This model's maximum context length is 4096 tokens\. However, you requested (\d+) tokens \((\d+) in the problem with the collaboration prompt, (\d+) in the layout's texts and the workers' first step openings, 1 in the completion\)\. Please shorten the problem, or use fewer workers or the interleaved layout\.$/);
+  const m = sentence.match(/^This model's maximum context length is 4096 tokens\. However, you requested (\d+) tokens \((\d+) in the problem with the formatting's prompt, (\d+) in the layout's texts and the workers' first step openings, 1 in the completion\)\. Please shorten the problem, or use fewer workers or the interleaved layout\.$/);
   assert.ok(m, sentence);
   const [total, prompt, layout] = m.slice(1).map(Number);
   assert.equal(total, prompt + layout + 1);
