@@ -52,19 +52,12 @@ void chunk_key(const float* keys, int64_t hd, std::pair<int64_t, int64_t> c,
 
 std::vector<float> CpuBackend::key_redundancy(
     BlockId b, const std::vector<std::pair<int64_t, int64_t>>& chunks) const {
-  table_.check(b, "key_redundancy");
-  const int64_t len = table_.len(b);
-  for (const auto& [cb, ce] : chunks)
-    if (cb < 0 || ce < cb || ce > len)
-      fail("key_redundancy: chunk [{}, {}) is outside block {} of {} tokens", cb, ce, b, len);
+  const std::vector<uint8_t> kept = table_.kept_mask(b, chunks, "key_redundancy");
   const int64_t n = static_cast<int64_t>(chunks.size());
   std::vector<float> out(static_cast<size_t>(n), 0.0f);
   if (n < 2) return out;
   const ModelConfig& c = w_.config;
   const int64_t hd = c.head_dim, heads = c.num_hidden_layers * c.num_key_value_heads;
-  std::vector<uint8_t> kept(static_cast<size_t>(len), 1);
-  for (const auto& [gb, ge] : table_.gaps(b))
-    std::fill(kept.begin() + std::min(gb, len), kept.begin() + std::min(ge, len), 0);
   std::vector<float> keys(static_cast<size_t>(n * hd)), sum(static_cast<size_t>(hd)), tmp;
   std::vector<double> acc(static_cast<size_t>(n), 0.0);
   for (int64_t lg = 0; lg < heads; ++lg) {  // [layer * num_key_value_heads + kv head]

@@ -103,20 +103,14 @@ struct DeviceArrays {
 
 std::vector<float> CudaBackend::key_redundancy(
     BlockId b, const std::vector<std::pair<int64_t, int64_t>>& chunks) const {
-  table_.check(b, "key_redundancy");
-  const int64_t len = table_.len(b);
-  for (const auto& [cb, ce] : chunks)
-    if (cb < 0 || ce < cb || ce > len)
-      fail("key_redundancy: chunk [{}, {}) is outside block {} of {} tokens", cb, ce, b, len);
+  const std::vector<uint8_t> kept = table_.kept_mask(b, chunks, "key_redundancy");
+  const int64_t len = static_cast<int64_t>(kept.size());
   const int64_t n = static_cast<int64_t>(chunks.size());
   std::vector<float> out(static_cast<size_t>(n), 0.0f);
   if (n < 2) return out;
   HOGWILD_CHECK(n <= INT32_MAX / 2 && len <= INT32_MAX);
   std::vector<int32_t> ranges;
   for (const auto& [cb, ce] : chunks) ranges.insert(ranges.end(), {int32_t(cb), int32_t(ce)});
-  std::vector<uint8_t> kept(static_cast<size_t>(len), 1);
-  for (const auto& [gb, ge] : table_.gaps(b))
-    std::fill(kept.begin() + std::min(gb, len), kept.begin() + std::min(ge, len), 0);
   const std::vector<int32_t>& pages = table_.pages(b);
   const int64_t kvh = layout_.num_key_value_heads, hd = layout_.head_dim;
   HOGWILD_CHECK(hd <= 256);

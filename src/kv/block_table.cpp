@@ -288,6 +288,20 @@ const std::vector<std::pair<int64_t, int64_t>>& BlockTable::gaps(BlockId b) cons
   return ref(b, "gaps").gaps;
 }
 
+std::vector<uint8_t> BlockTable::kept_mask(BlockId b,
+                                           const std::vector<std::pair<int64_t, int64_t>>& ranges,
+                                           const char* what) const {
+  const Block& blk = ref(b, what);
+  const int64_t len = blk.len;
+  for (const auto& [rb, re] : ranges)
+    if (rb < 0 || re < rb || re > len)
+      fail("{}: chunk [{}, {}) is outside block {} of {} tokens", what, rb, re, b, len);
+  std::vector<uint8_t> kept(static_cast<size_t>(len), 1);
+  for (const auto& [gb, ge] : blk.gaps)
+    std::fill(kept.begin() + std::min(gb, len), kept.begin() + std::min(ge, len), 0);
+  return kept;
+}
+
 int64_t BlockTable::kept(BlockId b) const {
   const Block& blk = ref(b, "gaps");
   int64_t n = blk.len;

@@ -81,6 +81,12 @@ class BlockTable {
   const std::vector<std::pair<int64_t, int64_t>>& gaps(BlockId b) const;
   /// Tokens of block b that still take part in attention: len(b) minus its gaps.
   int64_t kept(BlockId b) const;
+  /// (len(b)) 1 for each token of block b not forgotten, 0 inside its gaps: what
+  /// Backend::key_redundancy reads of the block, after checking each of `ranges` ([begin, end)
+  /// token ranges) lies within it. Throws hogwild::Error ("<what>: ...") for an unknown block or
+  /// a range outside [0, len(b)].
+  std::vector<uint8_t> kept_mask(BlockId b, const std::vector<std::pair<int64_t, int64_t>>& ranges,
+                                 const char* what) const;
   /// Backend::append_block's bookkeeping of gaps: src's gaps, shifted by dst_len_before, join
   /// dst's. Call after grow(dst, ...).
   void append_gaps(BlockId dst, BlockId src, int64_t dst_len_before);
